@@ -1,0 +1,62 @@
+/* frame.h — one molecular-dynamics frame as every reader produces it and
+ * every kernel's preparation step consumes it (kernels/geometry.h).
+ *
+ * Units are the file's (Å for XYZ and graphene, σ for LJ fixtures); mdnl
+ * never converts. Positions are double on the host; the kernels work on a
+ * wrapped float copy made by mdnl_geom_prepare().
+ */
+#ifndef MDNL_FRAME_H
+#define MDNL_FRAME_H
+
+#include "mdnl.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+MDNL_BEGIN_C
+
+#define MDNL_MAX_SPECIES 256
+#define MDNL_SYMBOL_LEN 16 /* including the terminating NUL */
+
+/* The simulation cell. Rows of h are the lattice vectors a, b, c.
+ * has_lattice is false for open frames read without a cell; then h is zero
+ * and every pbc[k] is false. An axis can be periodic only with a lattice. */
+typedef struct mdnl_box {
+    double h[3][3];
+    bool pbc[3];
+    bool has_lattice;
+} mdnl_box;
+
+typedef struct mdnl_frame {
+    int64_t index;   /* 0-based index of the frame in its file */
+    int64_t natoms;
+    int64_t capacity; /* atoms the arrays below can hold */
+    double (*pos)[3]; /* [natoms][3], owned */
+    int32_t *species; /* [natoms] index into symbols[], owned */
+    int32_t nspecies;
+    char symbols[MDNL_MAX_SPECIES][MDNL_SYMBOL_LEN]; /* in order of first appearance */
+    mdnl_box box;
+    int64_t step;     /* from the file when has_step, else the frame index */
+    double time;      /* from the file when has_time, else 0 */
+    bool has_step;
+    bool has_time;
+} mdnl_frame;
+
+/* Makes room for n atoms (keeps the frame's content up to the old size).
+ * Returns MDNL_ERR_RESOURCE when memory runs out. */
+mdnl_status mdnl_frame_reserve(mdnl_frame *f, int64_t n);
+
+/* Returns the index of `symbol` in f->symbols, adding it when new.
+ * Returns -1 (with MDNL_ERR_INPUT recorded) when more than MDNL_MAX_SPECIES
+ * distinct symbols appear or the symbol is longer than MDNL_SYMBOL_LEN-1. */
+int32_t mdnl_frame_species_id(mdnl_frame *f, const char *symbol, size_t len);
+
+/* Frees the arrays and zeroes the struct; NULL is a no-op. */
+void mdnl_frame_free(mdnl_frame *f);
+
+/* Volume |det h| of the cell; 0 when there is no lattice. */
+double mdnl_box_volume(const mdnl_box *b);
+
+MDNL_END_C
+
+#endif

@@ -1,0 +1,26 @@
+/* device.cu — device.h for CUDA builds: asks the runtime, never fails. */
+#include "device.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+extern "C" int mdnl_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky "no driver" error */
+        return 0;
+    }
+    return n;
+}
+
+extern "C" const char *mdnl_cuda_device_name(void)
+{
+    static char name[320];
+    cudaDeviceProp p;
+    if (mdnl_cuda_device_count() < 1 || cudaGetDeviceProperties(&p, 0) != cudaSuccess)
+        return "none";
+    snprintf(name, sizeof name, "%s, sm_%d%d, %.0f GiB", p.name, p.major, p.minor,
+             (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    return name;
+}

@@ -1,0 +1,6 @@
+/* device_none.c — device.h for builds without CUDA: there is never a device. */
+#include "device.h"
+
+int mdnl_cuda_device_count(void) { return 0; }
+
+const char *mdnl_cuda_device_name(void) { return "none (built without CUDA)"; }

@@ -1,0 +1,157 @@
+/* geometry.c — host-side preparation of a frame for the neighbor kernels
+ * (the contract and the grid's invariants are in geometry.h). */
+#include "geometry.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Relative slack on cell widths and image ranges that covers float rounding. */
+#define SLACK 1e-5
+
+static int invert3(const double a[3][3], double inv[3][3])
+{
+    double det = a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
+                 a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+    double scale = 0;
+    for (int r = 0; r < 3; ++r) {
+        double n = sqrt(a[r][0] * a[r][0] + a[r][1] * a[r][1] + a[r][2] * a[r][2]);
+        scale = scale == 0 ? n : scale * n;
+    }
+    if (!isfinite(det) || scale == 0 || fabs(det) <= 1e-12 * scale)
+        return 0;
+    inv[0][0] = (a[1][1] * a[2][2] - a[1][2] * a[2][1]) / det;
+    inv[0][1] = (a[0][2] * a[2][1] - a[0][1] * a[2][2]) / det;
+    inv[0][2] = (a[0][1] * a[1][2] - a[0][2] * a[1][1]) / det;
+    inv[1][0] = (a[1][2] * a[2][0] - a[1][0] * a[2][2]) / det;
+    inv[1][1] = (a[0][0] * a[2][2] - a[0][2] * a[2][0]) / det;
+    inv[1][2] = (a[0][2] * a[1][0] - a[0][0] * a[1][2]) / det;
+    inv[2][0] = (a[1][0] * a[2][1] - a[1][1] * a[2][0]) / det;
+    inv[2][1] = (a[0][1] * a[2][0] - a[0][0] * a[2][1]) / det;
+    inv[2][2] = (a[0][0] * a[1][1] - a[0][1] * a[1][0]) / det;
+    return 1;
+}
+
+/* Sets ncell, inv_cell and stencil of axis k for a grid of n cells over a
+ * range of `span` (periodic: the width) with cells no smaller than rcs. */
+static void set_axis(mdnl_geom *g, int k, double span, int64_t n, double rcs, int periodic)
+{
+    if (n < 1)
+        n = 1;
+    double cw = span / (double)n;
+    if (!periodic && cw < rcs)
+        cw = rcs;
+    if (periodic && cw <= 0)
+        cw = rcs;
+    g->ncell[k] = (int)n;
+    g->inv_cell[k] = (float)(1.0 / cw);
+    double m = ceil(rcs / cw);
+    g->stencil[k] = m < 1 ? 1 : (int)m;
+    if (!periodic)
+        g->stencil[k] = 1; /* cw >= rcs on open axes */
+}
+
+mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4])
+{
+    memset(g, 0, sizeof *g);
+    if (!(cutoff > 0) || !isfinite(cutoff) || cutoff > 1e15)
+        return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", cutoff);
+    const int64_t n = f->natoms;
+    const mdnl_box *box = &f->box;
+    g->natoms = n;
+    g->cutoff = (float)cutoff;
+    g->cutoff2 = (float)(cutoff * cutoff);
+    const double rcs = cutoff * (1.0 + SLACK);
+
+    /* Fractional frame: s = r · hinv, so column k of hinv is the reciprocal
+     * vector b_k and w_k = 1 / |b_k|. Without a lattice, s = r. */
+    double hinv[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    double w[3] = {1, 1, 1};
+    if (box->has_lattice) {
+        if (!invert3(box->h, hinv))
+            return mdnl_error(MDNL_ERR_INPUT, "frame %lld: the cell has zero volume (lattice vectors are linearly dependent)",
+                              (long long)f->index);
+        for (int k = 0; k < 3; ++k) {
+            double bn = sqrt(hinv[0][k] * hinv[0][k] + hinv[1][k] * hinv[1][k] + hinv[2][k] * hinv[2][k]);
+            w[k] = 1.0 / bn;
+            g->width[k] = w[k];
+            g->pbc[k] = box->pbc[k] ? 1 : 0;
+            for (int a = 0; a < 3; ++a)
+                g->h[k][a] = (float)box->h[k][a];
+        }
+        g->volume = mdnl_box_volume(box);
+    }
+    for (int a = 0; a < 3; ++a)
+        for (int k = 0; k < 3; ++k)
+            g->tmat[a][k] = (float)(hinv[a][k] * w[k]);
+
+    /* Wrap periodic fractional coordinates into [0, 1) and rebuild the
+     * Cartesian position; track the t-range of the open axes. */
+    double tmin[3] = {INFINITY, INFINITY, INFINITY}, tmax[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int64_t i = 0; i < n; ++i) {
+        const double *r = f->pos[i];
+        if (!isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2]))
+            return mdnl_error(MDNL_ERR_INPUT, "frame %lld: atom %lld has a non-finite coordinate", (long long)f->index,
+                              (long long)i);
+        double s[3];
+        for (int k = 0; k < 3; ++k) {
+            s[k] = r[0] * hinv[0][k] + r[1] * hinv[1][k] + r[2] * hinv[2][k];
+            if (g->pbc[k]) {
+                s[k] -= floor(s[k]);
+                if (s[k] >= 1.0)
+                    s[k] = 0.0;
+            }
+        }
+        double rw[3];
+        if (box->has_lattice) {
+            for (int a = 0; a < 3; ++a)
+                rw[a] = s[0] * box->h[0][a] + s[1] * box->h[1][a] + s[2] * box->h[2][a];
+        } else {
+            memcpy(rw, r, sizeof rw);
+        }
+        for (int a = 0; a < 3; ++a)
+            pos4[i][a] = (float)rw[a];
+        pos4[i][3] = 0.0f;
+        for (int k = 0; k < 3; ++k) {
+            /* t from the float position, as the kernels will compute it */
+            double t = (double)pos4[i][0] * g->tmat[0][k] + (double)pos4[i][1] * g->tmat[1][k] +
+                       (double)pos4[i][2] * g->tmat[2][k];
+            if (t < tmin[k])
+                tmin[k] = t;
+            if (t > tmax[k])
+                tmax[k] = t;
+        }
+    }
+
+    /* Grid: cells at least rcs wide, at most max(64, 2n) of them. */
+    double span[3];
+    int64_t want[3];
+    for (int k = 0; k < 3; ++k) {
+        if (g->pbc[k]) {
+            span[k] = w[k];
+            g->t0[k] = 0.0f;
+            double q = floor(w[k] / rcs);
+            g->image_max[k] = (int)floor(rcs / w[k]) + 1;
+            want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
+        } else {
+            span[k] = n > 0 ? tmax[k] - tmin[k] : 0.0;
+            g->t0[k] = n > 0 ? (float)tmin[k] : 0.0f;
+            double q = floor(span[k] / rcs);
+            want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
+        }
+    }
+    const int64_t cap = n * 2 > 64 ? n * 2 : 64;
+    for (;;) {
+        double total = (double)want[0] * (double)want[1] * (double)want[2];
+        if (total <= (double)cap)
+            break;
+        int big = 0;
+        for (int k = 1; k < 3; ++k)
+            if (want[k] > want[big])
+                big = k;
+        want[big] = want[big] / 2 > 0 ? want[big] / 2 : 1;
+    }
+    for (int k = 0; k < 3; ++k)
+        set_axis(g, k, span[k], want[k], rcs, g->pbc[k]);
+    g->ncells = (int64_t)g->ncell[0] * g->ncell[1] * g->ncell[2];
+    return MDNL_OK;
+}

@@ -1,0 +1,64 @@
+/* nlist.h — the neighbor-list contract, the same for every method and backend.
+ *
+ * Input: a prepared geometry and the wrapped float positions from
+ * mdnl_geom_prepare(). Output: a CSR list. Row i holds every neighbor j of
+ * atom i (one entry per image shift S, SPEC §2), sorted by j and then by
+ * distance, so that every method on either backend returns the same bytes.
+ *   MDNL_LIST_FULL: all (i, j, S) with d < cutoff, i != j or S != 0.
+ *   MDNL_LIST_HALF: those with mdnl_half_keep(i, j, S) (geometry.h).
+ * There is no neighbor limit: rows are sized exactly.
+ *
+ * CPU twins live in nlist_cpu.c (OpenMP); the CUDA kernels in nlist.cu are
+ * reached through nlist_cuda.h. The brute-force CPU twin serves both
+ * brute-atomic and brute-noatomic: on the CPU the two differ in nothing.
+ */
+#ifndef MDNL_NLIST_H
+#define MDNL_NLIST_H
+
+#include "geometry.h"
+#include "mdnl.h"
+
+#include <stdint.h>
+
+MDNL_BEGIN_C
+
+typedef enum mdnl_method {
+    MDNL_METHOD_AUTO = 0,
+    MDNL_METHOD_BRUTE_ATOMIC = 1,
+    MDNL_METHOD_BRUTE_NOATOMIC = 2,
+    MDNL_METHOD_CELL = 3,
+} mdnl_method;
+
+typedef enum mdnl_list_kind {
+    MDNL_LIST_HALF = 0,
+    MDNL_LIST_FULL = 1,
+} mdnl_list_kind;
+
+/* A host CSR list. Arrays are owned by the struct and grow as needed; a
+ * zero-initialised struct is an empty list. Free with mdnl_nlist_free(). */
+typedef struct mdnl_nlist {
+    int64_t natoms;
+    int64_t npairs;
+    int64_t *offsets; /* [natoms + 1]: row i is [offsets[i], offsets[i+1]) */
+    int32_t *j;       /* [npairs] neighbor index */
+    float *d;         /* [npairs] distance, sqrtf of mdnl_pair_d2 */
+    int64_t cap_atoms;
+    int64_t cap_pairs;
+} mdnl_nlist;
+
+/* Makes room for natoms rows and npairs entries. */
+mdnl_status mdnl_nlist_reserve(mdnl_nlist *l, int64_t natoms, int64_t npairs);
+void mdnl_nlist_free(mdnl_nlist *l); /* NULL is a no-op */
+
+/* "brute-atomic", "brute-noatomic", "cell", "auto" <-> enum. Parsing an
+ * unknown name returns MDNL_ERR_USAGE. */
+const char *mdnl_method_name(mdnl_method m);
+mdnl_status mdnl_method_parse(const char *name, mdnl_method *m);
+
+/* CPU twin. AUTO picks cell. Fills `out` (resized as needed). */
+mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdnl_method method, mdnl_list_kind kind,
+                                 mdnl_nlist *out);
+
+MDNL_END_C
+
+#endif

@@ -1,0 +1,60 @@
+/* mdnl.h — the status codes and the error record shared by every layer.
+ *
+ * Every fallible function in io/, kernels/ and src/ returns an mdnl_status.
+ * The numeric values equal the process exit codes of SPEC §7 and are never
+ * renumbered. A function that fails records one line of context with
+ * mdnl_error() (per thread) and returns the code; only src/main.c prints it
+ * and exits. Library code never calls exit().
+ */
+#ifndef MDNL_H
+#define MDNL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MDNL_VERSION "0.1.0"
+
+/* Headers shared with CUDA translation units keep C linkage. */
+#ifdef __cplusplus
+#define MDNL_BEGIN_C extern "C" {
+#define MDNL_END_C }
+#else
+#define MDNL_BEGIN_C
+#define MDNL_END_C
+#endif
+
+MDNL_BEGIN_C
+
+typedef enum mdnl_status {
+    MDNL_END = -1,          /* end of a stream: not an error */
+    MDNL_OK = 0,
+    MDNL_ERR_INTERNAL = 1,  /* a bug or an impossible state */
+    MDNL_ERR_USAGE = 2,     /* unknown option, missing or out-of-range value */
+    MDNL_ERR_INPUT = 3,     /* unreadable, malformed or inconsistent input data */
+    MDNL_ERR_RESOURCE = 4,  /* out of host or device memory, device failure */
+} mdnl_status;
+
+/* Records a printf-style message for the calling thread and returns `code`,
+ * so that failures read `return mdnl_error(MDNL_ERR_INPUT, "%s:%lld: ...")`.
+ * Input errors follow SPEC §7: "FILE:LINE: what was expected, what was found". */
+mdnl_status mdnl_error(mdnl_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The last message recorded on this thread ("" when none). Valid until the
+ * next mdnl_error() on the same thread. */
+const char *mdnl_last_error(void);
+void mdnl_clear_error(void);
+
+/* malloc/calloc/realloc that record MDNL_ERR_RESOURCE with `what` and the
+ * size on failure and return NULL. A size of 0 returns a valid pointer.
+ * The caller frees with free(). */
+void *mdnl_malloc(size_t bytes, const char *what);
+void *mdnl_calloc(size_t count, size_t size, const char *what);
+void *mdnl_realloc(void *ptr, size_t bytes, const char *what);
+
+MDNL_END_C
+
+#endif

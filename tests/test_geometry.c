@@ -1,0 +1,106 @@
+/* test_geometry.c — mdnl_geom_prepare: wrapping, widths, grid invariants. */
+#include "geometry.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+static mdnl_frame one_atom_frame(double x, double y, double z)
+{
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, 1), MDNL_OK);
+    f.natoms = 1;
+    f.pos[0][0] = x, f.pos[0][1] = y, f.pos[0][2] = z;
+    f.species[0] = mdnl_frame_species_id(&f, "C", 1);
+    return f;
+}
+
+Test(geometry, orthorhombic_position_outside_is_wrapped_into_cell)
+{
+    mdnl_frame f = one_atom_frame(-1.0, 12.5, 3.0);
+    f.box.has_lattice = true;
+    f.box.h[0][0] = 10, f.box.h[1][1] = 5, f.box.h[2][2] = 20;
+    f.box.pbc[0] = f.box.pbc[1] = true; /* z open: stays where it is */
+    float pos4[1][4];
+    mdnl_geom g;
+    cr_assert_eq(mdnl_geom_prepare(&f, 2.0, &g, pos4), MDNL_OK);
+    cr_expect_float_eq(pos4[0][0], 9.0f, 1e-6);
+    cr_expect_float_eq(pos4[0][1], 2.5f, 1e-6);
+    cr_expect_float_eq(pos4[0][2], 3.0f, 1e-6);
+    cr_expect_eq(g.ncell[0], 4, "10 / 2 gives 5 cells, minus the slack 4, got %d", g.ncell[0]);
+    cr_expect_eq(g.ncell[1], 2);
+    cr_expect_eq(g.ncell[2], 1, "a single atom spans no length on the open axis");
+    mdnl_frame_free(&f);
+}
+
+Test(geometry, triclinic_widths_are_perpendicular_heights)
+{
+    mdnl_frame f = one_atom_frame(0, 0, 0);
+    f.box.has_lattice = true;
+    f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+    /* 120-degree hexagonal cell a = b = 4, c = 10: widths 4 sin 60 = 3.4641 */
+    f.box.h[0][0] = 4;
+    f.box.h[1][0] = -2, f.box.h[1][1] = 4 * sqrt(3) / 2;
+    f.box.h[2][2] = 10;
+    float pos4[1][4];
+    mdnl_geom g;
+    cr_assert_eq(mdnl_geom_prepare(&f, 1.0, &g, pos4), MDNL_OK);
+    cr_expect(fabs(g.width[0] - 2 * sqrt(3)) < 1e-9, "width a %g", g.width[0]);
+    cr_expect(fabs(g.width[1] - 2 * sqrt(3)) < 1e-9, "width b %g", g.width[1]);
+    cr_expect(fabs(g.width[2] - 10) < 1e-9);
+    cr_expect(fabs(g.volume - 40 * 4 * sqrt(3) / 2) < 1e-9);
+    mdnl_frame_free(&f);
+}
+
+Test(geometry, cutoff_beyond_width_gives_one_cell_and_wide_stencil)
+{
+    mdnl_frame f = one_atom_frame(0, 0, 0);
+    f.box.has_lattice = true;
+    f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+    f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 2.0;
+    float pos4[1][4];
+    mdnl_geom g;
+    cr_assert_eq(mdnl_geom_prepare(&f, 5.0, &g, pos4), MDNL_OK);
+    cr_expect_eq(g.ncell[0], 1);
+    cr_expect_eq(g.stencil[0], 3, "ceil(5/2) = 3 image layers, got %d", g.stencil[0]);
+    cr_expect_eq(g.image_max[0], 3, "floor(5/2)+1 = 3, got %d", g.image_max[0]);
+    mdnl_frame_free(&f);
+}
+
+Test(geometry, singular_lattice_is_an_input_error)
+{
+    mdnl_frame f = one_atom_frame(0, 0, 0);
+    f.box.has_lattice = true;
+    f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+    f.box.h[0][0] = 1, f.box.h[1][0] = 2; /* b parallel to a, c zero */
+    float pos4[1][4];
+    mdnl_geom g;
+    cr_expect_eq(mdnl_geom_prepare(&f, 1.0, &g, pos4), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "zero volume") != NULL, "%s", mdnl_last_error());
+    mdnl_frame_free(&f);
+}
+
+Test(geometry, nonpositive_or_nan_cutoff_is_a_usage_error)
+{
+    mdnl_frame f = one_atom_frame(0, 0, 0);
+    float pos4[1][4];
+    mdnl_geom g;
+    cr_expect_eq(mdnl_geom_prepare(&f, 0.0, &g, pos4), MDNL_ERR_USAGE);
+    cr_expect_eq(mdnl_geom_prepare(&f, -1.0, &g, pos4), MDNL_ERR_USAGE);
+    cr_expect_eq(mdnl_geom_prepare(&f, NAN, &g, pos4), MDNL_ERR_USAGE);
+    mdnl_frame_free(&f);
+}
+
+Test(geometry, sparse_open_frame_grid_is_capped)
+{
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, 2), MDNL_OK);
+    f.natoms = 2;
+    f.pos[0][0] = 0, f.pos[0][1] = 0, f.pos[0][2] = 0;
+    f.pos[1][0] = 1e7, f.pos[1][1] = 1e7, f.pos[1][2] = 1e7;
+    float pos4[2][4];
+    mdnl_geom g;
+    cr_assert_eq(mdnl_geom_prepare(&f, 1.0, &g, pos4), MDNL_OK);
+    cr_expect(g.ncells <= 64, "grid of %lld cells for 2 atoms", (long long)g.ncells);
+    mdnl_frame_free(&f);
+}

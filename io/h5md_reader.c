@@ -261,7 +261,8 @@ static mdnl_status read_string_attr(const mdnl_h5md_reader *r, hid_t obj, const 
     char *fixed = NULL;
     if (vlen) {
         mt = H5Tcopy(H5T_C_S1);
-        if (mt < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0) {
+        /* h5py writes UTF-8: the memory type must carry the file's cset. */
+        if (mt < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 || H5Tset_cset(mt, H5Tget_cset(t)) < 0) {
             st = bad(r, -1, where, "cannot make a string type (%s)", h5_reason());
             goto done;
         }
@@ -602,14 +603,9 @@ static mdnl_status open_file(const char *path, hid_t *fid)
         return mdnl_error(MDNL_ERR_INPUT, "%s: expected an HDF5 file, found a directory", path);
     if (!mdnl_h5md_is_hdf5(path))
         return mdnl_error(MDNL_ERR_INPUT, "%s: expected an HDF5 file, found no HDF5 signature", path);
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
-        if (fapl >= 0)
-            H5Pclose(fapl);
-        return mdnl_error(MDNL_ERR_RESOURCE, "%s: cannot make an HDF5 property list (%s)", path, h5_reason());
-    }
-    *fid = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    H5Pclose(fapl);
+    /* The default close degree: a file may be opened twice in one process
+     * only with the same degree, and every object is closed explicitly. */
+    *fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*fid < 0)
         return mdnl_error(MDNL_ERR_INPUT, "%s: cannot open as HDF5 (%s)", path, h5_reason());
     return MDNL_OK;

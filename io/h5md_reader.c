@@ -668,12 +668,12 @@ static mdnl_status open_group(mdnl_h5md_reader *r, const char *group)
             st = bad(r, -1, "/particles", "expected a particle group named \"%s\", found %s%s", group,
                      n ? "only: " : "no groups", names);
         else
-            snprintf(r->group, sizeof r->group, "%s", group);
+            memcpy(r->group, group, strlen(group) + 1); /* length checked above */
     } else if (n == 1) {
         if (strlen(names) >= PATH_LEN - 16)
             st = bad(r, -1, "/particles", "expected a group name shorter than %d characters", PATH_LEN - 16);
         else
-            snprintf(r->group, sizeof r->group, "%s", names);
+            memcpy(r->group, names, strlen(names) + 1); /* length checked above */
     } else if (has_link(p, "all") == 1) {
         snprintf(r->group, sizeof r->group, "all");
     } else {
@@ -1017,11 +1017,13 @@ static mdnl_status read_species(mdnl_h5md_reader *r, int64_t frame, int64_t s, m
     if (!r->has_species) {
         if (n > 0 && (st = add_symbol(r, frame, f, "X", 1, &id)) != MDNL_OK)
             return st;
-        memset(f->species, 0, (size_t)n * sizeof *f->species);
+        if (n > 0)
+            memset(f->species, 0, (size_t)n * sizeof *f->species);
         return MDNL_OK;
     }
     if (r->species_cached) {
-        memcpy(f->species, r->cached_ids, (size_t)n * sizeof *f->species);
+        if (n > 0)
+            memcpy(f->species, r->cached_ids, (size_t)n * sizeof *f->species);
         f->nspecies = r->cached_nspecies;
         memcpy(f->symbols, r->cached_symbols, sizeof f->symbols);
         return MDNL_OK;
@@ -1097,7 +1099,8 @@ static mdnl_status read_species(mdnl_h5md_reader *r, int64_t frame, int64_t s, m
         r->cached_symbols = mdnl_malloc(sizeof f->symbols, "species cache");
         if (!r->cached_ids || !r->cached_symbols)
             return MDNL_ERR_RESOURCE;
-        memcpy(r->cached_ids, f->species, (size_t)n * sizeof *r->cached_ids);
+        if (n > 0)
+            memcpy(r->cached_ids, f->species, (size_t)n * sizeof *r->cached_ids);
         memcpy(r->cached_symbols, f->symbols, sizeof f->symbols);
         r->cached_nspecies = f->nspecies;
         r->species_cached = true;

@@ -166,21 +166,22 @@ static mdnl_status write_fixed(const char *path, hid_t loc, const char *name, hi
     return MDNL_OK;
 }
 
-/* A string attribute: one string (n = 0, scalar) or n fixed-size strings of
- * `width` bytes each (null-padded). */
+/* A string attribute: one variable-length UTF-8 string (n = 0, scalar; h5py
+ * reads it as str, as MDAnalysis writes them) or n fixed-size strings of
+ * `width` bytes each (null-padded; h5py reads bytes). */
 static mdnl_status write_str_attr(const char *path, hid_t obj, const char *name, const char *s, int n, size_t width)
 {
-    size_t w = n ? width : (strlen(s) ? strlen(s) : 1);
     hid_t t = H5Tcopy(H5T_C_S1);
     TRY(t, "make a string type for attribute %s", name);
-    if (H5Tset_size(t, w) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0) {
+    herr_t e = n ? H5Tset_size(t, width) : H5Tset_size(t, H5T_VARIABLE);
+    if (e < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0 || (!n && H5Tset_cset(t, H5T_CSET_UTF8) < 0)) {
         H5Tclose(t);
         return fail(path, "make a string type for attribute %s", name);
     }
     hsize_t d = (hsize_t)n;
     hid_t sp = n ? H5Screate_simple(1, &d, NULL) : H5Screate(H5S_SCALAR);
     hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t e = a < 0 ? -1 : H5Awrite(a, t, s);
+    e = a < 0 ? -1 : H5Awrite(a, t, n ? (const void *)s : (const void *)&s);
     if (a >= 0)
         H5Aclose(a);
     if (sp >= 0)

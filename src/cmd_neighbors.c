@@ -139,7 +139,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         if (o.json) {
             printf("{\"command\":\"neighbors\",\"input\":");
             mdnl_json_string(stdout, input);
-            printf(",\"frames\":%lld,\"atoms\":%lld,\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.17g,"
+            printf(",\"frames\":%lld,\"atoms\":%lld,\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.15g,"
                    "\"backend\":\"%s\",\"method\":\"%s\",\"seconds\":{\"read\":%.6f,\"neighbors\":%.6f,"
                    "\"write\":%.6f}}\n",
                    (long long)nframes, (long long)total_atoms, (long long)total_pairs, kind, o.cutoff,

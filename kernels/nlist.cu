@@ -388,9 +388,10 @@ struct mdnl_cuda_ctx {
     mdnl_cells_cuda cells;
     int64_t *h_small; /* pinned read-back: [0] npairs, [1] max row / error flags */
     int timing;
-    cudaEvent_t ev[MDNL_CUDA_NSTAGES][2];
+    cudaEvent_t ev[MDNL_CUDA_NSTAGES][2], ev_total[2];
     int used[MDNL_CUDA_NSTAGES];
     double stage_ms[MDNL_CUDA_NSTAGES];
+    double total_ms;
     int stage_cap;
     int64_t retries;
     int smem_budget; /* bytes; -1: default */
@@ -424,6 +425,8 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         for (int b = 0; b < 2; ++b)
             CTX_TRY(cudaEventCreate(&c->ev[s][b]));
+    CTX_TRY(cudaEventCreate(&c->ev_total[0]));
+    CTX_TRY(cudaEventCreate(&c->ev_total[1]));
 #undef CTX_TRY
     *out = c;
     return MDNL_OK;
@@ -448,6 +451,9 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         for (int b = 0; b < 2; ++b)
             if (c->ev[s][b])
                 cudaEventDestroy(c->ev[s][b]);
+    for (int b = 0; b < 2; ++b)
+        if (c->ev_total[b])
+            cudaEventDestroy(c->ev_total[b]);
     if (c->stream)
         cudaStreamDestroy(c->stream);
     free(c);
@@ -468,6 +474,8 @@ extern "C" void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *c, double ms[MDNL_CU
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         ms[s] = c->stage_ms[s];
 }
+
+extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->total_ms; }
 
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
@@ -685,6 +693,9 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
         ctx->used[s] = 0;
         ctx->stage_ms[s] = 0;
     }
+    ctx->total_ms = 0;
+    if (ctx->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
     MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
     MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, 4 * sizeof(int), ctx->stream));
     int64_t npairs = 0;
@@ -714,12 +725,19 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     /* One more synchronisation: the fill's consistency flag (a count that
      * disagrees with its fill would be a bug, never silently truncated). */
     MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 2, ctx->flags.ptr, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+    if (ctx->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     int flag;
     memcpy(&flag, ctx->h_small + 2, sizeof flag);
     if (flag)
         return mdnl_error(MDNL_ERR_INTERNAL, "CUDA neighbor list (%s): a row's fill disagreed with its count",
                           mdnl_method_name(method));
+    if (ctx->timing) {
+        float ms = 0;
+        MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->ev_total[0], ctx->ev_total[1]));
+        ctx->total_ms = ms;
+    }
     if (ctx->timing)
         for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
             if (ctx->used[s]) {

@@ -91,6 +91,9 @@ const char *mdnl_cuda_stage_name(int stage);
  * mdnl_cuda_ctx_stage_ms then gives the last build's per-stage times. */
 void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *ctx, int on);
 void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *ctx, double ms[MDNL_CUDA_NSTAGES]);
+/* The last build's device time from after the position upload to the end
+ * (host synchronisations inside included), with timing on. */
+double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
 
 /* brute-noatomic's staging capacity in pairs per atom (grows on overflow;
  * tests set it to 1 to force the retry path), and how many retries the

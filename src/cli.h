@@ -102,5 +102,7 @@ void mdnl_json_string(FILE *fp, const char *s);
 mdnl_status mdnl_cmd_neighbors(int argc, char **argv);
 mdnl_status mdnl_cmd_info(int argc, char **argv);
 mdnl_status mdnl_cmd_gen(int argc, char **argv);
+mdnl_status mdnl_cmd_bench(int argc, char **argv);
+mdnl_status mdnl_cmd_convert(int argc, char **argv);
 
 #endif

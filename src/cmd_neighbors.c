@@ -2,6 +2,7 @@
  * frame as a TSV table (# frame i j distance). */
 #include "cli.h"
 #include "engine.h"
+#include "h5md_writer.h"
 #include "output_file.h"
 
 #include <stdlib.h>
@@ -57,9 +58,8 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl neighbors: the cutoff -c CUT is required");
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
-    if (outpath && mdnl_is_hdf5_path(outpath))
-        return mdnl_error(MDNL_ERR_USAGE, "-o %s: HDF5 neighbor output is not available in this build; use .tsv",
-                          outpath);
+    const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
+    mdnl_h5md_results *res = NULL;
 
     mdnl_engine eng;
     if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
@@ -77,7 +77,13 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
 
     if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
         goto done;
-    if (outpath) {
+    if (h5) {
+        mdnl_list_kind k = o.has_list ? o.list : MDNL_LIST_HALF;
+        if ((st = mdnl_h5md_results_create(outpath, &res)) != MDNL_OK ||
+            (st = mdnl_h5md_results_set_neighbors_info(res, k == MDNL_LIST_FULL ? "full" : "half", o.cutoff)) !=
+                MDNL_OK)
+            goto done;
+    } else if (outpath) {
         if ((st = mdnl_ofile_open(&out, outpath)) != MDNL_OK)
             goto done;
         if (fputs("# frame\ti\tj\tdistance\n", out.fp) < 0) {
@@ -118,7 +124,11 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         if ((st = mdnl_engine_nlist(&eng, &g, (const float(*)[4])pos4, o.method, kind, &list)) != MDNL_OK)
             goto done;
         double t2 = mdnl_now();
-        if (outpath && (st = write_rows(out.fp, f.index, &list)) != MDNL_OK) {
+        if (h5) {
+            if ((st = mdnl_h5md_results_write_neighbors(res, f.index, list.natoms, list.offsets, list.j, list.d,
+                                                         list.npairs)) != MDNL_OK)
+                goto done;
+        } else if (outpath && (st = write_rows(out.fp, f.index, &list)) != MDNL_OK) {
             st = mdnl_error(st, "%s: write failed", outpath);
             goto done;
         }
@@ -129,12 +139,18 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         total_pairs += list.npairs;
         mdnl_progress_step(&prog);
     }
-    if (outpath && (st = mdnl_ofile_commit(&out)) != MDNL_OK)
+    if (h5) {
+        st = mdnl_h5md_results_commit(res); /* frees res */
+        res = NULL;
+        if (st != MDNL_OK)
+            goto done;
+    } else if (outpath && (st = mdnl_ofile_commit(&out)) != MDNL_OK) {
         goto done;
+    }
     mdnl_progress_end(&prog);
     progress_started = false;
     {
-        mdnl_method used = mdnl_engine_method(&eng, o.method, f.natoms);
+        mdnl_method used = eng.last_method;
         const char *kind = (o.has_list ? o.list : MDNL_LIST_HALF) == MDNL_LIST_FULL ? "full" : "half";
         if (o.json) {
             printf("{\"command\":\"neighbors\",\"input\":");
@@ -155,8 +171,10 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
 done:
     if (progress_started)
         mdnl_progress_end(&prog);
-    if (st != MDNL_OK)
+    if (st != MDNL_OK) {
         mdnl_ofile_abort(&out);
+        mdnl_h5md_results_abort(res);
+    }
     mdnl_frames_close(fs);
     mdnl_frame_free(&f);
     mdnl_nlist_free(&list);

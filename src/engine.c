@@ -1,16 +1,29 @@
 /* engine.c — backend dispatch for the commands (see engine.h). */
 #include "engine.h"
 
+#ifdef MDNL_HAVE_CUDA
+#include "nlist_cuda.h"
+#endif
+
 #include <string.h>
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o)
 {
     memset(e, 0, sizeof *e);
+    e->last_method = MDNL_METHOD_AUTO;
     mdnl_status st = mdnl_choose_backend(o, &e->backend);
     if (st != MDNL_OK)
         return st;
-    if (e->backend == MDNL_BACKEND_CUDA) /* CUDA kernels arrive with the CUDA backend */
-        e->backend = MDNL_BACKEND_CPU;
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        mdnl_cuda_ctx *ctx = NULL;
+        if ((st = mdnl_cuda_ctx_create(&ctx)) != MDNL_OK)
+            return st;
+        e->cuda = ctx;
+    }
+#else
+    e->backend = MDNL_BACKEND_CPU; /* choose_backend never picks CUDA without a device */
+#endif
     return MDNL_OK;
 }
 
@@ -18,18 +31,21 @@ void mdnl_engine_free(mdnl_engine *e)
 {
     if (!e)
         return;
+#ifdef MDNL_HAVE_CUDA
+    mdnl_cuda_ctx_free(e->cuda);
+#endif
     memset(e, 0, sizeof *e);
-}
-
-mdnl_method mdnl_engine_method(const mdnl_engine *e, mdnl_method requested, int64_t natoms)
-{
-    (void)e;
-    (void)natoms;
-    return requested == MDNL_METHOD_AUTO ? MDNL_METHOD_CELL : requested;
 }
 
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out)
 {
-    return mdnl_nlist_build_cpu(g, pos4, mdnl_engine_method(e, m, g->natoms), kind, out);
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        e->last_method = m == MDNL_METHOD_AUTO ? mdnl_nlist_cuda_auto(g) : m;
+        return mdnl_nlist_build_cuda(e->cuda, g, pos4, m, kind, out);
+    }
+#endif
+    e->last_method = m == MDNL_METHOD_AUTO ? MDNL_METHOD_CELL : m;
+    return mdnl_nlist_build_cpu(g, pos4, m, kind, out);
 }

@@ -10,13 +10,11 @@
 typedef struct mdnl_engine {
     mdnl_backend backend; /* CPU or CUDA, never AUTO */
     void *cuda;           /* mdnl_cuda_ctx when backend is CUDA */
+    mdnl_method last_method; /* what the last build used (auto resolved) */
 } mdnl_engine;
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);
 void mdnl_engine_free(mdnl_engine *e);
-
-/* The method `auto` resolves to for this backend and size. */
-mdnl_method mdnl_engine_method(const mdnl_engine *e, mdnl_method requested, int64_t natoms);
 
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out);

@@ -107,7 +107,7 @@ Test(cli, version_prints_and_exits_0)
 
 Test(cli, help_on_every_subcommand_exits_0)
 {
-    const char *cmds[] = {"neighbors", "info", "gen"};
+    const char *cmds[] = {"neighbors", "info", "gen", "convert", "bench"};
     for (unsigned k = 0; k < sizeof cmds / sizeof *cmds; ++k) {
         cr_expect_eq(mdnl("%s --help", cmds[k]), 0, "%s --help", cmds[k]);
         cr_expect(strstr(out_text, "usage: mdnl") != NULL, "%s --help: %s", cmds[k], out_text);
@@ -233,4 +233,54 @@ Test(cli, zero_atom_frame_is_valid_and_empty)
     write_file("z.xyz", "0\nempty\n");
     cr_expect_eq(mdnl("neighbors z.xyz -c 2"), 0, "%s", err_text);
     cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\n");
+}
+
+Test(cli, h5md_and_extxyz_of_the_same_frames_give_the_same_neighbors)
+{
+    /* box_td33: 4 frames, triclinic cell changing per frame, written by
+     * tools/make_h5md_fixtures.py in both formats */
+    cr_assert_eq(mdnl("neighbors %s/h5md/box_td33.h5md -c 2.5 --list full -o a.tsv", MDNL_DATA_DIR), 0, "%s",
+                 err_text);
+    cr_assert_eq(mdnl("neighbors %s/h5md/box_td33.extxyz -c 2.5 --list full -o b.tsv", MDNL_DATA_DIR), 0, "%s",
+                 err_text);
+    static char a[1 << 20], b[1 << 20];
+    char p[512];
+    snprintf(p, sizeof p, "%s/a.tsv", tmpdir);
+    slurp(p, a, sizeof a);
+    snprintf(p, sizeof p, "%s/b.tsv", tmpdir);
+    slurp(p, b, sizeof b);
+    cr_expect(count_lines(a) > 4, "some pairs expected, got %d lines", count_lines(a));
+    cr_expect_str_eq(a, b);
+}
+
+Test(cli, convert_round_trips_xyz_h5md_xyz)
+{
+    cr_assert_eq(mdnl("convert %s/graphene-noisy.extxyz g.h5", MDNL_DATA_DIR), 0, "%s", err_text);
+    cr_assert_eq(mdnl("convert g.h5 g.extxyz"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("neighbors g.extxyz -c 1.9 -o a.tsv"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("neighbors %s/graphene-noisy.extxyz -c 1.9 -o b.tsv", MDNL_DATA_DIR), 0, "%s", err_text);
+    static char a[1 << 20], b[1 << 20];
+    char p[512];
+    snprintf(p, sizeof p, "%s/a.tsv", tmpdir);
+    slurp(p, a, sizeof a);
+    snprintf(p, sizeof p, "%s/b.tsv", tmpdir);
+    slurp(p, b, sizeof b);
+    cr_expect_eq(count_lines(a), 1 + 1728, "1152 atoms x 3 / 2 bonds");
+    cr_expect_str_eq(a, b);
+    cr_assert_eq(mdnl("info g.h5 --json"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"format\":\"h5md\"") && strstr(out_text, "\"natoms\":1152"), "%s", out_text);
+}
+
+Test(cli, neighbors_to_hdf5_writes_one_csr_per_frame_and_nothing_on_failure)
+{
+    cr_assert_eq(mdnl("neighbors %s/h5md/box_td33.h5md -c 2.5 -o nb.h5 --json", MDNL_DATA_DIR), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"frames\":4") != NULL, "%s", out_text);
+    char p[512];
+    snprintf(p, sizeof p, "%s/nb.h5", tmpdir);
+    cr_expect_eq(access(p, R_OK), 0, "nb.h5 missing");
+    write_file("bad.xyz", "1\n\nC 0 0 0\n2\n\nC 0 0 0\nC x 0 0\n");
+    cr_expect_eq(mdnl("neighbors bad.xyz -c 2 -o out.h5"), 3, "%s", err_text);
+    snprintf(p, sizeof p, "%s/out.h5", tmpdir);
+    cr_expect_neq(access(p, F_OK), 0, "a failed run left out.h5");
+    cr_expect_eq(dir_entries(), 2, "only nb.h5 and bad.xyz may remain");
 }

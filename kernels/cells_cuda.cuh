@@ -1,0 +1,276 @@
+/* cells_cuda.cuh — the device cell list, the CUDA counterpart of cells_cpu.h.
+ *
+ * The neighbor-list kernels (nlist.cu) and the fused energy and histogram
+ * kernels all enumerate pairs through mdnl_for_each_pair() below, so they
+ * agree on the pair set with each other and, bit for bit, with the CPU twin:
+ *   - atoms are binned with the same float operations as the host's
+ *     mdnl_cell_coord (here with explicit _rn intrinsics, so that the device
+ *     compiler cannot contract them into FMAs): every atom lands in the same
+ *     cell as on the CPU;
+ *   - a pair's squared distance is mdnl_pair_d2 (geometry.h), verbatim.
+ * Nothing here assumes the neighbor-list cutoff: the cell grid, the stencil
+ * and cutoff2 all come from the mdnl_geom the caller prepared, so an RDF
+ * kernel prepares its own geometry with r_max as the cutoff.
+ *
+ * Layout (all device memory, owned by mdnl_cells_cuda, valid until the next
+ * build or free):
+ *   start[ncells + 1]  cell c holds sorted slots [start[c], start[c+1])
+ *   pos[natoms]        float4 (x, y, z, bits of the original atom index) in
+ *                      cell order; within a cell, ascending original index
+ *                      (a stable sort), so the order is deterministic
+ *   order[natoms]      original atom index of each sorted slot
+ *   cell[natoms]       linear cell index of each sorted slot
+ *   rank[natoms]       sorted slot of each original atom (inverse of order)
+ * Linear cell index: (cx * ncell[1] + cy) * ncell[2] + cz, as on the CPU.
+ *
+ * Usage, in a .cu file:
+ *     mdnl_cells_cuda cells = {};                      // once
+ *     mdnl_cells_cuda_build(&cells, &g, d_pos4, stream); // every frame
+ *     my_kernel<<<...>>>(g, cells.view, ...);
+ *     ...
+ *     __global__ void my_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c, ...)
+ *     {   // one thread per sorted slot: neighbours share cells, so their
+ *         // candidates share cache lines
+ *         int is = blockIdx.x * blockDim.x + threadIdx.x;
+ *         if (is >= c.natoms) return;
+ *         int i = c.order[is];
+ *         mdnl_for_each_pair(g, c, is, [&](int j, float d2, int s0, int s1, int s2) { ... });
+ *     }
+ * The callback sees every (j, S) of atom i's FULL list with d2 < g.cutoff2,
+ * self images (j == i, S != 0) included; filter with mdnl_half_keep for a
+ * half list. The visiting order is deterministic but not sorted.
+ *
+ * Everything is header-only (template kernels, inline host functions), like
+ * CUB, so any .cu file can include it without relocatable device code.
+ */
+#ifndef MDNL_CELLS_CUDA_CUH
+#define MDNL_CELLS_CUDA_CUH
+
+#include "cuda_check.cuh"
+#include "geometry.h"
+#include "mdnl.h"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* Read-only view passed by value to kernels. */
+struct mdnl_cells_view {
+    int natoms;
+    int ncells;
+    const int *start;   /* [ncells + 1] */
+    const float4 *pos;  /* [natoms] cell order, .w = __int_as_float(original index) */
+    const int *order;   /* [natoms] sorted slot -> original index */
+    const int *cell;    /* [natoms] sorted slot -> linear cell */
+    const int *rank;    /* [natoms] original index -> sorted slot */
+};
+
+/* Owner of the device arrays; reused and grown across frames. */
+struct mdnl_cells_cuda {
+    mdnl_dbuf start, pos, order, cell, rank;
+    mdnl_dbuf key_in, val_in, count, temp;
+    mdnl_cells_view view;
+};
+
+/* The host's mdnl_cell_coord with every operation rounded as on the host
+ * (which builds with -ffp-contract=off): t = ((x*a + y*b) + z*c) - t0, then
+ * floor(t * inv_cell), clamped into the grid. */
+__device__ __forceinline__ int mdnl_cell_coord_rn(const mdnl_geom &g, float x, float y, float z, int k)
+{
+    float t = __fsub_rn(__fadd_rn(__fadd_rn(__fmul_rn(x, g.tmat[0][k]), __fmul_rn(y, g.tmat[1][k])),
+                                  __fmul_rn(z, g.tmat[2][k])),
+                        g.t0[k]);
+    float c = floorf(__fmul_rn(t, g.inv_cell[k]));
+    if (!(c >= 0.0f))
+        return 0;
+    if (c >= (float)(g.ncell[k] - 1))
+        return g.ncell[k] - 1;
+    return (int)c;
+}
+
+__device__ __forceinline__ int mdnl_cell_linear(const mdnl_geom &g, float x, float y, float z)
+{
+    int cx = mdnl_cell_coord_rn(g, x, y, z, 0);
+    int cy = mdnl_cell_coord_rn(g, x, y, z, 1);
+    int cz = mdnl_cell_coord_rn(g, x, y, z, 2);
+    return (cx * g.ncell[1] + cy) * g.ncell[2] + cz;
+}
+
+/* Floor division for any sign of x (n > 0). */
+__device__ __forceinline__ int mdnl_floordiv(int x, int n) { return x >= 0 ? x / n : -((-x + n - 1) / n); }
+
+/* Visits every (j, S) with d2 < g.cutoff2 of the atom in sorted slot
+ * i_sorted: f(j_original, d2, s0, s1, s2). The stencil is walked as in
+ * cells_cpu.c (offsets -stencil..stencil on each axis, periodic wrap with an
+ * image shift, open axes skip cells outside the grid), except that the cells
+ * of one (dx, dy) column that share an image shift are contiguous in memory
+ * and are scanned as one range. */
+template <class F>
+__device__ __forceinline__ void mdnl_for_each_pair(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
+{
+    const float4 pi = c.pos[i_sorted];
+    const int lin = c.cell[i_sorted];
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int cz = lin % n2;
+    const int cy = (lin / n2) % n1;
+    const int cx = lin / (n2 * n1);
+    for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
+        int x = cx + dx, s0 = 0;
+        if (g.pbc[0]) {
+            s0 = mdnl_floordiv(x, n0);
+            x -= s0 * n0;
+        } else if (x < 0 || x >= n0) {
+            continue;
+        }
+        for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
+            int y = cy + dy, s1 = 0;
+            if (g.pbc[1]) {
+                s1 = mdnl_floordiv(y, n1);
+                y -= s1 * n1;
+            } else if (y < 0 || y >= n1) {
+                continue;
+            }
+            const int row = (x * n1 + y) * n2;
+            /* z offsets cz-st..cz+st, split where the periodic wrap changes
+             * the shift; open axes clamp to the grid. */
+            int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+            if (!g.pbc[2]) {
+                zlo = zlo < 0 ? 0 : zlo;
+                zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+            }
+            for (int z = zlo; z <= zhi;) {
+                const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;
+                int zend = (s2 + 1) * n2 - 1; /* last z with this shift */
+                if (zend > zhi)
+                    zend = zhi;
+                float v[3];
+                mdnl_shift_vector(&g, s0, s1, s2, v);
+                const int zero = s0 == 0 && s1 == 0 && s2 == 0;
+                const int kb = c.start[row + z - s2 * n2];
+                const int ke = c.start[row + zend - s2 * n2 + 1];
+                for (int k = kb; k < ke; ++k) {
+                    const float4 pj = c.pos[k];
+                    if (zero && k == i_sorted)
+                        continue;
+                    const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                    if (d2 < g.cutoff2)
+                        f(__float_as_int(pj.w), d2, s0, s1, s2);
+                }
+                z = zend + 1;
+            }
+        }
+    }
+}
+
+/* ---- building ---- */
+
+/* Thread per original atom i: its linear cell (sort key), the iota value, and
+ * the cell's population (counting pass of the counting sort). */
+template <int Dummy = 0>
+__global__ void mdnl_cells_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                      int *__restrict__ key, int *__restrict__ val, int *__restrict__ count)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    float4 p = pos[i];
+    int cell = mdnl_cell_linear(g, p.x, p.y, p.z);
+    key[i] = cell;
+    val[i] = i;
+    atomicAdd(&count[cell], 1);
+}
+
+/* Thread per sorted slot k: gathers the position into cell order (coalesced
+ * writes, one random read) and records the inverse permutation. */
+template <int Dummy = 0>
+__global__ void mdnl_cells_gather_kernel(const float4 *__restrict__ pos, const int *__restrict__ order, int n,
+                                         float4 *__restrict__ spos, int *__restrict__ rank)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n)
+        return;
+    int i = order[k];
+    float4 p = pos[i];
+    p.w = __int_as_float(i);
+    spos[k] = p;
+    rank[i] = k;
+}
+
+/* Builds the cell list of d_pos4 (float4 per atom, .w ignored; the wrapped
+ * positions of mdnl_geom_prepare) for the grid of `g`, asynchronously on
+ * `stream`. Zero-initialise `c` before the first call; the device arrays are
+ * reused across calls and grow as needed. */
+inline mdnl_status mdnl_cells_cuda_build(mdnl_cells_cuda *c, const mdnl_geom *g, const float4 *d_pos4,
+                                         cudaStream_t stream)
+{
+    const int64_t n64 = g->natoms;
+    if (n64 > INT32_MAX || g->ncells >= INT32_MAX)
+        return mdnl_error(MDNL_ERR_INPUT, "%lld atoms in %lld cells: the CUDA cell list handles at most %d of each",
+                          (long long)n64, (long long)g->ncells, INT32_MAX - 1);
+    const int n = (int)n64;
+    const int ncells = (int)g->ncells;
+    mdnl_status st;
+    const size_t ni = (size_t)(n > 0 ? n : 1);
+    if ((st = mdnl_dbuf_reserve(&c->start, (size_t)(ncells + 1) * sizeof(int), "cell offsets")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->count, (size_t)(ncells + 1) * sizeof(int), "cell counts")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->pos, ni * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->order, ni * sizeof(int), "cell order")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->cell, ni * sizeof(int), "cell of slot")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->rank, ni * sizeof(int), "slot of atom")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->key_in, ni * sizeof(int), "cell sort keys")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->val_in, ni * sizeof(int), "cell sort values")) != MDNL_OK)
+        return st;
+    int *count = (int *)c->count.ptr, *start = (int *)c->start.ptr;
+    int *key_in = (int *)c->key_in.ptr, *val_in = (int *)c->val_in.ptr;
+    int *order = (int *)c->order.ptr, *cell = (int *)c->cell.ptr, *rank = (int *)c->rank.ptr;
+    float4 *spos = (float4 *)c->pos.ptr;
+
+    /* Only the bits a cell index can have are sorted. */
+    int bits = 1;
+    while (bits < 31 && (1u << bits) < (unsigned)ncells)
+        ++bits;
+    size_t scan_bytes = 0, sort_bytes = 0;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, count, start, ncells + 1, stream));
+    MDNL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, key_in, cell, val_in, order, n, 0, bits,
+                                                    stream));
+    if ((st = mdnl_dbuf_reserve(&c->temp, scan_bytes > sort_bytes ? scan_bytes : sort_bytes, "cell sort scratch")) !=
+        MDNL_OK)
+        return st;
+
+    MDNL_CUDA_CHECK(cudaMemsetAsync(count, 0, (size_t)(ncells + 1) * sizeof(int), stream));
+    if (n > 0) {
+        mdnl_cells_bin_kernel<<<(n + 255) / 256, 256, 0, stream>>>(*g, d_pos4, n, key_in, val_in, count);
+        MDNL_CUDA_LAUNCHED(stream);
+    }
+    size_t tb = c->temp.cap;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->temp.ptr, tb, count, start, ncells + 1, stream));
+    if (n > 0) {
+        tb = c->temp.cap;
+        /* Stable: within a cell, ascending original index, as on the CPU. */
+        MDNL_CUDA_CHECK(
+            cub::DeviceRadixSort::SortPairs(c->temp.ptr, tb, key_in, cell, val_in, order, n, 0, bits, stream));
+        mdnl_cells_gather_kernel<<<(n + 255) / 256, 256, 0, stream>>>(d_pos4, order, n, spos, rank);
+        MDNL_CUDA_LAUNCHED(stream);
+    }
+    c->view.natoms = n;
+    c->view.ncells = ncells;
+    c->view.start = start;
+    c->view.pos = spos;
+    c->view.order = order;
+    c->view.cell = cell;
+    c->view.rank = rank;
+    return MDNL_OK;
+}
+
+inline void mdnl_cells_cuda_free(mdnl_cells_cuda *c)
+{
+    if (!c)
+        return;
+    mdnl_dbuf *bufs[] = {&c->start, &c->pos, &c->order, &c->cell, &c->rank, &c->key_in, &c->val_in, &c->count, &c->temp};
+    for (mdnl_dbuf *b : bufs)
+        mdnl_dbuf_free(b);
+    c->view = mdnl_cells_view{};
+}
+
+#endif

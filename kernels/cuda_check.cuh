@@ -1,0 +1,107 @@
+/* cuda_check.cuh — CUDA error checking and a grow-only device buffer, shared
+ * by every CUDA translation unit in kernels/.
+ *
+ * MDNL_CUDA_CHECK(call) evaluates a CUDA runtime call; on failure it records
+ * "CALL failed at FILE:LINE: cudaErrorName: description" with mdnl_error()
+ * (MDNL_ERR_RESOURCE, SPEC §7 exit 4) and makes the enclosing function
+ * return that status. It is meant for functions returning mdnl_status.
+ *
+ * MDNL_CUDA_LAUNCHED(stream) goes after every kernel launch: it checks the
+ * launch error, and when debugging is on (compile with -DMDNL_CUDA_SYNC=1, or
+ * run with the environment variable MDNL_CUDA_SYNC=1) it also synchronizes
+ * the stream, so that an asynchronous fault is reported at the launch that
+ * caused it rather than at some later call. (llm.c cudaCheck, GPUMD
+ * STRONG_DEBUG; unlike GPUMD, library code never exits.)
+ */
+#ifndef MDNL_CUDA_CHECK_CUH
+#define MDNL_CUDA_CHECK_CUH
+
+#include "mdnl.h"
+
+#include <cuda_runtime.h>
+#include <stdlib.h>
+
+/* Records the failure of `call_text` and returns MDNL_ERR_RESOURCE. */
+static inline mdnl_status mdnl_cuda_fail(cudaError_t e, const char *call_text, const char *file, int line)
+{
+    return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: %s failed at %s:%d: %s: %s", call_text, file, line,
+                      cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+#define MDNL_CUDA_CHECK(call)                                                                                          \
+    do {                                                                                                               \
+        cudaError_t mdnl_cuda_e_ = (call);                                                                             \
+        if (mdnl_cuda_e_ != cudaSuccess) {                                                                             \
+            (void)cudaGetLastError(); /* clear a non-sticky error so that later calls can proceed */                  \
+            return mdnl_cuda_fail(mdnl_cuda_e_, #call, __FILE__, __LINE__);                                            \
+        }                                                                                                              \
+    } while (0)
+
+/* Whether to synchronize after each launch: the compile flag wins, else the
+ * environment variable, read once per process. */
+static inline int mdnl_cuda_sync_debug(void)
+{
+#if defined(MDNL_CUDA_SYNC) && MDNL_CUDA_SYNC
+    return 1;
+#else
+    static int cached = -1;
+    if (cached < 0) {
+        const char *v = getenv("MDNL_CUDA_SYNC");
+        cached = (v && v[0] == '1') ? 1 : 0;
+    }
+    return cached;
+#endif
+}
+
+#define MDNL_CUDA_LAUNCHED(stream)                                                                                     \
+    do {                                                                                                               \
+        MDNL_CUDA_CHECK(cudaGetLastError());                                                                           \
+        if (mdnl_cuda_sync_debug())                                                                                    \
+            MDNL_CUDA_CHECK(cudaStreamSynchronize(stream));                                                            \
+    } while (0)
+
+/* A device buffer that only grows: reserve() keeps the allocation when it is
+ * large enough, so a buffer reused frame after frame allocates once. Growing
+ * discards the content. Zero-initialise; free with mdnl_dbuf_free(). The
+ * pointer is owned by the struct and valid until the next reserve or free. */
+typedef struct mdnl_dbuf {
+    void *ptr;
+    size_t cap;
+} mdnl_dbuf;
+
+static inline mdnl_status mdnl_dbuf_reserve(mdnl_dbuf *b, size_t bytes, const char *what)
+{
+    if (bytes <= b->cap && b->ptr)
+        return MDNL_OK;
+    if (b->ptr) {
+        cudaError_t e = cudaFree(b->ptr);
+        b->ptr = NULL;
+        b->cap = 0;
+        if (e != cudaSuccess)
+            return mdnl_cuda_fail(e, "cudaFree", __FILE__, __LINE__);
+    }
+    /* Over-allocate a little so that slowly growing sizes don't reallocate
+     * every frame. */
+    size_t want = bytes + bytes / 8 + 256;
+    cudaError_t e = cudaMalloc(&b->ptr, want);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        b->ptr = NULL;
+        return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: out of device memory for %s (%zu bytes): %s", what, want,
+                          cudaGetErrorString(e));
+    }
+    b->cap = want;
+    return MDNL_OK;
+}
+
+static inline void mdnl_dbuf_free(mdnl_dbuf *b)
+{
+    if (!b)
+        return;
+    if (b->ptr)
+        cudaFree(b->ptr);
+    b->ptr = NULL;
+    b->cap = 0;
+}
+
+#endif

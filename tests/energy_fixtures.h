@@ -17,6 +17,14 @@
 
 #define GRAPHENE_BOND 1.42
 
+/* data/ as configured, or $MDNL_TEST_DATA_DIR (for test binaries shipped to
+ * another machine, e.g. the GPU host). */
+static const char *fixture_data_dir(void)
+{
+    const char *d = getenv("MDNL_TEST_DATA_DIR");
+    return d && d[0] ? d : MDNL_DATA_DIR;
+}
+
 /* nx x ny rectangular 4-atom cells (a = 1.42 sqrt 3 along x, b = 3 x 1.42
  * along y), pbc T T F, 20 Å of vacuum along z. Every atom has 3 neighbors at
  * 1.42, 6 at 2.46 and 3 at 2.84 (then 6 at 3.76). */
@@ -47,7 +55,7 @@ static mdnl_frame fixture_graphene(int nx, int ny)
 static mdnl_frame fixture_load(const char *name)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/energy/%s.xyz", MDNL_DATA_DIR, name);
+    snprintf(path, sizeof path, "%s/energy/%s.xyz", fixture_data_dir(), name);
     FILE *fp = fopen(path, "r");
     cr_assert_not_null(fp, "cannot open fixture %s", path);
     static char line[4096];
@@ -90,7 +98,7 @@ typedef struct reference_case {
 static int fixture_references(reference_case *out, int cap)
 {
     char path[1024], line[512];
-    snprintf(path, sizeof path, "%s/energy/reference.txt", MDNL_DATA_DIR);
+    snprintf(path, sizeof path, "%s/energy/reference.txt", fixture_data_dir());
     FILE *fp = fopen(path, "r");
     cr_assert_not_null(fp, "cannot open %s", path);
     int n = 0;

@@ -2,7 +2,7 @@
  * a perfect graphene sheet built in code, the extended-XYZ fixtures of
  * data/energy/ (read by a minimal parser for exactly the format that
  * tools/lammps_reference.py writes, so these tests do not depend on io/), and
- * the LAMMPS reference lines. Header-only; every function is static. */
+ * the LAMMPS reference lines. Header-only; every function is static inline (no unused warnings). */
 #ifndef MDNL_TEST_ENERGY_FIXTURES_H
 #define MDNL_TEST_ENERGY_FIXTURES_H
 
@@ -19,7 +19,7 @@
 
 /* data/ as configured, or $MDNL_TEST_DATA_DIR (for test binaries shipped to
  * another machine, e.g. the GPU host). */
-static const char *fixture_data_dir(void)
+static inline const char *fixture_data_dir(void)
 {
     const char *d = getenv("MDNL_TEST_DATA_DIR");
     return d && d[0] ? d : MDNL_DATA_DIR;
@@ -28,7 +28,7 @@ static const char *fixture_data_dir(void)
 /* nx x ny rectangular 4-atom cells (a = 1.42 sqrt 3 along x, b = 3 x 1.42
  * along y), pbc T T F, 20 Å of vacuum along z. Every atom has 3 neighbors at
  * 1.42, 6 at 2.46 and 3 at 2.84 (then 6 at 3.76). */
-static mdnl_frame fixture_graphene(int nx, int ny)
+static inline mdnl_frame fixture_graphene(int nx, int ny)
 {
     const double d = GRAPHENE_BOND, a = d * sqrt(3.0), b = 3.0 * d;
     const double basis[4][2] = {{0, 0}, {0, d}, {a / 2, 1.5 * d}, {a / 2, 2.5 * d}};
@@ -52,7 +52,7 @@ static mdnl_frame fixture_graphene(int nx, int ny)
 
 /* Reads data/energy/NAME.xyz: the count line, a comment line with
  * Lattice="9 numbers" and pbc="T T F", then "SYMBOL x y z" lines. */
-static mdnl_frame fixture_load(const char *name)
+static inline mdnl_frame fixture_load(const char *name)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/energy/%s.xyz", fixture_data_dir(), name);
@@ -95,7 +95,7 @@ typedef struct reference_case {
 } reference_case;
 
 /* Reads data/energy/reference.txt into `out` (at most `cap`); returns the count. */
-static int fixture_references(reference_case *out, int cap)
+static inline int fixture_references(reference_case *out, int cap)
 {
     char path[1024], line[512];
     snprintf(path, sizeof path, "%s/energy/reference.txt", fixture_data_dir());
@@ -115,7 +115,7 @@ static int fixture_references(reference_case *out, int cap)
 }
 
 /* The frame's geometry and float positions for `cutoff`; the caller frees *pos4. */
-static mdnl_geom fixture_prepare(const mdnl_frame *f, double cutoff, float (**pos4)[4])
+static inline mdnl_geom fixture_prepare(const mdnl_frame *f, double cutoff, float (**pos4)[4])
 {
     mdnl_geom g;
     *pos4 = malloc((size_t)(f->natoms > 0 ? f->natoms : 1) * sizeof **pos4);
@@ -126,7 +126,7 @@ static mdnl_geom fixture_prepare(const mdnl_frame *f, double cutoff, float (**po
 
 /* Sum over the pairs of |u_ij| (each pair once), from a half list: the scale
  * SPEC §4 measures energy errors against. */
-static double fixture_sum_abs(const mdnl_nlist *half, const mdnl_potential *p)
+static inline double fixture_sum_abs(const mdnl_nlist *half, const mdnl_potential *p)
 {
     double s = 0.0;
     for (int64_t k = 0; k < half->npairs; ++k)

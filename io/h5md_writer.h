@@ -1,0 +1,125 @@
+/* h5md_writer.h — H5MD output: trajectories for `mdnl convert`, and the
+ * results file of `mdnl run/neighbors/energy/rdf -o OUT.h5` (SPEC §6).
+ *
+ * Both writers create the file under a temporary name beside the target
+ * (output_file.h) and rename it into place on commit; abort (or a failed
+ * commit) removes it, so a failed run leaves no partial file. Every HDF5 call
+ * is checked; failures are MDNL_ERR_RESOURCE "PATH: cannot ... (HDF5 reason)",
+ * inconsistent input (an atom count that changes in a trajectory) is
+ * MDNL_ERR_INPUT. Handles are not shared between threads.
+ *
+ * Trajectory layout (H5MD 1.1; io/h5md_reader.c reads it back, and so does
+ * MDAnalysis' H5MDReader with convert_units=False unless units are given):
+ *
+ *   /h5md                    version [1,1]; author/name; creator/{name "mdnl", version}
+ *   /particles/all/position  value [T][N][3] float64 (chunk [1][N][3]),
+ *                            step [T] int64, time [T] float64 (only when the
+ *                            first frame has a time; NaN for later frames
+ *                            without one)
+ *   /particles/all/box       attributes dimension 3, boundary [3] "periodic"/"none";
+ *                            edges/{value [T][3][3] float64 (rows are lattice
+ *                            vectors), step, time} with step and time hard
+ *                            links to position's; no edges for open frames.
+ *                            (Always time-dependent [T][3][3]: MDAnalysis 2.4
+ *                            reads only box/edges/value[frame] as a 3x3.)
+ *   /particles/all/species   [N] int32 codes, or species/{value [T][N], step,
+ *                            time} from the first frame whose species differ;
+ *                            attribute names [S] (fixed strings of 16 bytes):
+ *                            code k is the symbol names[k].
+ */
+#ifndef MDNL_H5MD_WRITER_H
+#define MDNL_H5MD_WRITER_H
+
+#include "frame.h"
+#include "mdnl.h"
+
+#include <stdint.h>
+
+MDNL_BEGIN_C
+
+/* --- trajectory writer --------------------------------------------------- */
+
+typedef struct mdnl_h5md_traj mdnl_h5md_traj;
+
+typedef struct mdnl_h5md_traj_options {
+    const char *author;      /* /h5md/author name; NULL: $USER, else "unknown" */
+    const char *length_unit; /* `unit` attribute of positions and edges; NULL: none (mdnl never converts) */
+    const char *time_unit;   /* `unit` attribute of time; NULL: none */
+    int gzip;                /* 0: positions uncompressed (default), 1-9: deflate level with shuffle */
+} mdnl_h5md_traj_options;
+
+/* Creates the temporary file for `path` (opt may be NULL). The datasets are
+ * made at the first append, when N is known. MDNL_ERR_INPUT when the file
+ * cannot be created. The caller ends *out with _commit or _abort. */
+mdnl_status mdnl_h5md_traj_create(const char *path, const mdnl_h5md_traj_options *opt, mdnl_h5md_traj **out);
+
+/* Appends one frame. The atom count, the boundary and whether there is a
+ * cell must match the first frame (MDNL_ERR_INPUT otherwise). */
+mdnl_status mdnl_h5md_traj_append(mdnl_h5md_traj *w, const mdnl_frame *f);
+
+/* Frames appended so far. */
+int64_t mdnl_h5md_traj_nframes(const mdnl_h5md_traj *w);
+
+/* Closes the file and renames it onto the target. Frees w in every case. */
+mdnl_status mdnl_h5md_traj_commit(mdnl_h5md_traj *w);
+
+/* Closes and removes the temporary file and frees w; NULL is a no-op. */
+void mdnl_h5md_traj_abort(mdnl_h5md_traj *w);
+
+/* --- results writer ------------------------------------------------------
+ *
+ * Results layout (each part exists only when written):
+ *
+ *   /h5md                                   as above
+ *   /observables/potential_energy/          step [F] int64, time [F] float64, value [F] float64
+ *   /particles/all/potential_energy/        step [F] int64, time [F] float64, value [F][N] float64
+ *   /neighbors/                             attributes list ("half"/"full"), cutoff (when set)
+ *       frame [F] int64                     input frame index of the k-th stored frame
+ *       natoms [F] int64, npairs [F] int64
+ *       row_start [F+1] int64               frame k's CSR row offsets are offsets[row_start[k]:row_start[k+1]]
+ *       pair_start [F+1] int64              frame k's pairs are j/distance[pair_start[k]:pair_start[k+1]]
+ *       offsets [sum(natoms+1)] int64       per frame: 0, ..., npairs (row i is offsets[i]:offsets[i+1])
+ *       j [sum(npairs)] int32               neighbor index, rows sorted by j
+ *       distance [sum(npairs)] float32
+ *   /rdf/<name>/                            name "total" or "A-B"
+ *       r_lo, r_hi, r [bins] float64, g [bins] float64 (when given),
+ *       n [bins] float64 (when given), counts [bins] uint64
+ */
+
+typedef struct mdnl_h5md_results mdnl_h5md_results;
+
+mdnl_status mdnl_h5md_results_create(const char *path, mdnl_h5md_results **out);
+
+/* Appends one frame's total potential energy. */
+mdnl_status mdnl_h5md_results_write_energy(mdnl_h5md_results *w, int64_t step, double time, double total);
+
+/* Appends one frame's per-atom energies e[natoms]; natoms is fixed by the
+ * first call (MDNL_ERR_INPUT when it changes). */
+mdnl_status mdnl_h5md_results_write_per_atom_energy(mdnl_h5md_results *w, int64_t step, double time,
+                                                    int64_t natoms, const double *e);
+
+/* Optional attributes of /neighbors: the list kind and the cutoff. */
+mdnl_status mdnl_h5md_results_set_neighbors_info(mdnl_h5md_results *w, const char *list, double cutoff);
+
+/* Appends one frame's neighbor list in CSR form: row i holds
+ * j[offsets[i]:offsets[i+1]] and d[...] (offsets[0] = 0, offsets[natoms] =
+ * npairs; MDNL_ERR_INTERNAL otherwise). */
+mdnl_status mdnl_h5md_results_write_neighbors(mdnl_h5md_results *w, int64_t frame, int64_t natoms,
+                                              const int64_t *offsets, const int32_t *j, const float *d,
+                                              int64_t npairs);
+
+/* Writes /rdf/<name>/...; g and n may be NULL (open frames without a volume).
+ * Each name once (MDNL_ERR_INTERNAL when repeated or containing '/'). */
+mdnl_status mdnl_h5md_results_write_rdf(mdnl_h5md_results *w, const char *name, int bins, const double *r_lo,
+                                        const double *r_hi, const double *r, const double *g, const double *n,
+                                        const uint64_t *counts);
+
+/* Closes and renames into place; frees w in every case. */
+mdnl_status mdnl_h5md_results_commit(mdnl_h5md_results *w);
+
+/* Closes, removes the temporary file, frees w; NULL is a no-op. */
+void mdnl_h5md_results_abort(mdnl_h5md_results *w);
+
+MDNL_END_C
+
+#endif

@@ -1,0 +1,601 @@
+/* xyz_reader.c — streaming XYZ / extended-XYZ reader (see xyz_reader.h).
+ *
+ * Lines are served from one read buffer (refilled with fread, grown only for
+ * a line longer than the buffer), so nothing but the current frame is held.
+ * The atom count is checked against the file size before anything is
+ * allocated, and arrays grow as atom lines are actually read, so a count
+ * line of 10^15 is an error, not an allocation. */
+#define _POSIX_C_SOURCE 200809L
+#include "xyz_reader.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define READ_CHUNK (1 << 22)
+#define MAX_LINE (1 << 28)
+
+struct mdnl_xyz_reader {
+    FILE *fp;
+    char *path;
+    char *buf;
+    size_t cap, len, pos; /* unread data is buf[pos .. len) */
+    int eof;
+    int64_t line;  /* number of the line last returned (1-based) */
+    int64_t frame; /* index of the next frame */
+    int64_t file_size;
+    int64_t nframes; /* cached count, -1 unknown */
+};
+
+/* ---- numbers ---- */
+
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                       1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static int parse_slow(const char *s, const char *e, double *out)
+{
+    char tmp[512];
+    size_t n = (size_t)(e - s);
+    if (n == 0 || n >= sizeof tmp)
+        return 0;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(tmp, &end);
+    if (end != tmp + n)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+int mdnl_parse_double(const char *s, const char *e, double *out)
+{
+    const char *p = s;
+    int neg = 0;
+    if (p < e && (*p == '+' || *p == '-'))
+        neg = *p++ == '-';
+    uint64_t m = 0;
+    int nd = 0, exp10 = 0, digits = 0, inexact = 0;
+    for (; p < e && (unsigned)(*p - '0') < 10; ++p, ++digits) {
+        if (nd < 19) {
+            m = m * 10 + (uint64_t)(*p - '0');
+            nd += m != 0;
+        } else {
+            exp10++;
+            inexact = 1;
+        }
+    }
+    if (p < e && *p == '.') {
+        for (++p; p < e && (unsigned)(*p - '0') < 10; ++p, ++digits) {
+            if (nd < 19) {
+                m = m * 10 + (uint64_t)(*p - '0');
+                nd += m != 0;
+                exp10--;
+            } else {
+                inexact = 1;
+            }
+        }
+    }
+    if (!digits)
+        return parse_slow(s, e, out); /* inf, nan, or not a number */
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        const char *q = p + 1;
+        int eneg = 0, ev = 0, edigits = 0;
+        if (q < e && (*q == '+' || *q == '-'))
+            eneg = *q++ == '-';
+        for (; q < e && (unsigned)(*q - '0') < 10; ++q, ++edigits)
+            if (ev < 100000)
+                ev = ev * 10 + (*q - '0');
+        if (!edigits)
+            return 0;
+        exp10 += eneg ? -ev : ev;
+        p = q;
+    }
+    if (p != e)
+        return 0;
+    if (m == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return 1;
+    }
+    if (inexact || m > (1ull << 53) || exp10 < -22 || exp10 > 22)
+        return parse_slow(s, e, out);
+    double v = (double)m;
+    v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
+    *out = neg ? -v : v;
+    return 1;
+}
+
+/* ---- lines ---- */
+
+/* Returns 1 with [*s, *e) the next line (without "\n" or "\r\n"), 0 at the
+ * end of the file, -1 on a read error (recorded). */
+static int next_line(mdnl_xyz_reader *r, const char **s, const char **e)
+{
+    for (;;) {
+        char *start = r->buf + r->pos;
+        char *nl = r->pos < r->len ? memchr(start, '\n', r->len - r->pos) : NULL;
+        if (nl || (r->eof && r->pos < r->len)) {
+            char *end = nl ? nl : r->buf + r->len;
+            r->pos = nl ? (size_t)(nl - r->buf) + 1 : r->len;
+            if (end > start && end[-1] == '\r')
+                --end;
+            *s = start;
+            *e = end;
+            r->line++;
+            return 1;
+        }
+        if (r->eof)
+            return 0;
+        /* keep the partial line, refill behind it */
+        if (r->pos > 0) {
+            memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+            r->len -= r->pos;
+            r->pos = 0;
+        }
+        if (r->cap - r->len < READ_CHUNK / 2) {
+            if (r->cap >= MAX_LINE) {
+                mdnl_error(MDNL_ERR_INPUT, "%s:%lld: expected a line shorter than %d bytes", r->path,
+                           (long long)r->line + 1, MAX_LINE);
+                return -1;
+            }
+            char *nb = mdnl_realloc(r->buf, r->cap * 2, "XYZ line buffer");
+            if (!nb)
+                return -1;
+            r->buf = nb;
+            r->cap *= 2;
+        }
+        size_t got = fread(r->buf + r->len, 1, r->cap - r->len, r->fp);
+        r->len += got;
+        if (got == 0) {
+            if (ferror(r->fp)) {
+                mdnl_error(MDNL_ERR_INPUT, "%s:%lld: read error: %s", r->path, (long long)r->line + 1,
+                           strerror(errno));
+                return -1;
+            }
+            r->eof = 1;
+        }
+    }
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+static int is_blank(const char *s, const char *e)
+{
+    for (; s < e; ++s)
+        if (!is_space(*s))
+            return 0;
+    return 1;
+}
+
+/* Quotes at most 40 characters of a token for an error message. */
+static const char *show(const char *s, const char *e, char *buf, size_t cap)
+{
+    size_t n = (size_t)(e - s);
+    if (n > 40)
+        n = 40;
+    snprintf(buf, cap, "\"%.*s%s\"", (int)n, s, (size_t)(e - s) > 40 ? "..." : "");
+    return buf;
+}
+
+/* ---- open / close ---- */
+
+mdnl_status mdnl_xyz_open(const char *path, mdnl_xyz_reader **out)
+{
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return mdnl_error(MDNL_ERR_INPUT, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return mdnl_error(MDNL_ERR_INPUT, "%s: is a directory, expected an XYZ file", path);
+    mdnl_xyz_reader *r = mdnl_calloc(1, sizeof *r, "XYZ reader");
+    if (!r)
+        return MDNL_ERR_RESOURCE;
+    r->path = strdup(path);
+    r->cap = READ_CHUNK;
+    r->buf = mdnl_malloc(r->cap, "XYZ read buffer");
+    r->file_size = S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
+    r->nframes = -1;
+    if (!r->path || !r->buf) {
+        mdnl_xyz_close(r);
+        return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory opening %s", path);
+    }
+    r->fp = fopen(path, "rb");
+    if (!r->fp) {
+        mdnl_status s = mdnl_error(MDNL_ERR_INPUT, "%s: %s", path, strerror(errno));
+        mdnl_xyz_close(r);
+        return s;
+    }
+    *out = r;
+    return MDNL_OK;
+}
+
+void mdnl_xyz_close(mdnl_xyz_reader *r)
+{
+    if (!r)
+        return;
+    if (r->fp)
+        fclose(r->fp);
+    free(r->buf);
+    free(r->path);
+    free(r);
+}
+
+/* ---- frame header ---- */
+
+/* Reads the count line (skipping blank lines). Returns MDNL_END at a clean
+ * end of file. */
+static mdnl_status read_count(mdnl_xyz_reader *r, int64_t *count)
+{
+    const char *s, *e;
+    int got;
+    while ((got = next_line(r, &s, &e)) == 1 && is_blank(s, e))
+        ;
+    if (got < 0)
+        return mdnl_error(MDNL_ERR_INPUT, "%s", mdnl_last_error());
+    if (got == 0) {
+        if (r->frame == 0)
+            return mdnl_error(MDNL_ERR_INPUT, "%s:%lld: expected an atom count, found an empty file", r->path,
+                              (long long)r->line + 1);
+        return MDNL_END;
+    }
+    while (s < e && is_space(*s))
+        ++s;
+    while (e > s && is_space(e[-1]))
+        --e;
+    char tmp[64];
+    const char *p = s;
+    if (p < e && *p == '+')
+        ++p;
+    int64_t n = 0;
+    int digits = 0, overflow = 0;
+    for (; p < e && (unsigned)(*p - '0') < 10; ++p, ++digits) {
+        if (n > (INT64_MAX - 9) / 10)
+            overflow = 1;
+        else
+            n = n * 10 + (*p - '0');
+    }
+    if (!digits || p != e) {
+        if (s < e && *s == '-' && digits == 0 && e - s > 1 && (unsigned)(s[1] - '0') < 10)
+            return mdnl_error(MDNL_ERR_INPUT, "%s:%lld: frame %lld: expected a non-negative atom count, found %s",
+                              r->path, (long long)r->line, (long long)r->frame, show(s, e, tmp, sizeof tmp));
+        return mdnl_error(MDNL_ERR_INPUT, "%s:%lld: frame %lld: expected an atom count (an integer), found %s", r->path,
+                          (long long)r->line, (long long)r->frame, show(s, e, tmp, sizeof tmp));
+    }
+    /* The shortest atom line ("C 0 0 0\n") has 8 bytes. */
+    if (overflow || (r->file_size >= 0 && n > r->file_size / 8 + 1))
+        return mdnl_error(MDNL_ERR_INPUT,
+                          "%s:%lld: frame %lld: expected an atom count the file can hold (at most %lld for its %lld "
+                          "bytes), found %s",
+                          r->path, (long long)r->line, (long long)r->frame, (long long)(r->file_size / 8 + 1),
+                          (long long)r->file_size, show(s, e, tmp, sizeof tmp));
+    *count = n;
+    return MDNL_OK;
+}
+
+typedef struct columns {
+    int species; /* column of the species */
+    int pos;     /* first of the three position columns */
+    int ncols;   /* columns required on an atom line */
+} columns;
+
+static int key_is(const char *k, size_t klen, const char *name)
+{
+    return strlen(name) == klen && strncasecmp(k, name, klen) == 0;
+}
+
+/* Splits a value into whitespace/comma separated tokens; returns count. */
+static int split_tokens(const char *s, const char *e, const char *tok_s[], const char *tok_e[], int max)
+{
+    int n = 0;
+    while (s < e) {
+        while (s < e && (is_space(*s) || *s == ',' || *s == '[' || *s == ']'))
+            ++s;
+        if (s >= e)
+            break;
+        const char *t = s;
+        while (s < e && !is_space(*s) && *s != ',' && *s != '[' && *s != ']')
+            ++s;
+        if (n < max) {
+            tok_s[n] = t;
+            tok_e[n] = s;
+        }
+        ++n;
+    }
+    return n;
+}
+
+#define HDR_ERR(...) mdnl_error(MDNL_ERR_INPUT, __VA_ARGS__)
+
+static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const char *e, columns *c)
+{
+    int col = 0, have_species = 0, have_pos = 0;
+    char tmp[64];
+    while (s < e) {
+        const char *f[3], *fe[3];
+        for (int k = 0; k < 3; ++k) {
+            f[k] = s;
+            while (s < e && *s != ':')
+                ++s;
+            fe[k] = s;
+            if (k < 2) {
+                if (s >= e)
+                    return HDR_ERR("%s:%lld: frame %lld: expected name:type:count triplets in Properties, found %s",
+                                   r->path, (long long)r->line, (long long)r->frame, show(f[0], e, tmp, sizeof tmp));
+                ++s;
+            }
+        }
+        if (s < e)
+            ++s; /* the ':' before the next triplet */
+        int count = 0;
+        for (const char *p = f[2]; p < fe[2]; ++p) {
+            if ((unsigned)(*p - '0') >= 10 || count > 1000)
+                return HDR_ERR("%s:%lld: frame %lld: expected a column count in Properties, found %s", r->path,
+                               (long long)r->line, (long long)r->frame, show(f[2], fe[2], tmp, sizeof tmp));
+            count = count * 10 + (*p - '0');
+        }
+        if (count < 1)
+            return HDR_ERR("%s:%lld: frame %lld: expected a positive column count in Properties, found %s", r->path,
+                           (long long)r->line, (long long)r->frame, show(f[2], fe[2], tmp, sizeof tmp));
+        size_t nl = (size_t)(fe[0] - f[0]);
+        if ((key_is(f[0], nl, "species") || key_is(f[0], nl, "element") || key_is(f[0], nl, "symbols")) && count == 1) {
+            c->species = col;
+            have_species = 1;
+        } else if ((key_is(f[0], nl, "pos") || key_is(f[0], nl, "positions")) && count == 3) {
+            c->pos = col;
+            have_pos = 1;
+        }
+        col += count;
+    }
+    if (!have_species || !have_pos)
+        return HDR_ERR("%s:%lld: frame %lld: expected Properties with species:S:1 and pos:R:3, found %s", r->path,
+                       (long long)r->line, (long long)r->frame, have_pos ? "no species" : "no pos");
+    c->ncols = col;
+    return MDNL_OK;
+}
+
+/* Parses the comment line: extended-XYZ keys when present. */
+static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *e, mdnl_frame *f, columns *c)
+{
+    char tmp[64];
+    int have_lattice = 0, have_pbc = 0;
+    bool pbc[3] = {false, false, false};
+    c->species = 0, c->pos = 1, c->ncols = 4;
+    while (s < e) {
+        while (s < e && is_space(*s))
+            ++s;
+        if (s >= e)
+            break;
+        const char *k = s;
+        while (s < e && !is_space(*s) && *s != '=')
+            ++s;
+        size_t klen = (size_t)(s - k);
+        const char *v = s, *ve = s;
+        if (s < e && *s == '=') {
+            ++s;
+            if (s < e && (*s == '"' || *s == '\'')) {
+                char q = *s++;
+                v = s;
+                while (s < e && *s != q)
+                    ++s;
+                if (s >= e)
+                    return HDR_ERR("%s:%lld: frame %lld: expected a closing quote for %.*s, found the end of the line",
+                                   r->path, (long long)r->line, (long long)r->frame, (int)klen, k);
+                ve = s++;
+            } else if (s < e && (*s == '[' || *s == '{')) {
+                char close = *s == '[' ? ']' : '}';
+                v = s;
+                while (s < e && *s != close)
+                    ++s;
+                ve = s < e ? ++s : s;
+            } else {
+                v = s;
+                while (s < e && !is_space(*s))
+                    ++s;
+                ve = s;
+            }
+        }
+        const char *ts[10], *te[10];
+        if (key_is(k, klen, "Lattice")) {
+            int n = split_tokens(v, ve, ts, te, 10);
+            if (n != 9)
+                return HDR_ERR("%s:%lld: frame %lld: expected 9 numbers in Lattice, found %d", r->path,
+                               (long long)r->line, (long long)r->frame, n);
+            for (int q = 0; q < 9; ++q) {
+                double x;
+                if (!mdnl_parse_double(ts[q], te[q], &x) || !isfinite(x))
+                    return HDR_ERR("%s:%lld: frame %lld: expected a finite number in Lattice, found %s", r->path,
+                                   (long long)r->line, (long long)r->frame, show(ts[q], te[q], tmp, sizeof tmp));
+                f->box.h[q / 3][q % 3] = x;
+            }
+            have_lattice = 1;
+        } else if (key_is(k, klen, "pbc")) {
+            int n = split_tokens(v, ve, ts, te, 10);
+            if (n != 3)
+                return HDR_ERR("%s:%lld: frame %lld: expected 3 values (T or F) in pbc, found %d", r->path,
+                               (long long)r->line, (long long)r->frame, n);
+            for (int q = 0; q < 3; ++q) {
+                size_t l = (size_t)(te[q] - ts[q]);
+                if (key_is(ts[q], l, "T") || key_is(ts[q], l, "True") || key_is(ts[q], l, "1"))
+                    pbc[q] = true;
+                else if (key_is(ts[q], l, "F") || key_is(ts[q], l, "False") || key_is(ts[q], l, "0"))
+                    pbc[q] = false;
+                else
+                    return HDR_ERR("%s:%lld: frame %lld: expected T or F in pbc, found %s", r->path,
+                                   (long long)r->line, (long long)r->frame, show(ts[q], te[q], tmp, sizeof tmp));
+            }
+            have_pbc = 1;
+        } else if (key_is(k, klen, "Properties")) {
+            mdnl_status st = parse_properties(r, v, ve, c);
+            if (st != MDNL_OK)
+                return st;
+        } else if (key_is(k, klen, "Time")) {
+            double x;
+            if (!mdnl_parse_double(v, ve, &x) || !isfinite(x))
+                return HDR_ERR("%s:%lld: frame %lld: expected a number for Time, found %s", r->path,
+                               (long long)r->line, (long long)r->frame, show(v, ve, tmp, sizeof tmp));
+            f->time = x;
+            f->has_time = true;
+        } else if (key_is(k, klen, "Step")) {
+            double x;
+            if (!mdnl_parse_double(v, ve, &x) || !isfinite(x) || x != floor(x) || fabs(x) > 9e18)
+                return HDR_ERR("%s:%lld: frame %lld: expected an integer for Step, found %s", r->path,
+                               (long long)r->line, (long long)r->frame, show(v, ve, tmp, sizeof tmp));
+            f->step = (int64_t)x;
+            f->has_step = true;
+        }
+    }
+    if (have_pbc && !have_lattice && (pbc[0] || pbc[1] || pbc[2]))
+        return HDR_ERR("%s:%lld: frame %lld: expected a Lattice with a periodic pbc, found pbc without Lattice",
+                       r->path, (long long)r->line, (long long)r->frame);
+    if (have_lattice) {
+        f->box.has_lattice = true;
+        for (int q = 0; q < 3; ++q)
+            f->box.pbc[q] = have_pbc ? pbc[q] : true;
+        double norms = 1;
+        for (int q = 0; q < 3; ++q)
+            norms *= sqrt(f->box.h[q][0] * f->box.h[q][0] + f->box.h[q][1] * f->box.h[q][1] +
+                          f->box.h[q][2] * f->box.h[q][2]);
+        if (!(mdnl_box_volume(&f->box) > 1e-12 * norms))
+            return HDR_ERR("%s:%lld: frame %lld: expected a Lattice of non-zero volume, found volume %g", r->path,
+                           (long long)r->line, (long long)r->frame, mdnl_box_volume(&f->box));
+    }
+    return MDNL_OK;
+}
+
+/* ---- frames ---- */
+
+mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
+{
+    int64_t n;
+    mdnl_status st = read_count(r, &n);
+    if (st != MDNL_OK)
+        return st;
+    const int64_t count_line = r->line;
+    f->natoms = 0;
+    f->nspecies = 0;
+    f->index = r->frame;
+    f->step = r->frame;
+    f->time = 0;
+    f->has_step = f->has_time = false;
+    memset(&f->box, 0, sizeof f->box);
+    const char *s, *e;
+    int got = next_line(r, &s, &e);
+    if (got < 0)
+        return MDNL_ERR_INPUT;
+    if (got == 0)
+        return HDR_ERR("%s:%lld: frame %lld: expected a comment line after the atom count, found the end of the file",
+                       r->path, (long long)r->line + 1, (long long)r->frame);
+    columns c;
+    if ((st = parse_comment(r, s, e, f, &c)) != MDNL_OK)
+        return st;
+    if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
+        return st;
+    const int need = c.ncols > c.pos + 3 ? c.ncols : c.pos + 3;
+    const int last_col = (c.species > c.pos + 2 ? c.species : c.pos + 2);
+    int32_t last_id = -1;
+    char tmp[64];
+    for (int64_t i = 0; i < n; ++i) {
+        got = next_line(r, &s, &e);
+        if (got < 0)
+            return MDNL_ERR_INPUT;
+        if (got == 0)
+            return HDR_ERR("%s:%lld: frame %lld: expected %lld atom lines after the count on line %lld, found %lld "
+                           "(the file ends)",
+                           r->path, (long long)r->line + 1, (long long)r->frame, (long long)n, (long long)count_line,
+                           (long long)i);
+        if (i >= f->capacity && (st = mdnl_frame_reserve(f, i + 1)) != MDNL_OK)
+            return st;
+        const char *p = s;
+        int col = 0;
+        double xyz[3];
+        for (; col <= last_col; ++col) {
+            while (p < e && is_space(*p))
+                ++p;
+            if (p >= e)
+                break;
+            const char *t = p;
+            while (p < e && !is_space(*p))
+                ++p;
+            if (col == c.species) {
+                size_t len = (size_t)(p - t);
+                if (last_id >= 0 && strlen(f->symbols[last_id]) == len && memcmp(f->symbols[last_id], t, len) == 0) {
+                    f->species[i] = last_id;
+                } else {
+                    int32_t id = mdnl_frame_species_id(f, t, len);
+                    if (id < 0) {
+                        char msg[256];
+                        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
+                        return HDR_ERR("%s:%lld: frame %lld: atom %lld: %s", r->path, (long long)r->line,
+                                       (long long)r->frame, (long long)i, msg);
+                    }
+                    f->species[i] = last_id = id;
+                }
+            } else if (col >= c.pos && col < c.pos + 3) {
+                double x;
+                if (!mdnl_parse_double(t, p, &x))
+                    return HDR_ERR("%s:%lld: frame %lld: expected a number for coordinate %c of atom %lld, found %s",
+                                   r->path, (long long)r->line, (long long)r->frame, "xyz"[col - c.pos], (long long)i,
+                                   show(t, p, tmp, sizeof tmp));
+                if (!isfinite(x))
+                    return HDR_ERR("%s:%lld: frame %lld: expected a finite coordinate %c for atom %lld, found %s",
+                                   r->path, (long long)r->line, (long long)r->frame, "xyz"[col - c.pos], (long long)i,
+                                   show(t, p, tmp, sizeof tmp));
+                xyz[col - c.pos] = x;
+            }
+        }
+        if (col <= last_col)
+            return HDR_ERR("%s:%lld: frame %lld: expected %d columns (species and x y z) for atom %lld, found %d",
+                           r->path, (long long)r->line, (long long)r->frame, need, (long long)i, col);
+        f->pos[i][0] = xyz[0], f->pos[i][1] = xyz[1], f->pos[i][2] = xyz[2];
+        f->natoms = i + 1;
+    }
+    r->frame++;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_xyz_skip(mdnl_xyz_reader *r)
+{
+    int64_t n;
+    mdnl_status st = read_count(r, &n);
+    if (st != MDNL_OK)
+        return st;
+    const int64_t count_line = r->line;
+    const char *s, *e;
+    for (int64_t i = -1; i < n; ++i) {
+        int got = next_line(r, &s, &e);
+        if (got < 0)
+            return MDNL_ERR_INPUT;
+        if (got == 0)
+            return HDR_ERR("%s:%lld: frame %lld: expected %lld atom lines after the count on line %lld, found %lld "
+                           "(the file ends)",
+                           r->path, (long long)r->line + 1, (long long)r->frame, (long long)n, (long long)count_line,
+                           (long long)(i < 0 ? 0 : i));
+    }
+    r->frame++;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n)
+{
+    if (r->nframes < 0) {
+        mdnl_xyz_reader *scan;
+        mdnl_status st = mdnl_xyz_open(r->path, &scan);
+        if (st != MDNL_OK)
+            return st;
+        while ((st = mdnl_xyz_skip(scan)) == MDNL_OK)
+            ;
+        int64_t frames = scan->frame;
+        mdnl_xyz_close(scan);
+        if (st != MDNL_END)
+            return st;
+        r->nframes = frames;
+    }
+    *n = r->nframes;
+    return MDNL_OK;
+}

@@ -1,0 +1,791 @@
+/* nlist.cu — the CUDA twin of nlist_cpu.c (contract in nlist.h, API in
+ * nlist_cuda.h). Every method produces exactly the CPU twin's bytes:
+ *   - the same float positions and the same pair arithmetic (mdnl_pair_d2,
+ *     geometry.h; distance = __fsqrt_rn(d2), the host's sqrtf);
+ *   - exact row sizes from a counting pass (or a staged pass whose capacity
+ *     grows and retries), a CUB prefix sum, and a fill that never writes past
+ *     a row's end;
+ *   - every row sorted on the device by mdnl_row_key (j, then distance).
+ * The cell method walks the device cell list of cells_cuda.cuh, which the
+ * energy and histogram kernels share.
+ *
+ * Rows are sorted per thread (insertion sort for short rows, heapsort for
+ * long ones) in shared memory when a block's rows fit its budget, else in
+ * place in global memory. Output and timing are per context (nlist_cuda.h).
+ */
+#include "cells_cuda.cuh"
+#include "cuda_check.cuh"
+#include "nlist_cuda.h"
+
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Row sorting: keys are mdnl_row_key(j, d); equal keys are identical bytes,
+ * so stability does not matter. */
+
+template <class A>
+__device__ __forceinline__ void sift_down(A &a, long long root, long long end)
+{
+    for (;;) {
+        long long child = 2 * root + 1;
+        if (child >= end)
+            return;
+        uint64_t vc = a.get(child);
+        if (child + 1 < end) {
+            uint64_t vr = a.get(child + 1);
+            if (vr > vc) {
+                vc = vr;
+                ++child;
+            }
+        }
+        uint64_t vroot = a.get(root);
+        if (vroot >= vc)
+            return;
+        a.set(root, vc);
+        a.set(child, vroot);
+        root = child;
+    }
+}
+
+/* Sorts a[0..n) ascending through an accessor with get(k)/set(k, key). */
+template <class A>
+__device__ void sort_row(A a, long long n)
+{
+    if (n <= 48) {
+        for (long long p = 1; p < n; ++p) {
+            uint64_t x = a.get(p);
+            long long q = p;
+            for (; q > 0; --q) {
+                uint64_t y = a.get(q - 1);
+                if (y <= x)
+                    break;
+                a.set(q, y);
+            }
+            a.set(q, x);
+        }
+        return;
+    }
+    for (long long r = n / 2 - 1; r >= 0; --r)
+        sift_down(a, r, n);
+    for (long long e = n - 1; e > 0; --e) {
+        uint64_t top = a.get(0);
+        a.set(0, a.get(e));
+        a.set(e, top);
+        sift_down(a, 0, e);
+    }
+}
+
+struct smem_row {
+    uint64_t *k;
+    __device__ uint64_t get(long long q) const { return k[q]; }
+    __device__ void set(long long q, uint64_t v) const { k[q] = v; }
+};
+
+struct global_row {
+    int32_t *j;
+    float *d;
+    __device__ uint64_t get(long long q) const { return mdnl_row_key(j[q], d[q]); }
+    __device__ void set(long long q, uint64_t v) const
+    {
+        j[q] = (int32_t)(v >> 32);
+        d[q] = __uint_as_float((unsigned)v);
+    }
+};
+
+/* ------------------------------------------------------------------------ */
+/* Image shifts for the brute-force kernels: .xyz = S·h (mdnl_shift_vector,
+ * device arithmetic), .w = bits of the lexicographic sign of S (-1, 0, 1). */
+
+/* Thread per image shift m in the box [-image_max, image_max]^3. */
+__global__ void images_kernel(const __grid_constant__ mdnl_geom g, int m0, int m1, int m2, float4 *img)
+{
+    const int n1 = 2 * m1 + 1, n2 = 2 * m2 + 1;
+    const int total = (2 * m0 + 1) * n1 * n2;
+    int m = blockIdx.x * blockDim.x + threadIdx.x;
+    if (m >= total)
+        return;
+    int s0 = m / (n1 * n2) - m0, s1 = (m / n2) % n1 - m1, s2 = m % n2 - m2;
+    float v[3];
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+    int sign = s0 != 0 ? (s0 > 0 ? 1 : -1) : s1 != 0 ? (s1 > 0 ? 1 : -1) : s2 != 0 ? (s2 > 0 ? 1 : -1) : 0;
+    img[m] = make_float4(v[0], v[1], v[2], __int_as_float(sign));
+}
+
+#define BRUTE_T 256
+
+/* brute-atomic, count (FILL=false) or fill (FILL=true) pass.
+ * Mapping: thread per atom a (original order). Thread a visits the partners
+ * b = (a + o) mod N for o in 1..floor((N-1)/2), plus o = N/2 for a < N/2 when
+ * N is even, so that every unordered pair is seen exactly once and every
+ * thread does N/2 candidates (the classic j > i loop does N - i). A block
+ * stages its window of partners through shared-memory tiles of BRUTE_T
+ * positions; for each partner every image shift is tried. A kept pair is
+ * appended to both rows (full) or to the row of the smaller index (half)
+ * through 64-bit atomic row counters; (b, a, -S) has bit for bit the
+ * distance of (a, b, S). Self images (a, a, S != 0) come from thread a. */
+template <bool FILL, bool FULL>
+__global__ __launch_bounds__(BRUTE_T) void brute_atomic_kernel(const float4 *__restrict__ pos, int n,
+                                                               const float4 *__restrict__ img, int nimg, float cutoff2,
+                                                               unsigned long long *__restrict__ ctr,
+                                                               const int64_t *__restrict__ offsets,
+                                                               int32_t *__restrict__ j_out, float *__restrict__ d_out)
+{
+    __shared__ float4 tile[BRUTE_T];
+    const int a0 = blockIdx.x * BRUTE_T;
+    const int a = a0 + threadIdx.x;
+    const bool active = a < n;
+    const float4 pa = active ? pos[a] : make_float4(0, 0, 0, 0);
+    auto emit = [&](int row, int other, float d2) {
+        unsigned long long k = atomicAdd(&ctr[row], 1ull);
+        if (FILL) {
+            const int64_t at = offsets[row] + (int64_t)k;
+            if (at < offsets[row + 1]) { /* never past the row's end */
+                j_out[at] = other;
+                d_out[at] = __fsqrt_rn(d2);
+            }
+        }
+    };
+    if (active) {
+        for (int m = 0; m < nimg; ++m) {
+            const float4 v4 = img[m];
+            const int sign = __float_as_int(v4.w);
+            if (sign == 0 || (!FULL && sign < 0))
+                continue;
+            const float v[3] = {v4.x, v4.y, v4.z};
+            const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pa.x, pa.y, pa.z, v);
+            if (d2 < cutoff2)
+                emit(a, a, d2);
+        }
+    }
+    const int half = (n - 1) / 2;
+    const bool even = (n % 2) == 0;
+    const int span = BRUTE_T - 1 + n / 2; /* unwrapped partner positions a0+1 .. a0+span */
+    for (int base = 0; base < span; base += BRUTE_T) {
+        __syncthreads();
+        if (base + (int)threadIdx.x < span) {
+            const int b = (int)(((int64_t)a0 + 1 + base + threadIdx.x) % n);
+            float4 p = pos[b];
+            p.w = __int_as_float(b);
+            tile[threadIdx.x] = p;
+        }
+        __syncthreads();
+        if (!active)
+            continue;
+        const int cnt = span - base < BRUTE_T ? span - base : BRUTE_T;
+        for (int t = 0; t < cnt; ++t) {
+            const int o = a0 + 1 + base + t - a;
+            if (!((o >= 1 && o <= half) || (even && o == n / 2 && a < n / 2)))
+                continue;
+            const float4 pb = tile[t];
+            const int b = __float_as_int(pb.w);
+            for (int m = 0; m < nimg; ++m) {
+                const float4 v4 = img[m];
+                const float v[3] = {v4.x, v4.y, v4.z};
+                const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pb.x, pb.y, pb.z, v);
+                if (d2 < cutoff2) {
+                    if (FULL) {
+                        emit(a, b, d2);
+                        emit(b, a, d2);
+                    } else if (a < b) {
+                        emit(a, b, d2);
+                    } else {
+                        emit(b, a, d2);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* brute-noatomic staged pass.
+ * Mapping: thread per atom i (original order); all atoms j stream through
+ * shared-memory tiles of BRUTE_T positions, and each j is tried at every
+ * image shift. Row i's k-th entry goes to stage[k * n + i] while k < cap, so
+ * the 32 threads of a warp storing their k-th entries write 256 contiguous
+ * bytes. The row's true length goes to counts[i] and the longest row to
+ * *maxlen, so the host can grow cap and retry. */
+template <bool FULL>
+__global__ __launch_bounds__(BRUTE_T) void brute_noatomic_kernel(const float4 *__restrict__ pos, int n,
+                                                                 const float4 *__restrict__ img, int nimg,
+                                                                 float cutoff2, uint64_t *__restrict__ stage, int cap,
+                                                                 unsigned long long *__restrict__ counts,
+                                                                 int *__restrict__ maxlen)
+{
+    __shared__ float4 tile[BRUTE_T];
+    const int i = blockIdx.x * BRUTE_T + threadIdx.x;
+    const bool active = i < n;
+    const float4 pi = active ? pos[i] : make_float4(0, 0, 0, 0);
+    long long k = 0;
+    for (int base = 0; base < n; base += BRUTE_T) {
+        __syncthreads();
+        if (base + (int)threadIdx.x < n)
+            tile[threadIdx.x] = pos[base + threadIdx.x];
+        __syncthreads();
+        if (!active)
+            continue;
+        const int cnt = n - base < BRUTE_T ? n - base : BRUTE_T;
+        /* a half list keeps j >= i only: skip whole tiles below i */
+        if (!FULL && base + cnt - 1 < i)
+            continue;
+        for (int t = 0; t < cnt; ++t) {
+            const int j = base + t;
+            if (!FULL && j < i)
+                continue;
+            const float4 pj = tile[t];
+            for (int m = 0; m < nimg; ++m) {
+                const float4 v4 = img[m];
+                const int sign = __float_as_int(v4.w);
+                if (j == i && (sign == 0 || (!FULL && sign < 0)))
+                    continue;
+                const float v[3] = {v4.x, v4.y, v4.z};
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                if (d2 < cutoff2) {
+                    if (k < cap)
+                        stage[(size_t)k * n + i] = mdnl_row_key(j, __fsqrt_rn(d2));
+                    ++k;
+                }
+            }
+        }
+    }
+    if (active) {
+        counts[i] = (unsigned long long)k;
+        atomicMax(maxlen, k > INT32_MAX ? INT32_MAX : (int)k);
+    }
+}
+
+/* Cell-list count pass.
+ * Mapping: thread per sorted slot s (cell order, so a warp's atoms share
+ * cells and their candidate loads share cache lines); counts[order[s]]. */
+template <bool FULL>
+__global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                         unsigned long long *__restrict__ counts)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= c.natoms)
+        return;
+    const int i = c.order[s];
+    unsigned long long k = 0;
+    mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2))
+            ++k;
+    });
+    counts[i] = k;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fill, sort and write rows. Mapping: thread per row (MODE 0: sorted slot s,
+ * row order[s]; MODE 1, 2: row s). A block-wide exclusive scan of the row
+ * lengths lays the block's rows out back to back in shared memory; when they
+ * fit, each thread produces its row there, sorts it, and then each warp
+ * writes its 32 rows to the CSR cooperatively, lane q taking entries q,
+ * q + 32, ... of a row (coalesced). When they do not fit, each thread writes
+ * its row straight into the CSR and sorts it there.
+ *   MODE 0 (cell fill): the row comes from the cell-list visitor;
+ *   MODE 1 (brute-noatomic compaction): from the transposed stage;
+ *   MODE 2 (brute-atomic row sort): from the CSR itself (in place); the
+ *          block's rows are one contiguous CSR range, loaded cooperatively. */
+#define ROWS_T 128
+
+template <int MODE, bool FULL>
+__global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c, int n,
+                                                      const uint64_t *__restrict__ stage, int cap,
+                                                      const int64_t *__restrict__ offsets, int32_t *__restrict__ j_out,
+                                                      float *__restrict__ d_out, long long smem_keys, int *err)
+{
+    extern __shared__ uint64_t keys[];
+    typedef cub::BlockScan<long long, ROWS_T> Scan;
+    __shared__ typename Scan::TempStorage scan_tmp;
+    const int s = blockIdx.x * ROWS_T + threadIdx.x;
+    int i = -1;
+    if (s < n)
+        i = MODE == 0 ? c.order[s] : s;
+    long long off = 0, len = 0;
+    if (i >= 0) {
+        off = offsets[i];
+        len = offsets[i + 1] - off;
+    }
+    long long lo = 0, tot = 0;
+    Scan(scan_tmp).ExclusiveSum(len, lo, tot);
+    const bool in_smem = tot <= smem_keys;
+
+    if (MODE == 2) {
+        if (in_smem) {
+            /* rows i0.. are contiguous in the CSR: lo == offsets[i] - base */
+            const int64_t base = offsets[blockIdx.x * ROWS_T];
+            for (long long q = threadIdx.x; q < tot; q += ROWS_T)
+                keys[q] = mdnl_row_key(j_out[base + q], d_out[base + q]);
+            __syncthreads();
+            if (i >= 0)
+                sort_row(smem_row{keys + lo}, len);
+            __syncthreads();
+            for (long long q = threadIdx.x; q < tot; q += ROWS_T) {
+                const uint64_t key = keys[q];
+                j_out[base + q] = (int32_t)(key >> 32);
+                d_out[base + q] = __uint_as_float((unsigned)key);
+            }
+        } else if (i >= 0) {
+            sort_row(global_row{j_out + off, d_out + off}, len);
+        }
+        return;
+    }
+
+    long long k = 0;
+    auto emit = [&](uint64_t key) {
+        if (k < len) {
+            if (in_smem) {
+                keys[lo + k] = key;
+            } else {
+                j_out[off + k] = (int32_t)(key >> 32);
+                d_out[off + k] = __uint_as_float((unsigned)key);
+            }
+        }
+        ++k;
+    };
+    if (i >= 0) {
+        if (MODE == 0) {
+            const int ii = i;
+            mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+                if (FULL || mdnl_half_keep(ii, j, s0, s1, s2))
+                    emit(mdnl_row_key(j, __fsqrt_rn(d2)));
+            });
+        } else {
+            for (long long q = 0; q < len && q < cap; ++q)
+                emit(stage[(size_t)q * n + i]);
+        }
+        if (k != len)
+            atomicOr(err, 1);
+        if (in_smem)
+            sort_row(smem_row{keys + lo}, len);
+        else
+            sort_row(global_row{j_out + off, d_out + off}, len);
+    }
+    if (!in_smem) /* uniform over the block */
+        return;
+    __syncwarp();
+    const int lane = threadIdx.x & 31;
+    for (int r = 0; r < 32; ++r) {
+        const long long rlo = __shfl_sync(0xffffffffu, lo, r);
+        const long long rlen = __shfl_sync(0xffffffffu, len, r);
+        const long long roff = __shfl_sync(0xffffffffu, off, r);
+        for (long long q = lane; q < rlen; q += 32) {
+            const uint64_t key = keys[rlo + q];
+            j_out[roff + q] = (int32_t)(key >> 32);
+            d_out[roff + q] = __uint_as_float((unsigned)key);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The context. */
+
+struct mdnl_cuda_ctx {
+    cudaStream_t stream;
+    mdnl_dbuf pos, counts, offsets, j, d, stage, images, flags, temp;
+    mdnl_cells_cuda cells;
+    int64_t *h_small; /* pinned read-back: [0] npairs, [1] max row / error flags */
+    int timing;
+    cudaEvent_t ev[MDNL_CUDA_NSTAGES][2], ev_total[2];
+    int used[MDNL_CUDA_NSTAGES];
+    double stage_ms[MDNL_CUDA_NSTAGES];
+    double total_ms;
+    int stage_cap;
+    int64_t retries;
+    int smem_budget; /* bytes; -1: default */
+    int smem_optin;  /* the device's opt-in maximum per block */
+};
+
+extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
+{
+    *out = NULL;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        (void)cudaGetLastError();
+        return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: no usable device");
+    }
+    mdnl_cuda_ctx *c = (mdnl_cuda_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for a CUDA context");
+    c->stage_cap = 32;
+    c->smem_budget = -1;
+    mdnl_status st = MDNL_OK;
+    cudaError_t e;
+#define CTX_TRY(call)                                                                                                  \
+    if ((e = (call)) != cudaSuccess) {                                                                                 \
+        st = mdnl_cuda_fail(e, #call, __FILE__, __LINE__);                                                             \
+        goto fail;                                                                                                     \
+    }
+    CTX_TRY(cudaSetDevice(0));
+    CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CTX_TRY(cudaMallocHost((void **)&c->h_small, 4 * sizeof(int64_t)));
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        for (int b = 0; b < 2; ++b)
+            CTX_TRY(cudaEventCreate(&c->ev[s][b]));
+    CTX_TRY(cudaEventCreate(&c->ev_total[0]));
+    CTX_TRY(cudaEventCreate(&c->ev_total[1]));
+#undef CTX_TRY
+    *out = c;
+    return MDNL_OK;
+fail:
+    mdnl_cuda_ctx_free(c);
+    return st;
+}
+
+extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
+{
+    if (!c)
+        return;
+    if (c->stream)
+        cudaStreamSynchronize(c->stream);
+    mdnl_dbuf *bufs[] = {&c->pos, &c->counts, &c->offsets, &c->j, &c->d, &c->stage, &c->images, &c->flags, &c->temp};
+    for (mdnl_dbuf *b : bufs)
+        mdnl_dbuf_free(b);
+    mdnl_cells_cuda_free(&c->cells);
+    if (c->h_small)
+        cudaFreeHost(c->h_small);
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        for (int b = 0; b < 2; ++b)
+            if (c->ev[s][b])
+                cudaEventDestroy(c->ev[s][b]);
+    for (int b = 0; b < 2; ++b)
+        if (c->ev_total[b])
+            cudaEventDestroy(c->ev_total[b]);
+    if (c->stream)
+        cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+extern "C" void *mdnl_cuda_ctx_stream(mdnl_cuda_ctx *c) { return (void *)c->stream; }
+
+extern "C" const char *mdnl_cuda_stage_name(int s)
+{
+    static const char *const names[MDNL_CUDA_NSTAGES] = {"bin/sort", "count", "scan", "fill", "row sort"};
+    return s >= 0 && s < MDNL_CUDA_NSTAGES ? names[s] : "?";
+}
+
+extern "C" void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *c, int on) { c->timing = on; }
+
+extern "C" void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *c, double ms[MDNL_CUDA_NSTAGES])
+{
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        ms[s] = c->stage_ms[s];
+}
+
+extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->total_ms; }
+
+extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
+extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
+extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
+
+extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
+{
+    /* Below a few hundred atoms one brute-force launch beats the cell
+     * list's five (measured: tools/bench/RESULTS.md). */
+    return g->natoms <= 256 ? MDNL_METHOD_BRUTE_NOATOMIC : MDNL_METHOD_CELL;
+}
+
+static mdnl_status stage_mark(mdnl_cuda_ctx *c, int s, int end)
+{
+    if (!c->timing)
+        return MDNL_OK;
+    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[s][end], c->stream));
+    c->used[s] = 1;
+    return MDNL_OK;
+}
+
+#define STAGE(s, end)                                                                                                  \
+    do {                                                                                                               \
+        mdnl_status stage_st_ = stage_mark(ctx, (s), (end));                                                           \
+        if (stage_st_ != MDNL_OK)                                                                                      \
+            return stage_st_;                                                                                          \
+    } while (0)
+
+/* Scans counts[0..n] (counts[n] == 0) into offsets, reads back the pair
+ * count (a synchronisation) and sizes the output arrays. */
+static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs)
+{
+    unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
+    int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+    size_t bytes = 0;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, n + 1, ctx->stream));
+    mdnl_status st = mdnl_dbuf_reserve(&ctx->temp, bytes, "scan scratch");
+    if (st != MDNL_OK)
+        return st;
+    bytes = ctx->temp.cap;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small, offsets + n, sizeof(int64_t), cudaMemcpyDeviceToHost, ctx->stream));
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    *npairs = ctx->h_small[0];
+    const size_t np = (size_t)(*npairs > 0 ? *npairs : 1);
+    if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
+        return st;
+    return MDNL_OK;
+}
+
+/* Shared-memory keys per block for the rows kernel, from the average row. */
+static long long rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
+{
+    long long budget = ctx->smem_budget >= 0 ? ctx->smem_budget : 96 * 1024;
+    if (budget > ctx->smem_optin - 1024)
+        budget = ctx->smem_optin - 1024;
+    const double avg = n > 0 ? (double)npairs / n : 0;
+    long long want = (long long)(avg * ROWS_T * 1.25) + 256;
+    long long keys = budget / 8;
+    return want < keys ? want : keys;
+}
+
+template <int MODE, bool FULL>
+static mdnl_status launch_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs, int cap)
+{
+    const long long keys = rows_smem_keys(ctx, n, npairs);
+    const size_t smem = (size_t)keys * sizeof(uint64_t);
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(rows_kernel<MODE, FULL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem));
+    rows_kernel<MODE, FULL><<<(n + ROWS_T - 1) / ROWS_T, ROWS_T, smem, ctx->stream>>>(
+        *g, ctx->cells.view, n, (const uint64_t *)ctx->stage.ptr, cap, (const int64_t *)ctx->offsets.ptr,
+        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, keys, (int *)ctx->flags.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    return MDNL_OK;
+}
+
+static mdnl_status upload_images(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int *nimg)
+{
+    const int m0 = g->pbc[0] ? g->image_max[0] : 0;
+    const int m1 = g->pbc[1] ? g->image_max[1] : 0;
+    const int m2 = g->pbc[2] ? g->image_max[2] : 0;
+    const int total = (2 * m0 + 1) * (2 * m1 + 1) * (2 * m2 + 1);
+    mdnl_status st = mdnl_dbuf_reserve(&ctx->images, (size_t)total * sizeof(float4), "image shifts");
+    if (st != MDNL_OK)
+        return st;
+    images_kernel<<<(total + 127) / 128, 128, 0, ctx->stream>>>(*g, m0, m1, m2, (float4 *)ctx->images.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    *nimg = total;
+    return MDNL_OK;
+}
+
+template <bool FULL>
+static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
+{
+    mdnl_status st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(*g, ctx->cells.view,
+                                                                      (unsigned long long *)ctx->counts.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+    if ((st = scan_and_size(ctx, n, npairs)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    if ((st = launch_rows<0, FULL>(ctx, g, n, *npairs, 0)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    return MDNL_OK;
+}
+
+template <bool FULL>
+static mdnl_status build_brute_atomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
+                                      int64_t *npairs)
+{
+    mdnl_status st;
+    int nimg = 0;
+    if ((st = upload_images(ctx, g, &nimg)) != MDNL_OK)
+        return st;
+    unsigned long long *ctr = (unsigned long long *)ctx->counts.ptr;
+    const int blocks = (n + BRUTE_T - 1) / BRUTE_T;
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    brute_atomic_kernel<false, FULL><<<blocks, BRUTE_T, 0, ctx->stream>>>(pos, n, (const float4 *)ctx->images.ptr,
+                                                                          nimg, g->cutoff2, ctr, nullptr, nullptr,
+                                                                          nullptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+    if ((st = scan_and_size(ctx, n, npairs)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    /* the counters become the rows' fill cursors */
+    MDNL_CUDA_CHECK(cudaMemsetAsync(ctr, 0, (size_t)(n + 1) * sizeof *ctr, ctx->stream));
+    brute_atomic_kernel<true, FULL><<<blocks, BRUTE_T, 0, ctx->stream>>>(
+        pos, n, (const float4 *)ctx->images.ptr, nimg, g->cutoff2, ctr, (const int64_t *)ctx->offsets.ptr,
+        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    STAGE(MDNL_CUDA_STAGE_SORT, 0);
+    if ((st = launch_rows<2, FULL>(ctx, g, n, *npairs, 0)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SORT, 1);
+    return MDNL_OK;
+}
+
+template <bool FULL>
+static mdnl_status build_brute_noatomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
+                                        int64_t *npairs)
+{
+    mdnl_status st;
+    int nimg = 0;
+    if ((st = upload_images(ctx, g, &nimg)) != MDNL_OK)
+        return st;
+    int *maxlen = (int *)ctx->flags.ptr + 1;
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    for (;;) {
+        const int cap = ctx->stage_cap;
+        if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)cap * (size_t)n * sizeof(uint64_t), "neighbor stage")) !=
+            MDNL_OK)
+            return st;
+        MDNL_CUDA_CHECK(cudaMemsetAsync(maxlen, 0, sizeof(int), ctx->stream));
+        brute_noatomic_kernel<FULL><<<(n + BRUTE_T - 1) / BRUTE_T, BRUTE_T, 0, ctx->stream>>>(
+            pos, n, (const float4 *)ctx->images.ptr, nimg, g->cutoff2, (uint64_t *)ctx->stage.ptr, cap,
+            (unsigned long long *)ctx->counts.ptr, maxlen);
+        MDNL_CUDA_LAUNCHED(ctx->stream);
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 1, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+        MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        int longest;
+        memcpy(&longest, ctx->h_small + 1, sizeof longest);
+        if (longest <= cap)
+            break;
+        /* Overflow: rows were counted exactly but not all stored. Grow to
+         * the longest row (plus a margin for the next frames) and redo. */
+        ctx->retries++;
+        ctx->stage_cap = longest + longest / 8 + 1;
+    }
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+    if ((st = scan_and_size(ctx, n, npairs)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+    STAGE(MDNL_CUDA_STAGE_SORT, 0);
+    if ((st = launch_rows<1, FULL>(ctx, g, n, *npairs, ctx->stage_cap)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SORT, 1);
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float *d_pos4,
+                                                    mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out)
+{
+    memset(out, 0, sizeof *out);
+    const int64_t n64 = g->natoms;
+    if (n64 > INT32_MAX - 1)
+        return mdnl_error(MDNL_ERR_INPUT, "%lld atoms in one frame: at most %d are supported", (long long)n64,
+                          INT32_MAX - 1);
+    const int n = (int)n64;
+    if (method == MDNL_METHOD_AUTO)
+        method = mdnl_nlist_cuda_auto(g);
+    mdnl_status st;
+    if ((st = mdnl_dbuf_reserve(&ctx->counts, (size_t)(n + 1) * sizeof(unsigned long long), "row counts")) !=
+            MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->offsets, (size_t)(n + 1) * sizeof(int64_t), "row offsets")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->flags, 4 * sizeof(int), "flags")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->j, sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->d, sizeof(float), "neighbor distances")) != MDNL_OK)
+        return st;
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
+        ctx->used[s] = 0;
+        ctx->stage_ms[s] = 0;
+    }
+    ctx->total_ms = 0;
+    if (ctx->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
+    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
+    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, 4 * sizeof(int), ctx->stream));
+    int64_t npairs = 0;
+    const float4 *pos = (const float4 *)d_pos4;
+    const bool full = kind == MDNL_LIST_FULL;
+    if (n == 0) {
+        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->offsets.ptr, 0, sizeof(int64_t), ctx->stream));
+    } else {
+        switch (method) {
+        case MDNL_METHOD_CELL:
+            st = full ? build_cell<true>(ctx, g, pos, n, &npairs) : build_cell<false>(ctx, g, pos, n, &npairs);
+            break;
+        case MDNL_METHOD_BRUTE_ATOMIC:
+            st = full ? build_brute_atomic<true>(ctx, g, pos, n, &npairs)
+                      : build_brute_atomic<false>(ctx, g, pos, n, &npairs);
+            break;
+        case MDNL_METHOD_BRUTE_NOATOMIC:
+            st = full ? build_brute_noatomic<true>(ctx, g, pos, n, &npairs)
+                      : build_brute_noatomic<false>(ctx, g, pos, n, &npairs);
+            break;
+        default:
+            return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_nlist_build_cuda: unknown method %d", (int)method);
+        }
+        if (st != MDNL_OK)
+            return st;
+    }
+    /* One more synchronisation: the fill's consistency flag (a count that
+     * disagrees with its fill would be a bug, never silently truncated). */
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 2, ctx->flags.ptr, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+    if (ctx->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    int flag;
+    memcpy(&flag, ctx->h_small + 2, sizeof flag);
+    if (flag)
+        return mdnl_error(MDNL_ERR_INTERNAL, "CUDA neighbor list (%s): a row's fill disagreed with its count",
+                          mdnl_method_name(method));
+    if (ctx->timing) {
+        float ms = 0;
+        MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->ev_total[0], ctx->ev_total[1]));
+        ctx->total_ms = ms;
+    }
+    if (ctx->timing)
+        for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+            if (ctx->used[s]) {
+                float ms = 0;
+                MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->ev[s][0], ctx->ev[s][1]));
+                ctx->stage_ms[s] = ms;
+            }
+    out->natoms = n;
+    out->npairs = npairs;
+    out->d_offsets = (const int64_t *)ctx->offsets.ptr;
+    out->d_j = (const int32_t *)ctx->j.ptr;
+    out->d_d = (const float *)ctx->d.ptr;
+    out->d_pos4 = d_pos4;
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_nlist_build_cuda_dev(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float (*h_pos4)[4],
+                                                 mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out)
+{
+    const int64_t n = g->natoms;
+    mdnl_status st = mdnl_dbuf_reserve(&ctx->pos, (size_t)(n > 0 ? n : 1) * 4 * sizeof(float), "positions");
+    if (st != MDNL_OK)
+        return st;
+    if (n > 0)
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->pos.ptr, h_pos4, (size_t)n * 4 * sizeof(float), cudaMemcpyHostToDevice,
+                                        ctx->stream));
+    return mdnl_nlist_build_cuda_devpos(ctx, g, (const float *)ctx->pos.ptr, method, kind, out);
+}
+
+extern "C" mdnl_status mdnl_nlist_build_cuda(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float (*h_pos4)[4],
+                                             mdnl_method method, mdnl_list_kind kind, mdnl_nlist *out_host)
+{
+    mdnl_nlist_dev dev;
+    mdnl_status st = mdnl_nlist_build_cuda_dev(ctx, g, h_pos4, method, kind, &dev);
+    if (st != MDNL_OK)
+        return st;
+    if ((st = mdnl_nlist_reserve(out_host, dev.natoms, dev.npairs)) != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(out_host->offsets, dev.d_offsets, (size_t)(dev.natoms + 1) * sizeof(int64_t),
+                                    cudaMemcpyDeviceToHost, ctx->stream));
+    if (dev.npairs > 0) {
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(out_host->j, dev.d_j, (size_t)dev.npairs * sizeof(int32_t),
+                                        cudaMemcpyDeviceToHost, ctx->stream));
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(out_host->d, dev.d_d, (size_t)dev.npairs * sizeof(float),
+                                        cudaMemcpyDeviceToHost, ctx->stream));
+    }
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    out_host->natoms = dev.natoms;
+    out_host->npairs = dev.npairs;
+    return MDNL_OK;
+}

@@ -1,0 +1,111 @@
+/* nlist_cuda.h — the CUDA neighbor-list kernels behind the nlist.h contract.
+ *
+ * Plain C: C callers include it freely, but the functions exist only in CUDA
+ * builds, so callers guard their use with MDNL_HAVE_CUDA. The result is the
+ * CPU twin's (nlist_cpu.c) byte for byte: the same set of pairs (the same
+ * float positions, the same mdnl_pair_d2) and rows sorted on the device by
+ * mdnl_row_key, whatever order the atomics produced them in.
+ *
+ * Methods (SPEC §3; the kernels' thread->data mappings are in nlist.cu):
+ *   brute-atomic    thread per atom i visits half of the other atoms (a
+ *                   balanced circular half, so every thread does N/2) and
+ *                   every image shift, and appends each pair to both rows
+ *                   through atomic row cursors; count pass, scan, fill pass,
+ *                   then a row sort.
+ *   brute-noatomic  thread per atom i visits every j and every shift and
+ *                   writes only its own row, staged in a transposed layout
+ *                   stage[k * N + i] so that a warp's writes coalesce, with a
+ *                   capacity that grows and retries on overflow; then
+ *                   compacted into CSR and sorted.
+ *   cell            the device cell list of cells_cuda.cuh; count pass, scan,
+ *                   and a fill pass that builds each row in shared memory,
+ *                   sorts it there and writes it out warp-cooperatively.
+ *   auto            cell, except brute-noatomic for tiny frames.
+ */
+#ifndef MDNL_NLIST_CUDA_H
+#define MDNL_NLIST_CUDA_H
+
+#include "geometry.h"
+#include "mdnl.h"
+#include "nlist.h"
+
+#include <stdint.h>
+
+MDNL_BEGIN_C
+
+/* Owns a CUDA stream on device 0 and the device buffers, which are reused
+ * and grown across calls. Not thread-safe: one context per host thread. */
+typedef struct mdnl_cuda_ctx mdnl_cuda_ctx;
+
+/* Creates a context; MDNL_ERR_RESOURCE when no device is usable. The caller
+ * frees it with mdnl_cuda_ctx_free(). */
+mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out);
+void mdnl_cuda_ctx_free(mdnl_cuda_ctx *ctx); /* NULL is a no-op */
+
+/* The context's cudaStream_t, as a void pointer, for kernels that consume
+ * the device-resident list on the same stream. */
+void *mdnl_cuda_ctx_stream(mdnl_cuda_ctx *ctx);
+
+/* A neighbor list in device memory. Borrowed from the context: valid until
+ * the next build on it or until it is freed. */
+typedef struct mdnl_nlist_dev {
+    int64_t natoms;
+    int64_t npairs;
+    const int64_t *d_offsets; /* [natoms + 1] */
+    const int32_t *d_j;       /* [npairs] */
+    const float *d_d;         /* [npairs] */
+    const float *d_pos4;      /* [natoms][4] the positions the list was built from */
+} mdnl_nlist_dev;
+
+/* Host positions in, host CSR out (out is resized with mdnl_nlist_reserve).
+ * AUTO picks as mdnl_nlist_cuda_auto. */
+mdnl_status mdnl_nlist_build_cuda(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float (*h_pos4)[4], mdnl_method method,
+                                  mdnl_list_kind kind, mdnl_nlist *out_host);
+
+/* Host positions in, device CSR out. */
+mdnl_status mdnl_nlist_build_cuda_dev(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float (*h_pos4)[4],
+                                      mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out);
+
+/* Device positions in (d_pos4: natoms float4, 16-byte aligned, .w ignored;
+ * borrowed for the duration of the call), device CSR out. */
+mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float *d_pos4,
+                                         mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out);
+
+/* The method AUTO resolves to for this geometry. */
+mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g);
+
+/* ---- measurement and test hooks ---- */
+
+typedef enum mdnl_cuda_stage {
+    MDNL_CUDA_STAGE_BIN = 0, /* cell list: bin, radix sort, gather (cell only) */
+    MDNL_CUDA_STAGE_COUNT,   /* count pass (brute-noatomic: the staged pass, retries included) */
+    MDNL_CUDA_STAGE_SCAN,    /* prefix sum of row lengths and read-back of the pair count */
+    MDNL_CUDA_STAGE_FILL,    /* fill pass (cell: fill, row sort and write in one kernel) */
+    MDNL_CUDA_STAGE_SORT,    /* separate row sort / compaction (brute methods) */
+    MDNL_CUDA_NSTAGES
+} mdnl_cuda_stage;
+
+const char *mdnl_cuda_stage_name(int stage);
+
+/* With timing on, each build records CUDA events between stages;
+ * mdnl_cuda_ctx_stage_ms then gives the last build's per-stage times. */
+void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *ctx, int on);
+void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *ctx, double ms[MDNL_CUDA_NSTAGES]);
+/* The last build's device time from after the position upload to the end
+ * (host synchronisations inside included), with timing on. */
+double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
+
+/* brute-noatomic's staging capacity in pairs per atom (grows on overflow;
+ * tests set it to 1 to force the retry path), and how many retries the
+ * context has done so far. */
+void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
+int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
+
+/* Rows whose fill block did not fit in shared memory are written and
+ * sorted in global memory instead (slower, same bytes). Tests set the
+ * budget to 0 to force that path; -1 restores the default. */
+void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *ctx, int bytes);
+
+MDNL_END_C
+
+#endif

@@ -1,0 +1,326 @@
+/* bench.c — `mdnl bench` (contract in bench.h): validate every GPU
+ * neighbor-list method against the CPU twin, then time it. */
+#include "bench.h"
+
+#include "device.h"
+#include "frame.h"
+#include "geometry.h"
+#include "nlist.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef MDNL_HAVE_CUDA
+#include "nlist_cuda.h"
+#endif
+
+/* Bytes per second the bandwidth floor assumes: an H100's device-to-device
+ * copy, bytes read plus bytes written (tools/bench/README.md). */
+#define BENCH_BANDWIDTH 3.0e12
+#define BENCH_WARMUP 3
+#define BENCH_REPEATS 15
+/* Brute force is timed only when N^2/2 * images is below this. */
+#define BENCH_BRUTE_MAX_WORK 2.0e11
+
+static const char *const system_names[] = {"graphene-17k", "graphene-1m", "lj-1m"};
+#define NSYSTEMS 3
+
+static uint64_t bench_rng;
+static double bench_uniform(void)
+{
+    bench_rng += 0x9e3779b97f4a7c15ull;
+    uint64_t z = bench_rng;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* Rectangular graphene: 4-atom cells a = b*sqrt(3) by 3b, z = 10. */
+static mdnl_status make_graphene(mdnl_frame *f, int nx, int ny, int periodic)
+{
+    const double b = 1.42, a = b * sqrt(3.0), c = 3.0 * b;
+    const double basis[4][2] = {{0, 0}, {a / 2, b / 2}, {a / 2, 1.5 * b}, {0, 2 * b}};
+    mdnl_status st = mdnl_frame_reserve(f, 4LL * nx * ny);
+    if (st != MDNL_OK)
+        return st;
+    int64_t n = 0;
+    for (int ix = 0; ix < nx; ++ix)
+        for (int iy = 0; iy < ny; ++iy)
+            for (int k = 0; k < 4; ++k, ++n) {
+                f->pos[n][0] = ix * a + basis[k][0];
+                f->pos[n][1] = iy * c + basis[k][1];
+                f->pos[n][2] = 10.0;
+                f->species[n] = 0;
+            }
+    f->natoms = n;
+    f->nspecies = 1;
+    strcpy(f->symbols[0], "C");
+    if (periodic) {
+        f->box.has_lattice = true;
+        f->box.h[0][0] = nx * a;
+        f->box.h[1][1] = ny * c;
+        f->box.h[2][2] = 20.0; /* vacuum: the sheet at z = 10, open in z */
+        f->box.pbc[0] = f->box.pbc[1] = true;
+    }
+    return MDNL_OK;
+}
+
+/* FCC, m^3 unit cells of 4 atoms at reduced density rho, each coordinate
+ * displaced by a seeded uniform amount in [-amp, amp]. */
+static mdnl_status make_lj(mdnl_frame *f, int m, double rho, double amp)
+{
+    const double a = cbrt(4.0 / rho);
+    const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
+    mdnl_status st = mdnl_frame_reserve(f, 4LL * m * m * m);
+    if (st != MDNL_OK)
+        return st;
+    bench_rng = 20240611;
+    int64_t n = 0;
+    for (int x = 0; x < m; ++x)
+        for (int y = 0; y < m; ++y)
+            for (int z = 0; z < m; ++z)
+                for (int k = 0; k < 4; ++k, ++n) {
+                    const int cell[3] = {x, y, z};
+                    for (int d = 0; d < 3; ++d)
+                        f->pos[n][d] = (cell[d] + basis[k][d]) * a + amp * (2.0 * bench_uniform() - 1.0);
+                    f->species[n] = 0;
+                }
+    f->natoms = n;
+    f->nspecies = 1;
+    strcpy(f->symbols[0], "Ar");
+    f->box.has_lattice = true;
+    f->box.h[0][0] = f->box.h[1][1] = f->box.h[2][2] = m * a;
+    f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
+    return MDNL_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double wall_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+#ifdef MDNL_HAVE_CUDA
+static int same_list(const mdnl_nlist *a, const mdnl_nlist *b)
+{
+    return a->natoms == b->natoms && a->npairs == b->npairs &&
+           memcmp(a->offsets, b->offsets, (size_t)(a->natoms + 1) * sizeof *a->offsets) == 0 &&
+           memcmp(a->j, b->j, (size_t)a->npairs * sizeof *a->j) == 0 &&
+           memcmp(a->d, b->d, (size_t)a->npairs * sizeof *a->d) == 0;
+}
+
+typedef struct method_result {
+    mdnl_method method;
+    int skipped; /* 1: O(N^2) too slow */
+    int valid;
+    double ms;
+    double stage_ms[MDNL_CUDA_NSTAGES];
+    int64_t npairs;
+} method_result;
+
+static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first, FILE *out, int *all_valid)
+{
+    mdnl_frame f;
+    memset(&f, 0, sizeof f);
+    double cutoff;
+    mdnl_status st;
+    if (sys == 0) {
+        st = make_graphene(&f, 72, 60, 0);
+        cutoff = 1.9;
+    } else if (sys == 1) {
+        st = make_graphene(&f, 512, 488, 1);
+        cutoff = 1.9;
+    } else {
+        st = make_lj(&f, 64, 0.8442, 0.05);
+        cutoff = 2.5;
+    }
+    if (st != MDNL_OK) {
+        mdnl_frame_free(&f);
+        return st;
+    }
+    const int64_t n = f.natoms;
+    float(*pos4)[4] = mdnl_malloc((size_t)n * sizeof *pos4, "benchmark positions");
+    if (!pos4) {
+        mdnl_frame_free(&f);
+        return MDNL_ERR_RESOURCE;
+    }
+    mdnl_geom g;
+    mdnl_nlist oracle = {0}, got = {0};
+    if ((st = mdnl_geom_prepare(&f, cutoff, &g, pos4)) != MDNL_OK)
+        goto done;
+    const mdnl_list_kind kind = MDNL_LIST_FULL;
+    int nimg = 1;
+    for (int k = 0; k < 3; ++k)
+        nimg *= g.pbc[k] ? 2 * g.image_max[k] + 1 : 1;
+    const double brute_work = 0.5 * (double)n * (double)n * nimg;
+
+    /* The oracle: CPU brute force when affordable, else the CPU cell list. */
+    const mdnl_method oracle_method = brute_work <= 1e9 ? MDNL_METHOD_BRUTE_NOATOMIC : MDNL_METHOD_CELL;
+    double t0 = wall_seconds();
+    if ((st = mdnl_nlist_build_cpu(&g, (const float(*)[4])pos4, oracle_method, kind, &oracle)) != MDNL_OK)
+        goto done;
+    const double cpu_ms = 1e3 * (wall_seconds() - t0);
+
+    const mdnl_method methods[] = {MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL};
+    method_result res[3];
+    for (int m = 0; m < 3; ++m) {
+        method_result *r = &res[m];
+        memset(r, 0, sizeof *r);
+        r->method = methods[m];
+        if (methods[m] != MDNL_METHOD_CELL && brute_work > BENCH_BRUTE_MAX_WORK) {
+            r->skipped = 1;
+            continue;
+        }
+        mdnl_cuda_ctx_set_timing(ctx, 0);
+        if ((st = mdnl_nlist_build_cuda(ctx, &g, (const float(*)[4])pos4, methods[m], kind, &got)) != MDNL_OK)
+            goto done;
+        r->valid = same_list(&oracle, &got);
+        r->npairs = got.npairs;
+        if (!r->valid)
+            *all_valid = 0;
+        mdnl_cuda_ctx_set_timing(ctx, 1);
+        double tot[BENCH_REPEATS], stages[MDNL_CUDA_NSTAGES][BENCH_REPEATS];
+        for (int rep = 0; rep < BENCH_WARMUP + BENCH_REPEATS; ++rep) {
+            mdnl_nlist_dev dev;
+            if ((st = mdnl_nlist_build_cuda_dev(ctx, &g, (const float(*)[4])pos4, methods[m], kind, &dev)) != MDNL_OK)
+                goto done;
+            if (rep < BENCH_WARMUP)
+                continue;
+            tot[rep - BENCH_WARMUP] = mdnl_cuda_ctx_total_ms(ctx);
+            double sm[MDNL_CUDA_NSTAGES];
+            mdnl_cuda_ctx_stage_ms(ctx, sm);
+            for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+                stages[s][rep - BENCH_WARMUP] = sm[s];
+        }
+        mdnl_cuda_ctx_set_timing(ctx, 0);
+        r->ms = median(tot, BENCH_REPEATS);
+        for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+            r->stage_ms[s] = median(stages[s], BENCH_REPEATS);
+    }
+
+    /* Napkin floor: positions read once (16 B/atom), CSR written once
+     * (8 B/row offset, 4 B j + 4 B d per pair). */
+    const double bytes_written = 8.0 * (double)(n + 1) + 8.0 * (double)oracle.npairs;
+    const double bytes_moved = 16.0 * (double)n + bytes_written;
+    const double floor_ms = 1e3 * bytes_moved / BENCH_BANDWIDTH;
+    if (json) {
+        fprintf(out, "%s{\"system\":\"%s\",\"natoms\":%lld,\"cutoff\":%g,\"list\":\"full\",\"npairs\":%lld,"
+                     "\"cpu_oracle\":\"%s\",\"cpu_oracle_ms\":%.3f,\"bytes_written\":%.0f,\"floor_ms\":%.5f,\"methods\":[",
+                first ? "" : ",", system_names[sys], (long long)n, cutoff, (long long)oracle.npairs,
+                mdnl_method_name(oracle_method), cpu_ms, bytes_written, floor_ms);
+        for (int m = 0; m < 3; ++m) {
+            const method_result *r = &res[m];
+            fprintf(out, "%s{\"method\":\"%s\"", m ? "," : "", mdnl_method_name(r->method));
+            if (r->skipped) {
+                fprintf(out, ",\"skipped\":\"O(N^2)\"}");
+                continue;
+            }
+            fprintf(out, ",\"valid\":%s,\"ms\":%.5f,\"atoms_per_s\":%.4g,\"pairs_per_s\":%.4g,\"ratio_to_floor\":%.3f,"
+                         "\"stages_ms\":{",
+                    r->valid ? "true" : "false", r->ms, n / (r->ms * 1e-3), oracle.npairs / (r->ms * 1e-3),
+                    r->ms / floor_ms);
+            for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+                fprintf(out, "%s\"%s\":%.5f", s ? "," : "", mdnl_cuda_stage_name(s), r->stage_ms[s]);
+            fprintf(out, "}}");
+        }
+        fprintf(out, "]}");
+    } else {
+        for (int m = 0; m < 3; ++m) {
+            const method_result *r = &res[m];
+            if (r->skipped) {
+                fprintf(out, "%-13s %-15s %s\n", system_names[sys], mdnl_method_name(r->method), "skipped: O(N²)");
+                continue;
+            }
+            fprintf(out, "%-13s %-15s %9.4f %10.3g %10.3g %12.0f %9.4f %7.2f  %s\n", system_names[sys],
+                    mdnl_method_name(r->method), r->ms, n / (r->ms * 1e-3), oracle.npairs / (r->ms * 1e-3),
+                    bytes_written, floor_ms, r->ms / floor_ms, r->valid ? "ok" : "MISMATCH vs CPU");
+            fprintf(out, "%-13s %-15s   stages:", "", "");
+            for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+                if (r->stage_ms[s] > 0)
+                    fprintf(out, " %s %.4f", mdnl_cuda_stage_name(s), r->stage_ms[s]);
+            fprintf(out, "\n");
+        }
+        fprintf(out, "%-13s %lld atoms, cutoff %g, full list, %lld pairs (%.1f per atom); CPU %s oracle %.0f ms\n", "",
+                (long long)n, cutoff, (long long)oracle.npairs, (double)oracle.npairs / (double)n,
+                mdnl_method_name(oracle_method), cpu_ms);
+    }
+    st = MDNL_OK;
+done:
+    mdnl_nlist_free(&oracle);
+    mdnl_nlist_free(&got);
+    free(pos4);
+    mdnl_frame_free(&f);
+    return st;
+}
+#endif
+
+mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE *out)
+{
+    int want[NSYSTEMS] = {0};
+    if (nsizes <= 0) {
+        for (int s = 0; s < NSYSTEMS; ++s)
+            want[s] = 1;
+    }
+    for (int k = 0; k < nsizes; ++k) {
+        int found = 0;
+        for (int s = 0; s < NSYSTEMS; ++s)
+            if (strcmp(sizes[k], system_names[s]) == 0)
+                want[s] = found = 1;
+        if (!found)
+            return mdnl_error(MDNL_ERR_USAGE, "--sizes: expected graphene-17k, graphene-1m or lj-1m, got \"%s\"",
+                              sizes[k]);
+    }
+#ifndef MDNL_HAVE_CUDA
+    (void)json;
+    (void)out;
+    (void)median;
+    (void)wall_seconds;
+    (void)make_graphene;
+    (void)make_lj;
+    return mdnl_error(MDNL_ERR_RESOURCE, "bench: this mdnl was built without CUDA; the benchmark needs a GPU");
+#else
+    if (mdnl_cuda_device_count() < 1)
+        return mdnl_error(MDNL_ERR_RESOURCE, "bench: no CUDA device found; the benchmark needs a GPU");
+    mdnl_cuda_ctx *ctx = NULL;
+    mdnl_status st = mdnl_cuda_ctx_create(&ctx);
+    if (st != MDNL_OK)
+        return st;
+    int all_valid = 1, first = 1;
+    if (json)
+        fprintf(out, "{\"device\":\"%s\",\"bandwidth_Bps\":%.3g,\"repeats\":%d,\"systems\":[", mdnl_cuda_device_name(),
+                BENCH_BANDWIDTH, BENCH_REPEATS);
+    else
+        fprintf(out, "# device: %s; median of %d after %d warm-up; floor = (16 B/atom + CSR bytes) / %.1f TB/s\n"
+                     "%-13s %-15s %9s %10s %10s %12s %9s %7s\n",
+                mdnl_cuda_device_name(), BENCH_REPEATS, BENCH_WARMUP, BENCH_BANDWIDTH / 1e12, "# system", "method",
+                "ms", "atoms/s", "pairs/s", "bytes_out", "floor_ms", "ratio");
+    for (int s = 0; s < NSYSTEMS && st == MDNL_OK; ++s)
+        if (want[s]) {
+            st = bench_system(ctx, s, json, first, out, &all_valid);
+            first = 0;
+            fflush(out);
+        }
+    if (json)
+        fprintf(out, "],\"all_valid\":%s}\n", all_valid ? "true" : "false");
+    mdnl_cuda_ctx_free(ctx);
+    if (st == MDNL_OK && !all_valid)
+        st = mdnl_error(MDNL_ERR_INTERNAL, "bench: a GPU neighbor list differs from the CPU twin's");
+    return st;
+#endif
+}

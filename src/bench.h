@@ -1,0 +1,32 @@
+/* bench.h — `mdnl bench`: the neighbor-list benchmark on built-in systems.
+ *
+ * Systems (built in memory, no files):
+ *   graphene-17k  17,280 atoms, open boundaries, cutoff 1.9
+ *   graphene-1m   999,424 atoms, pbc T T F (20 Å of vacuum in z), cutoff 1.9
+ *   lj-1m         1,048,576 atoms, FCC at reduced density 0.8442 with seeded
+ *                 displacements of up to 0.05 σ, periodic cube, cutoff 2.5
+ * Every system builds the FULL list. Each GPU method is first validated byte
+ * for byte against the CPU twin (brute force for graphene-17k, the cell list
+ * for the 1M systems, where brute force runs only when its O(N²) work is
+ * small enough), then timed with CUDA events (warm-up, median of 15) per
+ * method and per stage. The napkin math is in tools/bench/README.md.
+ */
+#ifndef MDNL_BENCH_H
+#define MDNL_BENCH_H
+
+#include "mdnl.h"
+
+#include <stdio.h>
+
+MDNL_BEGIN_C
+
+/* Runs the systems named in sizes[0..nsizes) (all three when nsizes is 0)
+ * and prints a table, or with json one JSON object, to `out`. Returns
+ * MDNL_ERR_USAGE for an unknown system name, MDNL_ERR_RESOURCE when there is
+ * no CUDA device (built without CUDA, or none present), MDNL_ERR_INTERNAL
+ * when a GPU list differs from the CPU twin's. */
+mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE *out);
+
+MDNL_END_C
+
+#endif

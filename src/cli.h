@@ -1,0 +1,106 @@
+/* cli.h — the command line: options shared by every subcommand, the frame
+ * loop with --frames / --box / --no-pbc, and the subcommands themselves.
+ * src/ is the only layer that prints to the user; main.c alone exits. */
+#ifndef MDNL_CLI_H
+#define MDNL_CLI_H
+
+#include "frame.h"
+#include "mdnl.h"
+#include "nlist.h"
+#include "reader.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum mdnl_backend { MDNL_BACKEND_AUTO, MDNL_BACKEND_CPU, MDNL_BACKEND_CUDA } mdnl_backend;
+
+typedef struct mdnl_opts {
+    const char *command;
+    const char *positional[2];
+    int npositional;
+    /* common */
+    mdnl_backend backend;
+    mdnl_method method;
+    const char *frames; /* START:STOP:STEP */
+    bool has_box;
+    mdnl_box box;
+    bool no_pbc;
+    const char *group;
+    bool quiet, json, progress, no_progress;
+    const char *output;
+    /* neighbors / energy / run */
+    double cutoff;
+    bool has_cutoff;
+    mdnl_list_kind list;
+    bool has_list;
+    const char *pair;
+    bool per_atom;
+    /* rdf */
+    double rmax;
+    bool has_rmax;
+    long long bins;
+    bool has_bins;
+    const char *pairs;
+    double volume;
+    bool has_volume;
+    const char *plot;
+    /* convert */
+    const char *to;
+    /* gen */
+    long long nx, ny;
+    double bond, noise, vacuum;
+    unsigned long long seed;
+    /* bench */
+    const char *sizes;
+} mdnl_opts;
+
+/* Parses argv[first..argc) for `command`, accepting only the long options in
+ * the comma-separated `allowed` list (plus -h/--help, handled by the caller
+ * through the return value MDNL_END). Returns MDNL_ERR_USAGE on anything
+ * unknown, missing or out of range. */
+mdnl_status mdnl_parse_options(const char *command, const char *allowed, int argc, char **argv, int first,
+                               mdnl_opts *o);
+
+/* A frame source: the reader plus the --frames selection and the --box /
+ * --no-pbc overrides, yielding frames with their original index. */
+typedef struct mdnl_frames mdnl_frames;
+mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames **out);
+/* MDNL_END after the last selected frame. */
+mdnl_status mdnl_frames_next(mdnl_frames *fs, mdnl_frame *f);
+/* Number of frames that will be yielded (scans an XYZ file once). */
+mdnl_status mdnl_frames_count(mdnl_frames *fs, int64_t *n);
+void mdnl_frames_close(mdnl_frames *fs);
+const mdnl_reader *mdnl_frames_reader(const mdnl_frames *fs);
+
+/* Progress bar on stderr: shown when requested, or by default when stderr is
+ * a terminal and there is more than one frame, never with --quiet. */
+typedef struct mdnl_progress {
+    bool on;
+    int64_t total, done;
+    double t0, last;
+} mdnl_progress;
+void mdnl_progress_start(mdnl_progress *p, const mdnl_opts *o, mdnl_frames *fs);
+void mdnl_progress_step(mdnl_progress *p);
+void mdnl_progress_end(mdnl_progress *p);
+
+/* Wall-clock seconds (monotonic). */
+double mdnl_now(void);
+
+/* Picks the backend: CPU or CUDA. --backend cuda without a device is
+ * MDNL_ERR_RESOURCE; auto falls back to the CPU. */
+mdnl_status mdnl_choose_backend(const mdnl_opts *o, mdnl_backend *out);
+const char *mdnl_backend_name(mdnl_backend b);
+
+/* Whether a path names an HDF5 output (.h5, .h5md, .hdf5). */
+bool mdnl_is_hdf5_path(const char *path);
+
+/* Writes a JSON string literal (quoted, escaped). */
+void mdnl_json_string(FILE *fp, const char *s);
+
+/* Subcommands: each returns a status; main.c prints the error and exits. */
+mdnl_status mdnl_cmd_neighbors(int argc, char **argv);
+mdnl_status mdnl_cmd_info(int argc, char **argv);
+mdnl_status mdnl_cmd_gen(int argc, char **argv);
+
+#endif

@@ -1,0 +1,236 @@
+/* test_cli.c — the mdnl command as a user runs it: exit codes (SPEC §7), the
+ * one-line error format, no partial output after a failure, the TSV tables
+ * and JSON summaries. Runs the built binary (MDNL_BINARY) in a shell. */
+#define _POSIX_C_SOURCE 200809L
+#include "device.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+static char out_text[1 << 16], err_text[1 << 16];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mdnl-test-cli-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(cli, .init = make_tmpdir, .fini = remove_tmpdir);
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *fp = fopen(path, "rb");
+    size_t n = fp ? fread(buf, 1, cap - 1, fp) : 0;
+    buf[n] = '\0';
+    if (fp)
+        fclose(fp);
+}
+
+/* Runs `mdnl ARGS` from the tmp directory; returns its exit status and
+ * leaves stdout/stderr in out_text/err_text. */
+static int mdnl(const char *fmt, ...)
+{
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && MDNL_DATA='%s' '%s' %s >'%s/.stdout' 2>'%s/.stderr'", tmpdir, MDNL_DATA_DIR,
+             MDNL_BINARY, args, tmpdir, tmpdir);
+    int rc = system(cmd);
+    char p[512];
+    snprintf(p, sizeof p, "%s/.stdout", tmpdir);
+    slurp(p, out_text, sizeof out_text);
+    snprintf(p, sizeof p, "%s/.stderr", tmpdir);
+    slurp(p, err_text, sizeof err_text);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; ++s)
+        n += *s == '\n';
+    return n;
+}
+
+/* The directory holds only the named files (and the captured streams). */
+static int dir_entries(void)
+{
+    DIR *d = opendir(tmpdir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".stdout") &&
+            strcmp(e->d_name, ".stderr"))
+            ++n;
+    closedir(d);
+    return n;
+}
+
+static void expect_one_error_line(void)
+{
+    cr_expect_eq(count_lines(err_text), 1, "stderr should be one line, got: %s", err_text);
+    cr_expect(strncmp(err_text, "mdnl: error: ", 13) == 0, "stderr: %s", err_text);
+}
+
+Test(cli, version_prints_and_exits_0)
+{
+    cr_expect_eq(mdnl("--version"), 0);
+    cr_expect(strncmp(out_text, "mdnl ", 5) == 0, "%s", out_text);
+}
+
+Test(cli, help_on_every_subcommand_exits_0)
+{
+    const char *cmds[] = {"neighbors", "info", "gen"};
+    for (unsigned k = 0; k < sizeof cmds / sizeof *cmds; ++k) {
+        cr_expect_eq(mdnl("%s --help", cmds[k]), 0, "%s --help", cmds[k]);
+        cr_expect(strstr(out_text, "usage: mdnl") != NULL, "%s --help: %s", cmds[k], out_text);
+    }
+}
+
+Test(cli, usage_errors_exit_2)
+{
+    write_file("a.xyz", "1\n\nC 0 0 0\n");
+    const char *bad[] = {
+        "frobnicate a.xyz",
+        "neighbors a.xyz",                 /* no cutoff */
+        "neighbors a.xyz -c nan",          /* NaN value */
+        "neighbors a.xyz -c -1",           /* out of range */
+        "neighbors a.xyz -c 2 --list some",
+        "neighbors a.xyz -c 2 --method fast",
+        "neighbors a.xyz -c 2 --bogus",
+        "neighbors a.xyz -c 2 --frames 0:5:0",
+        "neighbors a.xyz -c 2 --box 1,2",
+        "neighbors a.xyz -c 2 --box 1,0,0,2,0,0,0,0,1",
+        "neighbors a.xyz -c",
+        "gen graphene --nx 0 --ny 2 -o g.xyz",
+        "gen graphene --nx 2 --ny 2 --bond inf -o g.xyz",
+    };
+    for (unsigned k = 0; k < sizeof bad / sizeof *bad; ++k) {
+        cr_expect_eq(mdnl("%s", bad[k]), 2, "mdnl %s: %s", bad[k], err_text);
+        expect_one_error_line();
+    }
+}
+
+Test(cli, missing_file_and_directory_exit_3_naming_the_path)
+{
+    cr_expect_eq(mdnl("neighbors nothing-here.xyz -c 2"), 3);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "nothing-here.xyz") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("neighbors . -c 2"), 3);
+    expect_one_error_line();
+    cr_expect_eq(mdnl("info ."), 3);
+}
+
+Test(cli, malformed_input_exits_3_with_file_and_line_and_leaves_no_output)
+{
+    /* frame 1 is broken on line 7 (the second atom of that frame) */
+    write_file("bad.xyz", "2\nframe 0\nC 0 0 0\nC 1 0 0\n2\nframe 1\nC 0 0 0\nC 1 zero 0\n");
+    cr_expect_eq(mdnl("neighbors bad.xyz -c 2 -o out.tsv"), 3);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "bad.xyz:8") != NULL, "expected bad.xyz:8 in: %s", err_text);
+    cr_expect_eq(dir_entries(), 1, "only bad.xyz may remain; a partial or temporary output was left");
+    write_file("huge.xyz", "1000000000000000\n\nC 0 0 0\n");
+    cr_expect_eq(mdnl("neighbors huge.xyz -c 2 -o out.tsv"), 3, "%s", err_text);
+    expect_one_error_line();
+    write_file("nan.xyz", "1\n\nC nan 0 0\n");
+    cr_expect_eq(mdnl("neighbors nan.xyz -c 2"), 3, "%s", err_text);
+    cr_expect(strstr(err_text, "nan.xyz:3") != NULL, "%s", err_text);
+}
+
+Test(cli, backend_cuda_without_device_exits_4)
+{
+    if (mdnl_cuda_device_count() > 0)
+        cr_skip_test("a CUDA device is present: --backend cuda works here");
+    write_file("a.xyz", "1\n\nC 0 0 0\n");
+    cr_expect_eq(mdnl("neighbors a.xyz -c 2 --backend cuda"), 4, "%s", err_text);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "CUDA") != NULL, "%s", err_text);
+}
+
+Test(cli, gen_graphene_then_neighbors_gives_three_bonds_per_atom)
+{
+    cr_assert_eq(mdnl("gen graphene --nx 6 --ny 4 -o g.extxyz"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("neighbors g.extxyz -c 1.6 --list full -o nl.tsv"), 0, "%s", err_text);
+    char p[512];
+    snprintf(p, sizeof p, "%s/nl.tsv", tmpdir);
+    static char table[1 << 20];
+    slurp(p, table, sizeof table);
+    cr_expect(strncmp(table, "# frame\ti\tj\tdistance\n", 21) == 0, "header: %.40s", table);
+    cr_expect_eq(count_lines(table), 1 + 96 * 3, "96 atoms x 3 bonds + header, got %d lines", count_lines(table));
+    cr_expect(strstr(table, "0\t0\t1\t1.41999996\n") != NULL || strstr(table, "\t1.42000") != NULL,
+              "bond length 1.42 missing");
+    /* the half list holds each bond once */
+    cr_assert_eq(mdnl("neighbors g.extxyz -c 1.6 --json -o half.tsv"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"pairs\":144") != NULL, "96 * 3 / 2 = 144 pairs: %s", out_text);
+    cr_expect(strstr(out_text, "\"command\":\"neighbors\"") != NULL, "%s", out_text);
+}
+
+Test(cli, frames_selection_keeps_original_frame_index)
+{
+    write_file("t.xyz", "2\n\nC 0 0 0\nC 1 0 0\n"
+                        "2\n\nC 0 0 0\nC 3 0 0\n"
+                        "2\n\nC 0 0 0\nC 1.5 0 0\n"
+                        "2\n\nC 0 0 0\nC 0.5 0 0\n");
+    cr_assert_eq(mdnl("neighbors t.xyz -c 2 --frames 1::2"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\n3\t0\t1\t0.5\n");
+    cr_assert_eq(mdnl("neighbors t.xyz -c 2 --frames -2:"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\n2\t0\t1\t1.5\n3\t0\t1\t0.5\n");
+    cr_assert_eq(mdnl("neighbors t.xyz -c 2 --frames 0"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\n0\t0\t1\t1\n");
+}
+
+Test(cli, box_override_makes_open_frame_periodic)
+{
+    write_file("p.xyz", "2\n\nC 0.5 0 0\nC 9.5 0 0\n");
+    cr_assert_eq(mdnl("neighbors p.xyz -c 2"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\n", "open: 9 apart, no pair");
+    cr_assert_eq(mdnl("neighbors p.xyz -c 2 --box 10,10,10"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\n0\t0\t1\t1\n");
+    cr_assert_eq(mdnl("neighbors p.xyz -c 2 --box 10,10,10 --no-pbc"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\n");
+}
+
+Test(cli, info_json_has_the_contract_keys)
+{
+    write_file("x.extxyz", "3\nLattice=\"4 0 0 0 5 0 0 0 6\" pbc=\"T T F\"\nC 0 0 0\nH 1 0 0\nH 0 1 0\n");
+    cr_assert_eq(mdnl("info x.extxyz --json"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"natoms\":3") != NULL, "%s", out_text);
+    cr_expect(strstr(out_text, "\"nframes\":1") != NULL, "%s", out_text);
+    cr_expect(strstr(out_text, "\"species\":{\"C\":1,\"H\":2}") != NULL, "%s", out_text);
+    cr_expect(strstr(out_text, "\"box\":[[4,0,0],[0,5,0],[0,0,6]]") != NULL, "%s", out_text);
+    cr_expect(strstr(out_text, "\"pbc\":[true,true,false]") != NULL, "%s", out_text);
+}
+
+Test(cli, zero_atom_frame_is_valid_and_empty)
+{
+    write_file("z.xyz", "0\nempty\n");
+    cr_expect_eq(mdnl("neighbors z.xyz -c 2"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\n");
+}

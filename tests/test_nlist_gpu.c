@@ -1,0 +1,411 @@
+/* test_nlist_gpu.c — the CUDA neighbor lists (nlist.cu) against the CPU twin.
+ *
+ * Oracle: mdnl_nlist_build_cpu with brute force (the cell twin for the
+ * 200k-atom frame, where brute force takes too long on the CPU). Every GPU
+ * method, both list kinds, on open, orthorhombic, triclinic, partially
+ * periodic and tiny boxes (cutoff beyond the box, images past the nearest),
+ * an empty frame and a lone atom with self images. A set comparison first,
+ * whose message names the first missing or extra pair, then byte equality of
+ * offsets, j and d. Skips when no device is present; CUDA is touched only in
+ * test bodies (Criterion forks per test).
+ */
+#include "device.h"
+#include "nlist.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MDNL_HAVE_CUDA
+#include "nlist_cuda.h"
+#endif
+
+#define SKIP_WITHOUT_DEVICE()                                                                                          \
+    do {                                                                                                               \
+        if (mdnl_cuda_device_count() == 0)                                                                             \
+            cr_skip_test("no CUDA device");                                                                            \
+    } while (0)
+
+static uint64_t rng_state;
+static double uniform(void)
+{
+    rng_state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = rng_state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+typedef enum box_type { BOX_OPEN, BOX_ORTHO, BOX_TRICLINIC, BOX_TTF, BOX_TINY } box_type;
+static const char *const box_names[] = {"open", "orthorhombic", "triclinic", "pbc T T F", "tiny (cutoff > box)"};
+
+/* n random atoms; positions also fall outside the cell so that wrapping is
+ * exercised. */
+static void random_frame(mdnl_frame *f, int64_t n, box_type box, double edge, uint64_t seed)
+{
+    memset(f, 0, sizeof *f);
+    rng_state = seed;
+    cr_assert_eq(mdnl_frame_reserve(f, n > 0 ? n : 1), MDNL_OK);
+    f->natoms = n;
+    f->nspecies = 1;
+    strcpy(f->symbols[0], "Ar");
+    if (box != BOX_OPEN) {
+        f->box.has_lattice = true;
+        f->box.h[0][0] = edge;
+        f->box.h[1][1] = edge * 0.9;
+        f->box.h[2][2] = edge * 1.1;
+        if (box == BOX_TRICLINIC || box == BOX_TINY) {
+            f->box.h[1][0] = 0.3 * edge;
+            f->box.h[2][0] = -0.2 * edge;
+            f->box.h[2][1] = 0.25 * edge;
+        }
+        f->box.pbc[0] = f->box.pbc[1] = true;
+        f->box.pbc[2] = box != BOX_TTF;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        double s[3] = {uniform() * 1.2 - 0.1, uniform() * 1.2 - 0.1, uniform() * 1.2 - 0.1};
+        for (int a = 0; a < 3; ++a)
+            f->pos[i][a] = box == BOX_OPEN ? s[a] * edge
+                                           : s[0] * f->box.h[0][a] + s[1] * f->box.h[1][a] + s[2] * f->box.h[2][a];
+        f->species[i] = 0;
+    }
+}
+
+/* Rectangular graphene sheet, 4-atom cells, periodic in x and y. */
+static void graphene_frame(mdnl_frame *f, int nx, int ny, double b, int periodic)
+{
+    const double a = b * sqrt(3.0), c = 3.0 * b;
+    const double basis[4][2] = {{0, 0}, {a / 2, b / 2}, {a / 2, 1.5 * b}, {0, 2 * b}};
+    memset(f, 0, sizeof *f);
+    cr_assert_eq(mdnl_frame_reserve(f, 4LL * nx * ny), MDNL_OK);
+    int64_t n = 0;
+    for (int ix = 0; ix < nx; ++ix)
+        for (int iy = 0; iy < ny; ++iy)
+            for (int k = 0; k < 4; ++k, ++n) {
+                f->pos[n][0] = ix * a + basis[k][0];
+                f->pos[n][1] = iy * c + basis[k][1];
+                f->pos[n][2] = 10.0;
+                f->species[n] = 0;
+            }
+    f->natoms = n;
+    f->nspecies = 1;
+    strcpy(f->symbols[0], "C");
+    if (periodic) {
+        f->box.has_lattice = true;
+        f->box.h[0][0] = nx * a;
+        f->box.h[1][1] = ny * c;
+        f->box.h[2][2] = 20.0;
+        f->box.pbc[0] = f->box.pbc[1] = true;
+    }
+}
+
+typedef struct prepared {
+    mdnl_geom g;
+    float (*pos4)[4];
+} prepared;
+
+static prepared prepare(const mdnl_frame *f, double rc)
+{
+    prepared p;
+    p.pos4 = malloc((size_t)(f->natoms + 1) * sizeof *p.pos4);
+    cr_assert_not_null(p.pos4);
+    cr_assert_eq(mdnl_geom_prepare(f, rc, &p.g, p.pos4), MDNL_OK, "%s", mdnl_last_error());
+    return p;
+}
+
+/* Row-by-row merge of two sorted lists: the first pair in one and not the
+ * other, then byte equality. */
+static void expect_same_list(const mdnl_nlist *want, const mdnl_nlist *got, const char *what)
+{
+    cr_assert_eq(got->natoms, want->natoms, "%s: %lld rows, expected %lld", what, (long long)got->natoms,
+                 (long long)want->natoms);
+    for (int64_t i = 0; i < want->natoms; ++i) {
+        int64_t a = want->offsets[i], ae = want->offsets[i + 1];
+        int64_t b = got->offsets[i], be = got->offsets[i + 1];
+        while (a < ae || b < be) {
+            if (b >= be || (a < ae && (want->j[a] < got->j[b] || (want->j[a] == got->j[b] && want->d[a] < got->d[b])))) {
+                cr_assert(0, "%s: GPU list misses pair (i=%lld, j=%d, d=%.9g)", what, (long long)i, want->j[a],
+                          (double)want->d[a]);
+            }
+            if (a >= ae || want->j[a] != got->j[b] || want->d[a] != got->d[b]) {
+                cr_assert(0, "%s: GPU list has an extra pair (i=%lld, j=%d, d=%.9g)", what, (long long)i, got->j[b],
+                          (double)got->d[b]);
+            }
+            ++a, ++b;
+        }
+    }
+    cr_assert_eq(got->npairs, want->npairs, "%s: %lld pairs, expected %lld", what, (long long)got->npairs,
+                 (long long)want->npairs);
+    cr_assert(memcmp(got->offsets, want->offsets, (size_t)(want->natoms + 1) * sizeof *want->offsets) == 0,
+              "%s: offsets differ", what);
+    cr_assert(memcmp(got->j, want->j, (size_t)want->npairs * sizeof *want->j) == 0, "%s: j bytes differ", what);
+    cr_assert(memcmp(got->d, want->d, (size_t)want->npairs * sizeof *want->d) == 0, "%s: d bytes differ", what);
+}
+
+#ifdef MDNL_HAVE_CUDA
+static const mdnl_method gpu_methods[] = {MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL,
+                                          MDNL_METHOD_AUTO};
+
+/* Every GPU method x both kinds against the CPU oracle on one frame. */
+static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl_method oracle, const char *label)
+{
+    prepared p = prepare(f, rc);
+    for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+        mdnl_nlist want = {0};
+        cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, oracle, (mdnl_list_kind)kind, &want),
+                     MDNL_OK, "%s", mdnl_last_error());
+        for (unsigned m = 0; m < sizeof gpu_methods / sizeof *gpu_methods; ++m) {
+            mdnl_nlist got = {0};
+            char what[256];
+            snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, %s", label, (long long)f->natoms, rc,
+                     kind == MDNL_LIST_FULL ? "full" : "half", mdnl_method_name(gpu_methods[m]));
+            cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, gpu_methods[m],
+                                               (mdnl_list_kind)kind, &got),
+                         MDNL_OK, "%s: %s", what, mdnl_last_error());
+            expect_same_list(&want, &got, what);
+            mdnl_nlist_free(&got);
+        }
+        mdnl_nlist_free(&want);
+    }
+    free(p.pos4);
+}
+
+static mdnl_cuda_ctx *new_ctx(void)
+{
+    mdnl_cuda_ctx *ctx = NULL;
+    cr_assert_eq(mdnl_cuda_ctx_create(&ctx), MDNL_OK, "%s", mdnl_last_error());
+    return ctx;
+}
+
+static void random_boxes(box_type box, double edge, double rc, const int64_t *sizes, int nsizes)
+{
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    for (int s = 0; s < nsizes; ++s)
+        for (uint64_t seed = 1; seed <= 3; ++seed) {
+            mdnl_frame f;
+            random_frame(&f, sizes[s], box, edge, seed * 7919 + (uint64_t)box);
+            char label[96];
+            snprintf(label, sizeof label, "%s box, seed %llu", box_names[box], (unsigned long long)seed);
+            check_frame(ctx, &f, rc, MDNL_METHOD_BRUTE_NOATOMIC, label);
+            mdnl_frame_free(&f);
+        }
+    mdnl_cuda_ctx_free(ctx);
+}
+#endif
+
+Test(nlist_gpu, open_random_frames_equal_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    const int64_t sizes[] = {2, 37, 300, 2500};
+    random_boxes(BOX_OPEN, 14.0, 2.5, sizes, 4);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, orthorhombic_periodic_random_frames_equal_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    const int64_t sizes[] = {3, 64, 700, 3000};
+    random_boxes(BOX_ORTHO, 15.0, 2.5, sizes, 4);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, triclinic_periodic_random_frames_equal_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    const int64_t sizes[] = {5, 100, 1000, 2600};
+    random_boxes(BOX_TRICLINIC, 14.0, 3.0, sizes, 4);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, partially_periodic_ttf_random_frames_equal_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    const int64_t sizes[] = {4, 90, 1200};
+    random_boxes(BOX_TTF, 12.0, 2.2, sizes, 3);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, tiny_box_cutoff_beyond_width_includes_far_images)
+{
+#ifdef MDNL_HAVE_CUDA
+    /* edge 3 (triclinic), cutoff 7: image_max 3, rows of hundreds of
+     * entries, so the heapsort path of the row sort runs too */
+    const int64_t sizes[] = {1, 2, 5, 17};
+    random_boxes(BOX_TINY, 3.0, 7.0, sizes, 4);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, zero_atom_frame_gives_empty_list)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    for (int box = BOX_OPEN; box <= BOX_TINY; ++box) {
+        mdnl_frame f;
+        random_frame(&f, 0, (box_type)box, 10.0, 1);
+        prepared p = prepare(&f, 2.0);
+        for (unsigned m = 0; m < sizeof gpu_methods / sizeof *gpu_methods; ++m) {
+            mdnl_nlist got = {0};
+            cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, gpu_methods[m], MDNL_LIST_FULL,
+                                               &got),
+                         MDNL_OK, "%s", mdnl_last_error());
+            cr_expect_eq(got.natoms, 0);
+            cr_expect_eq(got.npairs, 0);
+            cr_expect_eq(got.offsets[0], 0);
+            mdnl_nlist_free(&got);
+        }
+        free(p.pos4);
+        mdnl_frame_free(&f);
+    }
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, one_atom_self_images_full_both_signs_half_once)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    mdnl_frame f;
+    random_frame(&f, 1, BOX_ORTHO, 2.0, 5);
+    f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 2.0;
+    /* cutoff 2.1 in a 2x2x2 cube: the 6 face images at distance 2 */
+    prepared p = prepare(&f, 2.1);
+    for (unsigned m = 0; m < sizeof gpu_methods / sizeof *gpu_methods; ++m) {
+        mdnl_nlist full = {0}, half = {0};
+        cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, gpu_methods[m], MDNL_LIST_FULL, &full),
+                     MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, gpu_methods[m], MDNL_LIST_HALF, &half),
+                     MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(full.npairs, 6, "%s: full list of a lone atom has %lld self images, expected 6",
+                     mdnl_method_name(gpu_methods[m]), (long long)full.npairs);
+        cr_expect_eq(half.npairs, 3, "%s: half list has %lld self images, expected 3",
+                     mdnl_method_name(gpu_methods[m]), (long long)half.npairs);
+        for (int64_t k = 0; k < full.npairs; ++k) {
+            cr_expect_eq(full.j[k], 0);
+            cr_expect(fabsf(full.d[k] - 2.0f) < 1e-6f, "distance %g", (double)full.d[k]);
+        }
+        mdnl_nlist_free(&full);
+        mdnl_nlist_free(&half);
+    }
+    free(p.pos4);
+    mdnl_frame_free(&f);
+    /* and against the oracle with a larger cutoff (images up to 3 away) */
+    random_frame(&f, 1, BOX_TRICLINIC, 2.0, 6);
+    check_frame(ctx, &f, 5.5, MDNL_METHOD_BRUTE_NOATOMIC, "lone atom, triclinic");
+    mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, graphene_lattice_open_and_periodic_equal_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    const double cuts[] = {1.6, 1.9, 2.6, 3.0};
+    for (int periodic = 0; periodic <= 1; ++periodic)
+        for (int c = 0; c < 4; ++c) {
+            mdnl_frame f;
+            graphene_frame(&f, 24, 13, 1.42, periodic);
+            check_frame(ctx, &f, cuts[c], MDNL_METHOD_BRUTE_NOATOMIC, periodic ? "graphene, pbc T T F" : "graphene, open");
+            mdnl_frame_free(&f);
+        }
+    /* the analytic first shell: 3 neighbours at 1.42 for every atom */
+    mdnl_frame f;
+    graphene_frame(&f, 30, 17, 1.42, 1);
+    prepared p = prepare(&f, 1.6);
+    mdnl_nlist l = {0};
+    cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, MDNL_LIST_FULL, &l),
+                 MDNL_OK);
+    for (int64_t i = 0; i < l.natoms; ++i)
+        cr_assert_eq(l.offsets[i + 1] - l.offsets[i], 3, "atom %lld has %lld neighbours", (long long)i,
+                     (long long)(l.offsets[i + 1] - l.offsets[i]));
+    mdnl_nlist_free(&l);
+    free(p.pos4);
+    mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, stage_overflow_retries_and_smem_overflow_falls_back_to_global)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    mdnl_cuda_ctx_set_stage_capacity(ctx, 1);
+    mdnl_cuda_ctx_set_smem_budget(ctx, 0);
+    mdnl_frame f;
+    random_frame(&f, 1500, BOX_TRICLINIC, 12.0, 99);
+    check_frame(ctx, &f, 3.0, MDNL_METHOD_BRUTE_NOATOMIC, "capacity 1, no shared memory");
+    cr_expect(mdnl_cuda_ctx_retries(ctx) > 0, "the staged pass never overflowed its capacity of 1");
+    /* a budget smaller than one block's rows: some blocks in shared memory,
+     * some in global memory */
+    mdnl_cuda_ctx_set_smem_budget(ctx, 4096);
+    check_frame(ctx, &f, 3.0, MDNL_METHOD_BRUTE_NOATOMIC, "4 KiB of shared memory");
+    mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    /* 200,000 atoms at LJ liquid density 0.8442 in a periodic cube, cutoff
+     * 3.0: ~95 neighbours per atom, ~25 atoms per cell */
+    const int64_t n = 200000;
+    const double edge = cbrt((double)n / 0.8442);
+    mdnl_frame f;
+    random_frame(&f, n, BOX_ORTHO, edge, 4242);
+    f.box.h[1][1] = f.box.h[2][2] = edge;
+    prepared p = prepare(&f, 3.0);
+    for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+        mdnl_nlist want = {0}, got = {0};
+        cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind,
+                                          &want),
+                     MDNL_OK);
+        cr_assert_eq(
+            mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &got),
+            MDNL_OK, "%s", mdnl_last_error());
+        cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
+        expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
+        /* the device-resident variant reports the same size */
+        mdnl_nlist_dev dev;
+        cr_assert_eq(
+            mdnl_nlist_build_cuda_dev(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &dev),
+            MDNL_OK);
+        cr_expect_eq(dev.npairs, want.npairs);
+        mdnl_nlist_free(&want);
+        mdnl_nlist_free(&got);
+    }
+    free(p.pos4);
+    mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}

@@ -384,6 +384,12 @@ extern "C" mdnl_status mdnl_energy_cuda_run_list_dev(mdnl_energy_cuda *e, int64_
     return MDNL_OK;
 }
 
+extern "C" mdnl_status mdnl_energy_cuda_run_nlist(mdnl_energy_cuda *e, const mdnl_nlist_dev *l, mdnl_list_kind kind,
+                                                  const mdnl_potential *p, int per_atom)
+{
+    return mdnl_energy_cuda_run_list_dev(e, l->natoms, kind, l->d_offsets, l->d_j, l->d_d, p, per_atom);
+}
+
 extern "C" mdnl_status mdnl_energy_cuda_upload_list(mdnl_energy_cuda *e, const mdnl_nlist *l)
 {
     const int64_t n = l->natoms, np = l->npairs;

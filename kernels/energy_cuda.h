@@ -33,6 +33,7 @@
 #include "geometry.h"
 #include "mdnl.h"
 #include "nlist.h"
+#include "nlist_cuda.h"
 #include "potential.h"
 
 #include <stdint.h>
@@ -91,6 +92,12 @@ mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdnl_geom *g, 
 mdnl_status mdnl_energy_cuda_run_list_dev(mdnl_energy_cuda *e, int64_t natoms, mdnl_list_kind kind,
                                           const int64_t *d_offsets, const int32_t *d_j, const float *d_d,
                                           const mdnl_potential *p, int per_atom);
+
+/* The same on a list built by nlist_cuda.h (mdnl_nlist_build_cuda_dev);
+ * create the handle on mdnl_cuda_ctx_stream(ctx) so that the energy follows
+ * the list on one stream without a synchronisation. */
+mdnl_status mdnl_energy_cuda_run_nlist(mdnl_energy_cuda *e, const mdnl_nlist_dev *l, mdnl_list_kind kind,
+                                       const mdnl_potential *p, int per_atom);
 
 /* Copies a host list into the handle's device buffers, then runs as above
  * on it with mdnl_energy_cuda_run_list. */

@@ -201,6 +201,40 @@ Test(energy_gpu, graphene_and_self_images_match_cpu)
     setup_free(&s);
 }
 
+/* The device-resident list of nlist_cuda.h, consumed on the context's stream. */
+Test(energy_gpu, device_list_from_nlist_cuda_matches_cpu)
+{
+    if (!need_device())
+        return;
+    setup s;
+    setup_frame(&s, fixture_load("lj_liquid"), 2.5, "lj:epsilon=1,sigma=1");
+    mdnl_cuda_ctx *ctx = NULL;
+    cr_assert_eq(mdnl_cuda_ctx_create(&ctx), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_energy_cuda *e = NULL;
+    cr_assert_eq(mdnl_energy_cuda_create(mdnl_cuda_ctx_stream(ctx), &e), MDNL_OK, "%s", mdnl_last_error());
+    double *per = malloc((size_t)s.f.natoms * sizeof(double));
+    for (int k = 0; k < 2; ++k) {
+        mdnl_list_kind kind = k ? MDNL_LIST_HALF : MDNL_LIST_FULL;
+        mdnl_nlist_dev l;
+        cr_assert_eq(mdnl_nlist_build_cuda_dev(ctx, &s.g, (const float(*)[4])s.pos4, MDNL_METHOD_CELL, kind, &l),
+                     MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(l.npairs, k ? s.half.npairs : s.full.npairs);
+        double t = 0;
+        cr_assert_eq(mdnl_energy_cuda_run_nlist(e, &l, kind, &s.p, 1), MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_energy_cuda_result(e, &t, per), MDNL_OK, "%s", mdnl_last_error());
+        expect_close(k ? "device half list" : "device full list", t, s.cpu_total, 1e-9);
+        for (int64_t i = 0; i < s.f.natoms; ++i)
+            if (fabs(per[i] - s.cpu_per[i]) > 1e-12 * (fabs(s.cpu_per[i]) + 1.0)) {
+                cr_expect_fail("device list: atom %lld GPU %.17g CPU %.17g", (long long)i, per[i], s.cpu_per[i]);
+                break;
+            }
+    }
+    free(per);
+    mdnl_energy_cuda_free(e);
+    mdnl_cuda_ctx_free(ctx);
+    setup_free(&s);
+}
+
 Test(energy_gpu, zero_atoms_give_zero)
 {
     if (!need_device())

@@ -115,11 +115,23 @@ __global__ void __launch_bounds__(FINAL_BLOCK) sum_blocks_kernel(const double *_
 
 /* ---- pair evaluation ---- */
 
+/* A pair's energy from its float distance, specialised on the potential's
+ * kind at compile time (K = 0: the runtime dispatch). The same bits as
+ * mdnl_pair_energy_d. */
+template <int K> __device__ __forceinline__ double pair_energy_d(const mdnl_potential &p, float d)
+{
+    if (K == MDNL_POTENTIAL_LJ)
+        return MDNL_DSUB(mdnl_lj_raw(&p, (double)d), p.offset);
+    if (K == MDNL_POTENTIAL_MORSE)
+        return MDNL_DSUB(mdnl_morse_raw(&p, (double)d), p.offset);
+    return mdnl_pair_energy_d(&p, d);
+}
+
 /* Thread per sorted slot `is` of the cell list: atom i = order[is] sums its
  * full row as the cell walk finds it, keeps half. Neighbouring threads sit in
  * the same cell, so a warp walks the same 27 cells and its candidate loads
  * hit the same cache lines. */
-template <int V>
+template <int V, int K>
 __global__ void __launch_bounds__(EBLOCK)
     energy_fused_kernel(const __grid_constant__ mdnl_geom g, const mdnl_cells_view c,
                         const __grid_constant__ mdnl_potential p, double *__restrict__ per_atom,
@@ -129,7 +141,7 @@ __global__ void __launch_bounds__(EBLOCK)
     double e = 0.0;
     if (is < c.natoms) {
         double s = 0.0;
-        mdnl_for_each_pair(g, c, is, [&](int, float d2, int, int, int) { s += mdnl_pair_energy(&p, d2); });
+        mdnl_for_each_pair(g, c, is, [&](int, float d2, int, int, int) { s += pair_energy_d<K>(p, sqrtf(d2)); });
         e = 0.5 * s;
         if (per_atom)
             per_atom[c.order[is]] = e;
@@ -294,8 +306,15 @@ extern "C" mdnl_status mdnl_energy_cuda_upload_positions(mdnl_energy_cuda *e, co
 template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p, double *pa)
 {
     const int64_t n = g->natoms;
-    energy_fused_kernel<V><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(
-        *g, e->cells.view, *p, pa, (double *)e->block_sums.ptr, (double *)e->total.ptr);
+    double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
+    if (p->kind == MDNL_POTENTIAL_LJ)
+        energy_fused_kernel<V, MDNL_POTENTIAL_LJ><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p, pa,
+                                                                                            bs, tot);
+    else if (p->kind == MDNL_POTENTIAL_MORSE)
+        energy_fused_kernel<V, MDNL_POTENTIAL_MORSE><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p,
+                                                                                               pa, bs, tot);
+    else
+        energy_fused_kernel<V, 0><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p, pa, bs, tot);
 }
 
 extern "C" mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p,

@@ -81,18 +81,28 @@ const char *mdnl_potential_describe(const mdnl_potential *p, char *buf, size_t s
 #define MDNL_DMUL(a, b) ((double)(a) * (double)(b))
 #endif
 
-/* Unshifted energy at distance r (double), LAMMPS' operation order. */
+/* Unshifted LJ and Morse energies at distance r (double), in LAMMPS'
+ * operation order. Kernels specialised on the kind call these directly. */
+MDNL_HD double mdnl_lj_raw(const mdnl_potential *p, double r)
+{
+    const double r2inv = 1.0 / MDNL_DMUL(r, r);
+    const double r6inv = MDNL_DMUL(MDNL_DMUL(r2inv, r2inv), r2inv);
+    return MDNL_DMUL(r6inv, MDNL_DSUB(MDNL_DMUL(p->lj3, r6inv), p->lj4));
+}
+
+MDNL_HD double mdnl_morse_raw(const mdnl_potential *p, double r)
+{
+    const double dexp = exp(-MDNL_DMUL(p->alpha, MDNL_DSUB(r, p->r0)));
+    return MDNL_DMUL(p->d0, MDNL_DSUB(MDNL_DMUL(dexp, dexp), MDNL_DMUL(2.0, dexp)));
+}
+
+/* Unshifted energy at distance r, dispatching on the kind. */
 MDNL_HD double mdnl_potential_raw(const mdnl_potential *p, double r)
 {
-    if (p->kind == MDNL_POTENTIAL_LJ) {
-        const double r2inv = 1.0 / MDNL_DMUL(r, r);
-        const double r6inv = MDNL_DMUL(MDNL_DMUL(r2inv, r2inv), r2inv);
-        return MDNL_DMUL(r6inv, MDNL_DSUB(MDNL_DMUL(p->lj3, r6inv), p->lj4));
-    }
-    if (p->kind == MDNL_POTENTIAL_MORSE) {
-        const double dexp = exp(-MDNL_DMUL(p->alpha, MDNL_DSUB(r, p->r0)));
-        return MDNL_DMUL(p->d0, MDNL_DSUB(MDNL_DMUL(dexp, dexp), MDNL_DMUL(2.0, dexp)));
-    }
+    if (p->kind == MDNL_POTENTIAL_LJ)
+        return mdnl_lj_raw(p, r);
+    if (p->kind == MDNL_POTENTIAL_MORSE)
+        return mdnl_morse_raw(p, r);
     return 0.0;
 }
 

@@ -1,0 +1,465 @@
+/* energy.cu — the CUDA energy kernels (contract in energy.h, launchers and
+ * the variants' description in energy_cuda.h; the CPU twin is energy_cpu.c,
+ * which the GPU results are tested against in tests/test_energy_gpu.c).
+ *
+ * Every kernel is a template over the reduction variant, so the benchmark
+ * compares reductions with the pair evaluation held fixed. Blocks are
+ * EBLOCK = 256 threads; a thread that owns no atom contributes 0 and still
+ * takes part in the block's barriers.
+ */
+#include "cells_cuda.cuh"
+#include "cuda_check.cuh"
+#include "energy_cuda.h"
+
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EBLOCK 256
+#define FINAL_BLOCK 1024
+
+struct mdnl_energy_cuda {
+    cudaStream_t stream;
+    int own_stream;
+    mdnl_energy_reduce reduce;
+    int timing;
+    cudaEvent_t ev0, ev1;
+    mdnl_cells_cuda cells;
+    mdnl_dbuf pos, per_atom, block_sums, total;
+    mdnl_dbuf offsets, j, d; /* an uploaded host list */
+    int64_t natoms;          /* atoms of the last run */
+    int64_t list_natoms;
+    int kept_per_atom;       /* whether the last run wrote per_atom */
+};
+
+extern "C" const char *mdnl_energy_reduce_name(mdnl_energy_reduce v)
+{
+    switch (v) {
+    case MDNL_REDUCE_ATOMIC:
+        return "atomic";
+    case MDNL_REDUCE_TREE:
+        return "tree";
+    default:
+        return "shuffle";
+    }
+}
+
+/* ---- reductions ---- */
+
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* Reduces one value per thread of the block. V = 1: atomicAdd into *total
+ * (the baseline; *total zeroed beforehand). V = 2, 3: the block's sum goes to
+ * block_sums[blockIdx.x] for the second pass. */
+template <int V> __device__ __forceinline__ void block_reduce(double v, double *block_sums, double *total)
+{
+    if (V == MDNL_REDUCE_ATOMIC) {
+        atomicAdd(total, v);
+    } else if (V == MDNL_REDUCE_TREE) {
+        /* Sequential addressing: halve the active threads each step; every
+         * partial sum goes through shared memory. */
+        __shared__ double s[EBLOCK];
+        s[threadIdx.x] = v;
+        __syncthreads();
+        for (int h = EBLOCK / 2; h > 0; h >>= 1) {
+            if ((int)threadIdx.x < h)
+                s[threadIdx.x] += s[threadIdx.x + h];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0)
+            block_sums[blockIdx.x] = s[0];
+    } else {
+        /* Shuffles within each warp, one shared slot per warp, then the
+         * first warp shuffles the slots. Two barriers instead of eight. */
+        __shared__ double w[EBLOCK / 32];
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        v = warp_sum(v);
+        if (lane == 0)
+            w[warp] = v;
+        __syncthreads();
+        if (warp == 0) {
+            v = lane < EBLOCK / 32 ? w[lane] : 0.0;
+            v = warp_sum(v);
+            if (lane == 0)
+                block_sums[blockIdx.x] = v;
+        }
+    }
+}
+
+/* Second pass: one block of FINAL_BLOCK threads. Thread t sums block sums t,
+ * t + FINAL_BLOCK, ... in that order, then the block shuffles. The order is
+ * fixed by nb alone, so the total is the same bits on every run. */
+__global__ void __launch_bounds__(FINAL_BLOCK) sum_blocks_kernel(const double *__restrict__ block_sums, int nb,
+                                                                  double *__restrict__ total)
+{
+    __shared__ double w[FINAL_BLOCK / 32];
+    double v = 0.0;
+    for (int b = threadIdx.x; b < nb; b += FINAL_BLOCK)
+        v += block_sums[b];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0)
+        w[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = warp_sum(w[lane]);
+        if (lane == 0)
+            *total = v;
+    }
+}
+
+/* ---- pair evaluation ---- */
+
+/* A pair's energy from its float distance, specialised on the potential's
+ * kind at compile time (K = 0: the runtime dispatch). The same bits as
+ * mdnl_pair_energy_d. */
+template <int K> __device__ __forceinline__ double pair_energy_d(const mdnl_potential &p, float d)
+{
+    if (K == MDNL_POTENTIAL_LJ)
+        return MDNL_DSUB(mdnl_lj_raw(&p, (double)d), p.offset);
+    if (K == MDNL_POTENTIAL_MORSE)
+        return MDNL_DSUB(mdnl_morse_raw(&p, (double)d), p.offset);
+    return mdnl_pair_energy_d(&p, d);
+}
+
+/* Thread per sorted slot `is` of the cell list: atom i = order[is] sums its
+ * full row as the cell walk finds it, keeps half. Neighbouring threads sit in
+ * the same cell, so a warp walks the same 27 cells and its candidate loads
+ * hit the same cache lines. */
+template <int V, int K>
+__global__ void __launch_bounds__(EBLOCK)
+    energy_fused_kernel(const __grid_constant__ mdnl_geom g, const mdnl_cells_view c,
+                        const __grid_constant__ mdnl_potential p, double *__restrict__ per_atom,
+                        double *__restrict__ block_sums, double *__restrict__ total)
+{
+    const int is = blockIdx.x * EBLOCK + threadIdx.x;
+    double e = 0.0;
+    if (is < c.natoms) {
+        double s = 0.0;
+        mdnl_for_each_pair(g, c, is, [&](int, float d2, int, int, int) { s += pair_energy_d<K>(p, sqrtf(d2)); });
+        e = 0.5 * s;
+        if (per_atom)
+            per_atom[c.order[is]] = e;
+    }
+    block_reduce<V>(e, block_sums, total);
+}
+
+/* Thread per CSR row i, entries in row order (the CPU twin's order, so a full
+ * list's per-atom energies equal the CPU's bit for bit for LJ). Full list:
+ * e_i = half the row sum, written plainly. Half list: the row sum is the
+ * row's share of the total; per-atom halves are scattered with atomicAdd
+ * into a zeroed per_atom. */
+template <int V, int HALF>
+__global__ void __launch_bounds__(EBLOCK)
+    energy_list_kernel(int64_t n, const int64_t *__restrict__ offsets, const int32_t *__restrict__ jj,
+                       const float *__restrict__ dd, const __grid_constant__ mdnl_potential p,
+                       double *__restrict__ per_atom, double *__restrict__ block_sums, double *__restrict__ total)
+{
+    const int64_t i = (int64_t)blockIdx.x * EBLOCK + threadIdx.x;
+    double v = 0.0;
+    if (i < n) {
+        double s = 0.0;
+        const int64_t kb = offsets[i], ke = offsets[i + 1];
+        for (int64_t k = kb; k < ke; ++k) {
+            const double u = mdnl_pair_energy_d(&p, dd[k]);
+            s += u;
+            if (HALF && per_atom)
+                atomicAdd(&per_atom[jj[k]], 0.5 * u);
+        }
+        if (HALF) {
+            v = s;
+            if (per_atom)
+                atomicAdd(&per_atom[i], 0.5 * s);
+        } else {
+            v = 0.5 * s;
+            if (per_atom)
+                per_atom[i] = v;
+        }
+    }
+    block_reduce<V>(v, block_sums, total);
+}
+
+/* ---- host side ---- */
+
+static int nblocks_of(int64_t n) { return (int)((n + EBLOCK - 1) / EBLOCK); }
+
+extern "C" mdnl_status mdnl_energy_cuda_create(void *stream, mdnl_energy_cuda **out)
+{
+    *out = NULL;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        (void)cudaGetLastError();
+        return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: no usable device for the energy kernels");
+    }
+    mdnl_energy_cuda *e = (mdnl_energy_cuda *)calloc(1, sizeof *e);
+    if (!e)
+        return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the CUDA energy handle");
+    e->reduce = MDNL_REDUCE_SHUFFLE;
+    mdnl_status st = MDNL_OK;
+    if (stream) {
+        e->stream = (cudaStream_t)stream;
+    } else {
+        cudaError_t err = cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking);
+        if (err != cudaSuccess)
+            st = mdnl_cuda_fail(err, "cudaStreamCreateWithFlags", __FILE__, __LINE__);
+        e->own_stream = st == MDNL_OK;
+    }
+    if (st == MDNL_OK) {
+        cudaError_t err = cudaEventCreate(&e->ev0);
+        if (err == cudaSuccess)
+            err = cudaEventCreate(&e->ev1);
+        if (err != cudaSuccess)
+            st = mdnl_cuda_fail(err, "cudaEventCreate", __FILE__, __LINE__);
+    }
+    if (st != MDNL_OK) {
+        mdnl_energy_cuda_free(e);
+        return st;
+    }
+    *out = e;
+    return MDNL_OK;
+}
+
+extern "C" void mdnl_energy_cuda_free(mdnl_energy_cuda *e)
+{
+    if (!e)
+        return;
+    if (e->stream)
+        cudaStreamSynchronize(e->stream);
+    mdnl_cells_cuda_free(&e->cells);
+    mdnl_dbuf *bufs[] = {&e->pos, &e->per_atom, &e->block_sums, &e->total, &e->offsets, &e->j, &e->d};
+    for (mdnl_dbuf *b : bufs)
+        mdnl_dbuf_free(b);
+    if (e->ev0)
+        cudaEventDestroy(e->ev0);
+    if (e->ev1)
+        cudaEventDestroy(e->ev1);
+    if (e->own_stream)
+        cudaStreamDestroy(e->stream);
+    free(e);
+}
+
+extern "C" void mdnl_energy_cuda_set_reduce(mdnl_energy_cuda *e, mdnl_energy_reduce v)
+{
+    e->reduce = (v == MDNL_REDUCE_ATOMIC || v == MDNL_REDUCE_TREE) ? v : MDNL_REDUCE_SHUFFLE;
+}
+
+extern "C" void mdnl_energy_cuda_set_timing(mdnl_energy_cuda *e, int on) { e->timing = on; }
+
+extern "C" mdnl_status mdnl_energy_cuda_last_ms(mdnl_energy_cuda *e, double *ms)
+{
+    float f = 0.0f;
+    MDNL_CUDA_CHECK(cudaEventSynchronize(e->ev1));
+    MDNL_CUDA_CHECK(cudaEventElapsedTime(&f, e->ev0, e->ev1));
+    *ms = (double)f;
+    return MDNL_OK;
+}
+
+/* Sizes the output buffers for n atoms and clears what the variant adds into. */
+static mdnl_status prepare_outputs(mdnl_energy_cuda *e, int64_t n, int per_atom, int zero_per_atom)
+{
+    mdnl_status st;
+    const size_t nb = (size_t)(n > 0 ? nblocks_of(n) : 1);
+    if ((st = mdnl_dbuf_reserve(&e->total, sizeof(double), "energy total")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&e->block_sums, nb * sizeof(double), "energy block sums")) != MDNL_OK)
+        return st;
+    if (per_atom && (st = mdnl_dbuf_reserve(&e->per_atom, (size_t)(n > 0 ? n : 1) * sizeof(double),
+                                            "per-atom energies")) != MDNL_OK)
+        return st;
+    if (e->reduce == MDNL_REDUCE_ATOMIC || n == 0)
+        MDNL_CUDA_CHECK(cudaMemsetAsync(e->total.ptr, 0, sizeof(double), e->stream));
+    if (per_atom && zero_per_atom && n > 0)
+        MDNL_CUDA_CHECK(cudaMemsetAsync(e->per_atom.ptr, 0, (size_t)n * sizeof(double), e->stream));
+    e->natoms = n;
+    e->kept_per_atom = per_atom;
+    return MDNL_OK;
+}
+
+/* The second pass, for the variants that have one. */
+static mdnl_status finish_total(mdnl_energy_cuda *e, int64_t n)
+{
+    if (n == 0 || e->reduce == MDNL_REDUCE_ATOMIC)
+        return MDNL_OK;
+    sum_blocks_kernel<<<1, FINAL_BLOCK, 0, e->stream>>>((const double *)e->block_sums.ptr, nblocks_of(n),
+                                                        (double *)e->total.ptr);
+    MDNL_CUDA_LAUNCHED(e->stream);
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_upload_positions(mdnl_energy_cuda *e, const mdnl_geom *g,
+                                                         const float (*h_pos4)[4])
+{
+    const int64_t n = g->natoms;
+    mdnl_status st = mdnl_dbuf_reserve(&e->pos, (size_t)(n > 0 ? n : 1) * sizeof(float4), "energy positions");
+    if (st != MDNL_OK)
+        return st;
+    if (n > 0)
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(e->pos.ptr, h_pos4, (size_t)n * sizeof(float4), cudaMemcpyHostToDevice,
+                                        e->stream));
+    return mdnl_cells_cuda_build(&e->cells, g, (const float4 *)e->pos.ptr, e->stream);
+}
+
+template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p, double *pa)
+{
+    const int64_t n = g->natoms;
+    double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
+    if (p->kind == MDNL_POTENTIAL_LJ)
+        energy_fused_kernel<V, MDNL_POTENTIAL_LJ><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p, pa,
+                                                                                            bs, tot);
+    else if (p->kind == MDNL_POTENTIAL_MORSE)
+        energy_fused_kernel<V, MDNL_POTENTIAL_MORSE><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p,
+                                                                                               pa, bs, tot);
+    else
+        energy_fused_kernel<V, 0><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p, pa, bs, tot);
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p,
+                                                  int rebuild_cells, int per_atom)
+{
+    if ((float)p->cutoff != g->cutoff)
+        return mdnl_error(MDNL_ERR_USAGE, "energy: the potential's cutoff %g differs from the neighbor cutoff %g",
+                          p->cutoff, (double)g->cutoff);
+    const int64_t n = g->natoms;
+    if (n != e->cells.view.natoms)
+        return mdnl_error(MDNL_ERR_INTERNAL, "energy: %lld atoms, but %d uploaded", (long long)n,
+                          e->cells.view.natoms);
+    if (e->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(e->ev0, e->stream));
+    mdnl_status st;
+    if (rebuild_cells && (st = mdnl_cells_cuda_build(&e->cells, g, (const float4 *)e->pos.ptr, e->stream)) != MDNL_OK)
+        return st;
+    if ((st = prepare_outputs(e, n, per_atom, 0)) != MDNL_OK)
+        return st;
+    if (n > 0) {
+        double *pa = per_atom ? (double *)e->per_atom.ptr : NULL;
+        if (e->reduce == MDNL_REDUCE_ATOMIC)
+            launch_fused<MDNL_REDUCE_ATOMIC>(e, g, p, pa);
+        else if (e->reduce == MDNL_REDUCE_TREE)
+            launch_fused<MDNL_REDUCE_TREE>(e, g, p, pa);
+        else
+            launch_fused<MDNL_REDUCE_SHUFFLE>(e, g, p, pa);
+        MDNL_CUDA_LAUNCHED(e->stream);
+    }
+    if ((st = finish_total(e, n)) != MDNL_OK)
+        return st;
+    if (e->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(e->ev1, e->stream));
+    return MDNL_OK;
+}
+
+template <int V, int HALF>
+static void launch_list(mdnl_energy_cuda *e, int64_t n, const int64_t *o, const int32_t *j, const float *d,
+                        const mdnl_potential *p, double *pa)
+{
+    energy_list_kernel<V, HALF><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(n, o, j, d, *p, pa,
+                                                                         (double *)e->block_sums.ptr,
+                                                                         (double *)e->total.ptr);
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_run_list_dev(mdnl_energy_cuda *e, int64_t n, mdnl_list_kind kind,
+                                                     const int64_t *d_offsets, const int32_t *d_j, const float *d_d,
+                                                     const mdnl_potential *p, int per_atom)
+{
+    if (n > (int64_t)INT32_MAX * EBLOCK / 2)
+        return mdnl_error(MDNL_ERR_INPUT, "energy: %lld atoms exceed the CUDA grid", (long long)n);
+    if (e->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(e->ev0, e->stream));
+    const int half = kind == MDNL_LIST_HALF;
+    mdnl_status st = prepare_outputs(e, n, per_atom, half);
+    if (st != MDNL_OK)
+        return st;
+    if (n > 0) {
+        double *pa = per_atom ? (double *)e->per_atom.ptr : NULL;
+        switch (e->reduce * 2 + half) {
+        case MDNL_REDUCE_ATOMIC * 2 + 0:
+            launch_list<MDNL_REDUCE_ATOMIC, 0>(e, n, d_offsets, d_j, d_d, p, pa);
+            break;
+        case MDNL_REDUCE_ATOMIC * 2 + 1:
+            launch_list<MDNL_REDUCE_ATOMIC, 1>(e, n, d_offsets, d_j, d_d, p, pa);
+            break;
+        case MDNL_REDUCE_TREE * 2 + 0:
+            launch_list<MDNL_REDUCE_TREE, 0>(e, n, d_offsets, d_j, d_d, p, pa);
+            break;
+        case MDNL_REDUCE_TREE * 2 + 1:
+            launch_list<MDNL_REDUCE_TREE, 1>(e, n, d_offsets, d_j, d_d, p, pa);
+            break;
+        case MDNL_REDUCE_SHUFFLE * 2 + 0:
+            launch_list<MDNL_REDUCE_SHUFFLE, 0>(e, n, d_offsets, d_j, d_d, p, pa);
+            break;
+        default:
+            launch_list<MDNL_REDUCE_SHUFFLE, 1>(e, n, d_offsets, d_j, d_d, p, pa);
+            break;
+        }
+        MDNL_CUDA_LAUNCHED(e->stream);
+    }
+    if ((st = finish_total(e, n)) != MDNL_OK)
+        return st;
+    if (e->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(e->ev1, e->stream));
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_run_nlist(mdnl_energy_cuda *e, const mdnl_nlist_dev *l, mdnl_list_kind kind,
+                                                  const mdnl_potential *p, int per_atom)
+{
+    return mdnl_energy_cuda_run_list_dev(e, l->natoms, kind, l->d_offsets, l->d_j, l->d_d, p, per_atom);
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_upload_list(mdnl_energy_cuda *e, const mdnl_nlist *l)
+{
+    const int64_t n = l->natoms, np = l->npairs;
+    mdnl_status st;
+    if ((st = mdnl_dbuf_reserve(&e->offsets, (size_t)(n + 1) * sizeof(int64_t), "list offsets")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&e->j, (size_t)(np > 0 ? np : 1) * sizeof(int32_t), "list neighbors")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&e->d, (size_t)(np > 0 ? np : 1) * sizeof(float), "list distances")) != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(
+        cudaMemcpyAsync(e->offsets.ptr, l->offsets, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, e->stream));
+    if (np > 0) {
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(e->j.ptr, l->j, (size_t)np * sizeof(int32_t), cudaMemcpyHostToDevice, e->stream));
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(e->d.ptr, l->d, (size_t)np * sizeof(float), cudaMemcpyHostToDevice, e->stream));
+    }
+    e->list_natoms = n;
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_run_list(mdnl_energy_cuda *e, mdnl_list_kind kind, const mdnl_potential *p,
+                                                 int per_atom)
+{
+    return mdnl_energy_cuda_run_list_dev(e, e->list_natoms, kind, (const int64_t *)e->offsets.ptr,
+                                         (const int32_t *)e->j.ptr, (const float *)e->d.ptr, p, per_atom);
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_result(mdnl_energy_cuda *e, double *total, double *per_atom)
+{
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(total, e->total.ptr, sizeof(double), cudaMemcpyDeviceToHost, e->stream));
+    if (per_atom && e->kept_per_atom && e->natoms > 0)
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(per_atom, e->per_atom.ptr, (size_t)e->natoms * sizeof(double),
+                                        cudaMemcpyDeviceToHost, e->stream));
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(e->stream));
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_energy_frame_cuda(mdnl_energy_cuda *e, const mdnl_geom *g, const float (*h_pos4)[4],
+                                              const mdnl_potential *p, double *total, double *per_atom)
+{
+    mdnl_status st;
+    if ((st = mdnl_energy_cuda_upload_positions(e, g, h_pos4)) != MDNL_OK ||
+        (st = mdnl_energy_cuda_run_fused(e, g, p, 0, per_atom != NULL)) != MDNL_OK)
+        return st;
+    return mdnl_energy_cuda_result(e, total, per_atom);
+}
+
+extern "C" mdnl_status mdnl_energy_list_cuda(mdnl_energy_cuda *e, const mdnl_nlist *l, mdnl_list_kind kind,
+                                             const mdnl_potential *p, double *total, double *per_atom)
+{
+    mdnl_status st;
+    if ((st = mdnl_energy_cuda_upload_list(e, l)) != MDNL_OK ||
+        (st = mdnl_energy_cuda_run_list(e, kind, p, per_atom != NULL)) != MDNL_OK)
+        return st;
+    return mdnl_energy_cuda_result(e, total, per_atom);
+}

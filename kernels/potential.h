@@ -1,0 +1,125 @@
+/* potential.h — pair potentials (SPEC §4) and the one pair-energy function
+ * that the CPU twin and the CUDA kernels share (energy.h).
+ *
+ *   lj:epsilon=E,sigma=S[,shift=yes|no]       U = 4E[(S/r)^12 - (S/r)^6]
+ *   morse:d0=D,alpha=A,r0=R[,shift=yes|no]    U = D[e^(-2A(r-R)) - 2e^(-A(r-R))]
+ *
+ * U is zero at r >= cutoff and, with shift=yes (the default), U(cutoff) is
+ * subtracted below it, as LAMMPS `pair_modify shift yes` does; the shift is
+ * computed from the double cutoff, like LAMMPS.
+ *
+ * Precision. A pair's energy is a function of its float distance d =
+ * sqrtf(mdnl_pair_d2(...)), the exact value that neighbor lists store, so the
+ * fused path (from d2 while traversing cells) and the from-list path (from d)
+ * see the same argument bit for bit. From d on, everything is double, in the
+ * same operation order as LAMMPS' pair_lj_cut.cpp / pair_morse.cpp. On the
+ * device the double products and sums are written with __dmul_rn/__dadd_rn
+ * so that nvcc cannot contract them into FMAs: the LJ energy of a pair is
+ * then bit-identical on the host (built with -ffp-contract=off) and the
+ * device; Morse differs by at most the last bit of exp(). The error against
+ * LAMMPS' all-double evaluation is the float rounding of positions and of d
+ * (about 1e-7 relative in r), which SPEC §4's 1e-6 relative to sum |u_ij|
+ * leaves room for.
+ */
+#ifndef MDNL_POTENTIAL_H
+#define MDNL_POTENTIAL_H
+
+#include "geometry.h"
+#include "mdnl.h"
+
+#include <math.h>
+
+MDNL_BEGIN_C
+
+typedef enum mdnl_potential_kind {
+    MDNL_POTENTIAL_NONE = 0, /* a zero-initialised struct: every pair has zero energy */
+    MDNL_POTENTIAL_LJ = 1,
+    MDNL_POTENTIAL_MORSE = 2,
+} mdnl_potential_kind;
+
+/* A parsed potential. Plain data: copy it by value (also to the device, as a
+ * kernel argument). */
+typedef struct mdnl_potential {
+    mdnl_potential_kind kind;
+    int shift;       /* 1: U(cutoff) is subtracted (shift=yes, the default) */
+    double cutoff;   /* the neighbor cutoff the potential is used with */
+    double epsilon;  /* lj */
+    double sigma;    /* lj */
+    double d0;       /* morse */
+    double alpha;    /* morse */
+    double r0;       /* morse */
+    double lj3;      /* lj: 4 E S^12 (LAMMPS' lj3) */
+    double lj4;      /* lj: 4 E S^6  (LAMMPS' lj4) */
+    double offset;   /* U(cutoff) unshifted when shift, else 0 */
+} mdnl_potential;
+
+/* Parses a --pair SPEC for use with `cutoff` (> 0, finite). Returns
+ * MDNL_ERR_USAGE, with a message that names the offending parameter and
+ * value (`--pair: lj needs sigma > 0, got "-1"`), for an unknown potential,
+ * an unknown, missing, repeated, non-numeric, non-finite or non-positive
+ * parameter, or a shift other than yes/no. `p` is written only on success. */
+mdnl_status mdnl_potential_parse(const char *spec, double cutoff, mdnl_potential *p);
+
+/* Fills `p` from parameters directly (no string): kind LJ uses a=epsilon,
+ * b=sigma; kind MORSE uses a=d0, b=alpha, c=r0. Validates like the parser. */
+mdnl_status mdnl_potential_make(mdnl_potential_kind kind, double a, double b, double c, int shift, double cutoff,
+                                mdnl_potential *p);
+
+/* "lj:epsilon=1,sigma=1,shift=yes" style description; writes at most `size`
+ * bytes and returns `buf`. */
+const char *mdnl_potential_describe(const mdnl_potential *p, char *buf, size_t size);
+
+/* ---- shared host/device arithmetic ---- */
+
+#if defined(__CUDA_ARCH__)
+#define MDNL_DADD(a, b) __dadd_rn((a), (b))
+#define MDNL_DSUB(a, b) __dsub_rn((a), (b))
+#define MDNL_DMUL(a, b) __dmul_rn((a), (b))
+#else
+#define MDNL_DADD(a, b) ((double)(a) + (double)(b))
+#define MDNL_DSUB(a, b) ((double)(a) - (double)(b))
+#define MDNL_DMUL(a, b) ((double)(a) * (double)(b))
+#endif
+
+/* Unshifted LJ and Morse energies at distance r (double), in LAMMPS'
+ * operation order. Kernels specialised on the kind call these directly. */
+MDNL_HD double mdnl_lj_raw(const mdnl_potential *p, double r)
+{
+    const double r2inv = 1.0 / MDNL_DMUL(r, r);
+    const double r6inv = MDNL_DMUL(MDNL_DMUL(r2inv, r2inv), r2inv);
+    return MDNL_DMUL(r6inv, MDNL_DSUB(MDNL_DMUL(p->lj3, r6inv), p->lj4));
+}
+
+MDNL_HD double mdnl_morse_raw(const mdnl_potential *p, double r)
+{
+    const double dexp = exp(-MDNL_DMUL(p->alpha, MDNL_DSUB(r, p->r0)));
+    return MDNL_DMUL(p->d0, MDNL_DSUB(MDNL_DMUL(dexp, dexp), MDNL_DMUL(2.0, dexp)));
+}
+
+/* Unshifted energy at distance r, dispatching on the kind. */
+MDNL_HD double mdnl_potential_raw(const mdnl_potential *p, double r)
+{
+    if (p->kind == MDNL_POTENTIAL_LJ)
+        return mdnl_lj_raw(p, r);
+    if (p->kind == MDNL_POTENTIAL_MORSE)
+        return mdnl_morse_raw(p, r);
+    return 0.0;
+}
+
+/* Energy of a pair at float distance d (as stored in a neighbor list). The
+ * caller has already applied the cutoff (d2 < g->cutoff2). */
+MDNL_HD double mdnl_pair_energy_d(const mdnl_potential *p, float d)
+{
+    return MDNL_DSUB(mdnl_potential_raw(p, (double)d), p->offset);
+}
+
+/* Energy of a pair from its squared distance (mdnl_pair_d2): the fused paths'
+ * entry point, equal bit for bit to mdnl_pair_energy_d(p, sqrtf(d2)). */
+MDNL_HD double mdnl_pair_energy(const mdnl_potential *p, float d2)
+{
+    return mdnl_pair_energy_d(p, sqrtf(d2));
+}
+
+MDNL_END_C
+
+#endif

@@ -1,0 +1,256 @@
+/* bench_energy.c — times the energy kernels (energy.h, energy_cuda.h) on an
+ * LJ crystal-like liquid: median of repeats, CUDA events on the GPU,
+ * CLOCK_MONOTONIC on the CPU.
+ *
+ * Napkin math for lj-1m (N = 1,048,576, rho = 0.8442, rc = 2.5):
+ *   neighbors per atom (full) = 4/3 pi rc^3 rho = 55.3, so 58 M full-list
+ *   pairs (29 M half). Cells are >= rc wide: 43^3 cells of 13.2 atoms; the
+ *   27-cell stencil gives 356 candidates per atom, 373 M distance checks of
+ *   ~9 flops and one 16-byte float4 load each (from L1/L2: the 16 MB of
+ *   sorted positions stay in the 50 MB L2).
+ *   fused: 3.4 Gflop fp32 + 58 M pair energies in fp64 (~25 flops with the
+ *   division) = 1.5 Gflop fp64; H100 SXM: ~60 Tflop/s fp32, ~30 fp64 ->
+ *   floor ~0.1 ms; the L1 load rate (~6 GB of float4) is the likelier
+ *   limit, ~0.2-0.3 ms.
+ *   list (full): reads 58 M floats + 8 MB offsets = 240 MB, at ~3 TB/s
+ *   ~0.08 ms; the half list reads half of that but scatters per-atom
+ *   energies with atomics (when asked; not timed here).
+ *   reduction: 1 M doubles (8 MB) to 4096 block sums: negligible next to the
+ *   pair work, except for the atomic baseline, which serialises 1 M double
+ *   atomics on one address.
+ */
+#include "bench_energy.h"
+
+#include "energy.h"
+#include "geometry.h"
+#include "nlist.h"
+#include "potential.h"
+#if defined(MDNL_HAVE_CUDA)
+#include "device.h"
+#include "energy_cuda.h"
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_ROWS 32
+
+typedef struct bench_row {
+    char path[32];
+    char backend[8];
+    char reduce[16];
+    double ms;
+    double total;
+} bench_row;
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* splitmix64: a seeded, portable generator, so the frame is the same everywhere. */
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* FCC nside^3 x 4 at density 0.8442, each coordinate jittered uniformly by
+ * +-0.05 sigma (seed 2024). */
+static mdnl_status make_fcc(mdnl_frame *f, int nside)
+{
+    const double rho = 0.8442, a = cbrt(4.0 / rho);
+    const int64_t n = (int64_t)nside * nside * nside * 4;
+    mdnl_status st = mdnl_frame_reserve(f, n);
+    if (st != MDNL_OK)
+        return st;
+    static const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
+    uint64_t seed = 2024;
+    int32_t sp = mdnl_frame_species_id(f, "Ar", 2);
+    int64_t i = 0;
+    for (int x = 0; x < nside; ++x)
+        for (int y = 0; y < nside; ++y)
+            for (int z = 0; z < nside; ++z)
+                for (int b = 0; b < 4; ++b, ++i) {
+                    f->pos[i][0] = (x + basis[b][0]) * a + 0.1 * (rng_uniform(&seed) - 0.5);
+                    f->pos[i][1] = (y + basis[b][1]) * a + 0.1 * (rng_uniform(&seed) - 0.5);
+                    f->pos[i][2] = (z + basis[b][2]) * a + 0.1 * (rng_uniform(&seed) - 0.5);
+                    f->species[i] = sp;
+                }
+    f->natoms = n;
+    f->box.has_lattice = true;
+    f->box.h[0][0] = f->box.h[1][1] = f->box.h[2][2] = nside * a;
+    f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
+    return MDNL_OK;
+}
+
+static void add_row(bench_row *rows, int *nrows, const char *path, const char *backend, const char *reduce, double ms,
+                    double total)
+{
+    if (*nrows >= MAX_ROWS)
+        return;
+    bench_row *r = &rows[(*nrows)++];
+    snprintf(r->path, sizeof r->path, "%s", path);
+    snprintf(r->backend, sizeof r->backend, "%s", backend);
+    snprintf(r->reduce, sizeof r->reduce, "%s", reduce);
+    r->ms = ms;
+    r->total = total;
+}
+
+#if defined(MDNL_HAVE_CUDA)
+typedef enum gpu_path { GPU_FUSED = 0, GPU_FUSED_CELLS, GPU_LIST_FULL, GPU_LIST_HALF } gpu_path;
+
+/* Median device time of `reps` runs of one path (after one warm-up run). */
+static mdnl_status time_gpu(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p, gpu_path path,
+                            int reps, double *ms, double *total)
+{
+    double t[64];
+    mdnl_status st = MDNL_OK;
+    for (int r = -1; r < reps && st == MDNL_OK; ++r) {
+        if (path == GPU_FUSED || path == GPU_FUSED_CELLS)
+            st = mdnl_energy_cuda_run_fused(e, g, p, path == GPU_FUSED_CELLS, 0);
+        else
+            st = mdnl_energy_cuda_run_list(e, path == GPU_LIST_HALF ? MDNL_LIST_HALF : MDNL_LIST_FULL, p, 0);
+        if (st == MDNL_OK && r >= 0)
+            st = mdnl_energy_cuda_last_ms(e, &t[r]);
+    }
+    if (st == MDNL_OK)
+        st = mdnl_energy_cuda_result(e, total, NULL);
+    if (st == MDNL_OK)
+        *ms = median(t, reps);
+    return st;
+}
+
+static mdnl_status bench_gpu(const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
+                             const mdnl_nlist *full, const mdnl_nlist *half, bench_row *rows, int *nrows)
+{
+    mdnl_energy_cuda *e = NULL;
+    mdnl_status st = mdnl_energy_cuda_create(NULL, &e);
+    if (st != MDNL_OK)
+        return st;
+    mdnl_energy_cuda_set_timing(e, 1);
+    static const mdnl_energy_reduce variants[] = {MDNL_REDUCE_ATOMIC, MDNL_REDUCE_TREE, MDNL_REDUCE_SHUFFLE};
+    static const char *names[] = {"fused", "fused+cells", "list-full", "list-half"};
+    const int reps = 21;
+    st = mdnl_energy_cuda_upload_positions(e, g, pos4);
+    for (int path = GPU_FUSED; path <= GPU_LIST_HALF && st == MDNL_OK; ++path) {
+        if (path == GPU_LIST_FULL)
+            st = mdnl_energy_cuda_upload_list(e, full);
+        if (path == GPU_LIST_HALF && st == MDNL_OK)
+            st = mdnl_energy_cuda_upload_list(e, half);
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0] && st == MDNL_OK; ++v) {
+            double ms = 0, total = 0;
+            mdnl_energy_cuda_set_reduce(e, variants[v]);
+            st = time_gpu(e, g, p, (gpu_path)path, reps, &ms, &total);
+            if (st == MDNL_OK)
+                add_row(rows, nrows, names[path], "cuda", mdnl_energy_reduce_name(variants[v]), ms, total);
+        }
+    }
+    mdnl_energy_cuda_free(e);
+    return st;
+}
+#endif
+
+mdnl_status mdnl_bench_energy_size(FILE *out, int json, int nside)
+{
+    const double cutoff = 2.5;
+    mdnl_frame f;
+    memset(&f, 0, sizeof f);
+    mdnl_status st = make_fcc(&f, nside);
+    float(*pos4)[4] = NULL;
+    mdnl_geom g;
+    mdnl_potential p;
+    mdnl_nlist full, half;
+    memset(&full, 0, sizeof full);
+    memset(&half, 0, sizeof half);
+    bench_row rows[MAX_ROWS];
+    int nrows = 0;
+    if (st == MDNL_OK && !(pos4 = mdnl_malloc((size_t)f.natoms * sizeof *pos4, "bench positions")))
+        st = MDNL_ERR_RESOURCE;
+    if (st == MDNL_OK)
+        st = mdnl_geom_prepare(&f, cutoff, &g, pos4);
+    if (st == MDNL_OK)
+        st = mdnl_potential_parse("lj:epsilon=1,sigma=1", cutoff, &p);
+    const float(*cpos)[4] = (const float(*)[4])pos4;
+    /* CPU: fused, and from lists built once (list building not timed). */
+    const int cpu_reps = 3;
+    double t[8], total = 0;
+    for (int r = 0; r < cpu_reps && st == MDNL_OK; ++r) {
+        double t0 = now_ms();
+        st = mdnl_energy_frame_cpu(&g, cpos, &p, &total, NULL);
+        t[r] = now_ms() - t0;
+    }
+    if (st == MDNL_OK)
+        add_row(rows, &nrows, "fused", "cpu", "ordered", median(t, cpu_reps), total);
+    if (st == MDNL_OK)
+        st = mdnl_nlist_build_cpu(&g, cpos, MDNL_METHOD_CELL, MDNL_LIST_FULL, &full);
+    if (st == MDNL_OK)
+        st = mdnl_nlist_build_cpu(&g, cpos, MDNL_METHOD_CELL, MDNL_LIST_HALF, &half);
+    for (int k = 0; k < 2 && st == MDNL_OK; ++k) {
+        const mdnl_nlist *l = k == 0 ? &full : &half;
+        for (int r = 0; r < cpu_reps && st == MDNL_OK; ++r) {
+            double t0 = now_ms();
+            st = mdnl_energy_list_cpu(l, k == 0 ? MDNL_LIST_FULL : MDNL_LIST_HALF, &p, &total, NULL);
+            t[r] = now_ms() - t0;
+        }
+        if (st == MDNL_OK)
+            add_row(rows, &nrows, k == 0 ? "list-full" : "list-half", "cpu", "ordered", median(t, cpu_reps), total);
+    }
+    const char *device = "none";
+#if defined(MDNL_HAVE_CUDA)
+    if (st == MDNL_OK && mdnl_cuda_device_count() > 0) {
+        device = mdnl_cuda_device_name();
+        st = bench_gpu(&g, cpos, &p, &full, &half, rows, &nrows);
+    }
+#endif
+    if (st == MDNL_OK) {
+        const double n = (double)f.natoms;
+        if (json) {
+            fprintf(out, "{\"benchmark\": \"energy\", \"fixture\": \"lj-%lld\", \"natoms\": %lld, \"cutoff\": %g, "
+                         "\"pairs_half\": %lld, \"device\": \"%s\", \"results\": [",
+                    (long long)f.natoms, (long long)f.natoms, cutoff, (long long)half.npairs, device);
+            for (int k = 0; k < nrows; ++k)
+                fprintf(out, "%s{\"path\": \"%s\", \"backend\": \"%s\", \"reduce\": \"%s\", \"ms\": %.6f, "
+                             "\"atoms_per_s\": %.6g, \"total\": %.17g}",
+                        k ? ", " : "", rows[k].path, rows[k].backend, rows[k].reduce, rows[k].ms,
+                        n / (rows[k].ms * 1e-3), rows[k].total);
+            fprintf(out, "]}\n");
+        } else {
+            fprintf(out, "# energy benchmark: lj, %lld atoms, rc %g, %lld half-list pairs; device: %s\n",
+                    (long long)f.natoms, cutoff, (long long)half.npairs, device);
+            fprintf(out, "# median ms (GPU: CUDA events, device time only; CPU: wall clock, list building not timed)\n");
+            fprintf(out, "%-12s %-7s %-8s %12s %14s %26s\n", "path", "backend", "reduce", "ms", "atoms/s", "total");
+            for (int k = 0; k < nrows; ++k)
+                fprintf(out, "%-12s %-7s %-8s %12.4f %14.4g %26.17g\n", rows[k].path, rows[k].backend,
+                        rows[k].reduce, rows[k].ms, n / (rows[k].ms * 1e-3), rows[k].total);
+        }
+    }
+    mdnl_nlist_free(&full);
+    mdnl_nlist_free(&half);
+    free(pos4);
+    mdnl_frame_free(&f);
+    return st;
+}
+
+mdnl_status mdnl_bench_energy(FILE *out, int json) { return mdnl_bench_energy_size(out, json, 64); }

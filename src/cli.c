@@ -20,6 +20,25 @@ double mdnl_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                               float (**pos4)[4], int64_t *cap)
+{
+    if (*cap < f->natoms + 1) {
+        free(*pos4);
+        *cap = 0;
+        if (!(*pos4 = mdnl_malloc((size_t)(f->natoms + 1) * sizeof **pos4, "float positions")))
+            return MDNL_ERR_RESOURCE;
+        *cap = f->natoms + 1;
+    }
+    mdnl_status st = mdnl_geom_prepare(f, cutoff, g, *pos4);
+    if (st == MDNL_ERR_INPUT) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
+        st = mdnl_error(st, "%s: %s", input, msg);
+    }
+    return st;
+}
+
 /* ---- option values ---- */
 
 static mdnl_status parse_double(const char *opt, const char *s, double *out)

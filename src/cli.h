@@ -6,6 +6,7 @@
 
 #include "frame.h"
 #include "mdnl.h"
+#include "geometry.h"
 #include "nlist.h"
 #include "reader.h"
 
@@ -84,6 +85,12 @@ void mdnl_progress_start(mdnl_progress *p, const mdnl_opts *o, mdnl_frames *fs);
 void mdnl_progress_step(mdnl_progress *p);
 void mdnl_progress_end(mdnl_progress *p);
 
+/* Prepares frame f for the kernels with `cutoff`: grows *pos4 (capacity in
+ * *cap atoms, freed by the caller) and fills g. Input errors are prefixed
+ * with the input path. */
+mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                               float (**pos4)[4], int64_t *cap);
+
 /* Wall-clock seconds (monotonic). */
 double mdnl_now(void);
 
@@ -104,5 +111,6 @@ mdnl_status mdnl_cmd_info(int argc, char **argv);
 mdnl_status mdnl_cmd_gen(int argc, char **argv);
 mdnl_status mdnl_cmd_bench(int argc, char **argv);
 mdnl_status mdnl_cmd_convert(int argc, char **argv);
+mdnl_status mdnl_cmd_energy(int argc, char **argv);
 
 #endif

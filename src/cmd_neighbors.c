@@ -103,23 +103,9 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         if (st != MDNL_OK)
             goto done;
         double t1 = mdnl_now();
-        if (pos_cap < f.natoms + 1) {
-            free(pos4);
-            pos_cap = f.natoms + 1;
-            if (!(pos4 = mdnl_malloc((size_t)pos_cap * sizeof *pos4, "float positions"))) {
-                st = MDNL_ERR_RESOURCE;
-                goto done;
-            }
-        }
         mdnl_geom g;
-        if ((st = mdnl_geom_prepare(&f, o.cutoff, &g, pos4)) != MDNL_OK) {
-            if (st == MDNL_ERR_INPUT) {
-                char msg[1024];
-                snprintf(msg, sizeof msg, "%s", mdnl_last_error());
-                st = mdnl_error(st, "%s: %s", input, msg);
-            }
+        if ((st = mdnl_prepare_frame(input, &f, o.cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
             goto done;
-        }
         mdnl_list_kind kind = o.has_list ? o.list : MDNL_LIST_HALF;
         if ((st = mdnl_engine_nlist(&eng, &g, (const float(*)[4])pos4, o.method, kind, &list)) != MDNL_OK)
             goto done;

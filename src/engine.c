@@ -1,7 +1,10 @@
 /* engine.c — backend dispatch for the commands (see engine.h). */
 #include "engine.h"
 
+#include "energy.h"
+
 #ifdef MDNL_HAVE_CUDA
+#include "energy_cuda.h"
 #include "nlist_cuda.h"
 #endif
 
@@ -32,6 +35,7 @@ void mdnl_engine_free(mdnl_engine *e)
     if (!e)
         return;
 #ifdef MDNL_HAVE_CUDA
+    mdnl_energy_cuda_free(e->energy_cuda);
     mdnl_cuda_ctx_free(e->cuda);
 #endif
     memset(e, 0, sizeof *e);
@@ -48,4 +52,22 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
 #endif
     e->last_method = m == MDNL_METHOD_AUTO ? MDNL_METHOD_CELL : m;
     return mdnl_nlist_build_cpu(g, pos4, m, kind, out);
+}
+
+mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
+                               double *total, double *per_atom)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        if (!e->energy_cuda) {
+            mdnl_energy_cuda *ec = NULL;
+            mdnl_status st = mdnl_energy_cuda_create(mdnl_cuda_ctx_stream(e->cuda), &ec);
+            if (st != MDNL_OK)
+                return st;
+            e->energy_cuda = ec;
+        }
+        return mdnl_energy_frame_cuda(e->energy_cuda, g, pos4, p, total, per_atom);
+    }
+#endif
+    return mdnl_energy_frame_cpu(g, pos4, p, total, per_atom);
 }

@@ -6,11 +6,13 @@
 
 #include "cli.h"
 #include "nlist.h"
+#include "potential.h"
 
 typedef struct mdnl_engine {
     mdnl_backend backend; /* CPU or CUDA, never AUTO */
     void *cuda;           /* mdnl_cuda_ctx when backend is CUDA */
     mdnl_method last_method; /* what the last build used (auto resolved) */
+    void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
 } mdnl_engine;
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);
@@ -18,5 +20,11 @@ void mdnl_engine_free(mdnl_engine *e);
 
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out);
+
+/* Total (and, when per_atom is not NULL, per-atom) pair energy of a frame
+ * prepared with the potential's cutoff, by the fused path: cells are
+ * traversed and no list is stored. */
+mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
+                               double *total, double *per_atom);
 
 #endif

@@ -36,6 +36,19 @@ static const command commands[] = {
      "                            or HDF5 (.h5/.h5md/.hdf5): one CSR per frame under /neighbors\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --method auto|brute-atomic|brute-noatomic|cell\n"},
+    {"energy", mdnl_cmd_energy,
+     "usage: mdnl energy INPUT -c CUT --pair SPEC [--per-atom] [-o OUT.tsv|OUT.h5|-] [options]\n"
+     "Pair-potential energy of every selected frame: TSV # frame step energy, or with\n"
+     "--per-atom # frame i energy (half of each pair to each atom, as LAMMPS compute pe/atom).\n"
+     "Options:\n"
+     "  -c, --cutoff CUT          potential cutoff (required, > 0)\n"
+     "  --pair lj:epsilon=E,sigma=S[,shift=yes|no]\n"
+     "  --pair morse:d0=D,alpha=A,r0=R[,shift=yes|no]\n"
+     "                            shifted to zero at the cutoff unless shift=no (LAMMPS pair_modify shift yes)\n"
+     "  --per-atom                per-atom energies instead of totals\n"
+     "  -o, --output FILE         TSV (default standard output) or HDF5: /observables/potential_energy,\n"
+     "                            /particles/all/potential_energy with --per-atom\n"
+     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"},
     {"info", mdnl_cmd_info,
      "usage: mdnl info INPUT [--json]\n"
      "Atoms, frames, species, cell and periodicity of the first frame.\n"},
@@ -62,6 +75,7 @@ static void print_usage(FILE *fp)
                 "usage: mdnl COMMAND [options]   (mdnl COMMAND --help for each)\n"
                 "commands:\n"
                 "  neighbors INPUT -c CUT      neighbor lists as TSV\n"
+                "  energy INPUT -c CUT --pair  pair energies (LJ, Morse)\n"
                 "  info INPUT [--json]         what a trajectory holds\n"
                 "  gen graphene --nx --ny -o   generate a graphene sheet\n"
                 "  convert INPUT OUTPUT        XYZ / extended XYZ / H5MD\n"

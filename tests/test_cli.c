@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ Test(cli, version_prints_and_exits_0)
 
 Test(cli, help_on_every_subcommand_exits_0)
 {
-    const char *cmds[] = {"neighbors", "info", "gen", "convert", "bench"};
+    const char *cmds[] = {"neighbors", "energy", "info", "gen", "convert", "bench"};
     for (unsigned k = 0; k < sizeof cmds / sizeof *cmds; ++k) {
         cr_expect_eq(mdnl("%s --help", cmds[k]), 0, "%s --help", cmds[k]);
         cr_expect(strstr(out_text, "usage: mdnl") != NULL, "%s --help: %s", cmds[k], out_text);
@@ -283,4 +284,40 @@ Test(cli, neighbors_to_hdf5_writes_one_csr_per_frame_and_nothing_on_failure)
     snprintf(p, sizeof p, "%s/out.h5", tmpdir);
     cr_expect_neq(access(p, F_OK), 0, "a failed run left out.h5");
     cr_expect_eq(dir_entries(), 2, "only nb.h5 and bad.xyz may remain");
+}
+
+Test(cli, energy_matches_the_lammps_reference_and_bad_pair_specs_exit_2)
+{
+    /* data/energy/reference.txt: LAMMPS run 0, pair_style lj/cut 2.5, shift yes */
+    cr_assert_eq(mdnl("energy %s/energy/lj_liquid.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 --backend cpu",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    long long frame, step;
+    double e;
+    cr_assert_eq(sscanf(out_text, "# frame\tstep\tenergy\n%lld\t%lld\t%lf", &frame, &step, &e), 3, "%s", out_text);
+    cr_expect(fabs(e - -10954.415638721624) < 1e-6 * 10954.4, "energy %.12g", e);
+    cr_assert_eq(mdnl("energy %s/energy/lj_liquid.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 --per-atom -o pa.tsv",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    char p[512];
+    snprintf(p, sizeof p, "%s/pa.tsv", tmpdir);
+    FILE *fp = fopen(p, "r");
+    cr_assert_not_null(fp);
+    char line[256];
+    double sum = 0;
+    int rows = 0;
+    long long i;
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "%lld\t%lld\t%lf", &frame, &i, &e) == 3)
+            sum += e, rows++;
+    fclose(fp);
+    cr_expect_eq(rows, 2048);
+    cr_expect(fabs(sum - -10954.415638721624) < 1e-6 * 10954.4, "per-atom sum %.12g", sum);
+    const char *bad[] = {"lj:epsilon=1", "lj:epsilon=1,sigma=-1", "lj:epsilon=1,sigma=nan", "coulomb:q=1",
+                         "morse:d0=1,alpha=2", "lj:epsilon=1,sigma=1,shift=maybe"};
+    for (unsigned k = 0; k < sizeof bad / sizeof *bad; ++k) {
+        cr_expect_eq(mdnl("energy %s/energy/lj_liquid.xyz -c 2.5 --pair %s", MDNL_DATA_DIR, bad[k]), 2, "--pair %s",
+                     bad[k]);
+        expect_one_error_line();
+    }
 }

@@ -1,0 +1,158 @@
+/* cmd_energy.c — `mdnl energy`: pair-potential energy per frame (and per
+ * atom) by the fused path (no neighbor list stored), as TSV or H5MD. */
+#include "cli.h"
+#include "engine.h"
+#include "h5md_writer.h"
+#include "output_file.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+mdnl_status mdnl_cmd_energy(int argc, char **argv)
+{
+    mdnl_opts o;
+    mdnl_status st = mdnl_parse_options("energy",
+                                        "cutoff,pair,per-atom,output,backend,method,frames,box,no-pbc,group,quiet,"
+                                        "json,progress,no-progress",
+                                        argc, argv, 2, &o);
+    if (st != MDNL_OK)
+        return st;
+    if (o.npositional != 1)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl energy: expected one INPUT file, got %d", o.npositional);
+    if (!o.has_cutoff)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl energy: the cutoff -c CUT is required");
+    if (!o.pair)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl energy: --pair SPEC is required (e.g. lj:epsilon=1,sigma=1)");
+    mdnl_potential pot;
+    if ((st = mdnl_potential_parse(o.pair, o.cutoff, &pot)) != MDNL_OK)
+        return st;
+    const char *input = o.positional[0];
+    const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
+    const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
+
+    mdnl_engine eng;
+    if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
+        return st;
+    mdnl_frames *fs = NULL;
+    mdnl_frame f = {0};
+    float(*pos4)[4] = NULL;
+    int64_t pos_cap = 0, per_cap = 0;
+    double *per_atom = NULL;
+    mdnl_ofile out = {0};
+    mdnl_h5md_results *res = NULL;
+    mdnl_progress prog = {0};
+    int64_t nframes = 0, total_atoms = 0;
+    double e_first = 0, e_last = 0, e_sum = 0, e_min = INFINITY, e_max = -INFINITY;
+    double t_read = 0, t_energy = 0, t_write = 0;
+
+    if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
+        goto done;
+    if (h5)
+        st = mdnl_h5md_results_create(outpath, &res);
+    else if (outpath)
+        st = mdnl_ofile_open(&out, outpath);
+    if (st != MDNL_OK)
+        goto done;
+    if (outpath && !h5 && fputs(o.per_atom ? "# frame\ti\tenergy\n" : "# frame\tstep\tenergy\n", out.fp) < 0) {
+        st = mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", outpath);
+        goto done;
+    }
+    mdnl_progress_start(&prog, &o, fs);
+    for (;;) {
+        double t0 = mdnl_now();
+        st = mdnl_frames_next(fs, &f);
+        if (st == MDNL_END)
+            break;
+        if (st != MDNL_OK)
+            goto done;
+        double t1 = mdnl_now();
+        mdnl_geom g;
+        if ((st = mdnl_prepare_frame(input, &f, o.cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
+            goto done;
+        if (o.per_atom && per_cap < f.natoms + 1) {
+            free(per_atom);
+            per_cap = f.natoms + 1;
+            if (!(per_atom = mdnl_malloc((size_t)per_cap * sizeof *per_atom, "per-atom energies"))) {
+                st = MDNL_ERR_RESOURCE;
+                goto done;
+            }
+        }
+        double total = 0;
+        if ((st = mdnl_engine_energy(&eng, &g, (const float(*)[4])pos4, &pot, &total,
+                                     o.per_atom ? per_atom : NULL)) != MDNL_OK)
+            goto done;
+        double t2 = mdnl_now();
+        const double time = f.has_time ? f.time : NAN;
+        if (h5) {
+            if ((st = mdnl_h5md_results_write_energy(res, f.step, time, total)) != MDNL_OK)
+                goto done;
+            if (o.per_atom &&
+                (st = mdnl_h5md_results_write_per_atom_energy(res, f.step, time, f.natoms, per_atom)) != MDNL_OK)
+                goto done;
+        } else if (outpath) {
+            if (o.per_atom)
+                for (int64_t i = 0; i < f.natoms; ++i)
+                    fprintf(out.fp, "%lld\t%lld\t%.15g\n", (long long)f.index, (long long)i, per_atom[i]);
+            else
+                fprintf(out.fp, "%lld\t%lld\t%.15g\n", (long long)f.index, (long long)f.step, total);
+            if (ferror(out.fp)) {
+                st = mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", outpath);
+                goto done;
+            }
+        }
+        t_read += t1 - t0, t_energy += t2 - t1, t_write += mdnl_now() - t2;
+        if (!nframes)
+            e_first = total;
+        e_last = total;
+        e_sum += total;
+        e_min = total < e_min ? total : e_min;
+        e_max = total > e_max ? total : e_max;
+        nframes++;
+        total_atoms += f.natoms;
+        mdnl_progress_step(&prog);
+    }
+    if (h5) {
+        st = mdnl_h5md_results_commit(res); /* frees res */
+        res = NULL;
+    } else if (outpath) {
+        st = mdnl_ofile_commit(&out);
+    } else {
+        st = MDNL_OK;
+    }
+    if (st != MDNL_OK)
+        goto done;
+    mdnl_progress_end(&prog);
+    char desc[160];
+    mdnl_potential_describe(&pot, desc, sizeof desc);
+    if (o.json) {
+        printf("{\"command\":\"energy\",\"input\":");
+        mdnl_json_string(stdout, input);
+        printf(",\"pair\":");
+        mdnl_json_string(stdout, desc);
+        printf(",\"cutoff\":%.15g,\"frames\":%lld,\"atoms\":%lld,\"backend\":\"%s\"", o.cutoff, (long long)nframes,
+               (long long)total_atoms, mdnl_backend_name(eng.backend));
+        if (nframes)
+            printf(",\"energy\":{\"first\":%.17g,\"last\":%.17g,\"mean\":%.17g,\"min\":%.17g,\"max\":%.17g}", e_first,
+                   e_last, e_sum / nframes, e_min, e_max);
+        printf(",\"seconds\":{\"read\":%.6f,\"energy\":%.6f,\"write\":%.6f}}\n", t_read, t_energy, t_write);
+    } else if (!o.quiet) {
+        fprintf(stderr, "mdnl energy: %lld frame(s), %lld atoms, %s below %g, %s; ", (long long)nframes,
+                (long long)total_atoms, desc, o.cutoff, mdnl_backend_name(eng.backend));
+        if (nframes)
+            fprintf(stderr, "energy first %.10g, last %.10g, mean %.10g; ", e_first, e_last, e_sum / nframes);
+        fprintf(stderr, "read %.3f s, energy %.3f s, write %.3f s\n", t_read, t_energy, t_write);
+    }
+done:
+    mdnl_progress_end(&prog);
+    if (st != MDNL_OK) {
+        mdnl_ofile_abort(&out);
+        mdnl_h5md_results_abort(res);
+    }
+    mdnl_frames_close(fs);
+    mdnl_frame_free(&f);
+    free(pos4);
+    free(per_atom);
+    mdnl_engine_free(&eng);
+    return st;
+}

@@ -5,8 +5,11 @@
 #include <math.h>
 #include <string.h>
 
-/* Relative slack on cell widths and image ranges that covers float rounding. */
+/* Slack on cell widths and image ranges that covers float rounding: relative
+ * to the cutoff, plus a few float ulps of the largest coordinate (t of an atom
+ * at 1000 Å is rounded by ~1e-4 Å, more than 1e-5 of a 2 Å cutoff). */
 #define SLACK 1e-5
+#define ULP_SLACK 2e-6
 
 static int invert3(const double a[3][3], double inv[3][3])
 {
@@ -60,7 +63,6 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
     g->natoms = n;
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
-    const double rcs = cutoff * (1.0 + SLACK);
 
     /* Fractional frame: s = r · hinv, so column k of hinv is the reciprocal
      * vector b_k and w_k = 1 / |b_k|. Without a lattice, s = r. */
@@ -121,6 +123,15 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
                 tmax[k] = t;
         }
     }
+
+    double tabs = 0;
+    for (int k = 0; k < 3; ++k) {
+        if (n > 0)
+            tabs = fmax(tabs, fmax(fabs(tmin[k]), fabs(tmax[k])));
+        if (g->pbc[k])
+            tabs = fmax(tabs, w[k]);
+    }
+    const double rcs = cutoff * (1.0 + SLACK) + ULP_SLACK * tabs;
 
     /* Grid: cells at least rcs wide, at most max(64, 2n) of them. */
     double span[3];

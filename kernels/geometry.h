@@ -20,8 +20,8 @@
  * offsets -stencil..stencil visit distinct (cell, shift) pairs even when the
  * cutoff exceeds the box (ncell 1, stencil > 1). On an open axis the grid
  * spans the atoms and offsets that leave it are skipped. Cells are at least
- * the cutoff times (1 + 1e-5) wide, a slack that covers float rounding in the
- * binning. The grid never has more than max(64, 2·natoms) cells.
+ * the cutoff times (1 + 1e-5) plus 2e-6 of the largest coordinate wide, a
+ * slack that covers float rounding in the binning. The grid never has more than max(64, 2·natoms) cells.
  */
 #ifndef MDNL_GEOMETRY_H
 #define MDNL_GEOMETRY_H
@@ -104,8 +104,10 @@ MDNL_HD int mdnl_half_keep(int64_t i, int64_t j, int s0, int s1, int s2)
 /* Cell coordinate of a position on axis k, clamped into the grid. */
 MDNL_HD int mdnl_cell_coord(const mdnl_geom *g, float x, float y, float z, int k)
 {
-    float t = x * g->tmat[0][k] + y * g->tmat[1][k] + z * g->tmat[2][k] - g->t0[k];
-    float c = floorf(t * g->inv_cell[k]);
+    float t = MDNL_FSUB(MDNL_FADD(MDNL_FADD(MDNL_FMUL(x, g->tmat[0][k]), MDNL_FMUL(y, g->tmat[1][k])),
+                                  MDNL_FMUL(z, g->tmat[2][k])),
+                        g->t0[k]);
+    float c = floorf(MDNL_FMUL(t, g->inv_cell[k]));
     if (!(c >= 0.0f))
         return 0; /* also catches NaN */
     if (c >= (float)(g->ncell[k] - 1))

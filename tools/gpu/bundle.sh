@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# tools/gpu/bundle.sh [BUILD_DIR] — builds mdnl and the tests with CUDA
+# (sm_90) and packs them, with the shared libraries they load, into .gpu/ at
+# the repository root (git-ignored) for the GPU host, which has no HDF5 or
+# Criterion. Then, with the device tool: carry [".gpu"], command
+# "tools/gpu/run_suite.sh". See README "GPU host".
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+b=${1:-$root/build}
+cmake --build "$b" -j2
+rm -rf "$root/.gpu"
+"$root/../shared/tools/gpu-bundle" "$root/.gpu" "$b/mdnl" "$b"/tests/test_*
+du -sh "$root/.gpu"

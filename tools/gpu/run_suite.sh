@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# tools/gpu/run_suite.sh — runs on the GPU host from the repository root:
+# every test binary of the bundle (.gpu/, made by tools/gpu/bundle.sh) with
+# one job, then `mdnl bench`. Logs and the benchmark JSON go to $OUT (or
+# ./gpu-out). The tests were built with absolute paths under /work/main
+# (MDNL_BINARY, MDNL_DATA_DIR), so that path is made to point here.
+set -uo pipefail
+here=$(pwd)
+out=${OUT:-$here/gpu-out}
+mkdir -p "$out"
+if [ "$here" != /work/main ]; then
+  if [ -e /work/main ] && [ ! -L /work/main ]; then echo "/work/main exists here; cannot relocate" >&2; exit 1; fi
+  mkdir -p /work && ln -sfn "$here" /work/main
+fi
+mkdir -p build && cp .gpu/bin/mdnl build/mdnl
+source .gpu/env.sh
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader;
+  echo "date $(date -u +%FT%TZ)"; echo "commit $(cat .gpu/COMMIT 2>/dev/null)"; } > "$out/device.txt" 2>&1
+cat "$out/device.txt"
+fail=0
+for t in .gpu/bin/test_*; do
+  name=$(basename "$t")
+  "$t" --jobs 1 > "$out/$name.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || fail=1
+  printf '%-18s rc=%d  %s\n' "$name" "$rc" "$(grep -a 'Synthesis' "$out/$name.log" | tail -1)"
+done
+if [ "${1:-}" != "--no-bench" ]; then
+  build/mdnl bench --json > "$out/bench.json" 2> "$out/bench.err" || fail=1
+  build/mdnl bench > "$out/bench.txt" 2>&1 || fail=1
+  cat "$out/bench.txt"
+fi
+exit $fail

@@ -303,6 +303,34 @@ __global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__
     counts[i] = k;
 }
 
+/* Cell-list staged pass (variant 2, the default: one traversal instead of
+ * count + fill). Mapping: thread per sorted slot s; row order[s]'s k-th entry
+ * goes to stage[k * n + s] while k < cap (a warp's stores of the same k
+ * coalesce), its true length to counts[order[s]] and the longest row to
+ * *maxlen, so that the host can grow cap and retry. */
+template <bool FULL>
+__global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                         uint64_t *__restrict__ stage, int cap,
+                                                         unsigned long long *__restrict__ counts,
+                                                         int *__restrict__ maxlen)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= c.natoms)
+        return;
+    const int i = c.order[s];
+    const int n = c.natoms;
+    long long k = 0;
+    mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+            if (k < cap)
+                stage[(size_t)k * n + s] = mdnl_row_key(j, __fsqrt_rn(d2));
+            ++k;
+        }
+    });
+    counts[i] = (unsigned long long)k;
+    atomicMax(maxlen, k > INT32_MAX ? INT32_MAX : (int)k);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Fill, sort and write rows. Mapping: thread per row (MODE 0: sorted slot s,
  * row order[s]; MODE 1, 2: row s). A block-wide exclusive scan of the row
@@ -314,7 +342,9 @@ __global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__
  *   MODE 0 (cell fill): the row comes from the cell-list visitor;
  *   MODE 1 (brute-noatomic compaction): from the transposed stage;
  *   MODE 2 (brute-atomic row sort): from the CSR itself (in place); the
- *          block's rows are one contiguous CSR range, loaded cooperatively. */
+ *          block's rows are one contiguous CSR range, loaded cooperatively;
+ *   MODE 3 (cell compaction, default cell variant): thread per sorted slot
+ *          s, row order[s], from the cell stage stage[k * n + s]. */
 #define ROWS_T 128
 
 template <int MODE, bool FULL>
@@ -330,7 +360,7 @@ __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ md
     const int s = blockIdx.x * ROWS_T + threadIdx.x;
     int i = -1;
     if (s < n)
-        i = MODE == 0 ? c.order[s] : s;
+        i = (MODE == 0 || MODE == 3) ? c.order[s] : s;
     long long off = 0, len = 0;
     if (i >= 0) {
         off = offsets[i];
@@ -380,6 +410,9 @@ __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ md
                 if (FULL || mdnl_half_keep(ii, j, s0, s1, s2))
                     emit(mdnl_row_key(j, __fsqrt_rn(d2)));
             });
+        } else if (MODE == 3) {
+            for (long long q = 0; q < len && q < cap; ++q)
+                emit(stage[(size_t)q * n + s]);
         } else {
             for (int ch = 0; ch < nchunk; ++ch) {
                 const uint64_t *part = stage + (size_t)ch * cap * n + i;
@@ -427,6 +460,7 @@ struct mdnl_cuda_ctx {
     int stage_cap;
     int64_t retries;
     int smem_budget; /* bytes; -1: default */
+    int cell_variant; /* 1: count + fused fill; 2: staged single pass (default) */
     int smem_optin;  /* the device's opt-in maximum per block */
 };
 
@@ -443,6 +477,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for a CUDA context");
     c->stage_cap = 32;
     c->smem_budget = -1;
+    c->cell_variant = 2;
     mdnl_status st = MDNL_OK;
     cudaError_t e;
 #define CTX_TRY(call)                                                                                                  \
@@ -513,6 +548,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v == 1 ? 1 : 2; }
 
 extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
 {
@@ -625,6 +661,39 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
     if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    if (ctx->cell_variant == 2) {
+        int *maxlen = (int *)ctx->flags.ptr + 1;
+        STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+        for (;;) {
+            const int cap = ctx->stage_cap;
+            if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)cap * (size_t)n * sizeof(uint64_t), "neighbor stage")) !=
+                MDNL_OK)
+                return st;
+            MDNL_CUDA_CHECK(cudaMemsetAsync(maxlen, 0, sizeof(int), ctx->stream));
+            cell_stage_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                *g, ctx->cells.view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
+            MDNL_CUDA_LAUNCHED(ctx->stream);
+            MDNL_CUDA_CHECK(
+                cudaMemcpyAsync(ctx->h_small + 1, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+            MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+            int longest;
+            memcpy(&longest, ctx->h_small + 1, sizeof longest);
+            if (longest <= cap)
+                break;
+            ctx->retries++;
+            ctx->stage_cap = longest + longest / 8 + 1;
+        }
+        STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+        STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+        if ((st = scan_and_size(ctx, n, npairs)) != MDNL_OK)
+            return st;
+        STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+        STAGE(MDNL_CUDA_STAGE_SORT, 0);
+        if ((st = launch_rows<3, FULL>(ctx, g, n, *npairs, ctx->stage_cap, 0)) != MDNL_OK)
+            return st;
+        STAGE(MDNL_CUDA_STAGE_SORT, 1);
+        return MDNL_OK;
+    }
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(*g, ctx->cells.view,
                                                                       (unsigned long long *)ctx->counts.ptr);

@@ -28,6 +28,7 @@
             cr_skip_test("no CUDA device");                                                                            \
     } while (0)
 
+#ifdef MDNL_HAVE_CUDA
 static uint64_t rng_state;
 static double uniform(void)
 {
@@ -145,7 +146,6 @@ static void expect_same_list(const mdnl_nlist *want, const mdnl_nlist *got, cons
     cr_assert(memcmp(got->d, want->d, (size_t)want->npairs * sizeof *want->d) == 0, "%s: d bytes differ", what);
 }
 
-#ifdef MDNL_HAVE_CUDA
 static const mdnl_method gpu_methods[] = {MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL,
                                           MDNL_METHOD_AUTO};
 
@@ -168,6 +168,18 @@ static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl
             expect_same_list(&want, &got, what);
             mdnl_nlist_free(&got);
         }
+        /* the baseline cell variant (count + fused fill) too */
+        mdnl_nlist got = {0};
+        char what[256];
+        snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell variant 1", label, (long long)f->natoms, rc,
+                 kind == MDNL_LIST_FULL ? "full" : "half");
+        mdnl_cuda_ctx_set_cell_variant(ctx, 1);
+        cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                           (mdnl_list_kind)kind, &got),
+                     MDNL_OK, "%s: %s", what, mdnl_last_error());
+        mdnl_cuda_ctx_set_cell_variant(ctx, 2);
+        expect_same_list(&want, &got, what);
+        mdnl_nlist_free(&got);
         mdnl_nlist_free(&want);
     }
     free(p.pos4);
@@ -393,6 +405,12 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
             MDNL_OK, "%s", mdnl_last_error());
         cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
         expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
+        mdnl_cuda_ctx_set_cell_variant(ctx, 1);
+        cr_assert_eq(
+            mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &got),
+            MDNL_OK, "%s", mdnl_last_error());
+        mdnl_cuda_ctx_set_cell_variant(ctx, 2);
+        expect_same_list(&want, &got, "200k dense, cell variant 1");
         /* the device-resident variant reports the same size */
         mdnl_nlist_dev dev;
         cr_assert_eq(

@@ -460,7 +460,7 @@ struct mdnl_cuda_ctx {
     int stage_cap;
     int64_t retries;
     int smem_budget; /* bytes; -1: default */
-    int cell_variant; /* 1: count + fused fill; 2: staged single pass (default) */
+    int cell_variant; /* 0: pick by density; 1: count + fused fill; 2: staged single pass */
     int smem_optin;  /* the device's opt-in maximum per block */
 };
 
@@ -477,7 +477,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for a CUDA context");
     c->stage_cap = 32;
     c->smem_budget = -1;
-    c->cell_variant = 2;
+    c->cell_variant = 0;
     mdnl_status st = MDNL_OK;
     cudaError_t e;
 #define CTX_TRY(call)                                                                                                  \
@@ -548,7 +548,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
-extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v == 1 ? 1 : 2; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 2 ? v : 0; }
 
 extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
 {
@@ -661,7 +661,18 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
     if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
-    if (ctx->cell_variant == 2) {
+    /* Variant 2's staged stores are scattered (a warp's threads emit at
+     * different times), so it wins only while rows are short; measured on an
+     * H100: graphene-1m (~13 candidates per atom) 0.35 vs 0.38 ms, lj-1m
+     * (~380 candidates) 4.1 vs 3.7 ms (tools/bench/RESULTS.md). */
+    int variant = ctx->cell_variant;
+    if (variant == 0) {
+        double cand = (double)n / (double)g->ncells;
+        for (int k = 0; k < 3; ++k)
+            cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
+        variant = cand > 100 ? 1 : 2;
+    }
+    if (variant == 2) {
         int *maxlen = (int *)ctx->flags.ptr + 1;
         STAGE(MDNL_CUDA_STAGE_COUNT, 0);
         for (;;) {

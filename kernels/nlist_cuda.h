@@ -18,10 +18,10 @@
  *                   capacity that grows and retries on overflow; then
  *                   compacted into CSR and sorted.
  *   cell            the device cell list of cells_cuda.cuh. Variant 2 (the
- *                   default): one traversal that stages rows transposed
+ *                   default for sparse rows): one traversal that stages rows transposed
  *                   (capacity grows and retries, as brute-noatomic), scan,
  *                   then compaction: each row sorted in shared memory and
- *                   written warp-cooperatively. Variant 1 (baseline): count
+ *                   written warp-cooperatively. Variant 1 (dense rows): count
  *                   traversal, scan, and a second traversal that fills,
  *                   sorts and writes in shared memory.
  *   auto            cell, except brute-noatomic for tiny frames.
@@ -105,8 +105,8 @@ double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
 void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
 
-/* Cell-list variant: 1 = count pass + fused fill (baseline), 2 = staged
- * single traversal (default). */
+/* Cell-list variant: 0 = by density (default: 2 below ~100 candidates per
+ * atom, else 1), 1 = count pass + fused fill, 2 = staged single traversal. */
 void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *ctx, int variant);
 
 /* Rows whose fill block did not fit in shared memory are written and

@@ -149,6 +149,7 @@ __device__ __forceinline__ void mdnl_for_each_pair(const mdnl_geom &g, const mdn
                 const int zero = s0 == 0 && s1 == 0 && s2 == 0;
                 const int kb = c.start[row + z - s2 * n2];
                 const int ke = c.start[row + zend - s2 * n2 + 1];
+#pragma unroll 4
                 for (int k = kb; k < ke; ++k) {
                     const float4 pj = c.pos[k];
                     if (zero && k == i_sorted)

@@ -55,7 +55,7 @@ __device__ __forceinline__ void sift_down(A &a, long long root, long long end)
 template <class A>
 __device__ void sort_row(A a, long long n)
 {
-    if (n <= 48) {
+    if (n <= 128) {
         for (long long p = 1; p < n; ++p) {
             uint64_t x = a.get(p);
             long long q = p;
@@ -118,17 +118,19 @@ __global__ void images_kernel(const __grid_constant__ mdnl_geom g, int m0, int m
 #define BRUTE_T 256
 
 /* brute-atomic, count (FILL=false) or fill (FILL=true) pass.
- * Mapping: thread per atom a (original order). Thread a visits the partners
- * b = (a + o) mod N for o in 1..floor((N-1)/2), plus o = N/2 for a < N/2 when
- * N is even, so that every unordered pair is seen exactly once and every
- * thread does N/2 candidates (the classic j > i loop does N - i). A block
- * stages its window of partners through shared-memory tiles of BRUTE_T
- * positions; for each partner every image shift is tried. A kept pair is
- * appended to both rows (full) or to the row of the smaller index (half)
- * through 64-bit atomic row counters; (b, a, -S) has bit for bit the
- * distance of (a, b, S). Self images (a, a, S != 0) come from thread a. */
+ * Mapping: thread per atom a (original order) and per chunk (blockIdx.y) of
+ * its partner window. Thread a visits the partners b = (a + o) mod N for o in
+ * 1..floor((N-1)/2), plus o = N/2 for a < N/2 when N is even, so that every
+ * unordered pair is seen exactly once and every thread does N/2 candidates
+ * (the classic j > i loop does N - i); the window is cut into gridDim.y
+ * chunks of `chunk` offsets so that a small N still fills the GPU. A block
+ * stages its partners through shared-memory tiles of BRUTE_T positions; each
+ * partner is tried at every image shift. A kept pair is appended to both
+ * rows (full) or to the row of the smaller index (half) through 64-bit
+ * atomic row counters; (b, a, -S) has bit for bit the distance of (a, b, S).
+ * Self images (a, a, S != 0) come from thread a in chunk 0. */
 template <bool FILL, bool FULL>
-__global__ __launch_bounds__(BRUTE_T) void brute_atomic_kernel(const float4 *__restrict__ pos, int n,
+__global__ __launch_bounds__(BRUTE_T) void brute_atomic_kernel(const float4 *__restrict__ pos, int n, int chunk,
                                                                const float4 *__restrict__ img, int nimg, float cutoff2,
                                                                unsigned long long *__restrict__ ctr,
                                                                const int64_t *__restrict__ offsets,
@@ -149,7 +151,7 @@ __global__ __launch_bounds__(BRUTE_T) void brute_atomic_kernel(const float4 *__r
             }
         }
     };
-    if (active) {
+    if (active && blockIdx.y == 0) {
         for (int m = 0; m < nimg; ++m) {
             const float4 v4 = img[m];
             const int sign = __float_as_int(v4.w);
@@ -163,11 +165,16 @@ __global__ __launch_bounds__(BRUTE_T) void brute_atomic_kernel(const float4 *__r
     }
     const int half = (n - 1) / 2;
     const bool even = (n % 2) == 0;
-    const int span = BRUTE_T - 1 + n / 2; /* unwrapped partner positions a0+1 .. a0+span */
+    const int olo = 1 + (int)blockIdx.y * chunk;
+    int ohi = olo + chunk - 1;
+    if (ohi > n / 2)
+        ohi = n / 2;
+    /* unwrapped partner positions p = a0 + olo + q, q in [0, span) */
+    const int span = ohi - olo + BRUTE_T;
     for (int base = 0; base < span; base += BRUTE_T) {
         __syncthreads();
         if (base + (int)threadIdx.x < span) {
-            const int b = (int)(((int64_t)a0 + 1 + base + threadIdx.x) % n);
+            const int b = (int)(((int64_t)a0 + olo + base + threadIdx.x) % n);
             float4 p = pos[b];
             p.w = __int_as_float(b);
             tile[threadIdx.x] = p;
@@ -177,8 +184,10 @@ __global__ __launch_bounds__(BRUTE_T) void brute_atomic_kernel(const float4 *__r
             continue;
         const int cnt = span - base < BRUTE_T ? span - base : BRUTE_T;
         for (int t = 0; t < cnt; ++t) {
-            const int o = a0 + 1 + base + t - a;
-            if (!((o >= 1 && o <= half) || (even && o == n / 2 && a < n / 2)))
+            const int o = a0 + olo + base + t - a;
+            if (o < olo || o > ohi)
+                continue;
+            if (!(o <= half || (even && o == n / 2 && a < n / 2)))
                 continue;
             const float4 pb = tile[t];
             const int b = __float_as_int(pb.w);
@@ -202,32 +211,37 @@ __global__ __launch_bounds__(BRUTE_T) void brute_atomic_kernel(const float4 *__r
 }
 
 /* brute-noatomic staged pass.
- * Mapping: thread per atom i (original order); all atoms j stream through
- * shared-memory tiles of BRUTE_T positions, and each j is tried at every
- * image shift. Row i's k-th entry goes to stage[k * n + i] while k < cap, so
- * the 32 threads of a warp storing their k-th entries write 256 contiguous
- * bytes. The row's true length goes to counts[i] and the longest row to
- * *maxlen, so the host can grow cap and retry. */
+ * Mapping: thread per atom i (original order) and per chunk c = blockIdx.y
+ * of the atoms j (chunks of `chunk` atoms, so that a small N still fills the
+ * GPU); the chunk's atoms stream through shared-memory tiles of BRUTE_T
+ * positions and each j is tried at every image shift. Thread (i, c) writes
+ * only its own part of row i: the k-th entry goes to
+ * stage[(c * cap + k) * n + i] while k < cap, so the 32 threads of a warp
+ * storing their k-th entries write 256 contiguous bytes, and its count to
+ * ccount[c * n + i]; the longest part goes to *maxlen, so that the host can
+ * grow cap and retry. No atomics touch the list. */
 template <bool FULL>
-__global__ __launch_bounds__(BRUTE_T) void brute_noatomic_kernel(const float4 *__restrict__ pos, int n,
+__global__ __launch_bounds__(BRUTE_T) void brute_noatomic_kernel(const float4 *__restrict__ pos, int n, int chunk,
                                                                  const float4 *__restrict__ img, int nimg,
                                                                  float cutoff2, uint64_t *__restrict__ stage, int cap,
-                                                                 unsigned long long *__restrict__ counts,
-                                                                 int *__restrict__ maxlen)
+                                                                 unsigned *__restrict__ ccount, int *__restrict__ maxlen)
 {
     __shared__ float4 tile[BRUTE_T];
     const int i = blockIdx.x * BRUTE_T + threadIdx.x;
     const bool active = i < n;
     const float4 pi = active ? pos[i] : make_float4(0, 0, 0, 0);
+    const int jlo = blockIdx.y * chunk;
+    const int jhi = jlo + chunk < n ? jlo + chunk : n;
+    uint64_t *my = stage + (size_t)blockIdx.y * cap * n + i;
     long long k = 0;
-    for (int base = 0; base < n; base += BRUTE_T) {
+    for (int base = jlo; base < jhi; base += BRUTE_T) {
         __syncthreads();
-        if (base + (int)threadIdx.x < n)
+        if (base + (int)threadIdx.x < jhi)
             tile[threadIdx.x] = pos[base + threadIdx.x];
         __syncthreads();
         if (!active)
             continue;
-        const int cnt = n - base < BRUTE_T ? n - base : BRUTE_T;
+        const int cnt = jhi - base < BRUTE_T ? jhi - base : BRUTE_T;
         /* a half list keeps j >= i only: skip whole tiles below i */
         if (!FULL && base + cnt - 1 < i)
             continue;
@@ -245,16 +259,29 @@ __global__ __launch_bounds__(BRUTE_T) void brute_noatomic_kernel(const float4 *_
                 const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                 if (d2 < cutoff2) {
                     if (k < cap)
-                        stage[(size_t)k * n + i] = mdnl_row_key(j, __fsqrt_rn(d2));
+                        my[(size_t)k * n] = mdnl_row_key(j, __fsqrt_rn(d2));
                     ++k;
                 }
             }
         }
     }
     if (active) {
-        counts[i] = (unsigned long long)k;
+        ccount[(size_t)blockIdx.y * n + i] = (unsigned)k;
         atomicMax(maxlen, k > INT32_MAX ? INT32_MAX : (int)k);
     }
+}
+
+/* Mapping: thread per row i; sums its per-chunk counts. */
+__global__ void sum_chunks_kernel(const unsigned *__restrict__ ccount, int n, int nchunk,
+                                  unsigned long long *__restrict__ counts)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    unsigned long long t = 0;
+    for (int c = 0; c < nchunk; ++c)
+        t += ccount[(size_t)c * n + i];
+    counts[i] = t;
 }
 
 /* Cell-list count pass.
@@ -276,6 +303,34 @@ __global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__
     counts[i] = k;
 }
 
+/* Cell-list staged pass (variant 2, the default: one traversal instead of
+ * count + fill). Mapping: thread per sorted slot s; row order[s]'s k-th entry
+ * goes to stage[k * n + s] while k < cap (a warp's stores of the same k
+ * coalesce), its true length to counts[order[s]] and the longest row to
+ * *maxlen, so that the host can grow cap and retry. */
+template <bool FULL>
+__global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                         uint64_t *__restrict__ stage, int cap,
+                                                         unsigned long long *__restrict__ counts,
+                                                         int *__restrict__ maxlen)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= c.natoms)
+        return;
+    const int i = c.order[s];
+    const int n = c.natoms;
+    long long k = 0;
+    mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+            if (k < cap)
+                stage[(size_t)k * n + s] = mdnl_row_key(j, __fsqrt_rn(d2));
+            ++k;
+        }
+    });
+    counts[i] = (unsigned long long)k;
+    atomicMax(maxlen, k > INT32_MAX ? INT32_MAX : (int)k);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Fill, sort and write rows. Mapping: thread per row (MODE 0: sorted slot s,
  * row order[s]; MODE 1, 2: row s). A block-wide exclusive scan of the row
@@ -287,12 +342,15 @@ __global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__
  *   MODE 0 (cell fill): the row comes from the cell-list visitor;
  *   MODE 1 (brute-noatomic compaction): from the transposed stage;
  *   MODE 2 (brute-atomic row sort): from the CSR itself (in place); the
- *          block's rows are one contiguous CSR range, loaded cooperatively. */
+ *          block's rows are one contiguous CSR range, loaded cooperatively;
+ *   MODE 3 (cell compaction, default cell variant): thread per sorted slot
+ *          s, row order[s], from the cell stage stage[k * n + s]. */
 #define ROWS_T 128
 
 template <int MODE, bool FULL>
 __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c, int n,
                                                       const uint64_t *__restrict__ stage, int cap,
+                                                      const unsigned *__restrict__ ccount, int nchunk,
                                                       const int64_t *__restrict__ offsets, int32_t *__restrict__ j_out,
                                                       float *__restrict__ d_out, long long smem_keys, int *err)
 {
@@ -302,7 +360,7 @@ __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ md
     const int s = blockIdx.x * ROWS_T + threadIdx.x;
     int i = -1;
     if (s < n)
-        i = MODE == 0 ? c.order[s] : s;
+        i = (MODE == 0 || MODE == 3) ? c.order[s] : s;
     long long off = 0, len = 0;
     if (i >= 0) {
         off = offsets[i];
@@ -352,9 +410,16 @@ __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ md
                 if (FULL || mdnl_half_keep(ii, j, s0, s1, s2))
                     emit(mdnl_row_key(j, __fsqrt_rn(d2)));
             });
-        } else {
+        } else if (MODE == 3) {
             for (long long q = 0; q < len && q < cap; ++q)
-                emit(stage[(size_t)q * n + i]);
+                emit(stage[(size_t)q * n + s]);
+        } else {
+            for (int ch = 0; ch < nchunk; ++ch) {
+                const uint64_t *part = stage + (size_t)ch * cap * n + i;
+                const unsigned m = ccount[(size_t)ch * n + i];
+                for (unsigned q = 0; q < m && q < (unsigned)cap; ++q)
+                    emit(part[(size_t)q * n]);
+            }
         }
         if (k != len)
             atomicOr(err, 1);
@@ -384,7 +449,7 @@ __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ md
 
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
-    mdnl_dbuf pos, counts, offsets, j, d, stage, images, flags, temp;
+    mdnl_dbuf pos, counts, offsets, j, d, stage, ccount, images, flags, temp;
     mdnl_cells_cuda cells;
     int64_t *h_small; /* pinned read-back: [0] npairs, [1] max row / error flags */
     int timing;
@@ -395,6 +460,7 @@ struct mdnl_cuda_ctx {
     int stage_cap;
     int64_t retries;
     int smem_budget; /* bytes; -1: default */
+    int cell_variant; /* 0: pick by density; 1: count + fused fill; 2: staged single pass */
     int smem_optin;  /* the device's opt-in maximum per block */
 };
 
@@ -411,6 +477,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for a CUDA context");
     c->stage_cap = 32;
     c->smem_budget = -1;
+    c->cell_variant = 0;
     mdnl_status st = MDNL_OK;
     cudaError_t e;
 #define CTX_TRY(call)                                                                                                  \
@@ -441,7 +508,8 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         return;
     if (c->stream)
         cudaStreamSynchronize(c->stream);
-    mdnl_dbuf *bufs[] = {&c->pos, &c->counts, &c->offsets, &c->j, &c->d, &c->stage, &c->images, &c->flags, &c->temp};
+    mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
+                         &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -480,6 +548,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 2 ? v : 0; }
 
 extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
 {
@@ -540,17 +609,33 @@ static long long rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
 }
 
 template <int MODE, bool FULL>
-static mdnl_status launch_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs, int cap)
+static mdnl_status launch_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs, int cap, int nchunk)
 {
     const long long keys = rows_smem_keys(ctx, n, npairs);
     const size_t smem = (size_t)keys * sizeof(uint64_t);
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(rows_kernel<MODE, FULL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem));
     rows_kernel<MODE, FULL><<<(n + ROWS_T - 1) / ROWS_T, ROWS_T, smem, ctx->stream>>>(
-        *g, ctx->cells.view, n, (const uint64_t *)ctx->stage.ptr, cap, (const int64_t *)ctx->offsets.ptr,
+        *g, ctx->cells.view, n, (const uint64_t *)ctx->stage.ptr, cap, (const unsigned *)ctx->ccount.ptr, nchunk,
+        (const int64_t *)ctx->offsets.ptr,
         (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, keys, (int *)ctx->flags.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     return MDNL_OK;
+}
+
+/* Chunks of the partner range per atom, so that the brute-force grids have
+ * about 8 blocks per multiprocessor of a 132-SM GPU even for small N, with at
+ * least 512 partners per chunk. */
+static int brute_chunks(int n, int partners)
+{
+    const int bx = (n + BRUTE_T - 1) / BRUTE_T;
+    int c = (132 * 8 + bx - 1) / bx;
+    const int most = partners / 512 > 1 ? partners / 512 : 1;
+    if (c > most)
+        c = most;
+    if (c > 65535)
+        c = 65535;
+    return c < 1 ? 1 : c;
 }
 
 static mdnl_status upload_images(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int *nimg)
@@ -576,6 +661,50 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
     if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    /* Variant 2's staged stores are scattered (a warp's threads emit at
+     * different times), so it wins only while rows are short; measured on an
+     * H100: graphene-1m (~13 candidates per atom) 0.35 vs 0.38 ms, lj-1m
+     * (~380 candidates) 4.1 vs 3.7 ms (tools/bench/RESULTS.md). */
+    int variant = ctx->cell_variant;
+    if (variant == 0) {
+        double cand = (double)n / (double)g->ncells;
+        for (int k = 0; k < 3; ++k)
+            cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
+        variant = cand > 100 ? 1 : 2;
+    }
+    if (variant == 2) {
+        int *maxlen = (int *)ctx->flags.ptr + 1;
+        STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+        for (;;) {
+            const int cap = ctx->stage_cap;
+            if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)cap * (size_t)n * sizeof(uint64_t), "neighbor stage")) !=
+                MDNL_OK)
+                return st;
+            MDNL_CUDA_CHECK(cudaMemsetAsync(maxlen, 0, sizeof(int), ctx->stream));
+            cell_stage_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                *g, ctx->cells.view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
+            MDNL_CUDA_LAUNCHED(ctx->stream);
+            MDNL_CUDA_CHECK(
+                cudaMemcpyAsync(ctx->h_small + 1, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+            MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+            int longest;
+            memcpy(&longest, ctx->h_small + 1, sizeof longest);
+            if (longest <= cap)
+                break;
+            ctx->retries++;
+            ctx->stage_cap = longest + longest / 8 + 1;
+        }
+        STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+        STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+        if ((st = scan_and_size(ctx, n, npairs)) != MDNL_OK)
+            return st;
+        STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+        STAGE(MDNL_CUDA_STAGE_SORT, 0);
+        if ((st = launch_rows<3, FULL>(ctx, g, n, *npairs, ctx->stage_cap, 0)) != MDNL_OK)
+            return st;
+        STAGE(MDNL_CUDA_STAGE_SORT, 1);
+        return MDNL_OK;
+    }
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(*g, ctx->cells.view,
                                                                       (unsigned long long *)ctx->counts.ptr);
@@ -586,7 +715,7 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    if ((st = launch_rows<0, FULL>(ctx, g, n, *npairs, 0)) != MDNL_OK)
+    if ((st = launch_rows<0, FULL>(ctx, g, n, *npairs, 0, 0)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;
@@ -601,9 +730,11 @@ static mdnl_status build_brute_atomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     if ((st = upload_images(ctx, g, &nimg)) != MDNL_OK)
         return st;
     unsigned long long *ctr = (unsigned long long *)ctx->counts.ptr;
-    const int blocks = (n + BRUTE_T - 1) / BRUTE_T;
+    const int nchunk = brute_chunks(n, n / 2);
+    const int chunk = (n / 2 + nchunk - 1) / nchunk > 0 ? (n / 2 + nchunk - 1) / nchunk : 1;
+    const dim3 blocks((n + BRUTE_T - 1) / BRUTE_T, nchunk);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    brute_atomic_kernel<false, FULL><<<blocks, BRUTE_T, 0, ctx->stream>>>(pos, n, (const float4 *)ctx->images.ptr,
+    brute_atomic_kernel<false, FULL><<<blocks, BRUTE_T, 0, ctx->stream>>>(pos, n, chunk, (const float4 *)ctx->images.ptr,
                                                                           nimg, g->cutoff2, ctr, nullptr, nullptr,
                                                                           nullptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
@@ -616,12 +747,12 @@ static mdnl_status build_brute_atomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     /* the counters become the rows' fill cursors */
     MDNL_CUDA_CHECK(cudaMemsetAsync(ctr, 0, (size_t)(n + 1) * sizeof *ctr, ctx->stream));
     brute_atomic_kernel<true, FULL><<<blocks, BRUTE_T, 0, ctx->stream>>>(
-        pos, n, (const float4 *)ctx->images.ptr, nimg, g->cutoff2, ctr, (const int64_t *)ctx->offsets.ptr,
+        pos, n, chunk, (const float4 *)ctx->images.ptr, nimg, g->cutoff2, ctr, (const int64_t *)ctx->offsets.ptr,
         (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
-    if ((st = launch_rows<2, FULL>(ctx, g, n, *npairs, 0)) != MDNL_OK)
+    if ((st = launch_rows<2, FULL>(ctx, g, n, *npairs, 0, 0)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     return MDNL_OK;
@@ -636,16 +767,20 @@ static mdnl_status build_brute_noatomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, 
     if ((st = upload_images(ctx, g, &nimg)) != MDNL_OK)
         return st;
     int *maxlen = (int *)ctx->flags.ptr + 1;
+    const int nchunk = brute_chunks(n, n);
+    const int chunk = (n + nchunk - 1) / nchunk;
+    if ((st = mdnl_dbuf_reserve(&ctx->ccount, (size_t)nchunk * n * sizeof(unsigned), "chunk counts")) != MDNL_OK)
+        return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     for (;;) {
         const int cap = ctx->stage_cap;
-        if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)cap * (size_t)n * sizeof(uint64_t), "neighbor stage")) !=
-            MDNL_OK)
+        if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)nchunk * cap * (size_t)n * sizeof(uint64_t),
+                                    "neighbor stage")) != MDNL_OK)
             return st;
         MDNL_CUDA_CHECK(cudaMemsetAsync(maxlen, 0, sizeof(int), ctx->stream));
-        brute_noatomic_kernel<FULL><<<(n + BRUTE_T - 1) / BRUTE_T, BRUTE_T, 0, ctx->stream>>>(
-            pos, n, (const float4 *)ctx->images.ptr, nimg, g->cutoff2, (uint64_t *)ctx->stage.ptr, cap,
-            (unsigned long long *)ctx->counts.ptr, maxlen);
+        brute_noatomic_kernel<FULL><<<dim3((n + BRUTE_T - 1) / BRUTE_T, nchunk), BRUTE_T, 0, ctx->stream>>>(
+            pos, n, chunk, (const float4 *)ctx->images.ptr, nimg, g->cutoff2, (uint64_t *)ctx->stage.ptr, cap,
+            (unsigned *)ctx->ccount.ptr, maxlen);
         MDNL_CUDA_LAUNCHED(ctx->stream);
         MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 1, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
         MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
@@ -658,13 +793,16 @@ static mdnl_status build_brute_noatomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, 
         ctx->retries++;
         ctx->stage_cap = longest + longest / 8 + 1;
     }
+    sum_chunks_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>((const unsigned *)ctx->ccount.ptr, n, nchunk,
+                                                                (unsigned long long *)ctx->counts.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     if ((st = scan_and_size(ctx, n, npairs)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
-    if ((st = launch_rows<1, FULL>(ctx, g, n, *npairs, ctx->stage_cap)) != MDNL_OK)
+    if ((st = launch_rows<1, FULL>(ctx, g, n, *npairs, ctx->stage_cap, nchunk)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     return MDNL_OK;

@@ -17,9 +17,13 @@
  *                   stage[k * N + i] so that a warp's writes coalesce, with a
  *                   capacity that grows and retries on overflow; then
  *                   compacted into CSR and sorted.
- *   cell            the device cell list of cells_cuda.cuh; count pass, scan,
- *                   and a fill pass that builds each row in shared memory,
- *                   sorts it there and writes it out warp-cooperatively.
+ *   cell            the device cell list of cells_cuda.cuh. Variant 2 (the
+ *                   default for sparse rows): one traversal that stages rows transposed
+ *                   (capacity grows and retries, as brute-noatomic), scan,
+ *                   then compaction: each row sorted in shared memory and
+ *                   written warp-cooperatively. Variant 1 (dense rows): count
+ *                   traversal, scan, and a second traversal that fills,
+ *                   sorts and writes in shared memory.
  *   auto            cell, except brute-noatomic for tiny frames.
  */
 #ifndef MDNL_NLIST_CUDA_H
@@ -95,11 +99,15 @@ void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *ctx, double ms[MDNL_CUDA_NSTAGE
  * (host synchronisations inside included), with timing on. */
 double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
 
-/* brute-noatomic's staging capacity in pairs per atom (grows on overflow;
+/* The staging capacity (brute-noatomic, cell variant 2) in pairs per atom (grows on overflow;
  * tests set it to 1 to force the retry path), and how many retries the
  * context has done so far. */
 void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
+
+/* Cell-list variant: 0 = by density (default: 2 below ~100 candidates per
+ * atom, else 1), 1 = count pass + fused fill, 2 = staged single traversal. */
+void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *ctx, int variant);
 
 /* Rows whose fill block did not fit in shared memory are written and
  * sorted in global memory instead (slower, same bytes). Tests set the

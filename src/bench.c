@@ -26,6 +26,8 @@
 
 static const char *const system_names[] = {"graphene-17k", "graphene-1m", "lj-1m"};
 #define NSYSTEMS 3
+#define NMETHODS 5
+static const char *const method_labels[NMETHODS] = {"brute-atomic", "brute-noatomic", "cell", "cell-v1", "cell-v2"};
 
 static uint64_t bench_rng;
 static double bench_uniform(void)
@@ -177,9 +179,13 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         goto done;
     const double cpu_ms = 1e3 * (wall_seconds() - t0);
 
-    const mdnl_method methods[] = {MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL};
-    method_result res[3];
-    for (int m = 0; m < 3; ++m) {
+    /* "cell" is the default (variant by density); cell-v1 and cell-v2 force
+     * the two variants. */
+    const mdnl_method methods[] = {MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL,
+                                   MDNL_METHOD_CELL, MDNL_METHOD_CELL};
+    method_result res[NMETHODS];
+    for (int m = 0; m < NMETHODS; ++m) {
+        mdnl_cuda_ctx_set_cell_variant(ctx, m >= 3 ? m - 2 : 0);
         method_result *r = &res[m];
         memset(r, 0, sizeof *r);
         r->method = methods[m];
@@ -209,6 +215,7 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
                 stages[s][rep - BENCH_WARMUP] = sm[s];
         }
         mdnl_cuda_ctx_set_timing(ctx, 0);
+        mdnl_cuda_ctx_set_cell_variant(ctx, 0);
         r->ms = median(tot, BENCH_REPEATS);
         for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
             r->stage_ms[s] = median(stages[s], BENCH_REPEATS);
@@ -224,9 +231,9 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
                      "\"cpu_oracle\":\"%s\",\"cpu_oracle_ms\":%.3f,\"bytes_written\":%.0f,\"floor_ms\":%.5f,\"methods\":[",
                 first ? "" : ",", system_names[sys], (long long)n, cutoff, (long long)oracle.npairs,
                 mdnl_method_name(oracle_method), cpu_ms, bytes_written, floor_ms);
-        for (int m = 0; m < 3; ++m) {
+        for (int m = 0; m < NMETHODS; ++m) {
             const method_result *r = &res[m];
-            fprintf(out, "%s{\"method\":\"%s\"", m ? "," : "", mdnl_method_name(r->method));
+            fprintf(out, "%s{\"method\":\"%s\"", m ? "," : "", method_labels[m]);
             if (r->skipped) {
                 fprintf(out, ",\"skipped\":\"O(N^2)\"}");
                 continue;
@@ -241,14 +248,14 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         }
         fprintf(out, "]}");
     } else {
-        for (int m = 0; m < 3; ++m) {
+        for (int m = 0; m < NMETHODS; ++m) {
             const method_result *r = &res[m];
             if (r->skipped) {
-                fprintf(out, "%-13s %-15s %s\n", system_names[sys], mdnl_method_name(r->method), "skipped: O(N²)");
+                fprintf(out, "%-13s %-15s %s\n", system_names[sys], method_labels[m], "skipped: O(N²)");
                 continue;
             }
             fprintf(out, "%-13s %-15s %9.4f %10.3g %10.3g %12.0f %9.4f %7.2f  %s\n", system_names[sys],
-                    mdnl_method_name(r->method), r->ms, n / (r->ms * 1e-3), oracle.npairs / (r->ms * 1e-3),
+                    method_labels[m], r->ms, n / (r->ms * 1e-3), oracle.npairs / (r->ms * 1e-3),
                     bytes_written, floor_ms, r->ms / floor_ms, r->valid ? "ok" : "MISMATCH vs CPU");
             fprintf(out, "%-13s %-15s   stages:", "", "");
             for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
@@ -287,6 +294,8 @@ mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE 
                               sizes[k]);
     }
 #ifndef MDNL_HAVE_CUDA
+    (void)want;
+    (void)method_labels;
     (void)json;
     (void)out;
     (void)median;

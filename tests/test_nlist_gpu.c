@@ -28,6 +28,7 @@
             cr_skip_test("no CUDA device");                                                                            \
     } while (0)
 
+#ifdef MDNL_HAVE_CUDA
 static uint64_t rng_state;
 static double uniform(void)
 {
@@ -145,7 +146,6 @@ static void expect_same_list(const mdnl_nlist *want, const mdnl_nlist *got, cons
     cr_assert(memcmp(got->d, want->d, (size_t)want->npairs * sizeof *want->d) == 0, "%s: d bytes differ", what);
 }
 
-#ifdef MDNL_HAVE_CUDA
 static const mdnl_method gpu_methods[] = {MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL,
                                           MDNL_METHOD_AUTO};
 
@@ -165,6 +165,20 @@ static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl
             cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, gpu_methods[m],
                                                (mdnl_list_kind)kind, &got),
                          MDNL_OK, "%s: %s", what, mdnl_last_error());
+            expect_same_list(&want, &got, what);
+            mdnl_nlist_free(&got);
+        }
+        /* both cell variants forced (the default picks one by density) */
+        for (int v = 1; v <= 2; ++v) {
+            mdnl_nlist got = {0};
+            char what[256];
+            snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell variant %d", label,
+                     (long long)f->natoms, rc, kind == MDNL_LIST_FULL ? "full" : "half", v);
+            mdnl_cuda_ctx_set_cell_variant(ctx, v);
+            cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                               (mdnl_list_kind)kind, &got),
+                         MDNL_OK, "%s: %s", what, mdnl_last_error());
+            mdnl_cuda_ctx_set_cell_variant(ctx, 0);
             expect_same_list(&want, &got, what);
             mdnl_nlist_free(&got);
         }
@@ -393,6 +407,14 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
             MDNL_OK, "%s", mdnl_last_error());
         cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
         expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
+        for (int v = 1; v <= 2; ++v) {
+            mdnl_cuda_ctx_set_cell_variant(ctx, v);
+            cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                               (mdnl_list_kind)kind, &got),
+                         MDNL_OK, "%s", mdnl_last_error());
+            mdnl_cuda_ctx_set_cell_variant(ctx, 0);
+            expect_same_list(&want, &got, v == 1 ? "200k dense, cell variant 1" : "200k dense, cell variant 2");
+        }
         /* the device-resident variant reports the same size */
         mdnl_nlist_dev dev;
         cr_assert_eq(

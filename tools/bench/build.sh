@@ -11,3 +11,4 @@ gcc -std=c11 -O2 -Wall -Wextra -Werror -DMDNL_HAVE_CUDA=1 -I"$root/src" -I"$root
 g++ "$b/bench_main.o" -o "$b/bench_main" "$b/libmdnl_lib.a" -fopenmp \
     -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 /usr/local/cuda/lib64/libcudart_static.a -lm -ldl -lrt -lpthread
 /work/shared/tools/gpu-bundle "$b/gpu-bundle" "$b/bench_main" "$b"/tests/test_*
+cp "$root/tools/bench/run_on_gpu.sh" "$b/gpu-bundle/"

@@ -4,7 +4,7 @@
  * kernels all enumerate pairs through mdnl_for_each_pair() below, so they
  * agree on the pair set with each other and, bit for bit, with the CPU twin:
  *   - atoms are binned with the same float operations as the host's
- *     mdnl_cell_coord (here with explicit _rn intrinsics, so that the device
+ *     mdnl_cell_coord (geometry.h: explicit _rn intrinsics on the device, so the device
  *     compiler cannot contract them into FMAs): every atom lands in the same
  *     cell as on the CPU;
  *   - a pair's squared distance is mdnl_pair_d2 (geometry.h), verbatim.
@@ -73,27 +73,11 @@ struct mdnl_cells_cuda {
     mdnl_cells_view view;
 };
 
-/* The host's mdnl_cell_coord with every operation rounded as on the host
- * (which builds with -ffp-contract=off): t = ((x*a + y*b) + z*c) - t0, then
- * floor(t * inv_cell), clamped into the grid. */
-__device__ __forceinline__ int mdnl_cell_coord_rn(const mdnl_geom &g, float x, float y, float z, int k)
-{
-    float t = __fsub_rn(__fadd_rn(__fadd_rn(__fmul_rn(x, g.tmat[0][k]), __fmul_rn(y, g.tmat[1][k])),
-                                  __fmul_rn(z, g.tmat[2][k])),
-                        g.t0[k]);
-    float c = floorf(__fmul_rn(t, g.inv_cell[k]));
-    if (!(c >= 0.0f))
-        return 0;
-    if (c >= (float)(g.ncell[k] - 1))
-        return g.ncell[k] - 1;
-    return (int)c;
-}
-
 __device__ __forceinline__ int mdnl_cell_linear(const mdnl_geom &g, float x, float y, float z)
 {
-    int cx = mdnl_cell_coord_rn(g, x, y, z, 0);
-    int cy = mdnl_cell_coord_rn(g, x, y, z, 1);
-    int cz = mdnl_cell_coord_rn(g, x, y, z, 2);
+    int cx = mdnl_cell_coord(&g, x, y, z, 0);
+    int cy = mdnl_cell_coord(&g, x, y, z, 1);
+    int cz = mdnl_cell_coord(&g, x, y, z, 2);
     return (cx * g.ncell[1] + cy) * g.ncell[2] + cz;
 }
 

@@ -13,6 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The fixture directory: $MDNL_DATA_DIR when set (tests run on another
+ * machine), else the source tree's data/. */
+static inline const char *rdf_data_dir(void)
+{
+    const char *d = getenv("MDNL_DATA_DIR");
+    return d && *d ? d : MDNL_DATA_DIR;
+}
+
 static uint64_t rdf_rng_state = 12345;
 static inline double rdf_uniform(void)
 {

@@ -139,7 +139,7 @@ static void fixture_vs_mdanalysis(const char *name, int npairs, const int32_t (*
                                   double r_max, int bins)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/rdf/%s.xyz", MDNL_DATA_DIR, name);
+    snprintf(path, sizeof path, "%s/rdf/%s.xyz", rdf_data_dir(), name);
     FILE *fp = fopen(path, "r");
     cr_assert_not_null(fp, "cannot open %s", path);
     mdnl_frame f = {0};
@@ -165,7 +165,7 @@ static void fixture_vs_mdanalysis(const char *name, int npairs, const int32_t (*
     double *g = calloc((size_t)nh * bins, sizeof *g), *n = calloc((size_t)nh * bins, sizeof *n);
     mdnl_rdf_result(&acc, g, NULL, n);
     for (int p = 0; p < nh; ++p) {
-        snprintf(path, sizeof path, "%s/rdf/%s_%s.tsv", MDNL_DATA_DIR, name, labels[p]);
+        snprintf(path, sizeof path, "%s/rdf/%s_%s.tsv", rdf_data_dir(), name, labels[p]);
         double rg[512], rn[512];
         uint64_t rc[512];
         int64_t na = 0, nb = 0;
@@ -309,7 +309,7 @@ Test(rdf_table, partial_header_and_columns)
 Test(svg_plot, lj_liquid_plot_is_well_formed_svg)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/rdf/lj_liquid.xyz", MDNL_DATA_DIR);
+    snprintf(path, sizeof path, "%s/rdf/lj_liquid.xyz", rdf_data_dir());
     FILE *fp = fopen(path, "r");
     cr_assert_not_null(fp);
     mdnl_frame f = {0};

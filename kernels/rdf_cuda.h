@@ -30,8 +30,12 @@
  *                              memory tiles, half (j > i, weight 2), every
  *                              image shift within image_max: for open frames
  *                              and small periodic ones.
+ *   MDNL_HIST_TRAV_CELLS_HALF_FINE  CELLS_HALF on the geometry's grid with
+ *                              each axis of >= 2 cells split in halves and the
+ *                              stencil doubled (125 half cells instead of 27
+ *                              cells: 42% fewer candidates).
  *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms,
- *                              else CELLS_HALF.
+ *                              else CELLS_HALF_FINE.
  * Fused: pairs are binned while traversing; no neighbor list is stored.
  */
 #ifndef MDNL_RDF_CUDA_H
@@ -57,6 +61,7 @@ typedef enum mdnl_hist_traversal {
     MDNL_HIST_TRAV_CELLS_FULL = 1,
     MDNL_HIST_TRAV_CELLS_HALF = 2,
     MDNL_HIST_TRAV_ALLPAIRS = 3,
+    MDNL_HIST_TRAV_CELLS_HALF_FINE = 4,
 } mdnl_hist_traversal;
 
 #define MDNL_HIST_MAX_PASSES 8

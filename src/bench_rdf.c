@@ -136,8 +136,8 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
         if ((st = mdnl_hist_cuda_create(&ctx)) != MDNL_OK)
             goto done;
         int n = 0;
-        const int travs[2] = {MDNL_HIST_TRAV_CELLS_FULL, MDNL_HIST_TRAV_CELLS_HALF};
-        for (int ti = 0; ti < 2 && st == MDNL_OK; ++ti)
+        const int travs[3] = {MDNL_HIST_TRAV_CELLS_FULL, MDNL_HIST_TRAV_CELLS_HALF, MDNL_HIST_TRAV_CELLS_HALF_FINE};
+        for (int ti = 0; ti < 3 && st == MDNL_OK; ++ti)
             for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_AGG && st == MDNL_OK; ++v) {
                 mdnl_hist_cuda_timing t;
                 if ((st = mdnl_hist_cuda_bench(ctx, &g, (const float(*)[4])pos4, NULL, &spec, v, travs[ti], 7, gpu,

@@ -1,0 +1,575 @@
+/* rdf.cu — the CUDA pair-distance histogram kernels (contract: rdf.h and
+ * rdf_cuda.h; CPU twin: rdf_cpu.c).
+ *
+ * Every kernel bins a pair with mdnl_hist_bin() of its mdnl_pair_d2(), the
+ * float operations the CPU twin uses, so the counts agree exactly.
+ *
+ * Histogram accumulation is a compile-time policy (Acc<V> below):
+ *   GLOBAL      one 64-bit global atomicAdd per pair (and per partial hit).
+ *   SHARED      atomicAdd on a 32-bit shared-memory bin; the return value
+ *               tells when the bin wraps, and that thread carries 2^32 into
+ *               the global 64-bit bin at once, so no count is ever lost. At
+ *               block end each nonzero shared bin is added to global.
+ *   SHARED_AGG  as SHARED, but a thread first merges consecutive pairs that
+ *               fall into the same slot in registers (slot, run) and issues
+ *               one shared atomic per run.
+ * A "slot" is p * bins + bin. A pass handles slots [slot_lo, slot_lo +
+ * slot_n); pairs outside are skipped (only when the histogram needs more
+ * than one pass of shared memory).
+ *
+ * Thread->data mappings:
+ *   hist_cells_kernel    thread per sorted cell slot `is` (grid-stride), the
+ *                        27-cell (or wider) stencil of cells_cuda.cuh, every
+ *                        candidate of each stencil cell range read from the
+ *                        cell-ordered float4 array (neighbouring threads read
+ *                        the same cells: L1 hits). HALF keeps k > is (or
+ *                        k == is with a positive shift), weight 2.
+ *   hist_allpairs_kernel thread per atom i of a 256-atom row block; the
+ *                        block walks tiles j0 = its own tile .. N, staging 256
+ *                        positions (and species) in shared memory, every
+ *                        image shift S in [-image_max, image_max]; keeps
+ *                        j > i (or j == i with S > 0), weight 2.
+ */
+#include "rdf.h"
+#include "rdf_cuda.h"
+
+#include "cells_cuda.cuh"
+#include "cuda_check.cuh"
+
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <vector>
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kTile = 256;
+constexpr size_t kSharedHistBytes = 40 * 1024; /* leaves room for the tile; no opt-in needed */
+
+struct HistArgs {
+    unsigned long long *gh; /* global histogram [nhist * bins] */
+    const int *species;     /* by original index (partials only) */
+    const int2 *pairs;      /* [npairs] (A, B) */
+    int npairs;
+    int bins;
+    float width;
+    int slot_lo, slot_n; /* this pass */
+};
+
+template <int V> struct Acc;
+
+template <> struct Acc<MDNL_HIST_GLOBAL> {
+    unsigned long long *gh;
+    int lo, n;
+    __device__ void init(const HistArgs &a, unsigned *) { gh = a.gh, lo = a.slot_lo, n = a.slot_n; }
+    __device__ __forceinline__ void add(int slot, unsigned w)
+    {
+        if ((unsigned)(slot - lo) < (unsigned)n)
+            atomicAdd(gh + slot, (unsigned long long)w);
+    }
+    __device__ void finish() {}
+};
+
+/* Adds w to a 32-bit shared bin; the thread that makes it wrap carries 2^32. */
+__device__ __forceinline__ void shared_add(unsigned *sh, unsigned long long *gh, int lo, int slot, unsigned w)
+{
+    unsigned old = atomicAdd(sh + (slot - lo), w);
+    if (old > 0xFFFFFFFFu - w)
+        atomicAdd(gh + slot, 1ull << 32);
+}
+
+template <> struct Acc<MDNL_HIST_SHARED> {
+    unsigned *sh;
+    unsigned long long *gh;
+    int lo, n;
+    __device__ void init(const HistArgs &a, unsigned *s) { sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n; }
+    __device__ __forceinline__ void add(int slot, unsigned w)
+    {
+        if ((unsigned)(slot - lo) < (unsigned)n)
+            shared_add(sh, gh, lo, slot, w);
+    }
+    __device__ void finish() {}
+};
+
+template <> struct Acc<MDNL_HIST_SHARED_AGG> {
+    unsigned *sh;
+    unsigned long long *gh;
+    int lo, n;
+    int cur;
+    unsigned run;
+    __device__ void init(const HistArgs &a, unsigned *s)
+    {
+        sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n;
+        cur = -1, run = 0;
+    }
+    __device__ __forceinline__ void add(int slot, unsigned w)
+    {
+        if (slot == cur && run < 0x40000000u) {
+            run += w;
+            return;
+        }
+        finish();
+        if ((unsigned)(slot - lo) < (unsigned)n)
+            cur = slot, run = w;
+    }
+    __device__ __forceinline__ void finish()
+    {
+        if (run)
+            shared_add(sh, gh, lo, cur, run);
+        cur = -1, run = 0;
+    }
+};
+
+/* Positive image shift: the half list keeps a self image once per ±S. */
+__device__ __forceinline__ bool shift_positive(int s0, int s1, int s2)
+{
+    return s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
+}
+
+/* Bins one pair: total (weight w) or each partial it belongs to. With HALF
+ * the pair stands for both orientations. */
+template <int HALF, int PARTIAL, class A>
+__device__ __forceinline__ void bin_pair(A &acc, const HistArgs &a, float d2, int si, int j)
+{
+    const int b = mdnl_hist_bin(d2, a.width, a.bins);
+    if (!PARTIAL) {
+        acc.add(b, HALF ? 2u : 1u);
+        return;
+    }
+    const int sj = __ldg(a.species + j);
+    for (int p = 0; p < a.npairs; ++p) {
+        const int2 ab = a.pairs[p];
+        unsigned w = (ab.x == si && ab.y == sj);
+        if (HALF)
+            w += (ab.x == sj && ab.y == si);
+        if (w)
+            acc.add(p * a.bins + b, w);
+    }
+}
+
+__device__ __forceinline__ void shared_zero(unsigned *sh, int n)
+{
+    for (int s = threadIdx.x; s < n; s += blockDim.x)
+        sh[s] = 0;
+    __syncthreads();
+}
+
+__device__ __forceinline__ void shared_merge(const unsigned *sh, const HistArgs &a)
+{
+    __syncthreads();
+    for (int s = threadIdx.x; s < a.slot_n; s += blockDim.x)
+        if (sh[s])
+            atomicAdd(a.gh + a.slot_lo + s, (unsigned long long)sh[s]);
+}
+
+template <int V, int HALF, int PARTIAL>
+__global__ void __launch_bounds__(kBlock) hist_cells_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                            HistArgs a)
+{
+    extern __shared__ unsigned sh[];
+    if (V != MDNL_HIST_GLOBAL)
+        shared_zero(sh, a.slot_n);
+    Acc<V> acc;
+    acc.init(a, sh);
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    for (int is = blockIdx.x * blockDim.x + threadIdx.x; is < c.natoms; is += gridDim.x * blockDim.x) {
+        const float4 pi = c.pos[is];
+        const int si = PARTIAL ? __ldg(a.species + __float_as_int(pi.w)) : 0;
+        const int lin = c.cell[is];
+        const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
+        /* The stencil walk of mdnl_for_each_pair (cells_cuda.cuh), with the
+         * range start raised for the half traversal. */
+        for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
+            int x = cx + dx, s0 = 0;
+            if (g.pbc[0]) {
+                s0 = mdnl_floordiv(x, n0);
+                x -= s0 * n0;
+            } else if (x < 0 || x >= n0) {
+                continue;
+            }
+            for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
+                int y = cy + dy, s1 = 0;
+                if (g.pbc[1]) {
+                    s1 = mdnl_floordiv(y, n1);
+                    y -= s1 * n1;
+                } else if (y < 0 || y >= n1) {
+                    continue;
+                }
+                const int row = (x * n1 + y) * n2;
+                int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+                if (!g.pbc[2]) {
+                    zlo = zlo < 0 ? 0 : zlo;
+                    zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+                }
+                for (int z = zlo; z <= zhi;) {
+                    const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;
+                    int zend = (s2 + 1) * n2 - 1;
+                    if (zend > zhi)
+                        zend = zhi;
+                    float v[3];
+                    mdnl_shift_vector(&g, s0, s1, s2, v);
+                    int kb = c.start[row + z - s2 * n2];
+                    const int ke = c.start[row + zend - s2 * n2 + 1];
+                    if (HALF) {
+                        const int kmin = shift_positive(s0, s1, s2) ? is : is + 1;
+                        kb = kb > kmin ? kb : kmin;
+                    }
+                    const bool zero = s0 == 0 && s1 == 0 && s2 == 0;
+                    for (int k = kb; k < ke; ++k) {
+                        const float4 pj = c.pos[k];
+                        if (!HALF && zero && k == is)
+                            continue;
+                        const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                        if (d2 < g.cutoff2)
+                            bin_pair<HALF, PARTIAL>(acc, a, d2, si, __float_as_int(pj.w));
+                    }
+                    z = zend + 1;
+                }
+            }
+        }
+        acc.finish();
+    }
+    if (V != MDNL_HIST_GLOBAL)
+        shared_merge(sh, a);
+}
+
+template <int V, int PARTIAL>
+__global__ void __launch_bounds__(kTile) hist_allpairs_kernel(const __grid_constant__ mdnl_geom g,
+                                                              const float4 *__restrict__ pos, int n, HistArgs a)
+{
+    extern __shared__ unsigned sh[];
+    __shared__ float4 tile[kTile];
+    __shared__ int tile_sp[kTile];
+    if (V != MDNL_HIST_GLOBAL)
+        shared_zero(sh, a.slot_n);
+    Acc<V> acc;
+    acc.init(a, sh);
+    const int i = blockIdx.x * kTile + threadIdx.x;
+    const bool active = i < n;
+    const float4 pi = active ? pos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const int si = PARTIAL && active ? a.species[i] : 0;
+    for (int j0 = blockIdx.x * kTile; j0 < n; j0 += kTile) {
+        __syncthreads();
+        if (j0 + (int)threadIdx.x < n) {
+            tile[threadIdx.x] = pos[j0 + threadIdx.x];
+            if (PARTIAL)
+                tile_sp[threadIdx.x] = a.species[j0 + threadIdx.x];
+        }
+        __syncthreads();
+        if (!active)
+            continue;
+        const int jn = min(kTile, n - j0);
+        for (int s0 = -g.image_max[0]; s0 <= g.image_max[0]; ++s0)
+            for (int s1 = -g.image_max[1]; s1 <= g.image_max[1]; ++s1)
+                for (int s2 = -g.image_max[2]; s2 <= g.image_max[2]; ++s2) {
+                    float v[3];
+                    mdnl_shift_vector(&g, s0, s1, s2, v);
+                    const int jmin = shift_positive(s0, s1, s2) ? i : i + 1;
+                    for (int t = max(0, jmin - j0); t < jn; ++t) {
+                        const float4 pj = tile[t];
+                        const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                        if (d2 < g.cutoff2) {
+                            const int b = mdnl_hist_bin(d2, a.width, a.bins);
+                            if (!PARTIAL) {
+                                acc.add(b, 2u);
+                            } else {
+                                const int sj = tile_sp[t];
+                                for (int p = 0; p < a.npairs; ++p) {
+                                    const int2 ab = a.pairs[p];
+                                    unsigned w = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
+                                    if (w)
+                                        acc.add(p * a.bins + b, w);
+                                }
+                            }
+                        }
+                    }
+                }
+    }
+    acc.finish();
+    if (V != MDNL_HIST_GLOBAL)
+        shared_merge(sh, a);
+}
+
+/* Grid for grid-stride kernels: enough resident blocks to fill the device. */
+template <class K> int resident_grid(K kernel, size_t shmem, int work_blocks, int sms)
+{
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, shmem) != cudaSuccess || per_sm < 1)
+        per_sm = 1;
+    (void)cudaGetLastError();
+    return std::max(1, std::min(work_blocks, per_sm * sms));
+}
+
+template <int V, int HALF, int PARTIAL>
+mdnl_status launch_cells(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, int sms,
+                         cudaStream_t stream)
+{
+    const size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
+    auto k = hist_cells_kernel<V, HALF, PARTIAL>;
+    const int work = (c.natoms + kBlock - 1) / kBlock;
+    const int grid = V == MDNL_HIST_GLOBAL ? work : resident_grid(k, shmem, work, sms);
+    k<<<grid, kBlock, shmem, stream>>>(g, c, a);
+    MDNL_CUDA_LAUNCHED(stream);
+    return MDNL_OK;
+}
+
+template <int V, int PARTIAL>
+mdnl_status launch_allpairs(const mdnl_geom &g, const float4 *pos, int n, const HistArgs &a, cudaStream_t stream)
+{
+    const size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
+    hist_allpairs_kernel<V, PARTIAL><<<(n + kTile - 1) / kTile, kTile, shmem, stream>>>(g, pos, n, a);
+    MDNL_CUDA_LAUNCHED(stream);
+    return MDNL_OK;
+}
+
+template <int V>
+mdnl_status launch_variant(int trav, bool partial, const mdnl_geom &g, const mdnl_cells_view &c, const float4 *pos,
+                           const HistArgs &a, int sms, cudaStream_t stream)
+{
+    if (trav == MDNL_HIST_TRAV_ALLPAIRS)
+        return partial ? launch_allpairs<V, 1>(g, pos, (int)g.natoms, a, stream)
+                       : launch_allpairs<V, 0>(g, pos, (int)g.natoms, a, stream);
+    if (trav == MDNL_HIST_TRAV_CELLS_FULL)
+        return partial ? launch_cells<V, 0, 1>(g, c, a, sms, stream) : launch_cells<V, 0, 0>(g, c, a, sms, stream);
+    return partial ? launch_cells<V, 1, 1>(g, c, a, sms, stream) : launch_cells<V, 1, 0>(g, c, a, sms, stream);
+}
+
+} // namespace
+
+struct mdnl_hist_cuda {
+    cudaStream_t stream;
+    cudaEvent_t ev[4];
+    int sms;
+    mdnl_dbuf pos, species, pairs, hist;
+    mdnl_cells_cuda cells;
+    mdnl_geom grid; /* the geometry the cell list was built for */
+};
+
+extern "C" mdnl_status mdnl_hist_cuda_create(mdnl_hist_cuda **out)
+{
+    *out = NULL;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        (void)cudaGetLastError();
+        return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: no usable device for the histogram");
+    }
+    mdnl_hist_cuda *c = (mdnl_hist_cuda *)calloc(1, sizeof *c);
+    if (!c)
+        return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for a CUDA histogram context");
+    *out = c;
+    MDNL_CUDA_CHECK(cudaSetDevice(0));
+    MDNL_CUDA_CHECK(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, 0));
+    MDNL_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    for (cudaEvent_t &e : c->ev)
+        MDNL_CUDA_CHECK(cudaEventCreate(&e));
+    return MDNL_OK;
+}
+
+extern "C" void mdnl_hist_cuda_free(mdnl_hist_cuda *c)
+{
+    if (!c)
+        return;
+    mdnl_cells_cuda_free(&c->cells);
+    mdnl_dbuf_free(&c->pos);
+    mdnl_dbuf_free(&c->species);
+    mdnl_dbuf_free(&c->pairs);
+    mdnl_dbuf_free(&c->hist);
+    for (cudaEvent_t e : c->ev)
+        if (e)
+            cudaEventDestroy(e);
+    if (c->stream)
+        cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+extern "C" const char *mdnl_hist_variant_name(int v)
+{
+    switch (v) {
+    case MDNL_HIST_GLOBAL: return "global";
+    case MDNL_HIST_SHARED: return "shared";
+    case MDNL_HIST_SHARED_AGG: return "shared-agg";
+    default: return "auto";
+    }
+}
+
+extern "C" const char *mdnl_hist_traversal_name(int t)
+{
+    switch (t) {
+    case MDNL_HIST_TRAV_CELLS_FULL: return "cells-full";
+    case MDNL_HIST_TRAV_CELLS_HALF: return "cells-half";
+    case MDNL_HIST_TRAV_ALLPAIRS: return "allpairs";
+    case MDNL_HIST_TRAV_CELLS_HALF_FINE: return "cells-half2";
+    default: return "auto";
+    }
+}
+
+static bool all_open(const mdnl_geom *g) { return !g->pbc[0] && !g->pbc[1] && !g->pbc[2]; }
+
+/* The geometry's grid with every axis of two or more cells split in halves
+ * and the stencil doubled: two atoms closer than the cutoff are at most
+ * stencil cells apart, so at most 2 stencil half cells. The candidates per
+ * atom drop from 27 to 125/8 = 15.6 cell volumes (the classic half-cell
+ * trick); the pairs found, and their d2, are those of the full grid. */
+static mdnl_geom refine_grid(const mdnl_geom *g)
+{
+    mdnl_geom f = *g;
+    int64_t cells = 1;
+    for (int k = 0; k < 3; ++k) {
+        if (g->ncell[k] >= 2) {
+            f.ncell[k] = 2 * g->ncell[k];
+            f.inv_cell[k] = 2.0f * g->inv_cell[k];
+            f.stencil[k] = 2 * g->stencil[k];
+        }
+        cells *= f.ncell[k];
+    }
+    f.ncells = cells;
+    return cells <= std::max<int64_t>(64, 4 * g->natoms) ? f : *g;
+}
+
+/* Uploads the frame and builds the cell list when the traversal needs it.
+ * Resolves AUTO choices into *variant and *trav. */
+static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
+                                const mdnl_hist_spec *spec, int *variant, int *trav, double *upload_ms,
+                                double *cells_ms)
+{
+    mdnl_status st = mdnl_hist_spec_check(spec, g, MDNL_MAX_SPECIES);
+    if (st != MDNL_OK)
+        return st;
+    if (g->natoms > INT32_MAX / 2)
+        return mdnl_error(MDNL_ERR_INPUT, "%lld atoms: the CUDA histogram handles at most %d",
+                          (long long)g->natoms, INT32_MAX / 2);
+    if (spec->npairs > 0 && !species && g->natoms > 0)
+        return mdnl_error(MDNL_ERR_INTERNAL, "histogram: partials need the species array");
+    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_AGG || *trav < MDNL_HIST_TRAV_AUTO ||
+        *trav > MDNL_HIST_TRAV_CELLS_HALF_FINE)
+        return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
+    if (*variant == MDNL_HIST_AUTO)
+        *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m */
+    if (*trav == MDNL_HIST_TRAV_AUTO)
+        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS : MDNL_HIST_TRAV_CELLS_HALF_FINE;
+    const size_t n = (size_t)g->natoms;
+    const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
+    if ((st = mdnl_dbuf_reserve(&c->pos, (n ? n : 1) * sizeof(float4), "histogram positions")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->species, (n ? n : 1) * sizeof(int), "histogram species")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->pairs, (size_t)(spec->npairs + 1) * sizeof(int2), "histogram pairs")) !=
+            MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&c->hist, nslots * sizeof(unsigned long long), "histogram")) != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[0], c->stream));
+    if (n) {
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pos.ptr, pos4, n * sizeof(float4), cudaMemcpyHostToDevice, c->stream));
+        if (spec->npairs > 0)
+            MDNL_CUDA_CHECK(
+                cudaMemcpyAsync(c->species.ptr, species, n * sizeof(int), cudaMemcpyHostToDevice, c->stream));
+    }
+    if (spec->npairs > 0)
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pairs.ptr, spec->pairs, (size_t)spec->npairs * sizeof(int2),
+                                        cudaMemcpyHostToDevice, c->stream));
+    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[1], c->stream));
+    if (*trav == MDNL_HIST_TRAV_CELLS_HALF_FINE)
+        c->grid = refine_grid(g);
+    else
+        c->grid = *g;
+    if (*trav != MDNL_HIST_TRAV_ALLPAIRS && n)
+        if ((st = mdnl_cells_cuda_build(&c->cells, &c->grid, (const float4 *)c->pos.ptr, c->stream)) != MDNL_OK)
+            return st;
+    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[2], c->stream));
+    MDNL_CUDA_CHECK(cudaEventSynchronize(c->ev[2]));
+    float ms = 0;
+    MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]));
+    if (upload_ms)
+        *upload_ms = ms;
+    MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, c->ev[1], c->ev[2]));
+    if (cells_ms)
+        *cells_ms = *trav == MDNL_HIST_TRAV_ALLPAIRS ? 0.0 : ms;
+    return MDNL_OK;
+}
+
+/* Zeroes the global histogram and runs the kernel passes (asynchronous). */
+static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hist_spec *spec, int *variant, int trav,
+                            int *passes)
+{
+    const int nslots = (int)((int64_t)mdnl_hist_nhist(spec) * spec->bins);
+    MDNL_CUDA_CHECK(cudaMemsetAsync(c->hist.ptr, 0, (size_t)nslots * sizeof(unsigned long long), c->stream));
+    *passes = 0;
+    if (g->natoms == 0)
+        return MDNL_OK;
+    const int cap = (int)(kSharedHistBytes / sizeof(unsigned));
+    const int need = (nslots + cap - 1) / cap;
+    if (*variant != MDNL_HIST_GLOBAL && need > MDNL_HIST_MAX_PASSES)
+        *variant = MDNL_HIST_GLOBAL; /* too many passes: the baseline never fails */
+    HistArgs a;
+    a.gh = (unsigned long long *)c->hist.ptr;
+    a.species = (const int *)c->species.ptr;
+    a.pairs = (const int2 *)c->pairs.ptr;
+    a.npairs = spec->npairs;
+    a.bins = spec->bins;
+    a.width = mdnl_hist_width(spec);
+    const bool partial = spec->npairs > 0;
+    const float4 *pos = (const float4 *)c->pos.ptr;
+    mdnl_status st = MDNL_OK;
+    if (*variant == MDNL_HIST_GLOBAL) {
+        a.slot_lo = 0, a.slot_n = nslots;
+        *passes = 1;
+        return launch_variant<MDNL_HIST_GLOBAL>(trav, partial, c->grid, c->cells.view, pos, a, c->sms, c->stream);
+    }
+    for (int lo = 0; lo < nslots && st == MDNL_OK; lo += cap) {
+        a.slot_lo = lo;
+        a.slot_n = std::min(cap, nslots - lo);
+        ++*passes;
+        st = *variant == MDNL_HIST_SHARED
+                 ? launch_variant<MDNL_HIST_SHARED>(trav, partial, c->grid, c->cells.view, pos, a, c->sms, c->stream)
+                 : launch_variant<MDNL_HIST_SHARED_AGG>(trav, partial, c->grid, c->cells.view, pos, a, c->sms, c->stream);
+    }
+    return st;
+}
+
+static mdnl_status hist_download(mdnl_hist_cuda *c, const mdnl_hist_spec *spec, uint64_t *counts)
+{
+    const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(counts, c->hist.ptr, nslots * sizeof(uint64_t), cudaMemcpyDeviceToHost, c->stream));
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_hist_frame_cuda(mdnl_hist_cuda *c, const mdnl_geom *g, const float (*pos4)[4],
+                                            const int32_t *species, const mdnl_hist_spec *spec, int variant,
+                                            int traversal, uint64_t *counts)
+{
+    mdnl_status st;
+    int passes = 0;
+    if ((st = hist_prepare(c, g, pos4, species, spec, &variant, &traversal, NULL, NULL)) != MDNL_OK ||
+        (st = hist_run(c, g, spec, &variant, traversal, &passes)) != MDNL_OK)
+        return st;
+    return hist_download(c, spec, counts);
+}
+
+extern "C" mdnl_status mdnl_hist_cuda_bench(mdnl_hist_cuda *c, const mdnl_geom *g, const float (*pos4)[4],
+                                            const int32_t *species, const mdnl_hist_spec *spec, int variant,
+                                            int traversal, int repeats, uint64_t *counts, mdnl_hist_cuda_timing *t)
+{
+    mdnl_status st;
+    *t = mdnl_hist_cuda_timing{};
+    if ((st = hist_prepare(c, g, pos4, species, spec, &variant, &traversal, &t->upload_ms, &t->cells_ms)) != MDNL_OK)
+        return st;
+    if (repeats < 1)
+        repeats = 1;
+    std::vector<float> ms((size_t)repeats);
+    for (int r = 0; r < repeats; ++r) {
+        MDNL_CUDA_CHECK(cudaEventRecord(c->ev[0], c->stream));
+        if ((st = hist_run(c, g, spec, &variant, traversal, &t->passes)) != MDNL_OK)
+            return st;
+        MDNL_CUDA_CHECK(cudaEventRecord(c->ev[1], c->stream));
+        MDNL_CUDA_CHECK(cudaEventSynchronize(c->ev[1]));
+        MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms[(size_t)r], c->ev[0], c->ev[1]));
+    }
+    std::vector<float> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    t->hist_ms = sorted[sorted.size() / 2];
+    t->hist_min_ms = sorted[0];
+    t->variant = variant;
+    t->traversal = traversal;
+    return hist_download(c, spec, counts);
+}

@@ -1,0 +1,138 @@
+/* rdf_cpu.c — the CPU twin of the pair-distance histogram (rdf.h), the
+ * oracle of the CUDA kernels in rdf.cu, and an O(N²) brute force that checks
+ * the twin itself.
+ *
+ * The twin traverses the full list of every atom through cells_cpu.h (the
+ * same pairs the neighbor list finds) and bins with mdnl_hist_bin(). OpenMP
+ * threads own private uint64 histograms, summed at the end, so the result
+ * does not depend on the schedule.
+ */
+#include "rdf.h"
+
+#include "cells_cpu.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+mdnl_status mdnl_hist_spec_check(const mdnl_hist_spec *s, const mdnl_geom *g, int32_t nspecies)
+{
+    if (!(s->r_max > 0.0) || !isfinite(s->r_max))
+        return mdnl_error(MDNL_ERR_USAGE, "--rmax: expected a finite number > 0, found %g", s->r_max);
+    if (s->bins < 1)
+        return mdnl_error(MDNL_ERR_USAGE, "--bins: expected an integer >= 1, found %d", (int)s->bins);
+    if (s->npairs < 0 || (s->npairs > 0 && !s->pairs))
+        return mdnl_error(MDNL_ERR_USAGE, "--pairs: expected a list of species pairs, found %d", (int)s->npairs);
+    if ((int64_t)mdnl_hist_nhist(s) * s->bins > ((int64_t)1 << 31))
+        return mdnl_error(MDNL_ERR_USAGE, "--bins: %d bins x %d pairs is more than 2^31 histogram slots",
+                          (int)s->bins, (int)mdnl_hist_nhist(s));
+    for (int32_t p = 0; p < s->npairs; ++p)
+        for (int k = 0; k < 2; ++k)
+            if (s->pairs[p][k] < 0 || s->pairs[p][k] >= nspecies)
+                return mdnl_error(MDNL_ERR_USAGE, "--pairs: pair %d names species id %d, the frame has %d species",
+                                  (int)p + 1, (int)s->pairs[p][k], (int)nspecies);
+    if (g && g->cutoff != (float)s->r_max)
+        return mdnl_error(MDNL_ERR_INTERNAL, "histogram: geometry prepared for cutoff %g, not r_max %g",
+                          (double)g->cutoff, s->r_max);
+    return MDNL_OK;
+}
+
+typedef struct hist_ctx {
+    uint64_t *h; /* this thread's [nhist * bins] */
+    const int32_t *species;
+    const mdnl_hist_spec *spec;
+    float width;
+    int32_t bins;
+    int32_t spi; /* species of the current atom i */
+} hist_ctx;
+
+static inline void hist_add(hist_ctx *c, int32_t j, float d2)
+{
+    const int b = mdnl_hist_bin(d2, c->width, c->bins);
+    if (c->spec->npairs == 0) {
+        c->h[b]++;
+        return;
+    }
+    const int32_t spj = c->species[j];
+    for (int32_t p = 0; p < c->spec->npairs; ++p)
+        if (c->spec->pairs[p][0] == c->spi && c->spec->pairs[p][1] == spj)
+            c->h[(int64_t)p * c->bins + b]++;
+}
+
+static void hist_visit(void *ctx, int64_t i, int32_t j, float d2, int s0, int s1, int s2)
+{
+    (void)i, (void)s0, (void)s1, (void)s2;
+    hist_add((hist_ctx *)ctx, j, d2);
+}
+
+mdnl_status mdnl_hist_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
+                                const mdnl_hist_spec *spec, uint64_t *counts)
+{
+    mdnl_status st = mdnl_hist_spec_check(spec, g, MDNL_MAX_SPECIES);
+    if (st != MDNL_OK)
+        return st;
+    if (spec->npairs > 0 && !species && g->natoms > 0)
+        return mdnl_error(MDNL_ERR_INTERNAL, "histogram: partials need the species array");
+    const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
+    memset(counts, 0, nslots * sizeof *counts);
+    if (g->natoms == 0)
+        return MDNL_OK;
+    mdnl_cells_cpu cells = {0};
+    if ((st = mdnl_cells_cpu_build(g, pos4, &cells)) != MDNL_OK)
+        return st;
+    const int nthreads = omp_get_max_threads();
+    uint64_t *priv = mdnl_calloc((size_t)nthreads * nslots, sizeof *priv, "per-thread histograms");
+    if (!priv) {
+        mdnl_cells_cpu_free(&cells);
+        return MDNL_ERR_RESOURCE;
+    }
+    const float width = mdnl_hist_width(spec);
+    const int64_t n = g->natoms;
+#pragma omp parallel num_threads(nthreads)
+    {
+        hist_ctx c = {priv + (size_t)omp_get_thread_num() * nslots, species, spec, width, spec->bins, 0};
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t i = 0; i < n; ++i) {
+            c.spi = species ? species[i] : 0;
+            mdnl_cells_cpu_visit(g, pos4, &cells, i, hist_visit, &c);
+        }
+    }
+    for (int t = 0; t < nthreads; ++t)
+        for (size_t s = 0; s < nslots; ++s)
+            counts[s] += priv[(size_t)t * nslots + s];
+    free(priv);
+    mdnl_cells_cpu_free(&cells);
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_hist_frame_brute(const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
+                                  const mdnl_hist_spec *spec, uint64_t *counts)
+{
+    mdnl_status st = mdnl_hist_spec_check(spec, g, MDNL_MAX_SPECIES);
+    if (st != MDNL_OK)
+        return st;
+    const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
+    memset(counts, 0, nslots * sizeof *counts);
+    hist_ctx c = {counts, species, spec, mdnl_hist_width(spec), spec->bins, 0};
+    const int *im = g->image_max;
+    for (int64_t i = 0; i < g->natoms; ++i) {
+        c.spi = species ? species[i] : 0;
+        for (int s0 = -im[0]; s0 <= im[0]; ++s0)
+            for (int s1 = -im[1]; s1 <= im[1]; ++s1)
+                for (int s2 = -im[2]; s2 <= im[2]; ++s2) {
+                    float v[3];
+                    mdnl_shift_vector(g, s0, s1, s2, v);
+                    const int zero = s0 == 0 && s1 == 0 && s2 == 0;
+                    for (int64_t j = 0; j < g->natoms; ++j) {
+                        if (zero && j == i)
+                            continue;
+                        float d2 = mdnl_pair_d2(pos4[i][0], pos4[i][1], pos4[i][2], pos4[j][0], pos4[j][1],
+                                                pos4[j][2], v);
+                        if (d2 < g->cutoff2)
+                            hist_add(&c, (int32_t)j, d2);
+                    }
+                }
+    }
+    return MDNL_OK;
+}

@@ -1,0 +1,19 @@
+/* bench_rdf.h — the histogram benchmark behind `mdnl bench` (RDF part). */
+#ifndef MDNL_BENCH_RDF_H
+#define MDNL_BENCH_RDF_H
+
+#include "mdnl.h"
+
+#include <stdio.h>
+
+MDNL_BEGIN_C
+
+/* Runs the RDF benchmark cases (lj-1m, graphene-1m; see bench_rdf.c) and
+ * writes a table (json = 0) or one JSON object (json = 1) to `out`. Every GPU
+ * kernel's counts are checked against the CPU twin; a mismatch returns
+ * MDNL_ERR_INTERNAL. Without a device only the CPU twin is timed. */
+mdnl_status mdnl_bench_rdf(FILE *out, int json);
+
+MDNL_END_C
+
+#endif

@@ -112,5 +112,6 @@ mdnl_status mdnl_cmd_gen(int argc, char **argv);
 mdnl_status mdnl_cmd_bench(int argc, char **argv);
 mdnl_status mdnl_cmd_convert(int argc, char **argv);
 mdnl_status mdnl_cmd_energy(int argc, char **argv);
+mdnl_status mdnl_cmd_rdf(int argc, char **argv);
 
 #endif

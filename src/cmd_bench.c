@@ -1,9 +1,11 @@
 /* cmd_bench.c — `mdnl bench`: the benchmarks of every kernel family on
  * systems built in memory, each validated against its CPU twin before it is
- * timed: neighbor lists (src/bench.c), energies (src/bench_energy.c). */
+ * timed: neighbor lists (src/bench.c), energies (src/bench_energy.c),
+ * histograms (src/bench_rdf.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 #include "bench_energy.h"
+#include "bench_rdf.h"
 #include "cli.h"
 
 #include <stdlib.h>
@@ -47,6 +49,12 @@ static mdnl_status bench_energy(void *arg, FILE *out, int json)
     return mdnl_bench_energy(out, json);
 }
 
+static mdnl_status bench_rdf(void *arg, FILE *out, int json)
+{
+    (void)arg;
+    return mdnl_bench_rdf(out, json);
+}
+
 mdnl_status mdnl_cmd_bench(int argc, char **argv)
 {
     mdnl_opts o;
@@ -76,6 +84,8 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
             return st;
         if (lj && (st = run_json("energy", 0, bench_energy, NULL)) != MDNL_OK)
             return st;
+        if (!o.sizes && (st = run_json("rdf", 0, bench_rdf, NULL)) != MDNL_OK)
+            return st;
         printf("}\n");
         return MDNL_OK;
     }
@@ -83,7 +93,12 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
         return st;
     if (lj) {
         printf("\n");
-        st = mdnl_bench_energy(stdout, 0);
+        if ((st = mdnl_bench_energy(stdout, 0)) != MDNL_OK)
+            return st;
+    }
+    if (!o.sizes) { /* the RDF benchmark runs lj-1m and graphene-1m together */
+        printf("\n");
+        st = mdnl_bench_rdf(stdout, 0);
     }
     return st;
 }

@@ -6,6 +6,7 @@
 #ifdef MDNL_HAVE_CUDA
 #include "energy_cuda.h"
 #include "nlist_cuda.h"
+#include "rdf_cuda.h"
 #endif
 
 #include <string.h>
@@ -36,6 +37,7 @@ void mdnl_engine_free(mdnl_engine *e)
         return;
 #ifdef MDNL_HAVE_CUDA
     mdnl_energy_cuda_free(e->energy_cuda);
+    mdnl_hist_cuda_free(e->hist_cuda);
     mdnl_cuda_ctx_free(e->cuda);
 #endif
     memset(e, 0, sizeof *e);
@@ -70,4 +72,23 @@ mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (
     }
 #endif
     return mdnl_energy_frame_cpu(g, pos4, p, total, per_atom);
+}
+
+mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
+                             const mdnl_hist_spec *spec, uint64_t *counts)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        if (!e->hist_cuda) {
+            mdnl_hist_cuda *h = NULL;
+            mdnl_status st = mdnl_hist_cuda_create(&h);
+            if (st != MDNL_OK)
+                return st;
+            e->hist_cuda = h;
+        }
+        return mdnl_hist_frame_cuda(e->hist_cuda, g, pos4, species, spec, MDNL_HIST_AUTO, MDNL_HIST_TRAV_AUTO,
+                                    counts);
+    }
+#endif
+    return mdnl_hist_frame_cpu(g, pos4, species, spec, counts);
 }

@@ -7,12 +7,14 @@
 #include "cli.h"
 #include "nlist.h"
 #include "potential.h"
+#include "rdf.h"
 
 typedef struct mdnl_engine {
     mdnl_backend backend; /* CPU or CUDA, never AUTO */
     void *cuda;           /* mdnl_cuda_ctx when backend is CUDA */
     mdnl_method last_method; /* what the last build used (auto resolved) */
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
+    void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
 } mdnl_engine;
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);
@@ -26,5 +28,10 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
  * traversed and no list is stored. */
 mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
                                double *total, double *per_atom);
+
+/* Pair-distance histogram of a frame prepared with cutoff = spec->r_max,
+ * binned while traversing (no list stored); counts[nhist * bins] written. */
+mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
+                             const mdnl_hist_spec *spec, uint64_t *counts);
 
 #endif

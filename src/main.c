@@ -49,6 +49,19 @@ static const command commands[] = {
      "  -o, --output FILE         TSV (default standard output) or HDF5: /observables/potential_energy,\n"
      "                            /particles/all/potential_energy with --per-atom\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"},
+    {"rdf", mdnl_cmd_rdf,
+     "usage: mdnl rdf INPUT --rmax R --bins B [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--plot OUT.svg]\n"
+     "Radial distribution function averaged over the selected frames. Pair distances below R are\n"
+     "binned into B uniform bins on [0, R) while the cells are traversed (no list stored; R may\n"
+     "exceed half the box: images count). TSV # r_lo r_hi r g n (per pair: g:A-B n:A-B); open\n"
+     "frames without --volume give # r_lo r_hi r count count_per_atom n.\n"
+     "Options:\n"
+     "  --rmax R --bins B         histogram range and bin count (required)\n"
+     "  --pairs C-C,C-H           partial RDFs for species pairs (default: the total)\n"
+     "  --volume V                normalisation volume (open frames; overrides the cell volume)\n"
+     "  -o, --output FILE         TSV (default standard output) or HDF5 /rdf/<total|A-B>/{r_lo,r_hi,r,g,n,counts}\n"
+     "  --plot OUT.svg            an SVG plot of g(r) and n(r)\n"
+     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"},
     {"info", mdnl_cmd_info,
      "usage: mdnl info INPUT [--json]\n"
      "Atoms, frames, species, cell and periodicity of the first frame.\n"},
@@ -63,8 +76,9 @@ static const command commands[] = {
      ".h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, anything else -> extended XYZ).\n"},
     {"bench", mdnl_cmd_bench,
      "usage: mdnl bench [--sizes graphene-17k,graphene-1m,lj-1m] [--json]\n"
-     "GPU benchmark of the neighbor-list methods on built-in systems: each method is checked\n"
-     "byte for byte against the CPU twin, then timed with CUDA events (median of repeats).\n"
+     "GPU benchmark of the kernels on built-in systems: neighbor-list methods, energy (fused and\n"
+     "from a list, each reduction), histograms (each variant and traversal). Each result is\n"
+     "checked against the CPU twin, then timed with CUDA events (median of repeats).\n"
      "Prints ms per method and stage, atoms/s, pairs/s, bytes written and the ratio to the\n"
      "bandwidth floor (bytes moved / 3.0 TB/s). Needs a CUDA device (exit 4 without one).\n"},
 };
@@ -76,6 +90,7 @@ static void print_usage(FILE *fp)
                 "commands:\n"
                 "  neighbors INPUT -c CUT      neighbor lists as TSV\n"
                 "  energy INPUT -c CUT --pair  pair energies (LJ, Morse)\n"
+                "  rdf INPUT --rmax --bins     radial distribution functions\n"
                 "  info INPUT [--json]         what a trajectory holds\n"
                 "  gen graphene --nx --ny -o   generate a graphene sheet\n"
                 "  convert INPUT OUTPUT        XYZ / extended XYZ / H5MD\n"

@@ -108,7 +108,7 @@ Test(cli, version_prints_and_exits_0)
 
 Test(cli, help_on_every_subcommand_exits_0)
 {
-    const char *cmds[] = {"neighbors", "energy", "info", "gen", "convert", "bench"};
+    const char *cmds[] = {"neighbors", "energy", "rdf", "info", "gen", "convert", "bench"};
     for (unsigned k = 0; k < sizeof cmds / sizeof *cmds; ++k) {
         cr_expect_eq(mdnl("%s --help", cmds[k]), 0, "%s --help", cmds[k]);
         cr_expect(strstr(out_text, "usage: mdnl") != NULL, "%s --help: %s", cmds[k], out_text);
@@ -320,4 +320,88 @@ Test(cli, energy_matches_the_lammps_reference_and_bad_pair_specs_exit_2)
                      bad[k]);
         expect_one_error_line();
     }
+}
+
+Test(cli, rdf_of_graphene_steps_to_3_9_12_and_writes_plot_and_hdf5)
+{
+    cr_assert_eq(mdnl("rdf %s/graphene-periodic.extxyz --rmax 3 --bins 30 -o g.tsv --plot g.svg --json",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"command\":\"rdf\"") && strstr(out_text, "\"pairs_counted\":13824"),
+              "1152 atoms x 12 ordered pairs below 3: %s", out_text);
+    char p[512];
+    snprintf(p, sizeof p, "%s/g.tsv", tmpdir);
+    FILE *fp = fopen(p, "r");
+    cr_assert_not_null(fp);
+    char line[256];
+    double lo, hi, r, g, n, n_at[4] = {0};
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "%lf\t%lf\t%lf\t%lf\t%lf", &lo, &hi, &r, &g, &n) == 5) {
+            if (fabs(hi - 1.5) < 1e-9)
+                n_at[0] = n;
+            if (fabs(hi - 2.5) < 1e-9)
+                n_at[1] = n;
+            if (fabs(hi - 2.9) < 1e-9)
+                n_at[2] = n;
+            if (fabs(hi - 1.4) < 1e-9)
+                n_at[3] = n;
+        }
+    fclose(fp);
+    cr_expect(n_at[3] == 0 && n_at[0] == 3 && n_at[1] == 9 && n_at[2] == 12, "n(r) = %g %g %g %g", n_at[3], n_at[0],
+              n_at[1], n_at[2]);
+    snprintf(p, sizeof p, "%s/g.svg", tmpdir);
+    static char svg[1 << 18];
+    slurp(p, svg, sizeof svg);
+    cr_expect(strstr(svg, "<svg") && strstr(svg, "</svg>"), "not an SVG");
+    cr_assert_eq(mdnl("rdf %s/graphene-periodic.extxyz --rmax 3 --bins 30 -o g.h5", MDNL_DATA_DIR), 0, "%s",
+                 err_text);
+}
+
+Test(cli, rdf_partials_match_the_mdanalysis_reference_counts)
+{
+    /* data/rdf/lj_mixture_A-B.tsv: MDAnalysis InterRDF, 10 frames,
+     * tools/mdanalysis_rdf_reference.py; columns r_lo r_hi r g_mda count g_mdnl n */
+    cr_assert_eq(mdnl("rdf %s/rdf/lj_mixture.xyz --rmax 2.5 --bins 80 --pairs A-B,B-B -o m.tsv", MDNL_DATA_DIR), 0,
+                 "%s", err_text);
+    char p[512];
+    snprintf(p, sizeof p, "%s/rdf/lj_mixture_A-B.tsv", MDNL_DATA_DIR);
+    FILE *ref = fopen(p, "r");
+    snprintf(p, sizeof p, "%s/m.tsv", tmpdir);
+    FILE *got = fopen(p, "r");
+    cr_assert(ref && got);
+    char a[512], b[512];
+    int compared = 0;
+    while (fgets(b, sizeof b, got)) {
+        if (b[0] == '#')
+            continue;
+        double lo, hi, r, g_ab, n_ab, rlo, rhi, rr, gm, cm, gmdnl, nref;
+        if (sscanf(b, "%lf\t%lf\t%lf\t%lf\t%lf", &lo, &hi, &r, &g_ab, &n_ab) != 5)
+            continue;
+        do {
+            if (!fgets(a, sizeof a, ref))
+                cr_assert_fail("reference ended before r_lo %g", lo);
+        } while (a[0] == '#' ||
+                 sscanf(a, "%lf %lf %lf %lf %lf %lf %lf", &rlo, &rhi, &rr, &gm, &cm, &gmdnl, &nref) != 7 ||
+                 rlo < lo - 1e-12);
+        cr_expect(fabs(rlo - lo) < 1e-12, "bins differ: %g vs %g", rlo, lo);
+        cr_expect(fabs(g_ab - gmdnl) < 1e-3, "g:A-B at r %g: %g vs reference %g", r, g_ab, gmdnl);
+        cr_expect(fabs(n_ab - nref) < 1e-3, "n:A-B at r %g: %g vs reference %g", r, n_ab, nref);
+        compared++;
+    }
+    fclose(ref);
+    fclose(got);
+    cr_expect(compared >= 70, "compared %d bins", compared);
+}
+
+Test(cli, rdf_bad_options_and_missing_species)
+{
+    cr_expect_eq(mdnl("rdf %s/graphene-periodic.extxyz --rmax 3", MDNL_DATA_DIR), 2);
+    cr_expect_eq(mdnl("rdf %s/graphene-periodic.extxyz --rmax 3 --bins 0", MDNL_DATA_DIR), 2);
+    cr_expect_eq(mdnl("rdf %s/graphene-periodic.extxyz --rmax -3 --bins 10", MDNL_DATA_DIR), 2);
+    cr_expect_eq(mdnl("rdf %s/graphene-periodic.extxyz --rmax 3 --bins 10 --pairs C", MDNL_DATA_DIR), 2);
+    cr_expect_eq(mdnl("rdf %s/graphene-periodic.extxyz --rmax 3 --bins 10 --pairs C-H -o x.tsv", MDNL_DATA_DIR), 3,
+                 "%s", err_text);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "species H") != NULL, "%s", err_text);
+    cr_expect_eq(dir_entries(), 0, "a failed rdf left a file");
 }

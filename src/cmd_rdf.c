@@ -1,0 +1,234 @@
+/* cmd_rdf.c — `mdnl rdf`: pair-distance histograms binned while traversing
+ * the cells (no list stored), averaged into g(r) and n(r) over the selected
+ * frames (SPEC §5); TSV or HDF5, and an SVG plot. */
+#include "cli.h"
+#include "engine.h"
+#include "h5md_writer.h"
+#include "output_file.h"
+#include "rdf_table.h"
+#include "svg_plot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PAIRS 64
+
+typedef struct pair_names {
+    int n;
+    char a[MAX_PAIRS][MDNL_SYMBOL_LEN], b[MAX_PAIRS][MDNL_SYMBOL_LEN];
+    char label[MAX_PAIRS][2 * MDNL_SYMBOL_LEN + 1];
+    const char *labels[MAX_PAIRS];
+} pair_names;
+
+/* "C-C,C-H" -> symbol pairs. */
+static mdnl_status parse_pairs(const char *s, pair_names *p)
+{
+    p->n = 0;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        const char *dash = memchr(s, '-', len);
+        if (!dash || dash == s || dash == s + len - 1 || memchr(dash + 1, '-', len - (size_t)(dash - s) - 1))
+            return mdnl_error(MDNL_ERR_USAGE, "--pairs: expected A-B species pairs separated by commas, got \"%.*s\"",
+                              (int)len, s);
+        size_t la = (size_t)(dash - s), lb = len - la - 1;
+        if (la >= MDNL_SYMBOL_LEN || lb >= MDNL_SYMBOL_LEN)
+            return mdnl_error(MDNL_ERR_USAGE, "--pairs: species name too long in \"%.*s\"", (int)len, s);
+        if (p->n == MAX_PAIRS)
+            return mdnl_error(MDNL_ERR_USAGE, "--pairs: at most %d pairs", MAX_PAIRS);
+        memcpy(p->a[p->n], s, la);
+        p->a[p->n][la] = '\0';
+        memcpy(p->b[p->n], dash + 1, lb);
+        p->b[p->n][lb] = '\0';
+        memcpy(p->label[p->n], s, len);
+        p->label[p->n][len] = '\0';
+        p->labels[p->n] = p->label[p->n];
+        p->n++;
+        s += len + (comma ? 1 : 0);
+        if (comma && !*s)
+            return mdnl_error(MDNL_ERR_USAGE, "--pairs: trailing comma");
+    }
+    return MDNL_OK;
+}
+
+static int32_t find_species(const mdnl_frame *f, const char *sym)
+{
+    for (int32_t s = 0; s < f->nspecies; ++s)
+        if (strcmp(f->symbols[s], sym) == 0)
+            return s;
+    return -1;
+}
+
+/* Writes g(r), n(r) and counts of every histogram to the results file. */
+static mdnl_status write_h5(mdnl_h5md_results *res, const mdnl_rdf_accum *a, const pair_names *pn)
+{
+    const int32_t bins = a->bins, nh = a->nhist;
+    mdnl_status st = MDNL_OK;
+    double *buf = mdnl_malloc((size_t)bins * 6 * (size_t)nh * sizeof *buf, "RDF results");
+    if (!buf)
+        return MDNL_ERR_RESOURCE;
+    double *r_lo = buf, *r_hi = buf + bins, *r = buf + 2 * bins, *g = buf + 3 * bins;
+    double *cpa = g + (size_t)nh * bins, *n = cpa + (size_t)nh * bins;
+    for (int32_t b = 0; b < bins; ++b)
+        mdnl_rdf_bin_edges(a->r_max, bins, b, &r_lo[b], &r_hi[b], &r[b]);
+    mdnl_rdf_result(a, g, cpa, n);
+    for (int32_t h = 0; h < nh && st == MDNL_OK; ++h)
+        st = mdnl_h5md_results_write_rdf(res, pn->n ? pn->labels[h] : "total", bins, r_lo, r_hi, r,
+                                         mdnl_rdf_has_g(a) ? g + (size_t)h * bins : NULL, n + (size_t)h * bins,
+                                         a->counts + (size_t)h * bins);
+    free(buf);
+    return st;
+}
+
+mdnl_status mdnl_cmd_rdf(int argc, char **argv)
+{
+    mdnl_opts o;
+    mdnl_status st = mdnl_parse_options("rdf",
+                                        "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,quiet,"
+                                        "json,progress,no-progress",
+                                        argc, argv, 2, &o);
+    if (st != MDNL_OK)
+        return st;
+    if (o.npositional != 1)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl rdf: expected one INPUT file, got %d", o.npositional);
+    if (!o.has_rmax || !o.has_bins)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl rdf: --rmax R and --bins B are required");
+    if (o.bins > 1000000)
+        return mdnl_error(MDNL_ERR_USAGE, "--bins: at most 1000000, got %lld", o.bins);
+    pair_names pn = {0};
+    if (o.pairs && (st = parse_pairs(o.pairs, &pn)) != MDNL_OK)
+        return st;
+    const char *input = o.positional[0];
+    const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
+    const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
+    if (o.plot && mdnl_is_hdf5_path(o.plot))
+        return mdnl_error(MDNL_ERR_USAGE, "--plot %s: expected an .svg file", o.plot);
+
+    int32_t ids[MAX_PAIRS][2];
+    mdnl_hist_spec spec = {.r_max = o.rmax, .bins = (int32_t)o.bins, .npairs = pn.n, .pairs = ids};
+    const int32_t nh = mdnl_hist_nhist(&spec);
+    mdnl_engine eng;
+    if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
+        return st;
+    mdnl_frames *fs = NULL;
+    mdnl_frame f = {0};
+    float(*pos4)[4] = NULL;
+    int64_t pos_cap = 0, nframes = 0, total_atoms = 0;
+    uint64_t *counts = NULL, pairs_counted = 0;
+    mdnl_rdf_accum acc = {0};
+    mdnl_ofile out = {0}, plot = {0};
+    mdnl_h5md_results *res = NULL;
+    mdnl_progress prog = {0};
+    double t_read = 0, t_hist = 0, t_write = 0;
+
+    if ((st = mdnl_rdf_accum_init(&acc, &spec, o.has_volume ? o.volume : 0)) != MDNL_OK)
+        goto done;
+    if (!(counts = mdnl_malloc((size_t)nh * (size_t)spec.bins * sizeof *counts, "histogram"))) {
+        st = MDNL_ERR_RESOURCE;
+        goto done;
+    }
+    if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
+        goto done;
+    mdnl_progress_start(&prog, &o, fs);
+    for (;;) {
+        double t0 = mdnl_now();
+        st = mdnl_frames_next(fs, &f);
+        if (st == MDNL_END)
+            break;
+        if (st != MDNL_OK)
+            goto done;
+        double t1 = mdnl_now();
+        for (int p = 0; p < pn.n; ++p) {
+            ids[p][0] = find_species(&f, pn.a[p]);
+            ids[p][1] = find_species(&f, pn.b[p]);
+            if (ids[p][0] < 0 || ids[p][1] < 0) {
+                st = mdnl_error(MDNL_ERR_INPUT, "%s: frame %lld: expected species %s for --pairs %s, found none",
+                                input, (long long)f.index, ids[p][0] < 0 ? pn.a[p] : pn.b[p], pn.labels[p]);
+                goto done;
+            }
+        }
+        mdnl_geom g;
+        if ((st = mdnl_prepare_frame(input, &f, o.rmax, &g, &pos4, &pos_cap)) != MDNL_OK)
+            goto done;
+        if ((st = mdnl_hist_spec_check(&spec, &g, f.nspecies)) != MDNL_OK)
+            goto done;
+        if ((st = mdnl_engine_hist(&eng, &g, (const float(*)[4])pos4, f.species, &spec, counts)) != MDNL_OK)
+            goto done;
+        int64_t na[MAX_PAIRS], nb[MAX_PAIRS];
+        mdnl_hist_species_counts(&spec, f.species, f.natoms, na, nb);
+        double volume = f.box.has_lattice && (f.box.pbc[0] || f.box.pbc[1] || f.box.pbc[2]) ? g.volume : 0.0;
+        if ((st = mdnl_rdf_accum_add(&acc, counts, na, nb, volume)) != MDNL_OK)
+            goto done;
+        for (int64_t k = 0; k < (int64_t)nh * spec.bins; ++k)
+            pairs_counted += counts[k];
+        t_read += t1 - t0, t_hist += mdnl_now() - t1;
+        nframes++;
+        total_atoms += f.natoms;
+        mdnl_progress_step(&prog);
+    }
+    mdnl_progress_end(&prog);
+    {
+        double t2 = mdnl_now();
+        const char *const *names = pn.n ? pn.labels : NULL;
+        if (h5) {
+            if ((st = mdnl_h5md_results_create(outpath, &res)) != MDNL_OK || (st = write_h5(res, &acc, &pn)) != MDNL_OK)
+                goto done;
+        } else if (outpath) {
+            if ((st = mdnl_ofile_open(&out, outpath)) != MDNL_OK ||
+                (st = mdnl_rdf_table_write(out.fp, &acc, names)) != MDNL_OK)
+                goto done;
+        }
+        if (o.plot) {
+            if ((st = mdnl_ofile_open(&plot, o.plot)) != MDNL_OK ||
+                (st = mdnl_svg_rdf(plot.fp, &acc, names, input)) != MDNL_OK)
+                goto done;
+        }
+        /* Commit only when everything is written: a failure leaves nothing. */
+        if (h5) {
+            st = mdnl_h5md_results_commit(res); /* frees res */
+            res = NULL;
+            if (st != MDNL_OK)
+                goto done;
+        } else if (outpath && (st = mdnl_ofile_commit(&out)) != MDNL_OK) {
+            goto done;
+        }
+        if (o.plot && (st = mdnl_ofile_commit(&plot)) != MDNL_OK)
+            goto done;
+        t_write = mdnl_now() - t2;
+    }
+    if (o.json) {
+        printf("{\"command\":\"rdf\",\"input\":");
+        mdnl_json_string(stdout, input);
+        printf(",\"frames\":%lld,\"atoms\":%lld,\"rmax\":%.15g,\"bins\":%d,\"histograms\":[", (long long)nframes,
+               (long long)total_atoms, o.rmax, spec.bins);
+        for (int h = 0; h < nh; ++h) {
+            printf(h ? "," : "");
+            mdnl_json_string(stdout, pn.n ? pn.labels[h] : "total");
+        }
+        printf("],\"pairs_counted\":%llu,\"g\":%s,\"backend\":\"%s\",\"seconds\":{\"read\":%.6f,\"histogram\":%.6f,"
+               "\"write\":%.6f}}\n",
+               (unsigned long long)pairs_counted, mdnl_rdf_has_g(&acc) ? "true" : "false",
+               mdnl_backend_name(eng.backend), t_read, t_hist, t_write);
+    } else if (!o.quiet) {
+        fprintf(stderr,
+                "mdnl rdf: %lld frame(s), %lld atoms, %llu pair distances below %g in %d bins (%s), %s; read %.3f s, "
+                "histogram %.3f s, write %.3f s\n",
+                (long long)nframes, (long long)total_atoms, (unsigned long long)pairs_counted, o.rmax, spec.bins,
+                mdnl_rdf_has_g(&acc) ? "g(r)" : "counts: open frames, no --volume", mdnl_backend_name(eng.backend),
+                t_read, t_hist, t_write);
+    }
+done:
+    mdnl_progress_end(&prog);
+    if (st != MDNL_OK) {
+        mdnl_ofile_abort(&out);
+        mdnl_ofile_abort(&plot);
+        mdnl_h5md_results_abort(res);
+    }
+    mdnl_rdf_accum_free(&acc);
+    free(counts);
+    free(pos4);
+    mdnl_frames_close(fs);
+    mdnl_frame_free(&f);
+    mdnl_engine_free(&eng);
+    return st;
+}

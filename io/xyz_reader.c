@@ -9,6 +9,7 @@
 #include "xyz_reader.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,10 +33,101 @@ struct mdnl_xyz_reader {
     int64_t nframes; /* cached count, -1 unknown */
 };
 
-/* ---- numbers ---- */
+/* ---- numbers ----
+ *
+ * A decimal number is read as a mantissa m (up to 19 digits, exact in a
+ * uint64) and a power of ten. Three ways to a correctly rounded double:
+ *  1. m <= 2^53 and |e| <= 22: m and 10^|e| are exact doubles, so one IEEE
+ *     multiplication or division rounds once (Clinger's fast path). This is
+ *     every "%.10f" coordinate below 10^5.
+ *  2. x87 long double (64-bit significand), |e| <= 27: m and 10^|e| are exact,
+ *     one operation gives r = RN64(x). Rounding r to double gives RN53(x)
+ *     unless r lies exactly halfway between two doubles (its 11 bits below the
+ *     double's last bit are 10000000000): any double midpoint is a long double,
+ *     and rounding is monotonic, so x and r lie on the same side of it.
+ *     This covers "%.17g" values. In the rare halfway case we go to 3.
+ *  3. strtod, for more than 19 significant digits, large exponents, inf/nan
+ *     and hexadecimal forms.
+ * The result always equals strtod's (tests/test_xyz.c checks millions). */
 
 static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+#if defined(__x86_64__) && LDBL_MANT_DIG == 64
+#define HAVE_X87_LONG_DOUBLE 1
+static const long double pow10_ld[28] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,
+                                         1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L,
+                                         1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+#endif
+
+/* m * 10^e10 correctly rounded, m != 0 exact; returns 0 when neither fast
+ * path applies (the caller uses strtod). */
+static inline int mantissa_to_double(uint64_t m, int e10, int neg, double *out)
+{
+    double v;
+    if (m <= (1ull << 53) && e10 >= -22 && e10 <= 22) {
+        v = (double)m;
+        v = e10 < 0 ? v / pow10_exact[-e10] : v * pow10_exact[e10];
+    } else {
+#ifdef HAVE_X87_LONG_DOUBLE
+        if (e10 < -27 || e10 > 27)
+            return 0;
+        long double r = (long double)m;
+        r = e10 < 0 ? r / pow10_ld[-e10] : r * pow10_ld[e10];
+        uint64_t sig;
+        memcpy(&sig, &r, sizeof sig); /* the explicit 64-bit significand */
+        if ((sig & 0x7ff) == 0x400)
+            return 0; /* r is a double midpoint: x may lie on either side */
+        v = (double)r;
+#else
+        return 0;
+#endif
+    }
+    *out = neg ? -v : v;
+    return 1;
+}
+
+/* The hot path: a number of at most 19 digits starting at p, ended by
+ * anything that is not part of it. Returns the end, or NULL when the text
+ * is not such a number or needs the careful path (the caller then takes the
+ * whole token to mdnl_parse_double). */
+static inline const char *scan_number(const char *p, const char *e, double *out)
+{
+    int neg = 0;
+    if (p < e && (*p == '-' || *p == '+'))
+        neg = *p++ == '-';
+    const char *d0 = p;
+    uint64_t m = 0;
+    while (p < e && (unsigned)(*p - '0') < 10)
+        m = m * 10 + (uint64_t)(*p++ - '0');
+    int nd = (int)(p - d0), e10 = 0;
+    if (p < e && *p == '.') {
+        const char *f0 = ++p;
+        while (p < e && (unsigned)(*p - '0') < 10)
+            m = m * 10 + (uint64_t)(*p++ - '0');
+        nd += (int)(p - f0);
+        e10 = -(int)(p - f0);
+    }
+    if (nd == 0 || nd > 19) /* not a number, or m may have wrapped */
+        return NULL;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        ++p;
+        int eneg = 0, ev = 0;
+        if (p < e && (*p == '+' || *p == '-'))
+            eneg = *p++ == '-';
+        const char *x0 = p;
+        while (p < e && (unsigned)(*p - '0') < 10 && p - x0 < 6)
+            ev = ev * 10 + (*p++ - '0');
+        if (p == x0 || (p < e && (unsigned)(*p - '0') < 10))
+            return NULL;
+        e10 += eneg ? -ev : ev;
+    }
+    if (m == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return p;
+    }
+    return mantissa_to_double(m, e10, neg, out) ? p : NULL;
+}
 
 static int parse_slow(const char *s, const char *e, double *out)
 {
@@ -56,6 +148,11 @@ static int parse_slow(const char *s, const char *e, double *out)
 
 int mdnl_parse_double(const char *s, const char *e, double *out)
 {
+    const char *q = scan_number(s, e, out);
+    if (q == e)
+        return 1;
+    /* The careful path: more than 19 digits (leading zeros do not count),
+     * exponents out of the fast range, or not a plain decimal at all. */
     const char *p = s;
     int neg = 0;
     if (p < e && (*p == '+' || *p == '-'))
@@ -85,17 +182,17 @@ int mdnl_parse_double(const char *s, const char *e, double *out)
     if (!digits)
         return parse_slow(s, e, out); /* inf, nan, or not a number */
     if (p < e && (*p == 'e' || *p == 'E')) {
-        const char *q = p + 1;
+        const char *q2 = p + 1;
         int eneg = 0, ev = 0, edigits = 0;
-        if (q < e && (*q == '+' || *q == '-'))
-            eneg = *q++ == '-';
-        for (; q < e && (unsigned)(*q - '0') < 10; ++q, ++edigits)
+        if (q2 < e && (*q2 == '+' || *q2 == '-'))
+            eneg = *q2++ == '-';
+        for (; q2 < e && (unsigned)(*q2 - '0') < 10; ++q2, ++edigits)
             if (ev < 100000)
-                ev = ev * 10 + (*q - '0');
+                ev = ev * 10 + (*q2 - '0');
         if (!edigits)
             return 0;
         exp10 += eneg ? -ev : ev;
-        p = q;
+        p = q2;
     }
     if (p != e)
         return 0;
@@ -103,12 +200,9 @@ int mdnl_parse_double(const char *s, const char *e, double *out)
         *out = neg ? -0.0 : 0.0;
         return 1;
     }
-    if (inexact || m > (1ull << 53) || exp10 < -22 || exp10 > 22)
-        return parse_slow(s, e, out);
-    double v = (double)m;
-    v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
-    *out = neg ? -v : v;
-    return 1;
+    if (!inexact && mantissa_to_double(m, exp10, neg, out))
+        return 1;
+    return parse_slow(s, e, out);
 }
 
 /* ---- lines ---- */
@@ -163,7 +257,8 @@ static int next_line(mdnl_xyz_reader *r, const char **s, const char **e)
     }
 }
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+/* ' ' and \t \n \v \f \r (9 to 13). */
+static inline int is_space(char c) { return c == ' ' || (unsigned)(c - '\t') < 5; }
 
 static int is_blank(const char *s, const char *e)
 {
@@ -314,7 +409,7 @@ static int split_tokens(const char *s, const char *e, const char *tok_s[], const
 
 static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const char *e, columns *c)
 {
-    int col = 0, have_species = 0, have_pos = 0;
+    int col = 0, have_species = 0, have_pos = 0, z_col = -1;
     char tmp[64];
     while (s < e) {
         const char *f[3], *fe[3];
@@ -346,11 +441,17 @@ static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const cha
         if ((key_is(f[0], nl, "species") || key_is(f[0], nl, "element") || key_is(f[0], nl, "symbols")) && count == 1) {
             c->species = col;
             have_species = 1;
+        } else if (key_is(f[0], nl, "Z") && count == 1) {
+            z_col = col; /* atomic numbers, used as species text when there is no species column */
         } else if ((key_is(f[0], nl, "pos") || key_is(f[0], nl, "positions")) && count == 3) {
             c->pos = col;
             have_pos = 1;
         }
         col += count;
+    }
+    if (!have_species && z_col >= 0) {
+        c->species = z_col;
+        have_species = 1;
     }
     if (!have_species || !have_pos)
         return HDR_ERR("%s:%lld: frame %lld: expected Properties with species:S:1 and pos:R:3, found %s", r->path,
@@ -376,7 +477,8 @@ static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *
             ++s;
         size_t klen = (size_t)(s - k);
         const char *v = s, *ve = s;
-        if (s < e && *s == '=') {
+        const int has_value = s < e && *s == '=';
+        if (has_value) {
             ++s;
             if (s < e && (*s == '"' || *s == '\'')) {
                 char q = *s++;
@@ -400,6 +502,10 @@ static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *
                 ve = s;
             }
         }
+        /* A word without "=" is plain comment text ("relaxed at step 100"),
+         * even when it reads like a key. */
+        if (!has_value)
+            continue;
         const char *ts[10], *te[10];
         if (key_is(k, klen, "Lattice")) {
             int n = split_tokens(v, ve, ts, te, 10);
@@ -496,9 +602,10 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
         return st;
     if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
         return st;
-    const int need = c.ncols > c.pos + 3 ? c.ncols : c.pos + 3;
+    /* Columns past the last one we use are not read (nor checked). */
     const int last_col = (c.species > c.pos + 2 ? c.species : c.pos + 2);
     int32_t last_id = -1;
+    size_t last_len = 0;
     char tmp[64];
     for (int64_t i = 0; i < n; ++i) {
         got = next_line(r, &s, &e);
@@ -520,11 +627,33 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
             if (p >= e)
                 break;
             const char *t = p;
+            if (col >= c.pos && col < c.pos + 3) {
+                /* The hot path: parse in place, then check the delimiter. */
+                double x;
+                const char *q = scan_number(p, e, &x);
+                if (q && (q == e || is_space(*q))) {
+                    xyz[col - c.pos] = x;
+                    p = q;
+                    continue;
+                }
+                while (p < e && !is_space(*p))
+                    ++p;
+                if (!mdnl_parse_double(t, p, &x))
+                    return HDR_ERR("%s:%lld: frame %lld: expected a number for coordinate %c of atom %lld, found %s",
+                                   r->path, (long long)r->line, (long long)r->frame, "xyz"[col - c.pos], (long long)i,
+                                   show(t, p, tmp, sizeof tmp));
+                if (!isfinite(x))
+                    return HDR_ERR("%s:%lld: frame %lld: expected a finite coordinate %c for atom %lld, found %s",
+                                   r->path, (long long)r->line, (long long)r->frame, "xyz"[col - c.pos], (long long)i,
+                                   show(t, p, tmp, sizeof tmp));
+                xyz[col - c.pos] = x;
+                continue;
+            }
             while (p < e && !is_space(*p))
                 ++p;
             if (col == c.species) {
                 size_t len = (size_t)(p - t);
-                if (last_id >= 0 && strlen(f->symbols[last_id]) == len && memcmp(f->symbols[last_id], t, len) == 0) {
+                if (last_id >= 0 && len == last_len && memcmp(f->symbols[last_id], t, len) == 0) {
                     f->species[i] = last_id;
                 } else {
                     int32_t id = mdnl_frame_species_id(f, t, len);
@@ -535,23 +664,14 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                                        (long long)r->frame, (long long)i, msg);
                     }
                     f->species[i] = last_id = id;
+                    last_len = len;
                 }
-            } else if (col >= c.pos && col < c.pos + 3) {
-                double x;
-                if (!mdnl_parse_double(t, p, &x))
-                    return HDR_ERR("%s:%lld: frame %lld: expected a number for coordinate %c of atom %lld, found %s",
-                                   r->path, (long long)r->line, (long long)r->frame, "xyz"[col - c.pos], (long long)i,
-                                   show(t, p, tmp, sizeof tmp));
-                if (!isfinite(x))
-                    return HDR_ERR("%s:%lld: frame %lld: expected a finite coordinate %c for atom %lld, found %s",
-                                   r->path, (long long)r->line, (long long)r->frame, "xyz"[col - c.pos], (long long)i,
-                                   show(t, p, tmp, sizeof tmp));
-                xyz[col - c.pos] = x;
             }
         }
         if (col <= last_col)
-            return HDR_ERR("%s:%lld: frame %lld: expected %d columns (species and x y z) for atom %lld, found %d",
-                           r->path, (long long)r->line, (long long)r->frame, need, (long long)i, col);
+            return HDR_ERR("%s:%lld: frame %lld: expected %d columns (species and x y z) for atom %lld, found %d: %s",
+                           r->path, (long long)r->line, (long long)r->frame, last_col + 1, (long long)i, col,
+                           show(s, e, tmp, sizeof tmp));
         f->pos[i][0] = xyz[0], f->pos[i][1] = xyz[1], f->pos[i][2] = xyz[2];
         f->natoms = i + 1;
     }

@@ -27,7 +27,8 @@ mdnl_status mdnl_gen_graphene(int64_t nx, int64_t ny, double bond, double noise,
     if (nx < 1 || ny < 1)
         return mdnl_error(MDNL_ERR_USAGE, "--nx and --ny must be at least 1, got %lld and %lld", (long long)nx,
                           (long long)ny);
-    if (nx * ny > 250000000LL / 4 || nx > 1000000000LL / 4 || ny > 1000000000LL / 4)
+    /* nx and ny are bounded first so that nx * ny cannot overflow. */
+    if (nx > 250000000LL / 4 || ny > 250000000LL / 4 || nx * ny > 250000000LL / 4)
         return mdnl_error(MDNL_ERR_USAGE, "--nx %lld --ny %lld: more than 250 million atoms", (long long)nx,
                           (long long)ny);
     if (!(bond > 0) || !isfinite(bond))

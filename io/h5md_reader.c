@@ -979,6 +979,7 @@ const char *mdnl_h5md_group(const mdnl_h5md_reader *r) { return r->group; }
 
 mdnl_status mdnl_h5md_skip(mdnl_h5md_reader *r)
 {
+    quiet_hdf5(); /* per thread: the reader may run on a pipeline thread */
     if (r->next >= r->nframes)
         return MDNL_END;
     ++r->next;
@@ -987,6 +988,7 @@ mdnl_status mdnl_h5md_skip(mdnl_h5md_reader *r)
 
 mdnl_status mdnl_h5md_seek(mdnl_h5md_reader *r, int64_t k)
 {
+    quiet_hdf5(); /* per thread: the reader may run on a pipeline thread */
     if (k < 0 || k > r->nframes)
         return mdnl_error(MDNL_ERR_USAGE, "%s: frame %" PRId64 " out of range (0 to %" PRId64 ")", r->file, k,
                           r->nframes);
@@ -1128,6 +1130,7 @@ static bool all_finite(const double *p, int64_t n)
 
 mdnl_status mdnl_h5md_next(mdnl_h5md_reader *r, mdnl_frame *f)
 {
+    quiet_hdf5(); /* per thread: the reader may run on a pipeline thread */
     if (r->next >= r->nframes)
         return MDNL_END;
     int64_t k = r->next;

@@ -443,6 +443,7 @@ static mdnl_status species_to_td(mdnl_h5md_traj *w)
 
 mdnl_status mdnl_h5md_traj_append(mdnl_h5md_traj *w, const mdnl_frame *f)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     const char *path = w->path;
     mdnl_status st;
     if (!w->started && (st = traj_start(w, f)) != MDNL_OK)
@@ -534,6 +535,7 @@ static void traj_free(mdnl_h5md_traj *w)
 
 mdnl_status mdnl_h5md_traj_commit(mdnl_h5md_traj *w)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     const char *path = w->path;
     mdnl_status st = MDNL_OK;
     if (w->species_obj >= 0 && w->nnames > 0)
@@ -656,6 +658,7 @@ static hid_t require_groups(hid_t fid, const char *gpath)
 
 mdnl_status mdnl_h5md_results_write_energy(mdnl_h5md_results *w, int64_t step, double time, double total)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     const char *path = w->path;
     mdnl_status st = MDNL_OK;
     if (!w->energy_started) {
@@ -680,6 +683,7 @@ mdnl_status mdnl_h5md_results_write_energy(mdnl_h5md_results *w, int64_t step, d
 mdnl_status mdnl_h5md_results_write_per_atom_energy(mdnl_h5md_results *w, int64_t step, double time,
                                                     int64_t natoms, const double *e)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     const char *path = w->path;
     mdnl_status st = MDNL_OK;
     if (!w->pa_started) {
@@ -749,6 +753,7 @@ static mdnl_status neighbors_start(mdnl_h5md_results *w)
 
 mdnl_status mdnl_h5md_results_set_neighbors_info(mdnl_h5md_results *w, const char *list, double cutoff)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     mdnl_status st = neighbors_start(w);
     if (st == MDNL_OK && list)
         st = write_str_attr(w->path, w->nb, "list", list, 0, 0);
@@ -761,6 +766,7 @@ mdnl_status mdnl_h5md_results_write_neighbors(mdnl_h5md_results *w, int64_t fram
                                               const int64_t *offsets, const int32_t *j, const float *d,
                                               int64_t npairs)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     const char *path = w->path;
     if (natoms < 0 || npairs < 0 || offsets[0] != 0 || offsets[natoms] != npairs)
         return mdnl_error(MDNL_ERR_INTERNAL,
@@ -789,6 +795,7 @@ mdnl_status mdnl_h5md_results_write_rdf(mdnl_h5md_results *w, const char *name, 
                                         const double *r_hi, const double *r, const double *g, const double *n,
                                         const uint64_t *counts)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     const char *path = w->path;
     if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 || bins < 0)
         return mdnl_error(MDNL_ERR_INTERNAL, "%s: RDF name \"%s\" with %d bins", path, name ? name : "(null)", bins);
@@ -821,6 +828,7 @@ mdnl_status mdnl_h5md_results_write_rdf(mdnl_h5md_results *w, const char *name, 
 
 mdnl_status mdnl_h5md_results_commit(mdnl_h5md_results *w)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     results_close_objects(w);
     mdnl_status st = close_and_rename(w->path, w->tmp, &w->fid);
     results_free(w);

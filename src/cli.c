@@ -140,6 +140,8 @@ static const opt_def defs[] = {
     {"list", 0, SPECIAL, 0, NONE},
     {"pair", 0, STRING, OFF(pair), NONE},
     {"per-atom", 0, FLAG, OFF(per_atom), NONE},
+    {"neighbors", 0, FLAG, OFF(neighbors), NONE},
+    {"read-only", 0, FLAG, OFF(read_only), NONE},
     {"rmax", 0, DOUBLE_POS, OFF(rmax), OFF(has_rmax)},
     {"bins", 0, INT_POS, OFF(bins), OFF(has_bins)},
     {"pairs", 0, STRING, OFF(pairs), NONE},

@@ -37,6 +37,8 @@ typedef struct mdnl_opts {
     bool has_list;
     const char *pair;
     bool per_atom;
+    bool neighbors; /* run: store the lists */
+    bool read_only; /* run: read and parse only */
     /* rdf */
     double rmax;
     bool has_rmax;
@@ -113,5 +115,10 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv);
 mdnl_status mdnl_cmd_convert(int argc, char **argv);
 mdnl_status mdnl_cmd_energy(int argc, char **argv);
 mdnl_status mdnl_cmd_rdf(int argc, char **argv);
+mdnl_status mdnl_cmd_run(int argc, char **argv);
+
+/* Writes the rows of one frame's list in the `neighbors` TSV format
+ * (frame, i, j, distance with %.9g); MDNL_ERR_RESOURCE when a write fails. */
+mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l);
 
 #endif

@@ -25,7 +25,7 @@ static char *put_int(char *p, int64_t v)
     return p;
 }
 
-static mdnl_status write_rows(FILE *fp, int64_t frame, const mdnl_nlist *l)
+mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l)
 {
     char line[96];
     for (int64_t i = 0; i < l->natoms; ++i)
@@ -114,7 +114,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
             if ((st = mdnl_h5md_results_write_neighbors(res, f.index, list.natoms, list.offsets, list.j, list.d,
                                                          list.npairs)) != MDNL_OK)
                 goto done;
-        } else if (outpath && (st = write_rows(out.fp, f.index, &list)) != MDNL_OK) {
+        } else if (outpath && (st = mdnl_neighbors_tsv_rows(out.fp, f.index, &list)) != MDNL_OK) {
             st = mdnl_error(st, "%s: write failed", outpath);
             goto done;
         }

@@ -5,80 +5,14 @@
 #include "engine.h"
 #include "h5md_writer.h"
 #include "output_file.h"
+#include "pipeline.h"
 #include "rdf_table.h"
 #include "svg_plot.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_PAIRS 64
-
-typedef struct pair_names {
-    int n;
-    char a[MAX_PAIRS][MDNL_SYMBOL_LEN], b[MAX_PAIRS][MDNL_SYMBOL_LEN];
-    char label[MAX_PAIRS][2 * MDNL_SYMBOL_LEN + 1];
-    const char *labels[MAX_PAIRS];
-} pair_names;
-
-/* "C-C,C-H" -> symbol pairs. */
-static mdnl_status parse_pairs(const char *s, pair_names *p)
-{
-    p->n = 0;
-    while (*s) {
-        const char *comma = strchr(s, ',');
-        size_t len = comma ? (size_t)(comma - s) : strlen(s);
-        const char *dash = memchr(s, '-', len);
-        if (!dash || dash == s || dash == s + len - 1 || memchr(dash + 1, '-', len - (size_t)(dash - s) - 1))
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: expected A-B species pairs separated by commas, got \"%.*s\"",
-                              (int)len, s);
-        size_t la = (size_t)(dash - s), lb = len - la - 1;
-        if (la >= MDNL_SYMBOL_LEN || lb >= MDNL_SYMBOL_LEN)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: species name too long in \"%.*s\"", (int)len, s);
-        if (p->n == MAX_PAIRS)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: at most %d pairs", MAX_PAIRS);
-        memcpy(p->a[p->n], s, la);
-        p->a[p->n][la] = '\0';
-        memcpy(p->b[p->n], dash + 1, lb);
-        p->b[p->n][lb] = '\0';
-        memcpy(p->label[p->n], s, len);
-        p->label[p->n][len] = '\0';
-        p->labels[p->n] = p->label[p->n];
-        p->n++;
-        s += len + (comma ? 1 : 0);
-        if (comma && !*s)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: trailing comma");
-    }
-    return MDNL_OK;
-}
-
-static int32_t find_species(const mdnl_frame *f, const char *sym)
-{
-    for (int32_t s = 0; s < f->nspecies; ++s)
-        if (strcmp(f->symbols[s], sym) == 0)
-            return s;
-    return -1;
-}
-
-/* Writes g(r), n(r) and counts of every histogram to the results file. */
-static mdnl_status write_h5(mdnl_h5md_results *res, const mdnl_rdf_accum *a, const pair_names *pn)
-{
-    const int32_t bins = a->bins, nh = a->nhist;
-    mdnl_status st = MDNL_OK;
-    double *buf = mdnl_malloc((size_t)bins * 6 * (size_t)nh * sizeof *buf, "RDF results");
-    if (!buf)
-        return MDNL_ERR_RESOURCE;
-    double *r_lo = buf, *r_hi = buf + bins, *r = buf + 2 * bins, *g = buf + 3 * bins;
-    double *cpa = g + (size_t)nh * bins, *n = cpa + (size_t)nh * bins;
-    for (int32_t b = 0; b < bins; ++b)
-        mdnl_rdf_bin_edges(a->r_max, bins, b, &r_lo[b], &r_hi[b], &r[b]);
-    mdnl_rdf_result(a, g, cpa, n);
-    for (int32_t h = 0; h < nh && st == MDNL_OK; ++h)
-        st = mdnl_h5md_results_write_rdf(res, pn->n ? pn->labels[h] : "total", bins, r_lo, r_hi, r,
-                                         mdnl_rdf_has_g(a) ? g + (size_t)h * bins : NULL, n + (size_t)h * bins,
-                                         a->counts + (size_t)h * bins);
-    free(buf);
-    return st;
-}
+#define MAX_PAIRS MDNL_MAX_RDF_PAIRS
 
 mdnl_status mdnl_cmd_rdf(int argc, char **argv)
 {
@@ -95,8 +29,8 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl rdf: --rmax R and --bins B are required");
     if (o.bins > 1000000)
         return mdnl_error(MDNL_ERR_USAGE, "--bins: at most 1000000, got %lld", o.bins);
-    pair_names pn = {0};
-    if (o.pairs && (st = parse_pairs(o.pairs, &pn)) != MDNL_OK)
+    mdnl_pair_names pn = {0};
+    if (o.pairs && (st = mdnl_pair_names_parse(o.pairs, &pn)) != MDNL_OK)
         return st;
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
@@ -104,7 +38,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     if (o.plot && mdnl_is_hdf5_path(o.plot))
         return mdnl_error(MDNL_ERR_USAGE, "--plot %s: expected an .svg file", o.plot);
 
-    int32_t ids[MAX_PAIRS][2];
+    int32_t ids[MAX_PAIRS][2] = {{0}}; /* resolved per frame */
     mdnl_hist_spec spec = {.r_max = o.rmax, .bins = (int32_t)o.bins, .npairs = pn.n, .pairs = ids};
     const int32_t nh = mdnl_hist_nhist(&spec);
     mdnl_engine eng;
@@ -138,15 +72,8 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
         if (st != MDNL_OK)
             goto done;
         double t1 = mdnl_now();
-        for (int p = 0; p < pn.n; ++p) {
-            ids[p][0] = find_species(&f, pn.a[p]);
-            ids[p][1] = find_species(&f, pn.b[p]);
-            if (ids[p][0] < 0 || ids[p][1] < 0) {
-                st = mdnl_error(MDNL_ERR_INPUT, "%s: frame %lld: expected species %s for --pairs %s, found none",
-                                input, (long long)f.index, ids[p][0] < 0 ? pn.a[p] : pn.b[p], pn.labels[p]);
-                goto done;
-            }
-        }
+        if ((st = mdnl_pair_names_resolve(&pn, input, &f, ids)) != MDNL_OK)
+            goto done;
         mdnl_geom g;
         if ((st = mdnl_prepare_frame(input, &f, o.rmax, &g, &pos4, &pos_cap)) != MDNL_OK)
             goto done;
@@ -171,7 +98,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
         double t2 = mdnl_now();
         const char *const *names = pn.n ? pn.labels : NULL;
         if (h5) {
-            if ((st = mdnl_h5md_results_create(outpath, &res)) != MDNL_OK || (st = write_h5(res, &acc, &pn)) != MDNL_OK)
+            if ((st = mdnl_h5md_results_create(outpath, &res)) != MDNL_OK || (st = mdnl_rdf_write_h5(res, &acc, &pn)) != MDNL_OK)
                 goto done;
         } else if (outpath) {
             if ((st = mdnl_ofile_open(&out, outpath)) != MDNL_OK ||

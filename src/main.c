@@ -25,6 +25,32 @@ static const char common_help[] =
     "  -h, --help                this help\n";
 
 static const command commands[] = {
+    {"run", mdnl_cmd_run,
+     "usage: mdnl run INPUT [-c CUT] [--neighbors [--list half|full]] [--pair SPEC]\n"
+     "                [--rmax R --bins B [--pairs A-B,...] [--volume V]] -o RESULTS.h5|DIR/ [options]\n"
+     "       mdnl run INPUT --read-only [options]\n"
+     "Every selected frame through neighbors, energy and the histogram in one streaming pass:\n"
+     "reading frame k+1, computing frame k and writing frame k-1 overlap (memory stays a few\n"
+     "frames). Give at least one of --neighbors, --pair, --rmax/--bins.\n"
+     "Options:\n"
+     "  -c, --cutoff CUT          neighbor and potential cutoff (required with --neighbors or --pair)\n"
+     "  --neighbors               store every frame's neighbor list\n"
+     "  --list half|full          half list (default) or both directions (with --neighbors)\n"
+     "  --pair lj:epsilon=E,sigma=S[,shift=yes|no] | morse:d0=D,alpha=A,r0=R[,shift=yes|no]\n"
+     "                            total pair energy per frame (as mdnl energy)\n"
+     "  --rmax R --bins B         RDF averaged over the frames (as mdnl rdf)\n"
+     "  --pairs C-C,C-H           partial RDFs for species pairs (default: the total)\n"
+     "  --volume V                RDF normalisation volume (open frames; overrides the cell volume)\n"
+     "  -o, --output RESULTS.h5   one HDF5 file: /observables/potential_energy, /rdf/<total|A-B>,\n"
+     "                            /neighbors (layout as in the single commands)\n"
+     "  -o, --output DIR/         a directory (trailing slash, or one that exists) of TSV tables in\n"
+     "                            the single commands' formats: energy.tsv, rdf.tsv, neighbors.tsv\n"
+     "  --read-only               read and parse every selected frame, compute and write nothing\n"
+     "                            (the I/O floor for benchmarks; also a quick check that every frame parses)\n"
+     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
+     "  --method auto|brute-atomic|brute-noatomic|cell\n"
+     "  --json summary: frames, atoms, pairs, energy first/last/mean/min/max, busy seconds per\n"
+     "  stage (read, compute, write), wall seconds and frames/s.\n"},
     {"neighbors", mdnl_cmd_neighbors,
      "usage: mdnl neighbors INPUT -c CUT [--list half|full] [-o OUT.tsv|OUT.h5|-] [options]\n"
      "Every pair closer than CUT in every selected frame, as a TSV table\n"
@@ -88,6 +114,7 @@ static void print_usage(FILE *fp)
     fprintf(fp, "mdnl %s — neighbor lists, pair energies and RDFs of molecular-dynamics frames\n"
                 "usage: mdnl COMMAND [options]   (mdnl COMMAND --help for each)\n"
                 "commands:\n"
+                "  run INPUT ... -o OUT.h5|DIR/ neighbors, energy and RDF in one streaming pass\n"
                 "  neighbors INPUT -c CUT      neighbor lists as TSV\n"
                 "  energy INPUT -c CUT --pair  pair energies (LJ, Morse)\n"
                 "  rdf INPUT --rmax --bins     radial distribution functions\n"

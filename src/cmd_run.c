@@ -1,0 +1,296 @@
+/* cmd_run.c — `mdnl run`: every selected frame through neighbors (stored
+ * only with --neighbors), energy (--pair) and the histogram (--rmax/--bins)
+ * in one pass of the streaming pipeline (pipeline.h), into one HDF5 results
+ * file or a directory of TSV tables in the formats of the single commands.
+ * Every output is written under a temporary name and renamed only when the
+ * whole run succeeded. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include "h5md_writer.h"
+#include "output_file.h"
+#include "pipeline.h"
+#include "rdf_table.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { OUT_ENERGY, OUT_NEIGHBORS, OUT_RDF, NOUT };
+static const char *const out_names[NOUT] = {"energy.tsv", "neighbors.tsv", "rdf.tsv"};
+
+typedef struct run_out {
+    const char *path;
+    bool h5, dir, made_dir;
+    mdnl_h5md_results *res;
+    bool want[NOUT];
+    char *file[NOUT];  /* DIR/name, owned */
+    mdnl_ofile tsv[NOUT];
+} run_out;
+
+static mdnl_status sink(void *user, const mdnl_frame_result *r)
+{
+    run_out *o = user;
+    mdnl_status st;
+    if (o->h5) {
+        if (r->has_energy && (st = mdnl_h5md_results_write_energy(o->res, r->step, r->time, r->energy)) != MDNL_OK)
+            return st;
+        if (r->list && (st = mdnl_h5md_results_write_neighbors(o->res, r->index, r->list->natoms, r->list->offsets,
+                                                               r->list->j, r->list->d, r->list->npairs)) != MDNL_OK)
+            return st;
+        return MDNL_OK;
+    }
+    if (r->has_energy) {
+        FILE *fp = o->tsv[OUT_ENERGY].fp;
+        fprintf(fp, "%lld\t%lld\t%.15g\n", (long long)r->index, (long long)r->step, r->energy);
+        if (ferror(fp))
+            return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", o->file[OUT_ENERGY]);
+    }
+    if (r->list && mdnl_neighbors_tsv_rows(o->tsv[OUT_NEIGHBORS].fp, r->index, r->list) != MDNL_OK)
+        return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", o->file[OUT_NEIGHBORS]);
+    return MDNL_OK;
+}
+
+static bool is_dir_path(const char *path)
+{
+    size_t n = strlen(path);
+    struct stat sb;
+    return (n > 0 && path[n - 1] == '/') || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode));
+}
+
+/* Creates the temporary outputs. */
+static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff)
+{
+    mdnl_status st;
+    if (o->h5) {
+        if ((st = mdnl_h5md_results_create(o->path, &o->res)) != MDNL_OK)
+            return st;
+        if (o->want[OUT_NEIGHBORS])
+            return mdnl_h5md_results_set_neighbors_info(o->res, list == MDNL_LIST_FULL ? "full" : "half", cutoff);
+        return MDNL_OK;
+    }
+    struct stat sb;
+    if (stat(o->path, &sb) != 0) {
+        if (mkdir(o->path, 0777) != 0)
+            return mdnl_error(MDNL_ERR_INPUT, "%s: cannot create the output directory: %s", o->path, strerror(errno));
+        o->made_dir = true;
+    } else if (!S_ISDIR(sb.st_mode)) {
+        return mdnl_error(MDNL_ERR_INPUT, "%s: expected a directory, found a file", o->path);
+    }
+    size_t n = strlen(o->path);
+    bool slash = o->path[n - 1] == '/';
+    for (int k = 0; k < NOUT; ++k) {
+        if (!o->want[k])
+            continue;
+        if (!(o->file[k] = mdnl_malloc(n + 2 + strlen(out_names[k]), "output name")))
+            return MDNL_ERR_RESOURCE;
+        sprintf(o->file[k], "%s%s%s", o->path, slash ? "" : "/", out_names[k]);
+        if ((st = mdnl_ofile_open(&o->tsv[k], o->file[k])) != MDNL_OK)
+            return st;
+    }
+    const char *headers[NOUT] = {"# frame\tstep\tenergy\n", "# frame\ti\tj\tdistance\n", NULL};
+    for (int k = 0; k < NOUT; ++k)
+        if (o->want[k] && headers[k] && fputs(headers[k], o->tsv[k].fp) < 0)
+            return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", o->file[k]);
+    return MDNL_OK;
+}
+
+/* Renames every output into place, or none: all files are flushed first so
+ * that a full disk fails before the first rename; a rename that still fails
+ * takes back the ones already made. */
+static mdnl_status commit_outputs(run_out *o)
+{
+    if (o->h5) {
+        mdnl_status st = mdnl_h5md_results_commit(o->res); /* frees res */
+        o->res = NULL;
+        return st;
+    }
+    for (int k = 0; k < NOUT; ++k)
+        if (o->want[k] && (fflush(o->tsv[k].fp) != 0 || ferror(o->tsv[k].fp)))
+            return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed: %s", o->file[k], strerror(errno));
+    for (int k = 0; k < NOUT; ++k) {
+        if (!o->want[k])
+            continue;
+        mdnl_status st = mdnl_ofile_commit(&o->tsv[k]);
+        if (st != MDNL_OK) {
+            for (int m = 0; m < k; ++m)
+                if (o->want[m])
+                    unlink(o->file[m]);
+            return st;
+        }
+    }
+    return MDNL_OK;
+}
+
+static void abort_outputs(run_out *o)
+{
+    mdnl_h5md_results_abort(o->res);
+    o->res = NULL;
+    for (int k = 0; k < NOUT; ++k)
+        mdnl_ofile_abort(&o->tsv[k]);
+    if (o->made_dir)
+        rmdir(o->path);
+}
+
+static void free_outputs(run_out *o)
+{
+    for (int k = 0; k < NOUT; ++k)
+        free(o->file[k]);
+}
+
+mdnl_status mdnl_cmd_run(int argc, char **argv)
+{
+    mdnl_opts o;
+    mdnl_status st = mdnl_parse_options("run",
+                                        "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,"
+                                        "method,frames,box,no-pbc,group,quiet,json,progress,no-progress",
+                                        argc, argv, 2, &o);
+    if (st != MDNL_OK)
+        return st;
+    if (o.npositional != 1)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl run: expected one INPUT file, got %d", o.npositional);
+    const bool hist = o.has_rmax || o.has_bins;
+    if (o.read_only) {
+        if (o.neighbors || o.pair || hist || o.output)
+            return mdnl_error(MDNL_ERR_USAGE, "mdnl run: --read-only computes and writes nothing; drop "
+                                              "--neighbors, --pair, --rmax/--bins and -o");
+    } else {
+        if (!o.neighbors && !o.pair && !hist)
+            return mdnl_error(MDNL_ERR_USAGE, "mdnl run: nothing to do: give --neighbors, --pair SPEC and/or "
+                                              "--rmax R --bins B");
+        if (!o.output)
+            return mdnl_error(MDNL_ERR_USAGE, "mdnl run: the output -o RESULTS.h5 or -o DIR/ is required");
+    }
+    if ((o.neighbors || o.pair) && !o.has_cutoff)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl run: the cutoff -c CUT is required with %s",
+                          o.neighbors ? "--neighbors" : "--pair");
+    if (hist && !(o.has_rmax && o.has_bins))
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl run: --rmax R and --bins B go together");
+    if (o.bins > 1000000)
+        return mdnl_error(MDNL_ERR_USAGE, "--bins: at most 1000000, got %lld", o.bins);
+    if ((o.pairs || o.has_volume) && !hist)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl run: %s needs --rmax R --bins B", o.pairs ? "--pairs" : "--volume");
+    if (o.has_list && !o.neighbors)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl run: --list needs --neighbors");
+
+    run_out out;
+    memset(&out, 0, sizeof out);
+    out.path = o.output;
+    if (o.output) {
+        if (strcmp(o.output, "-") == 0)
+            return mdnl_error(MDNL_ERR_USAGE, "mdnl run: -o -: expected RESULTS.h5 or DIR/ (several tables)");
+        out.dir = is_dir_path(o.output);
+        out.h5 = !out.dir && mdnl_is_hdf5_path(o.output);
+        if (!out.dir && !out.h5)
+            return mdnl_error(MDNL_ERR_USAGE,
+                              "mdnl run: -o %s: expected RESULTS.h5 (.h5/.h5md/.hdf5) or a directory DIR/", o.output);
+    }
+    out.want[OUT_ENERGY] = o.pair != NULL;
+    out.want[OUT_NEIGHBORS] = o.neighbors;
+    out.want[OUT_RDF] = hist;
+
+    mdnl_pair_names pn;
+    memset(&pn, 0, sizeof pn);
+    if (o.pairs && (st = mdnl_pair_names_parse(o.pairs, &pn)) != MDNL_OK)
+        return st;
+    mdnl_pipeline_config cfg = {
+        .opts = &o,
+        .input = o.positional[0],
+        .read_only = o.read_only,
+        .neighbors = o.neighbors,
+        .list = o.has_list ? o.list : MDNL_LIST_HALF,
+        .cutoff = o.cutoff,
+        .energy = o.pair != NULL,
+        .hist = hist,
+        .rmax = o.rmax,
+        .bins = (int32_t)o.bins,
+        .pairs = &pn,
+        .nslots = 3,
+    };
+    if (o.pair && (st = mdnl_potential_parse(o.pair, o.cutoff, &cfg.pot)) != MDNL_OK)
+        return st;
+    int32_t ids[MDNL_MAX_RDF_PAIRS][2] = {{0}}; /* resolved per frame in the pipeline */
+    mdnl_hist_spec spec = {.r_max = o.rmax, .bins = (int32_t)o.bins, .npairs = pn.n, .pairs = ids};
+    mdnl_rdf_accum acc;
+    memset(&acc, 0, sizeof acc);
+    mdnl_frames *fs = NULL;
+    mdnl_progress prog;
+    memset(&prog, 0, sizeof prog);
+    mdnl_pipeline_stats stats;
+    memset(&stats, 0, sizeof stats);
+
+    if (hist && (st = mdnl_rdf_accum_init(&acc, &spec, o.has_volume ? o.volume : 0)) != MDNL_OK)
+        goto done;
+    if ((st = mdnl_frames_open(&o, cfg.input, &fs)) != MDNL_OK)
+        goto done;
+    if (o.output && (st = open_outputs(&out, cfg.list, o.cutoff)) != MDNL_OK)
+        goto done;
+    /* HDF5 on both sides: one lock keeps the reader's and the writer's HDF5
+     * calls apart even with a library built without thread safety. */
+    cfg.serialize_io = out.h5 && strcmp(mdnl_reader_format(mdnl_frames_reader(fs)), "h5md") == 0;
+    mdnl_progress_start(&prog, &o, fs);
+    if ((st = mdnl_pipeline_run(&cfg, fs, &prog, o.output ? sink : NULL, &out, hist ? &acc : NULL, &stats)) !=
+        MDNL_OK)
+        goto done;
+    mdnl_progress_end(&prog);
+    if (hist) {
+        double t0 = mdnl_now();
+        if (out.h5)
+            st = mdnl_rdf_write_h5(out.res, &acc, &pn);
+        else
+            st = mdnl_rdf_table_write(out.tsv[OUT_RDF].fp, &acc, pn.n ? pn.labels : NULL);
+        if (st != MDNL_OK)
+            goto done;
+        stats.t_write += mdnl_now() - t0;
+    }
+    if (o.output) {
+        double t0 = mdnl_now();
+        if ((st = commit_outputs(&out)) != MDNL_OK)
+            goto done;
+        stats.t_write += mdnl_now() - t0;
+    }
+    {
+        double wall = stats.t_wall > 0 ? stats.t_wall : 1e-9;
+        double fps = (double)stats.nframes / wall;
+        if (o.json) {
+            printf("{\"command\":\"run\",\"input\":");
+            mdnl_json_string(stdout, cfg.input);
+            printf(",\"format\":\"%s\",\"backend\":\"%s\",\"read_only\":%s,\"frames\":%lld,\"atoms\":%lld",
+                   mdnl_reader_format(mdnl_frames_reader(fs)), o.read_only ? "none" : mdnl_backend_name(stats.backend),
+                   o.read_only ? "true" : "false", (long long)stats.nframes, (long long)stats.atoms);
+            if (o.neighbors)
+                printf(",\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.15g", (long long)stats.pairs,
+                       cfg.list == MDNL_LIST_FULL ? "full" : "half", o.cutoff);
+            if (hist)
+                printf(",\"rmax\":%.15g,\"bins\":%lld,\"pairs_counted\":%llu", o.rmax, o.bins,
+                       (unsigned long long)stats.pairs_counted);
+            if (o.pair && stats.nframes)
+                printf(",\"energy\":{\"first\":%.17g,\"last\":%.17g,\"mean\":%.17g,\"min\":%.17g,\"max\":%.17g}",
+                       stats.e_first, stats.e_last, stats.e_sum / (double)stats.nframes, stats.e_min, stats.e_max);
+            printf(",\"seconds\":{\"read\":%.6f,\"compute\":%.6f,\"write\":%.6f,\"wall\":%.6f},"
+                   "\"frames_per_second\":%.3f}\n",
+                   stats.t_read, stats.t_compute, stats.t_write, stats.t_wall, fps);
+        } else if (!o.quiet) {
+            fprintf(stderr, "mdnl run: %lld frame(s), %lld atoms, %s", (long long)stats.nframes,
+                    (long long)stats.atoms, o.read_only ? "read only" : mdnl_backend_name(stats.backend));
+            if (o.neighbors)
+                fprintf(stderr, "; %lld pairs below %g", (long long)stats.pairs, o.cutoff);
+            if (o.pair && stats.nframes)
+                fprintf(stderr, "; energy first %.10g, last %.10g, mean %.10g", stats.e_first, stats.e_last,
+                        stats.e_sum / (double)stats.nframes);
+            if (hist)
+                fprintf(stderr, "; %llu distances below %g", (unsigned long long)stats.pairs_counted, o.rmax);
+            fprintf(stderr, "; busy read %.3f s, compute %.3f s, write %.3f s; wall %.3f s, %.1f frames/s\n",
+                    stats.t_read, stats.t_compute, stats.t_write, stats.t_wall, fps);
+        }
+    }
+done:
+    mdnl_progress_end(&prog);
+    if (st != MDNL_OK)
+        abort_outputs(&out);
+    free_outputs(&out);
+    mdnl_frames_close(fs);
+    mdnl_rdf_accum_free(&acc);
+    return st;
+}

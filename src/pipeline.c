@@ -1,0 +1,377 @@
+/* pipeline.c — the three-stage streaming pipeline of `mdnl run` (see
+ * pipeline.h for the threads, the ring and who owns what), plus the --pairs
+ * helpers shared with `mdnl rdf`. */
+#define _POSIX_C_SOURCE 200809L
+#include "pipeline.h"
+
+#include "engine.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- --pairs ---- */
+
+mdnl_status mdnl_pair_names_parse(const char *s, mdnl_pair_names *p)
+{
+    p->n = 0;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        const char *dash = memchr(s, '-', len);
+        if (!dash || dash == s || dash == s + len - 1 || memchr(dash + 1, '-', len - (size_t)(dash - s) - 1))
+            return mdnl_error(MDNL_ERR_USAGE, "--pairs: expected A-B species pairs separated by commas, got \"%.*s\"",
+                              (int)len, s);
+        size_t la = (size_t)(dash - s), lb = len - la - 1;
+        if (la >= MDNL_SYMBOL_LEN || lb >= MDNL_SYMBOL_LEN)
+            return mdnl_error(MDNL_ERR_USAGE, "--pairs: species name too long in \"%.*s\"", (int)len, s);
+        if (p->n == MDNL_MAX_RDF_PAIRS)
+            return mdnl_error(MDNL_ERR_USAGE, "--pairs: at most %d pairs", MDNL_MAX_RDF_PAIRS);
+        memcpy(p->a[p->n], s, la);
+        p->a[p->n][la] = '\0';
+        memcpy(p->b[p->n], dash + 1, lb);
+        p->b[p->n][lb] = '\0';
+        memcpy(p->label[p->n], s, len);
+        p->label[p->n][len] = '\0';
+        p->labels[p->n] = p->label[p->n];
+        p->n++;
+        s += len + (comma ? 1 : 0);
+        if (comma && !*s)
+            return mdnl_error(MDNL_ERR_USAGE, "--pairs: trailing comma");
+    }
+    return MDNL_OK;
+}
+
+static int32_t find_species(const mdnl_frame *f, const char *sym)
+{
+    for (int32_t s = 0; s < f->nspecies; ++s)
+        if (strcmp(f->symbols[s], sym) == 0)
+            return s;
+    return -1;
+}
+
+mdnl_status mdnl_pair_names_resolve(const mdnl_pair_names *pn, const char *input, const mdnl_frame *f,
+                                    int32_t (*ids)[2])
+{
+    for (int p = 0; p < pn->n; ++p) {
+        ids[p][0] = find_species(f, pn->a[p]);
+        ids[p][1] = find_species(f, pn->b[p]);
+        if (ids[p][0] < 0 || ids[p][1] < 0)
+            return mdnl_error(MDNL_ERR_INPUT, "%s: frame %lld: expected species %s for --pairs %s, found none", input,
+                              (long long)f->index, ids[p][0] < 0 ? pn->a[p] : pn->b[p], pn->labels[p]);
+    }
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_rdf_write_h5(mdnl_h5md_results *res, const mdnl_rdf_accum *a, const mdnl_pair_names *pn)
+{
+    const int32_t bins = a->bins, nh = a->nhist;
+    mdnl_status st = MDNL_OK;
+    double *buf = mdnl_malloc((size_t)bins * 6 * (size_t)nh * sizeof *buf, "RDF results");
+    if (!buf)
+        return MDNL_ERR_RESOURCE;
+    double *r_lo = buf, *r_hi = buf + bins, *r = buf + 2 * bins, *g = buf + 3 * bins;
+    double *cpa = g + (size_t)nh * bins, *n = cpa + (size_t)nh * bins;
+    for (int32_t b = 0; b < bins; ++b)
+        mdnl_rdf_bin_edges(a->r_max, bins, b, &r_lo[b], &r_hi[b], &r[b]);
+    mdnl_rdf_result(a, g, cpa, n);
+    for (int32_t h = 0; h < nh && st == MDNL_OK; ++h)
+        st = mdnl_h5md_results_write_rdf(res, pn->n ? pn->labels[h] : "total", bins, r_lo, r_hi, r,
+                                         mdnl_rdf_has_g(a) ? g + (size_t)h * bins : NULL, n + (size_t)h * bins,
+                                         a->counts + (size_t)h * bins);
+    free(buf);
+    return st;
+}
+
+/* ---- the ring ---- */
+
+enum slot_state { SLOT_FREE, SLOT_READ, SLOT_COMPUTED, SLOT_END };
+
+typedef struct slot {
+    enum slot_state state;
+    mdnl_frame f;     /* filled by the reader, read by compute and writer */
+    mdnl_nlist list;  /* filled by compute, drained by the writer */
+    bool has_energy;
+    double energy;
+} slot;
+
+#define MAX_SLOTS 3
+
+typedef struct ring {
+    const mdnl_pipeline_config *c;
+    mdnl_frames *fs;
+    mdnl_progress *progress;
+    mdnl_pipeline_sink sink;
+    void *user;
+    slot slots[MAX_SLOTS];
+    int nslots;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_mutex_t io; /* serialize_io: around reads and sink calls */
+    bool abort;
+    mdnl_status status;
+    char message[2048];
+    double t_read, t_write; /* written by their own thread, read after join */
+} ring;
+
+/* Records the first failure and wakes every stage. Called with mu unlocked. */
+static void fail(ring *p, mdnl_status st)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->abort) {
+        p->abort = true;
+        p->status = st;
+        snprintf(p->message, sizeof p->message, "%s", mdnl_last_error());
+    }
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Waits until slot s is in `want` (or SLOT_END when end_ok) or the pipeline
+ * aborts; returns the state seen, or -1 on abort. */
+static int wait_slot(ring *p, slot *s, enum slot_state want, bool end_ok)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->abort && s->state != want && !(end_ok && s->state == SLOT_END))
+        pthread_cond_wait(&p->cv, &p->mu);
+    int seen = p->abort ? -1 : (int)s->state;
+    pthread_mutex_unlock(&p->mu);
+    return seen;
+}
+
+static void set_slot(ring *p, slot *s, enum slot_state st)
+{
+    pthread_mutex_lock(&p->mu);
+    s->state = st;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void *reader_main(void *arg)
+{
+    ring *p = arg;
+    for (int64_t k = 0;; ++k) {
+        slot *s = &p->slots[k % p->nslots];
+        if (wait_slot(p, s, SLOT_FREE, false) < 0)
+            return NULL;
+        double t0 = mdnl_now();
+        if (p->c->serialize_io)
+            pthread_mutex_lock(&p->io);
+        mdnl_status st = mdnl_frames_next(p->fs, &s->f);
+        if (p->c->serialize_io)
+            pthread_mutex_unlock(&p->io);
+        p->t_read += mdnl_now() - t0;
+        if (st == MDNL_END) {
+            set_slot(p, s, SLOT_END);
+            return NULL;
+        }
+        if (st != MDNL_OK) {
+            fail(p, st);
+            return NULL;
+        }
+        set_slot(p, s, SLOT_READ);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    ring *p = arg;
+    for (int64_t k = 0;; ++k) {
+        slot *s = &p->slots[k % p->nslots];
+        int seen = wait_slot(p, s, SLOT_COMPUTED, true);
+        if (seen < 0 || seen == SLOT_END)
+            return NULL;
+        double t0 = mdnl_now();
+        mdnl_status st = MDNL_OK;
+        if (p->sink) {
+            mdnl_frame_result r = {
+                .index = s->f.index,
+                .step = s->f.step,
+                .natoms = s->f.natoms,
+                .time = s->f.has_time ? s->f.time : NAN,
+                .has_energy = s->has_energy,
+                .energy = s->energy,
+                .list = p->c->neighbors ? &s->list : NULL,
+            };
+            if (p->c->serialize_io)
+                pthread_mutex_lock(&p->io);
+            st = p->sink(p->user, &r);
+            if (p->c->serialize_io)
+                pthread_mutex_unlock(&p->io);
+        }
+        p->t_write += mdnl_now() - t0;
+        if (st != MDNL_OK) {
+            fail(p, st);
+            return NULL;
+        }
+        if (p->progress)
+            mdnl_progress_step(p->progress);
+        set_slot(p, s, SLOT_FREE);
+    }
+}
+
+/* The compute stage's state: what lives on the calling thread. */
+typedef struct compute {
+    mdnl_engine eng;
+    float (*pos4)[4];
+    int64_t pos_cap;
+    uint64_t *counts;
+    int32_t ids[MDNL_MAX_RDF_PAIRS][2];
+    mdnl_hist_spec spec;
+} compute;
+
+static mdnl_status compute_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, mdnl_rdf_accum *acc,
+                                 mdnl_pipeline_stats *stats)
+{
+    const mdnl_frame *f = &s->f;
+    mdnl_status st;
+    mdnl_geom g;
+    s->has_energy = false;
+    if (c->neighbors || c->energy) {
+        if ((st = mdnl_prepare_frame(c->input, f, c->cutoff, &g, &cs->pos4, &cs->pos_cap)) != MDNL_OK)
+            return st;
+        if (c->neighbors) {
+            if ((st = mdnl_engine_nlist(&cs->eng, &g, (const float(*)[4])cs->pos4, c->opts->method, c->list,
+                                        &s->list)) != MDNL_OK)
+                return st;
+            stats->pairs += s->list.npairs;
+        }
+        if (c->energy) {
+            double total = 0;
+            if ((st = mdnl_engine_energy(&cs->eng, &g, (const float(*)[4])cs->pos4, &c->pot, &total, NULL)) !=
+                MDNL_OK)
+                return st;
+            s->has_energy = true;
+            s->energy = total;
+            if (!stats->nframes)
+                stats->e_first = total;
+            stats->e_last = total;
+            stats->e_sum += total;
+            stats->e_min = total < stats->e_min ? total : stats->e_min;
+            stats->e_max = total > stats->e_max ? total : stats->e_max;
+        }
+    }
+    if (c->hist) {
+        if ((st = mdnl_pair_names_resolve(c->pairs, c->input, f, cs->ids)) != MDNL_OK)
+            return st;
+        /* The grid depends on the cutoff: prepared again for r_max (same wrapped positions). */
+        if ((st = mdnl_prepare_frame(c->input, f, c->rmax, &g, &cs->pos4, &cs->pos_cap)) != MDNL_OK)
+            return st;
+        if ((st = mdnl_hist_spec_check(&cs->spec, &g, f->nspecies)) != MDNL_OK)
+            return st;
+        if ((st = mdnl_engine_hist(&cs->eng, &g, (const float(*)[4])cs->pos4, f->species, &cs->spec, cs->counts)) !=
+            MDNL_OK)
+            return st;
+        int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS];
+        mdnl_hist_species_counts(&cs->spec, f->species, f->natoms, na, nb);
+        double volume = f->box.has_lattice && (f->box.pbc[0] || f->box.pbc[1] || f->box.pbc[2]) ? g.volume : 0.0;
+        if ((st = mdnl_rdf_accum_add(acc, cs->counts, na, nb, volume)) != MDNL_OK)
+            return st;
+        for (int64_t k = 0; k < (int64_t)mdnl_hist_nhist(&cs->spec) * cs->spec.bins; ++k)
+            stats->pairs_counted += cs->counts[k];
+    }
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, mdnl_progress *progress,
+                              mdnl_pipeline_sink sink, void *user, mdnl_rdf_accum *acc, mdnl_pipeline_stats *stats)
+{
+    const double t_start = mdnl_now();
+    memset(stats, 0, sizeof *stats);
+    stats->e_min = INFINITY;
+    stats->e_max = -INFINITY;
+    compute cs;
+    memset(&cs, 0, sizeof cs);
+    mdnl_status st = MDNL_OK;
+    if (!c->read_only && (st = mdnl_engine_init(&cs.eng, c->opts)) != MDNL_OK)
+        return st;
+    stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
+    if (c->hist) {
+        cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};
+        cs.counts = mdnl_malloc((size_t)mdnl_hist_nhist(&cs.spec) * (size_t)c->bins * sizeof *cs.counts, "histogram");
+        if (!cs.counts) {
+            mdnl_engine_free(&cs.eng);
+            return MDNL_ERR_RESOURCE;
+        }
+    }
+
+    ring *p = mdnl_calloc(1, sizeof *p, "pipeline");
+    if (!p) {
+        free(cs.counts);
+        mdnl_engine_free(&cs.eng);
+        return MDNL_ERR_RESOURCE;
+    }
+    p->c = c;
+    p->fs = fs;
+    p->progress = progress;
+    p->sink = sink;
+    p->user = user;
+    p->nslots = c->nslots < 2 ? 2 : c->nslots > MAX_SLOTS ? MAX_SLOTS : c->nslots;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_mutex_init(&p->io, NULL);
+
+    pthread_t reader, writer;
+    bool have_reader = false, have_writer = false;
+    if (pthread_create(&reader, NULL, reader_main, p) != 0) {
+        fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the reader thread"));
+    } else {
+        have_reader = true;
+        if (pthread_create(&writer, NULL, writer_main, p) != 0)
+            fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the writer thread"));
+        else
+            have_writer = true;
+    }
+
+    /* The compute stage, on this thread (it owns the engine). */
+    double t_compute = 0;
+    for (int64_t k = 0; have_writer; ++k) {
+        slot *s = &p->slots[k % p->nslots];
+        int seen = wait_slot(p, s, SLOT_READ, true);
+        if (seen < 0)
+            break;
+        if (seen == SLOT_END) {
+            /* The writer sees the end in the same slot after it drained the earlier ones. */
+            break;
+        }
+        double t0 = mdnl_now();
+        mdnl_status cst = c->read_only ? MDNL_OK : compute_frame(c, &cs, s, acc, stats);
+        t_compute += mdnl_now() - t0;
+        if (cst != MDNL_OK) {
+            fail(p, cst);
+            break;
+        }
+        stats->nframes++;
+        stats->atoms += s->f.natoms;
+        set_slot(p, s, SLOT_COMPUTED);
+    }
+    if (have_reader)
+        pthread_join(reader, NULL);
+    if (have_writer)
+        pthread_join(writer, NULL);
+
+    if (p->abort) {
+        st = p->status;
+        mdnl_error(st, "%s", p->message);
+    }
+    stats->t_read = p->t_read;
+    stats->t_compute = t_compute;
+    stats->t_write = p->t_write;
+    stats->t_wall = mdnl_now() - t_start;
+    if (!stats->nframes)
+        stats->e_min = stats->e_max = 0;
+    for (int k = 0; k < MAX_SLOTS; ++k) {
+        mdnl_frame_free(&p->slots[k].f);
+        mdnl_nlist_free(&p->slots[k].list);
+    }
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->io);
+    free(p);
+    free(cs.counts);
+    free(cs.pos4);
+    mdnl_engine_free(&cs.eng);
+    return st;
+}

@@ -1,0 +1,103 @@
+/* pipeline.h — the streaming frame pipeline behind `mdnl run` (SPEC §1):
+ * read frame k+1, compute frame k and write frame k−1 at the same time.
+ *
+ * Three threads share a ring of `nslots` (2 or 3) slots, each owning one
+ * mdnl_frame and one neighbor list, so memory is bounded by the largest
+ * frame, never by the number of frames:
+ *
+ *   reader  (a pthread)      FREE     -> READ      mdnl_frames_next into the slot's frame
+ *   compute (calling thread) READ     -> COMPUTED  prepare, neighbors, energy, histogram
+ *   writer  (a pthread)      COMPUTED -> FREE      the sink: energy values, CSR copies
+ *
+ * Slots are visited in ring order by every stage, so frames stay in order.
+ * One mutex and one condition variable guard the slot states; a stage waits
+ * only for its own next slot. The engine (CUDA handles included) lives on the
+ * calling thread only; the frame source lives on the reader thread only once
+ * the pipeline starts; the sink runs on the writer thread only. The histogram
+ * accumulator and the energy statistics belong to the compute stage.
+ *
+ * Errors: the first failing stage records its status and message and raises
+ * `abort`; every wait also wakes on abort, so the other stages stop at their
+ * next wait, the threads are joined, and mdnl_pipeline_run returns that
+ * status with the message re-recorded on the calling thread.
+ */
+#ifndef MDNL_PIPELINE_H
+#define MDNL_PIPELINE_H
+
+#include "cli.h"
+#include "h5md_writer.h"
+#include "nlist.h"
+#include "potential.h"
+#include "rdf.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MDNL_MAX_RDF_PAIRS 64
+
+/* Species pairs of --pairs, by name (resolved to ids per frame). */
+typedef struct mdnl_pair_names {
+    int n;
+    char a[MDNL_MAX_RDF_PAIRS][MDNL_SYMBOL_LEN], b[MDNL_MAX_RDF_PAIRS][MDNL_SYMBOL_LEN];
+    char label[MDNL_MAX_RDF_PAIRS][2 * MDNL_SYMBOL_LEN + 1];
+    const char *labels[MDNL_MAX_RDF_PAIRS];
+} mdnl_pair_names;
+
+/* "C-C,C-H" -> symbol pairs (MDNL_ERR_USAGE on a malformed list). */
+mdnl_status mdnl_pair_names_parse(const char *s, mdnl_pair_names *p);
+
+/* Resolves the names to species ids of frame f into ids[p][2]; MDNL_ERR_INPUT
+ * naming the frame when a species is absent. */
+mdnl_status mdnl_pair_names_resolve(const mdnl_pair_names *p, const char *input, const mdnl_frame *f,
+                                    int32_t (*ids)[2]);
+
+/* Writes /rdf/<total|A-B>/ of the accumulated histograms. */
+mdnl_status mdnl_rdf_write_h5(mdnl_h5md_results *res, const mdnl_rdf_accum *a, const mdnl_pair_names *pn);
+
+typedef struct mdnl_pipeline_config {
+    const mdnl_opts *opts; /* backend, method */
+    const char *input;     /* for messages */
+    bool read_only;        /* read and parse only: no compute, no sink calls with results */
+    bool neighbors;        /* build and hand the list to the sink */
+    mdnl_list_kind list;
+    double cutoff; /* neighbors and energy */
+    bool energy;
+    mdnl_potential pot;
+    bool hist;
+    double rmax;
+    int32_t bins;
+    const mdnl_pair_names *pairs; /* n == 0: the total */
+    int nslots;                   /* 2 or 3 (3: full three-stage overlap) */
+    bool serialize_io;            /* hold one lock around reads and sink calls (HDF5 in both) */
+} mdnl_pipeline_config;
+
+/* One computed frame, as the sink sees it. Borrowed: valid during the call. */
+typedef struct mdnl_frame_result {
+    int64_t index, step, natoms;
+    double time; /* NaN when the frame has none */
+    bool has_energy;
+    double energy;
+    const mdnl_nlist *list; /* NULL unless config.neighbors */
+} mdnl_frame_result;
+
+/* Called on the writer thread, in frame order; a non-OK status stops the
+ * pipeline (record the message with mdnl_error first). */
+typedef mdnl_status (*mdnl_pipeline_sink)(void *user, const mdnl_frame_result *r);
+
+typedef struct mdnl_pipeline_stats {
+    mdnl_backend backend;
+    int64_t nframes, atoms, pairs; /* pairs: stored neighbor pairs */
+    uint64_t pairs_counted;        /* histogrammed distances */
+    double e_first, e_last, e_sum, e_min, e_max;
+    double t_read, t_compute, t_write, t_wall; /* busy seconds per stage; wall of the whole run */
+} mdnl_pipeline_stats;
+
+/* Runs every frame of fs through the pipeline. fs is used by the reader
+ * thread only until this returns; progress (may be NULL) is stepped on the
+ * writer thread; acc (initialised by the caller when config.hist) receives
+ * every frame's histogram. The caller still owns fs, acc and the sink's
+ * outputs and commits or aborts them by the returned status. */
+mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, mdnl_progress *progress,
+                              mdnl_pipeline_sink sink, void *user, mdnl_rdf_accum *acc, mdnl_pipeline_stats *stats);
+
+#endif

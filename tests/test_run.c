@@ -1,0 +1,362 @@
+/* test_run.c — `mdnl run`, the streaming pipeline, as a user runs it: the same
+ * tables and HDF5 datasets as the single commands, nothing left behind after a
+ * failing frame in any stage, no deadlock, exit codes. Runs MDNL_BINARY. */
+#define _POSIX_C_SOURCE 200809L
+#include "device.h"
+
+#include <hdf5.h>
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+static char out_text[1 << 16], err_text[1 << 16];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mdnl-test-run-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A deadlocked pipeline fails the test instead of hanging the suite. */
+TestSuite(run, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *fp = fopen(path, "rb");
+    size_t n = fp ? fread(buf, 1, cap - 1, fp) : 0;
+    buf[n] = '\0';
+    if (fp)
+        fclose(fp);
+}
+
+/* Runs `mdnl ARGS` from the tmp directory; returns its exit status and
+ * leaves stdout/stderr in out_text/err_text. */
+static int mdnl(const char *fmt, ...)
+{
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && MDNL_DATA='%s' '%s' %s >'%s/.stdout' 2>'%s/.stderr'", tmpdir, MDNL_DATA_DIR,
+             MDNL_BINARY, args, tmpdir, tmpdir);
+    int rc = system(cmd);
+    char p[512];
+    snprintf(p, sizeof p, "%s/.stdout", tmpdir);
+    slurp(p, out_text, sizeof out_text);
+    snprintf(p, sizeof p, "%s/.stderr", tmpdir);
+    slurp(p, err_text, sizeof err_text);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; ++s)
+        n += *s == '\n';
+    return n;
+}
+
+/* The directory holds only the named files (and the captured streams). */
+static int dir_entries(void)
+{
+    DIR *d = opendir(tmpdir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".stdout") &&
+            strcmp(e->d_name, ".stderr"))
+            ++n;
+    closedir(d);
+    return n;
+}
+
+static void expect_one_error_line(void)
+{
+    cr_expect_eq(count_lines(err_text), 1, "stderr should be one line, got: %s", err_text);
+    cr_expect(strncmp(err_text, "mdnl: error: ", 13) == 0, "stderr: %s", err_text);
+}
+
+/* The bytes of tmpdir/name, or "<missing>". */
+static char *read_all(const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "rb");
+    if (!fp)
+        return strdup("<missing>");
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    size_t got = fread(buf, 1, (size_t)n, fp);
+    buf[got] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+static void expect_same_file(const char *a, const char *b)
+{
+    char *x = read_all(a), *y = read_all(b);
+    cr_expect(strcmp(x, "<missing>") != 0, "%s is missing", a);
+    cr_expect(strcmp(x, y) == 0, "%s and %s differ (%zu vs %zu bytes)", a, b, strlen(x), strlen(y));
+    free(x);
+    free(y);
+}
+
+static bool exists(const char *name)
+{
+    char p[512];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    return stat(p, &sb) == 0;
+}
+
+/* Reads a 1-D float64 dataset (at most cap values); returns its length. */
+static long read_h5_doubles(const char *file, const char *dset, double *v, long cap)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, file);
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+    cr_assert_geq(f, 0, "cannot open %s", p);
+    hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+    cr_assert_geq(d, 0, "%s has no %s", file, dset);
+    hid_t s = H5Dget_space(d);
+    hsize_t n = 0;
+    cr_assert_eq(H5Sget_simple_extent_ndims(s), 1);
+    H5Sget_simple_extent_dims(s, &n, NULL);
+    cr_assert_leq((long)n, cap);
+    cr_assert_geq(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), 0);
+    H5Sclose(s);
+    H5Dclose(d);
+    H5Fclose(f);
+    return (long)n;
+}
+
+/* Five periodic LJ-like frames of 8 atoms (species A and B); frame `bad`
+ * (0-based, -1 for none) has a non-numeric coordinate on its third atom, and
+ * frame `no_b` has no B atom. */
+static void write_five_frames(const char *name, int bad, int no_b)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    for (int k = 0; k < 5; ++k) {
+        fprintf(fp, "8\nLattice=\"3.2 0 0 0 3.2 0 0 0 3.2\" Properties=species:S:1:pos:R:3 pbc=\"T T T\" step=%d\n",
+                100 * k);
+        for (int a = 0; a < 8; ++a) {
+            double x = 1.6 * (a & 1) + 0.01 * k, y = 1.6 * ((a >> 1) & 1) + 0.02 * a, z = 1.6 * ((a >> 2) & 1);
+            const char *sp = (a % 2 && k != no_b) ? "B" : "A";
+            if (k == bad && a == 2)
+                fprintf(fp, "%s %.6f oops %.6f\n", sp, x, z);
+            else
+                fprintf(fp, "%s %.6f %.6f %.6f\n", sp, x, y, z);
+        }
+    }
+    fclose(fp);
+}
+
+Test(run, dir_output_equals_neighbors_energy_and_rdf_byte_for_byte)
+{
+    const char *in = MDNL_DATA_DIR "/rdf/lj_mixture.xyz"; /* 10 frames, 256 atoms, A and B */
+    cr_assert_eq(mdnl("run %s -c 2.5 --neighbors --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 80 -o out/", in), 0,
+                 "%s", err_text);
+    cr_assert_eq(mdnl("neighbors %s -c 2.5 -o n.tsv", in), 0, "%s", err_text);
+    cr_assert_eq(mdnl("energy %s -c 2.5 --pair lj:epsilon=1,sigma=1 -o e.tsv", in), 0, "%s", err_text);
+    cr_assert_eq(mdnl("rdf %s --rmax 4 --bins 80 -o r.tsv", in), 0, "%s", err_text);
+    expect_same_file("out/neighbors.tsv", "n.tsv");
+    expect_same_file("out/energy.tsv", "e.tsv");
+    expect_same_file("out/rdf.tsv", "r.tsv");
+    char *e = read_all("e.tsv");
+    cr_expect_eq(count_lines(e), 11, "header + 10 frames: %s", e);
+    free(e);
+}
+
+Test(run, partial_rdfs_full_list_and_h5md_input_match_the_single_commands)
+{
+    const char *in = MDNL_DATA_DIR "/rdf/lj_mixture.xyz";
+    cr_assert_eq(mkdir(strcat(strcpy((char[512]){0}, tmpdir), "/existing"), 0777), 0);
+    /* an existing directory without the trailing slash */
+    cr_assert_eq(mdnl("run %s -c 3 --neighbors --list full --rmax 3.5 --bins 35 --pairs A-A,A-B,B-B -o existing", in),
+                 0, "%s", err_text);
+    cr_assert_eq(mdnl("neighbors %s -c 3 --list full -o n.tsv", in), 0, "%s", err_text);
+    cr_assert_eq(mdnl("rdf %s --rmax 3.5 --bins 35 --pairs A-A,A-B,B-B -o r.tsv", in), 0, "%s", err_text);
+    expect_same_file("existing/neighbors.tsv", "n.tsv");
+    expect_same_file("existing/rdf.tsv", "r.tsv");
+    cr_expect(!exists("existing/energy.tsv"), "no --pair: no energy.tsv");
+
+    const char *h5 = MDNL_DATA_DIR "/h5md/box_td33.h5md"; /* 4 frames, time-dependent triclinic box */
+    cr_assert_eq(mdnl("run %s -c 2.5 --neighbors --pair lj:epsilon=1,sigma=1 --rmax 3 --bins 30 -o h/", h5), 0, "%s",
+                 err_text);
+    cr_assert_eq(mdnl("neighbors %s -c 2.5 -o hn.tsv", h5), 0, "%s", err_text);
+    cr_assert_eq(mdnl("energy %s -c 2.5 --pair lj:epsilon=1,sigma=1 -o he.tsv", h5), 0, "%s", err_text);
+    cr_assert_eq(mdnl("rdf %s --rmax 3 --bins 30 -o hr.tsv", h5), 0, "%s", err_text);
+    expect_same_file("h/neighbors.tsv", "hn.tsv");
+    expect_same_file("h/energy.tsv", "he.tsv");
+    expect_same_file("h/rdf.tsv", "hr.tsv");
+}
+
+Test(run, hdf5_results_hold_the_energies_rdf_and_lists_of_the_single_commands)
+{
+    const char *in = MDNL_DATA_DIR "/rdf/lj_mixture.xyz";
+    cr_assert_eq(mdnl("run %s -c 2.5 --neighbors --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 80 -o res.h5 --json", in),
+                 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"command\":\"run\"") && strstr(out_text, "\"frames\":10") &&
+                  strstr(out_text, "\"energy\":{\"first\":") && strstr(out_text, "\"frames_per_second\":") &&
+                  strstr(out_text, "\"wall\":"),
+              "json: %s", out_text);
+    cr_assert_eq(mdnl("energy %s -c 2.5 --pair lj:epsilon=1,sigma=1 -o e.h5", in), 0, "%s", err_text);
+    cr_assert_eq(mdnl("rdf %s --rmax 4 --bins 80 -o r.h5", in), 0, "%s", err_text);
+    static double a[1000], b[1000];
+    long na = read_h5_doubles("res.h5", "/observables/potential_energy/value", a, 1000);
+    long nb = read_h5_doubles("e.h5", "/observables/potential_energy/value", b, 1000);
+    cr_expect_eq(na, 10);
+    cr_expect_eq(na, nb);
+    for (long k = 0; k < na && k < nb; ++k)
+        cr_expect_eq(a[k], b[k], "energy of frame %ld: %.17g vs %.17g", k, a[k], b[k]);
+    na = read_h5_doubles("res.h5", "/rdf/total/g", a, 1000);
+    nb = read_h5_doubles("r.h5", "/rdf/total/g", b, 1000);
+    cr_expect_eq(na, 80);
+    cr_expect_eq(na, nb);
+    for (long k = 0; k < na && k < nb; ++k)
+        cr_expect_eq(a[k], b[k], "g of bin %ld: %.17g vs %.17g", k, a[k], b[k]);
+    cr_expect_gt(a[40], 0.5, "g(r) near r = 2 should be of order 1, got %g", a[40]);
+    /* one CSR per frame: the frame index dataset lists the 10 frames */
+    na = read_h5_doubles("res.h5", "/neighbors/frame", a, 1000);
+    cr_expect_eq(na, 10);
+    cr_expect_eq(a[9], 9.0);
+}
+
+Test(run, frames_selection_keeps_original_indices)
+{
+    const char *in = MDNL_DATA_DIR "/rdf/lj_mixture.xyz";
+    cr_assert_eq(mdnl("run %s --frames 1:8:3 -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 40 -o out/", in), 0,
+                 "%s", err_text);
+    cr_assert_eq(mdnl("energy %s --frames 1:8:3 -c 2.5 --pair lj:epsilon=1,sigma=1 -o e.tsv", in), 0, "%s", err_text);
+    cr_assert_eq(mdnl("rdf %s --frames 1:8:3 --rmax 4 --bins 40 -o r.tsv", in), 0, "%s", err_text);
+    expect_same_file("out/energy.tsv", "e.tsv");
+    expect_same_file("out/rdf.tsv", "r.tsv");
+    char *e = read_all("out/energy.tsv");
+    cr_expect_eq(count_lines(e), 4, "header + frames 1, 4, 7: %s", e);
+    cr_expect(strstr(e, "\n1\t") && strstr(e, "\n4\t") && strstr(e, "\n7\t") && !strstr(e, "\n2\t"), "%s", e);
+    free(e);
+}
+
+Test(run, malformed_frame_3_of_5_exits_3_and_leaves_nothing)
+{
+    write_five_frames("bad.xyz", 2, -1);
+    /* the third frame starts on line 21 (two frames of 10 lines); its third atom is line 25 */
+    cr_expect_eq(mdnl("run bad.xyz -c 2 --neighbors --pair lj:epsilon=1,sigma=1 --rmax 2 --bins 20 -o out/"), 3,
+                 "%s", err_text);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "bad.xyz:25") != NULL, "expected bad.xyz:25 in: %s", err_text);
+    cr_expect(!exists("out"), "a failed run must not leave the directory it created");
+    cr_expect_eq(mdnl("run bad.xyz -c 2 --neighbors --pair lj:epsilon=1,sigma=1 -o res.h5"), 3, "%s", err_text);
+    expect_one_error_line();
+    cr_expect_eq(dir_entries(), 1, "only bad.xyz may remain; a partial or temporary output was left");
+    /* an existing directory is kept, empty */
+    char p[512];
+    snprintf(p, sizeof p, "%s/keep", tmpdir);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    cr_expect_eq(mdnl("run bad.xyz -c 2 --pair lj:epsilon=1,sigma=1 --rmax 2 --bins 20 -o keep/"), 3, "%s", err_text);
+    DIR *d = opendir(p);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    cr_expect_eq(n, 0, "keep/ must stay empty after a failed run");
+    /* the same file with a good third frame runs */
+    write_five_frames("good.xyz", -1, -1);
+    cr_expect_eq(mdnl("run good.xyz -c 2 --pair lj:epsilon=1,sigma=1 -o ok/ --json"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"frames\":5") != NULL, "%s", out_text);
+}
+
+Test(run, compute_stage_failure_in_frame_3_stops_cleanly)
+{
+    /* frame 2 has no B atoms: --pairs A-B fails in the compute stage while the
+     * reader is ahead and the writer behind; the run must end, not hang. */
+    write_five_frames("nob.xyz", -1, 2);
+    cr_expect_eq(mdnl("run nob.xyz -c 2 --neighbors --rmax 2 --bins 20 --pairs A-B -o out/"), 3, "%s", err_text);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "frame 2") != NULL && strstr(err_text, "species B") != NULL, "%s", err_text);
+    cr_expect(!exists("out"), "nothing may be left");
+    cr_expect_eq(mdnl("run nob.xyz -c 2 --neighbors --rmax 2 --bins 20 --pairs A-B -o res.h5"), 3, "%s", err_text);
+    cr_expect_eq(dir_entries(), 1, "only nob.xyz may remain");
+}
+
+Test(run, no_work_missing_output_and_bad_options_exit_2)
+{
+    write_file("a.xyz", "1\n\nC 0 0 0\n");
+    const char *bad[] = {
+        "run a.xyz -o out/",                                  /* nothing to do */
+        "run a.xyz -c 2 -o out/",                             /* a cutoff alone is no work */
+        "run a.xyz -c 2 --pair lj:epsilon=1,sigma=1",         /* no -o */
+        "run a.xyz --neighbors -o out/",                      /* no cutoff */
+        "run a.xyz --rmax 2 -o out/",                         /* --rmax without --bins */
+        "run a.xyz -c 2 --neighbors -o out.tsv",              /* neither .h5 nor a directory */
+        "run a.xyz -c 2 --neighbors -o -",                    /* several tables cannot go to stdout */
+        "run a.xyz -c 2 --pair lj:epsilon=1 -o r.h5",         /* bad pair spec */
+        "run a.xyz --read-only -c 2 --neighbors",             /* read-only computes nothing */
+        "run a.xyz -c 2 --pair lj:epsilon=1,sigma=1 --pairs A-B -o r.h5", /* --pairs without a histogram */
+        "run -c 2 --neighbors -o out/",                       /* no input */
+    };
+    for (unsigned k = 0; k < sizeof bad / sizeof *bad; ++k) {
+        cr_expect_eq(mdnl("%s", bad[k]), 2, "mdnl %s: %s", bad[k], err_text);
+        expect_one_error_line();
+    }
+    cr_expect_eq(dir_entries(), 1, "usage errors create nothing");
+    cr_expect_eq(mdnl("run missing.xyz -c 2 --neighbors -o out/"), 3, "%s", err_text);
+    expect_one_error_line();
+    cr_expect(!exists("out"), "a missing input creates no directory");
+}
+
+Test(run, read_only_reads_every_frame_and_writes_nothing)
+{
+    const char *in = MDNL_DATA_DIR "/rdf/lj_mixture.xyz";
+    cr_assert_eq(mdnl("run %s --read-only --json", in), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"frames\":10") && strstr(out_text, "\"atoms\":2560") &&
+                  strstr(out_text, "\"read_only\":true"),
+              "%s", out_text);
+    cr_expect_eq(dir_entries(), 0);
+    write_five_frames("bad.xyz", 3, -1);
+    cr_expect_eq(mdnl("run bad.xyz --read-only"), 3, "a malformed frame fails the read-only pass too: %s", err_text);
+    expect_one_error_line();
+}
+
+Test(run, help_lists_the_options_and_exits_0)
+{
+    cr_expect_eq(mdnl("run --help"), 0);
+    cr_expect(strstr(out_text, "usage: mdnl run") && strstr(out_text, "--neighbors") &&
+                  strstr(out_text, "--read-only") && strstr(out_text, "DIR/"),
+              "%s", out_text);
+    cr_expect_eq(mdnl("--help"), 0);
+    cr_expect(strstr(out_text, "  run INPUT") != NULL, "%s", out_text);
+}

@@ -563,6 +563,12 @@ void mdnl_h5md_traj_abort(mdnl_h5md_traj *w)
     if (!w)
         return;
     traj_close_objects(w);
+    /* Emptying the file first frees its blocks, so that the flush inside
+     * H5Fclose succeeds even when the disk is what failed; a file HDF5 could
+     * not close would crash the library's exit handler. */
+    if (w->tmp && truncate(w->tmp, 0) != 0) {
+        /* nothing more to do: the file is removed below either way */
+    }
     if (w->fid >= 0)
         H5Fclose(w->fid);
     if (w->tmp)
@@ -840,6 +846,12 @@ void mdnl_h5md_results_abort(mdnl_h5md_results *w)
     if (!w)
         return;
     results_close_objects(w);
+    /* Emptying the file first frees its blocks, so that the flush inside
+     * H5Fclose succeeds even when the disk is what failed; a file HDF5 could
+     * not close would crash the library's exit handler. */
+    if (w->tmp && truncate(w->tmp, 0) != 0) {
+        /* nothing more to do: the file is removed below either way */
+    }
     if (w->fid >= 0)
         H5Fclose(w->fid);
     if (w->tmp)

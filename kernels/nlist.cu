@@ -304,7 +304,7 @@ __global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__
     }
     /* the longest row (variants 3 and 4 size their sort from it) */
     const unsigned m = __reduce_max_sync(0xffffffffu, k > INT32_MAX ? (unsigned)INT32_MAX : (unsigned)k);
-    if ((threadIdx.x & 31) == 0)
+    if ((threadIdx.x & 31) == 0 && (int)m > *(volatile int *)maxlen)
         atomicMax(maxlen, (int)m);
 }
 
@@ -477,70 +477,80 @@ struct warp_ranges {
     int lexpos;  /* lane r: shift lexicographically positive */
 };
 
+/* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
+ * mdnl_for_each_pair) and z segment t % nzs, so all the cell-offset loads of
+ * one atom are in flight together (one load latency, not one per range);
+ * empty or skipped ranges have length 0. A warp scan flattens them. */
 __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin,
                                                         int lane)
 {
     warp_ranges w;
-    w.nr = 0;
-    w.total = 0;
-    w.kb = 0;
-    w.fs = w.fe = 0x7fffffff;
-    w.vx = w.vy = w.vz = 0.f;
-    w.zero = 0;
-    w.lexpos = 0;
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
     const int cz = lin % n2;
     const int cy = (lin / n2) % n1;
     const int cx = lin / (n2 * n1);
-    for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
-        int x = cx + dx, s0 = 0;
+    /* z segments (uniform): cz-st..cz+st split where the periodic shift changes */
+    int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+    if (!g.pbc[2]) {
+        zlo = zlo < 0 ? 0 : zlo;
+        zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+    }
+    const int s2lo = g.pbc[2] ? mdnl_floordiv(zlo, n2) : 0;
+    const int s2hi = g.pbc[2] ? mdnl_floordiv(zhi, n2) : 0;
+    const int nzs = s2hi - s2lo + 1;
+    const int w1 = 2 * g.stencil[1] + 1;
+    const int ncol = (2 * g.stencil[0] + 1) * w1;
+    w.nr = ncol * nzs;
+    int len = 0, kb = 0;
+    int s0 = 0, s1 = 0, s2 = 0;
+    if (lane < w.nr) {
+        const int col = lane / nzs, seg = lane % nzs;
+        int x = cx + col / w1 - g.stencil[0];
+        int y = cy + col % w1 - g.stencil[1];
+        bool ok = true;
         if (g.pbc[0]) {
             s0 = mdnl_floordiv(x, n0);
             x -= s0 * n0;
         } else if (x < 0 || x >= n0) {
-            continue;
+            ok = false;
         }
-        for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
-            int y = cy + dy, s1 = 0;
-            if (g.pbc[1]) {
-                s1 = mdnl_floordiv(y, n1);
-                y -= s1 * n1;
-            } else if (y < 0 || y >= n1) {
-                continue;
-            }
+        if (g.pbc[1]) {
+            s1 = mdnl_floordiv(y, n1);
+            y -= s1 * n1;
+        } else if (y < 0 || y >= n1) {
+            ok = false;
+        }
+        s2 = s2lo + seg;
+        int z = seg == 0 ? zlo : s2 * n2;
+        int zend = (s2 + 1) * n2 - 1;
+        if (!g.pbc[2])
+            zend = zhi;
+        if (zend > zhi)
+            zend = zhi;
+        if (ok) {
             const int row = (x * n1 + y) * n2;
-            int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
-            if (!g.pbc[2]) {
-                zlo = zlo < 0 ? 0 : zlo;
-                zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
-            }
-            for (int z = zlo; z <= zhi;) {
-                const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;
-                int zend = (s2 + 1) * n2 - 1;
-                if (zend > zhi)
-                    zend = zhi;
-                const int kb = c.start[row + z - s2 * n2];
-                const int ke = c.start[row + zend - s2 * n2 + 1];
-                if (ke > kb) {
-                    if (lane == w.nr) {
-                        float v[3];
-                        mdnl_shift_vector(&g, s0, s1, s2, v);
-                        w.kb = kb;
-                        w.fs = w.total;
-                        w.fe = w.total + (ke - kb);
-                        w.vx = v[0];
-                        w.vy = v[1];
-                        w.vz = v[2];
-                        w.zero = s0 == 0 && s1 == 0 && s2 == 0;
-                        w.lexpos = s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
-                    }
-                    ++w.nr;
-                    w.total += ke - kb;
-                }
-                z = zend + 1;
-            }
+            kb = c.start[row + z - s2 * n2];
+            len = c.start[row + zend - s2 * n2 + 1] - kb;
         }
     }
+    int incl = len;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(FULLMASK, incl, o);
+        if (lane >= o)
+            incl += t;
+    }
+    w.total = __shfl_sync(FULLMASK, incl, 31);
+    w.kb = kb;
+    w.fs = lane < w.nr ? incl - len : 0x7fffffff;
+    w.fe = lane < w.nr ? incl : 0x7fffffff;
+    float v[3];
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+    w.vx = v[0];
+    w.vy = v[1];
+    w.vz = v[2];
+    w.zero = s0 == 0 && s1 == 0 && s2 == 0;
+    w.lexpos = s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
     return w;
 }
 
@@ -595,17 +605,27 @@ __global__ __launch_bounds__(WARP_T) void cell_warp_count_kernel(const __grid_co
                                                                  unsigned long long *__restrict__ counts,
                                                                  int *__restrict__ maxlen)
 {
+    __shared__ int bmax;
     const int s = (int)((blockIdx.x * (unsigned)WARP_T + threadIdx.x) >> 5);
     const int lane = threadIdx.x & 31;
-    if (s >= c.natoms) /* uniform over the warp */
-        return;
-    const int i = c.order[s];
-    int cnt = 0;
-    warp_walk<FULL>(g, c, s, i, lane, [&](bool hit, int, float) { cnt += __popc(__ballot_sync(FULLMASK, hit)); });
-    if (lane == 0) {
-        counts[i] = (unsigned long long)cnt;
-        atomicMax(maxlen, cnt);
+    if (threadIdx.x == 0)
+        bmax = 0;
+    __syncthreads();
+    if (s < c.natoms) { /* uniform over the warp */
+        const int i = c.order[s];
+        int cnt = 0;
+        warp_walk<FULL>(g, c, s, i, lane,
+                        [&](bool hit, int, float) { cnt += __popc(__ballot_sync(FULLMASK, hit)); });
+        if (lane == 0) {
+            counts[i] = (unsigned long long)cnt;
+            atomicMax(&bmax, cnt);
+        }
     }
+    __syncthreads();
+    /* one global atomic per block, and only when it can raise the maximum:
+     * a million same-address atomics would serialise in L2 */
+    if (threadIdx.x == 0 && bmax > *(volatile int *)maxlen)
+        atomicMax(maxlen, bmax);
 }
 
 __device__ __forceinline__ void cas_(uint64_t &a, uint64_t &b, bool asc)

@@ -959,7 +959,9 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         double cand = (double)n / (double)g->ncells;
         for (int k = 0; k < 3; ++k)
             cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
-        variant = cand > 100 ? 4 : 2;
+        /* dense: 3 (H100, lj-1m: 3.37 ms vs 3.77 for 1 and 4.75 for 4;
+         * graphene-1m: 2 at 0.37 ms vs 1.16 for 3; tools/bench/RESULTS.md) */
+        variant = cand > 100 ? 3 : 2;
     }
     /* the warp variants hold at most 32 candidate ranges (one per lane) */
     if ((variant == 3 || variant == 4) &&

@@ -289,18 +289,23 @@ __global__ void sum_chunks_kernel(const unsigned *__restrict__ ccount, int n, in
  * cells and their candidate loads share cache lines); counts[order[s]]. */
 template <bool FULL>
 __global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                         unsigned long long *__restrict__ counts)
+                                                         unsigned long long *__restrict__ counts,
+                                                         int *__restrict__ maxlen)
 {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= c.natoms)
-        return;
-    const int i = c.order[s];
     unsigned long long k = 0;
-    mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        if (FULL || mdnl_half_keep(i, j, s0, s1, s2))
-            ++k;
-    });
-    counts[i] = k;
+    if (s < c.natoms) {
+        const int i = c.order[s];
+        mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+            if (FULL || mdnl_half_keep(i, j, s0, s1, s2))
+                ++k;
+        });
+        counts[i] = k;
+    }
+    /* the longest row (variants 3 and 4 size their sort from it) */
+    const unsigned m = __reduce_max_sync(0xffffffffu, k > INT32_MAX ? (unsigned)INT32_MAX : (unsigned)k);
+    if ((threadIdx.x & 31) == 0 && (int)m > *(volatile int *)maxlen)
+        atomicMax(maxlen, (int)m);
 }
 
 /* Cell-list staged pass (variant 2, the default: one traversal instead of
@@ -445,6 +450,284 @@ __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ md
 }
 
 /* ------------------------------------------------------------------------ */
+/* Cell variants 3 and 4: a warp per atom (sorted slot s, so consecutive warps
+ * walk neighbouring atoms and share candidate cache lines).
+ *
+ * The warp first lists atom s's candidate ranges (one per stencil column and
+ * image shift, contiguous slots [kb, kb + len) of the cell order, as in
+ * mdnl_for_each_pair) with range r held by lane r, flattened back to back;
+ * then the 32 lanes take 32 consecutive flat candidates per step, so short
+ * ranges do not leave lanes idle. Hits are counted with a ballot (count
+ * kernel) or compacted into a per-warp shared buffer of CAP keys (fill
+ * kernel), bitonic-sorted in registers (CAP / 32 keys per lane) and written
+ * with coalesced stores. A row longer than CAP is written unsorted straight
+ * into the CSR and sorted there (slow, rare, same bytes). At most 32 ranges:
+ * the host uses these variants only when (2 st0 + 1)(2 st1 + 1)(2 st2 + 1)
+ * <= 32, which bounds the ranges (each z segment is at least one offset). */
+#define WARP_T 128
+#define FULLMASK 0xffffffffu
+
+struct warp_ranges {
+    int nr;      /* ranges (uniform) */
+    int total;   /* candidates (uniform) */
+    int kb;      /* lane r: first slot of range r */
+    int fs, fe;  /* lane r: flat [fs, fe) */
+    float vx, vy, vz;
+    int zero;    /* lane r: shift is 0 */
+    int lexpos;  /* lane r: shift lexicographically positive */
+};
+
+/* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
+ * mdnl_for_each_pair) and z segment t % nzs, so all the cell-offset loads of
+ * one atom are in flight together (one load latency, not one per range);
+ * empty or skipped ranges have length 0. A warp scan flattens them. */
+__device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin,
+                                                        int lane)
+{
+    warp_ranges w;
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int cz = lin % n2;
+    const int cy = (lin / n2) % n1;
+    const int cx = lin / (n2 * n1);
+    /* z segments (uniform): cz-st..cz+st split where the periodic shift changes */
+    int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+    if (!g.pbc[2]) {
+        zlo = zlo < 0 ? 0 : zlo;
+        zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+    }
+    const int s2lo = g.pbc[2] ? mdnl_floordiv(zlo, n2) : 0;
+    const int s2hi = g.pbc[2] ? mdnl_floordiv(zhi, n2) : 0;
+    const int nzs = s2hi - s2lo + 1;
+    const int w1 = 2 * g.stencil[1] + 1;
+    const int ncol = (2 * g.stencil[0] + 1) * w1;
+    w.nr = ncol * nzs;
+    int len = 0, kb = 0;
+    int s0 = 0, s1 = 0, s2 = 0;
+    if (lane < w.nr) {
+        const int col = lane / nzs, seg = lane % nzs;
+        int x = cx + col / w1 - g.stencil[0];
+        int y = cy + col % w1 - g.stencil[1];
+        bool ok = true;
+        if (g.pbc[0]) {
+            s0 = mdnl_floordiv(x, n0);
+            x -= s0 * n0;
+        } else if (x < 0 || x >= n0) {
+            ok = false;
+        }
+        if (g.pbc[1]) {
+            s1 = mdnl_floordiv(y, n1);
+            y -= s1 * n1;
+        } else if (y < 0 || y >= n1) {
+            ok = false;
+        }
+        s2 = s2lo + seg;
+        int z = seg == 0 ? zlo : s2 * n2;
+        int zend = (s2 + 1) * n2 - 1;
+        if (!g.pbc[2])
+            zend = zhi;
+        if (zend > zhi)
+            zend = zhi;
+        if (ok) {
+            const int row = (x * n1 + y) * n2;
+            kb = c.start[row + z - s2 * n2];
+            len = c.start[row + zend - s2 * n2 + 1] - kb;
+        }
+    }
+    int incl = len;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(FULLMASK, incl, o);
+        if (lane >= o)
+            incl += t;
+    }
+    w.total = __shfl_sync(FULLMASK, incl, 31);
+    w.kb = kb;
+    w.fs = lane < w.nr ? incl - len : 0x7fffffff;
+    w.fe = lane < w.nr ? incl : 0x7fffffff;
+    float v[3];
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+    w.vx = v[0];
+    w.vy = v[1];
+    w.vz = v[2];
+    w.zero = s0 == 0 && s1 == 0 && s2 == 0;
+    w.lexpos = s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
+    return w;
+}
+
+/* Calls f(hit, j, d2) once per lane per step of 32 flat candidates, with the
+ * whole warp converged (hit false for lanes without a kept pair). */
+template <bool FULL, class F>
+__device__ __forceinline__ void warp_walk(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i, int lane, F &&f)
+{
+    const float4 pi = c.pos[s];
+    const warp_ranges w = warp_list_ranges(g, c, c.cell[s], lane);
+    int cr = 0; /* first range that may intersect the step (uniform) */
+    for (int base = 0; base < w.total; base += 32) {
+        const int fl = base + lane;
+        while (__shfl_sync(FULLMASK, w.fe, cr) <= base)
+            ++cr;
+        int r = -1, k = 0;
+        for (int q = cr; q < w.nr; ++q) {
+            const int fs = __shfl_sync(FULLMASK, w.fs, q);
+            if (fs >= base + 32)
+                break;
+            const int fe = __shfl_sync(FULLMASK, w.fe, q);
+            const int kb = __shfl_sync(FULLMASK, w.kb, q);
+            if (fl >= fs && fl < fe) {
+                r = q;
+                k = kb + (fl - fs);
+            }
+        }
+        const int src = r < 0 ? 0 : r;
+        const float vx = __shfl_sync(FULLMASK, w.vx, src);
+        const float vy = __shfl_sync(FULLMASK, w.vy, src);
+        const float vz = __shfl_sync(FULLMASK, w.vz, src);
+        const int zero = __shfl_sync(FULLMASK, w.zero, src);
+        const int lexpos = __shfl_sync(FULLMASK, w.lexpos, src);
+        bool hit = false;
+        int j = 0;
+        float d2 = 0.f;
+        if (r >= 0 && !(zero && k == s)) {
+            const float4 pj = c.pos[k];
+            const float v[3] = {vx, vy, vz};
+            d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+            j = __float_as_int(pj.w);
+            hit = d2 < g.cutoff2 && (FULL || (i != j ? i < j : lexpos != 0));
+        }
+        f(hit, j, d2);
+    }
+}
+
+/* Count pass, warp per sorted slot: counts[order[s]], longest row -> *maxlen. */
+template <bool FULL>
+__global__ __launch_bounds__(WARP_T) void cell_warp_count_kernel(const __grid_constant__ mdnl_geom g,
+                                                                 mdnl_cells_view c,
+                                                                 unsigned long long *__restrict__ counts,
+                                                                 int *__restrict__ maxlen)
+{
+    __shared__ int bmax;
+    const int s = (int)((blockIdx.x * (unsigned)WARP_T + threadIdx.x) >> 5);
+    const int lane = threadIdx.x & 31;
+    if (threadIdx.x == 0)
+        bmax = 0;
+    __syncthreads();
+    if (s < c.natoms) { /* uniform over the warp */
+        const int i = c.order[s];
+        int cnt = 0;
+        warp_walk<FULL>(g, c, s, i, lane,
+                        [&](bool hit, int, float) { cnt += __popc(__ballot_sync(FULLMASK, hit)); });
+        if (lane == 0) {
+            counts[i] = (unsigned long long)cnt;
+            atomicMax(&bmax, cnt);
+        }
+    }
+    __syncthreads();
+    /* one global atomic per block, and only when it can raise the maximum:
+     * a million same-address atomics would serialise in L2 */
+    if (threadIdx.x == 0 && bmax > *(volatile int *)maxlen)
+        atomicMax(maxlen, bmax);
+}
+
+__device__ __forceinline__ void cas_(uint64_t &a, uint64_t &b, bool asc)
+{
+    const uint64_t lo = a < b ? a : b, hi = a < b ? b : a;
+    a = asc ? lo : hi;
+    b = asc ? hi : lo;
+}
+
+/* Bitonic sort, ascending, of the warp's 32 * KPL keys; element e = r * 32 +
+ * lane is x[r]. */
+template <int KPL>
+__device__ __forceinline__ void warp_bitonic(uint64_t (&x)[KPL], int lane)
+{
+    constexpr int N = 32 * KPL;
+#pragma unroll
+    for (int k = 2; k <= N; k <<= 1) {
+#pragma unroll
+        for (int jj = k >> 1; jj > 0; jj >>= 1) {
+            if (jj >= 32) {
+                const int jr = jj >> 5;
+#pragma unroll
+                for (int r = 0; r < KPL; ++r)
+                    if ((r & jr) == 0)
+                        cas_(x[r], x[r | jr], ((r * 32 + lane) & k) == 0);
+            } else {
+#pragma unroll
+                for (int r = 0; r < KPL; ++r) {
+                    const uint64_t y = __shfl_xor_sync(FULLMASK, x[r], jj);
+                    const bool asc = ((r * 32 + lane) & k) == 0;
+                    const bool lower = (lane & jj) == 0;
+                    const uint64_t lo = x[r] < y ? x[r] : y, hi = x[r] < y ? y : x[r];
+                    x[r] = (asc == lower) ? lo : hi;
+                }
+            }
+        }
+    }
+}
+
+/* Fill pass, warp per sorted slot s (row i = order[s], its length known from
+ * the count pass). */
+template <bool FULL, int KPL>
+__global__ __launch_bounds__(WARP_T) void cell_warp_fill_kernel(const __grid_constant__ mdnl_geom g,
+                                                                mdnl_cells_view c,
+                                                                const int64_t *__restrict__ offsets,
+                                                                int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                                int *err)
+{
+    constexpr int CAP = 32 * KPL;
+    __shared__ uint64_t buf_all[WARP_T / 32][CAP];
+    const int s = (int)((blockIdx.x * (unsigned)WARP_T + threadIdx.x) >> 5);
+    const int lane = threadIdx.x & 31;
+    if (s >= c.natoms)
+        return;
+    uint64_t *buf = buf_all[threadIdx.x >> 5];
+    const int i = c.order[s];
+    const int64_t off = offsets[i];
+    const int64_t len = offsets[i + 1] - off;
+    const bool fits = len <= CAP; /* uniform */
+    int64_t cnt = 0;
+    warp_walk<FULL>(g, c, s, i, lane, [&](bool hit, int j, float d2) {
+        const unsigned m = __ballot_sync(FULLMASK, hit);
+        if (hit) {
+            const int64_t at = cnt + __popc(m & ((1u << lane) - 1u));
+            const float d = __fsqrt_rn(d2);
+            if (fits) {
+                if (at < CAP)
+                    buf[at] = mdnl_row_key(j, d);
+            } else if (at < len) {
+                j_out[off + at] = j;
+                d_out[off + at] = d;
+            }
+        }
+        cnt += __popc(m);
+    });
+    if (cnt != len && lane == 0)
+        atomicOr(err, 1);
+    if (!fits) {
+        __syncwarp();
+        if (lane == 0)
+            sort_row(global_row{j_out + off, d_out + off}, len < cnt ? len : cnt);
+        return;
+    }
+    __syncwarp();
+    uint64_t x[KPL];
+#pragma unroll
+    for (int r = 0; r < KPL; ++r) {
+        const int e = r * 32 + lane;
+        x[r] = e < len && e < cnt ? buf[e] : ~0ull;
+    }
+    warp_bitonic<KPL>(x, lane);
+#pragma unroll
+    for (int r = 0; r < KPL; ++r) {
+        const int e = r * 32 + lane;
+        if (e < len) {
+            j_out[off + e] = (int32_t)(x[r] >> 32);
+            d_out[off + e] = __uint_as_float((unsigned)x[r]);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* The context. */
 
 struct mdnl_cuda_ctx {
@@ -460,7 +743,8 @@ struct mdnl_cuda_ctx {
     int stage_cap;
     int64_t retries;
     int smem_budget; /* bytes; -1: default */
-    int cell_variant; /* 0: pick by density; 1: count + fused fill; 2: staged single pass */
+    int cell_variant; /* 0: pick by density; 1: count + fused fill; 2: staged single pass;
+                         3: thread count + warp fill; 4: warp count + warp fill */
     int smem_optin;  /* the device's opt-in maximum per block */
 };
 
@@ -548,7 +832,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
-extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 2 ? v : 0; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 4 ? v : 0; }
 
 extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
 {
@@ -575,7 +859,7 @@ static mdnl_status stage_mark(mdnl_cuda_ctx *c, int s, int end)
 
 /* Scans counts[0..n] (counts[n] == 0) into offsets, reads back the pair
  * count (a synchronisation) and sizes the output arrays. */
-static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs)
+static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen = nullptr)
 {
     unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
@@ -587,8 +871,13 @@ static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs)
     bytes = ctx->temp.cap;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
     MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small, offsets + n, sizeof(int64_t), cudaMemcpyDeviceToHost, ctx->stream));
+    if (maxlen) /* the longest row, from the count pass, in the same synchronisation */
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 3, (int *)ctx->flags.ptr + 1, sizeof(int),
+                                        cudaMemcpyDeviceToHost, ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     *npairs = ctx->h_small[0];
+    if (maxlen)
+        memcpy(maxlen, ctx->h_small + 3, sizeof *maxlen);
     const size_t np = (size_t)(*npairs > 0 ? *npairs : 1);
     if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
@@ -670,7 +959,49 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         double cand = (double)n / (double)g->ncells;
         for (int k = 0; k < 3; ++k)
             cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
-        variant = cand > 100 ? 1 : 2;
+        /* dense: 3 (H100, lj-1m: 3.37 ms vs 3.77 for 1 and 4.75 for 4;
+         * graphene-1m: 2 at 0.37 ms vs 1.16 for 3; tools/bench/RESULTS.md) */
+        variant = cand > 100 ? 3 : 2;
+    }
+    /* the warp variants hold at most 32 candidate ranges (one per lane) */
+    if ((variant == 3 || variant == 4) &&
+        (2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1) > 32)
+        variant = 1;
+    if (variant == 3 || variant == 4) {
+        int *maxlen = (int *)ctx->flags.ptr + 1;
+        STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+        if (variant == 3)
+            cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                *g, ctx->cells.view, (unsigned long long *)ctx->counts.ptr, maxlen);
+        else
+            cell_warp_count_kernel<FULL><<<(unsigned)(((int64_t)n * 32 + WARP_T - 1) / WARP_T), WARP_T, 0,
+                                           ctx->stream>>>(*g, ctx->cells.view, (unsigned long long *)ctx->counts.ptr,
+                                                          maxlen);
+        MDNL_CUDA_LAUNCHED(ctx->stream);
+        STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+        STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+        int longest = 0;
+        if ((st = scan_and_size(ctx, n, npairs, &longest)) != MDNL_OK)
+            return st;
+        STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+        STAGE(MDNL_CUDA_STAGE_FILL, 0);
+        const unsigned blocks = (unsigned)(((int64_t)n * 32 + WARP_T - 1) / WARP_T);
+        const int64_t *off = (const int64_t *)ctx->offsets.ptr;
+        int32_t *jo = (int32_t *)ctx->j.ptr;
+        float *dout = (float *)ctx->d.ptr;
+        int *err = (int *)ctx->flags.ptr;
+        /* rows longer than 256 go through the (slow) global path */
+        if (longest <= 32)
+            cell_warp_fill_kernel<FULL, 1><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+        else if (longest <= 64)
+            cell_warp_fill_kernel<FULL, 2><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+        else if (longest <= 128)
+            cell_warp_fill_kernel<FULL, 4><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+        else
+            cell_warp_fill_kernel<FULL, 8><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+        MDNL_CUDA_LAUNCHED(ctx->stream);
+        STAGE(MDNL_CUDA_STAGE_FILL, 1);
+        return MDNL_OK;
     }
     if (variant == 2) {
         int *maxlen = (int *)ctx->flags.ptr + 1;
@@ -706,8 +1037,8 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         return MDNL_OK;
     }
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(*g, ctx->cells.view,
-                                                                      (unsigned long long *)ctx->counts.ptr);
+    cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+        *g, ctx->cells.view, (unsigned long long *)ctx->counts.ptr, (int *)ctx->flags.ptr + 1);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);

@@ -21,9 +21,10 @@
  *                   default for sparse rows): one traversal that stages rows transposed
  *                   (capacity grows and retries, as brute-noatomic), scan,
  *                   then compaction: each row sorted in shared memory and
- *                   written warp-cooperatively. Variant 1 (dense rows): count
- *                   traversal, scan, and a second traversal that fills,
- *                   sorts and writes in shared memory.
+ *                   written warp-cooperatively. Variant 3 (the default for
+ *                   dense rows): count traversal (thread per atom), scan,
+ *                   and a warp-per-atom fill that sorts each row in
+ *                   registers. Variants 1 and 4 are kept as baselines.
  *   auto            cell, except brute-noatomic for tiny frames.
  */
 #ifndef MDNL_NLIST_CUDA_H
@@ -106,7 +107,11 @@ void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
 
 /* Cell-list variant: 0 = by density (default: 2 below ~100 candidates per
- * atom, else 1), 1 = count pass + fused fill, 2 = staged single traversal. */
+ * atom, else 3), 1 = count pass + fused fill, 2 = staged single traversal,
+ * 3 = thread-per-atom count pass + warp-per-atom fill (rows compacted by
+ * ballot into a per-warp buffer, bitonic-sorted in registers, written
+ * coalesced), 4 = warp-per-atom count and fill. 3 and 4 fall back to 1 when
+ * the stencil has more than 32 (cell, shift) columns. */
 void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *ctx, int variant);
 
 /* Rows whose fill block did not fit in shared memory are written and

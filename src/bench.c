@@ -1,6 +1,7 @@
 /* bench.c — `mdnl bench` (contract in bench.h): validate every GPU
  * neighbor-list method against the CPU twin, then time it. */
 #include "bench.h"
+#include "systems.h"
 
 #include "device.h"
 #include "frame.h"
@@ -26,78 +27,9 @@
 
 static const char *const system_names[] = {"graphene-17k", "graphene-1m", "lj-1m"};
 #define NSYSTEMS 3
-#define NMETHODS 5
-static const char *const method_labels[NMETHODS] = {"brute-atomic", "brute-noatomic", "cell", "cell-v1", "cell-v2"};
-
-static uint64_t bench_rng;
-static double bench_uniform(void)
-{
-    bench_rng += 0x9e3779b97f4a7c15ull;
-    uint64_t z = bench_rng;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
-
-/* Rectangular graphene: 4-atom cells a = b*sqrt(3) by 3b, z = 10. */
-static mdnl_status make_graphene(mdnl_frame *f, int nx, int ny, int periodic)
-{
-    const double b = 1.42, a = b * sqrt(3.0), c = 3.0 * b;
-    const double basis[4][2] = {{0, 0}, {a / 2, b / 2}, {a / 2, 1.5 * b}, {0, 2 * b}};
-    mdnl_status st = mdnl_frame_reserve(f, 4LL * nx * ny);
-    if (st != MDNL_OK)
-        return st;
-    int64_t n = 0;
-    for (int ix = 0; ix < nx; ++ix)
-        for (int iy = 0; iy < ny; ++iy)
-            for (int k = 0; k < 4; ++k, ++n) {
-                f->pos[n][0] = ix * a + basis[k][0];
-                f->pos[n][1] = iy * c + basis[k][1];
-                f->pos[n][2] = 10.0;
-                f->species[n] = 0;
-            }
-    f->natoms = n;
-    f->nspecies = 1;
-    strcpy(f->symbols[0], "C");
-    if (periodic) {
-        f->box.has_lattice = true;
-        f->box.h[0][0] = nx * a;
-        f->box.h[1][1] = ny * c;
-        f->box.h[2][2] = 20.0; /* vacuum: the sheet at z = 10, open in z */
-        f->box.pbc[0] = f->box.pbc[1] = true;
-    }
-    return MDNL_OK;
-}
-
-/* FCC, m^3 unit cells of 4 atoms at reduced density rho, each coordinate
- * displaced by a seeded uniform amount in [-amp, amp]. */
-static mdnl_status make_lj(mdnl_frame *f, int m, double rho, double amp)
-{
-    const double a = cbrt(4.0 / rho);
-    const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
-    mdnl_status st = mdnl_frame_reserve(f, 4LL * m * m * m);
-    if (st != MDNL_OK)
-        return st;
-    bench_rng = 20240611;
-    int64_t n = 0;
-    for (int x = 0; x < m; ++x)
-        for (int y = 0; y < m; ++y)
-            for (int z = 0; z < m; ++z)
-                for (int k = 0; k < 4; ++k, ++n) {
-                    const int cell[3] = {x, y, z};
-                    for (int d = 0; d < 3; ++d)
-                        f->pos[n][d] = (cell[d] + basis[k][d]) * a + amp * (2.0 * bench_uniform() - 1.0);
-                    f->species[n] = 0;
-                }
-    f->natoms = n;
-    f->nspecies = 1;
-    strcpy(f->symbols[0], "Ar");
-    f->box.has_lattice = true;
-    f->box.h[0][0] = f->box.h[1][1] = f->box.h[2][2] = m * a;
-    f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
-    return MDNL_OK;
-}
+#define NMETHODS 7
+static const char *const method_labels[NMETHODS] = {"brute-atomic", "brute-noatomic", "cell", "cell-v1", "cell-v2",
+                                                          "cell-v3", "cell-v4"};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -142,16 +74,8 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
     memset(&f, 0, sizeof f);
     double cutoff;
     mdnl_status st;
-    if (sys == 0) {
-        st = make_graphene(&f, 72, 60, 0);
-        cutoff = 1.9;
-    } else if (sys == 1) {
-        st = make_graphene(&f, 512, 488, 1);
-        cutoff = 1.9;
-    } else {
-        st = make_lj(&f, 64, 0.8442, 0.05);
-        cutoff = 2.5;
-    }
+    st = mdnl_system_build(system_names[sys], &f); /* systems.h */
+    cutoff = sys == 2 ? 2.5 : 1.9;
     if (st != MDNL_OK) {
         mdnl_frame_free(&f);
         return st;
@@ -179,10 +103,10 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         goto done;
     const double cpu_ms = 1e3 * (wall_seconds() - t0);
 
-    /* "cell" is the default (variant by density); cell-v1 and cell-v2 force
-     * the two variants. */
+    /* "cell" is the default (variant by density); cell-v1 .. cell-v4 force
+     * the numbered variants (nlist_cuda.h). */
     const mdnl_method methods[] = {MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL,
-                                   MDNL_METHOD_CELL, MDNL_METHOD_CELL};
+                                   MDNL_METHOD_CELL, MDNL_METHOD_CELL, MDNL_METHOD_CELL, MDNL_METHOD_CELL};
     method_result res[NMETHODS];
     for (int m = 0; m < NMETHODS; ++m) {
         mdnl_cuda_ctx_set_cell_variant(ctx, m >= 3 ? m - 2 : 0);
@@ -300,8 +224,6 @@ mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE 
     (void)out;
     (void)median;
     (void)wall_seconds;
-    (void)make_graphene;
-    (void)make_lj;
     return mdnl_error(MDNL_ERR_RESOURCE, "bench: this mdnl was built without CUDA; the benchmark needs a GPU");
 #else
     if (mdnl_cuda_device_count() < 1)

@@ -21,6 +21,8 @@
  */
 #include "bench_energy.h"
 
+#include "systems.h"
+
 #include "energy.h"
 #include "geometry.h"
 #include "nlist.h"
@@ -63,46 +65,6 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* splitmix64: a seeded, portable generator, so the frame is the same everywhere. */
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
-
-/* FCC nside^3 x 4 at density 0.8442, each coordinate jittered uniformly by
- * +-0.05 sigma (seed 2024). */
-static mdnl_status make_fcc(mdnl_frame *f, int nside)
-{
-    const double rho = 0.8442, a = cbrt(4.0 / rho);
-    const int64_t n = (int64_t)nside * nside * nside * 4;
-    mdnl_status st = mdnl_frame_reserve(f, n);
-    if (st != MDNL_OK)
-        return st;
-    static const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
-    uint64_t seed = 2024;
-    int32_t sp = mdnl_frame_species_id(f, "Ar", 2);
-    int64_t i = 0;
-    for (int x = 0; x < nside; ++x)
-        for (int y = 0; y < nside; ++y)
-            for (int z = 0; z < nside; ++z)
-                for (int b = 0; b < 4; ++b, ++i) {
-                    f->pos[i][0] = (x + basis[b][0]) * a + 0.1 * (rng_uniform(&seed) - 0.5);
-                    f->pos[i][1] = (y + basis[b][1]) * a + 0.1 * (rng_uniform(&seed) - 0.5);
-                    f->pos[i][2] = (z + basis[b][2]) * a + 0.1 * (rng_uniform(&seed) - 0.5);
-                    f->species[i] = sp;
-                }
-    f->natoms = n;
-    f->box.has_lattice = true;
-    f->box.h[0][0] = f->box.h[1][1] = f->box.h[2][2] = nside * a;
-    f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
-    return MDNL_OK;
 }
 
 static void add_row(bench_row *rows, int *nrows, const char *path, const char *backend, const char *reduce, double ms,
@@ -177,7 +139,7 @@ mdnl_status mdnl_bench_energy_size(FILE *out, int json, int nside)
     const double cutoff = 2.5;
     mdnl_frame f;
     memset(&f, 0, sizeof f);
-    mdnl_status st = make_fcc(&f, nside);
+    mdnl_status st = mdnl_gen_lj_fcc(nside, 0.8442, 0.05, 2024, &f); /* nside 64: lj-1m of systems.h */
     float(*pos4)[4] = NULL;
     mdnl_geom g;
     mdnl_potential p;

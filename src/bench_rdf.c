@@ -2,6 +2,7 @@
  * every CUDA kernel (traversal x histogram variant, rdf_cuda.h), each the
  * median of repeats timed with CUDA events, on two 1M-atom frames:
  *
+ *   (both from systems.h)
  *   lj-1m        FCC 64^3 x 4 = 1,048,576 atoms at reduced density 0.8442
  *                (L = 107.5 sigma), jitter 0.05 sigma (seeded), r_max = 4
  *                sigma, 200 bins. About 226 neighbours per atom below r_max:
@@ -10,14 +11,16 @@
  *                (1.7e9 distances), the half traversal ~805 (8.5e8). Napkin
  *                floor: ~20 instructions per candidate on 132 SMs x 128 lanes
  *                x 1.7 GHz (2.9e13 lane-instr/s) = 0.6 ms half, 1.2 ms full.
- *   graphene-1m  perfect periodic rectangular sheet 512 x 512 cells x 4 =
- *                1,048,576 atoms (C-C 1.42 A), pbc T T F, r_max = 10 A, 500
- *                bins: ~120 neighbours per atom, 1.26e8 ordered pairs, all in
+ *   graphene-1m  perfect periodic rectangular sheet 512 x 488 cells x 4 =
+ *                999,424 atoms (C-C 1.42 A), pbc T T F, r_max = 10 A, 500
+ *                bins: ~120 neighbours per atom, 1.2e8 ordered pairs, all in
  *                a few dozen bins (crystal shells): the worst case for global
  *                atomics, which serialize on those few addresses.
  * pairs/s counts ordered pairs (the histogram's total) per second.
  */
 #include "bench_rdf.h"
+
+#include "systems.h"
 
 #include "frame.h"
 #include "geometry.h"
@@ -31,74 +34,6 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t bench_rng = 0x5eed;
-static double bench_uniform(void)
-{
-    bench_rng += 0x9e3779b97f4a7c15ull;
-    uint64_t z = bench_rng;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
-
-static mdnl_status make_lj(mdnl_frame *f)
-{
-    const int m = 64;
-    const double L = cbrt(4.0 * m * m * m / 0.8442), a = L / m;
-    const double base[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
-    mdnl_status st = mdnl_frame_reserve(f, 4LL * m * m * m);
-    if (st != MDNL_OK)
-        return st;
-    int64_t n = 0;
-    for (int x = 0; x < m; ++x)
-        for (int y = 0; y < m; ++y)
-            for (int z = 0; z < m; ++z)
-                for (int k = 0; k < 4; ++k, ++n) {
-                    const int c[3] = {x, y, z};
-                    for (int d = 0; d < 3; ++d)
-                        f->pos[n][d] = (c[d] + base[k][d] + 0.25) * a + 0.05 * (2.0 * bench_uniform() - 1.0);
-                    f->species[n] = 0;
-                }
-    f->natoms = n;
-    f->nspecies = 1;
-    strcpy(f->symbols[0], "LJ");
-    memset(&f->box, 0, sizeof f->box);
-    f->box.has_lattice = true;
-    f->box.h[0][0] = f->box.h[1][1] = f->box.h[2][2] = L;
-    f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
-    return MDNL_OK;
-}
-
-static mdnl_status make_graphene(mdnl_frame *f)
-{
-    const int nx = 512, ny = 512;
-    const double b = 1.42, a = b * sqrt(3.0), c = 3.0 * b;
-    const double basis[4][2] = {{0, 0}, {a / 2, b / 2}, {a / 2, 1.5 * b}, {0, 2 * b}};
-    mdnl_status st = mdnl_frame_reserve(f, 4LL * nx * ny);
-    if (st != MDNL_OK)
-        return st;
-    int64_t n = 0;
-    for (int ix = 0; ix < nx; ++ix)
-        for (int iy = 0; iy < ny; ++iy)
-            for (int k = 0; k < 4; ++k, ++n) {
-                f->pos[n][0] = ix * a + basis[k][0];
-                f->pos[n][1] = iy * c + basis[k][1];
-                f->pos[n][2] = 10.0;
-                f->species[n] = 0;
-            }
-    f->natoms = n;
-    f->nspecies = 1;
-    strcpy(f->symbols[0], "C");
-    memset(&f->box, 0, sizeof f->box);
-    f->box.has_lattice = true;
-    f->box.h[0][0] = nx * a;
-    f->box.h[1][1] = ny * c;
-    f->box.h[2][2] = 20.0;
-    f->box.pbc[0] = f->box.pbc[1] = true;
-    return MDNL_OK;
-}
 
 static mdnl_status bench_case(FILE *out, int json, int first, const char *name, mdnl_frame *f, double r_max,
                               int bins)
@@ -175,9 +110,9 @@ mdnl_status mdnl_bench_rdf(FILE *out, int json)
     mdnl_status st;
     if (json)
         fputs("{", out);
-    if ((st = make_lj(&f)) == MDNL_OK)
+    if ((st = mdnl_system_build("lj-1m", &f)) == MDNL_OK)
         st = bench_case(out, json, 1, "lj-1m", &f, 4.0, 200);
-    if (st == MDNL_OK && (st = make_graphene(&f)) == MDNL_OK)
+    if (st == MDNL_OK && (st = mdnl_system_build("graphene-1m", &f)) == MDNL_OK)
         st = bench_case(out, json, 0, "graphene-1m", &f, 10.0, 500);
     if (json)
         fputs("}\n", out);

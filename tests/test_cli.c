@@ -405,3 +405,22 @@ Test(cli, rdf_bad_options_and_missing_species)
     cr_expect(strstr(err_text, "species H") != NULL, "%s", err_text);
     cr_expect_eq(dir_entries(), 0, "a failed rdf left a file");
 }
+
+Test(cli, h5md_and_extxyz_of_the_same_frames_give_the_same_energies)
+{
+    static char a[1 << 16], b[1 << 16];
+    cr_assert_eq(mdnl("energy %s/h5md/box_td33.h5md -c 2.5 --pair morse:d0=1,alpha=1.5,r0=1.2", MDNL_DATA_DIR), 0,
+                 "%s", err_text);
+    memcpy(a, out_text, sizeof a);
+    cr_assert_eq(mdnl("energy %s/h5md/box_td33.extxyz -c 2.5 --pair morse:d0=1,alpha=1.5,r0=1.2", MDNL_DATA_DIR), 0,
+                 "%s", err_text);
+    memcpy(b, out_text, sizeof b);
+    cr_expect_eq(count_lines(a), 5, "header + 4 frames: %s", a);
+    cr_expect_str_eq(a, b);
+    cr_assert_eq(mdnl("energy %s/h5md/box_td33.h5md -c 2.5 --pair lj:epsilon=1,sigma=1 --per-atom", MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    memcpy(a, out_text, sizeof a);
+    cr_assert_eq(mdnl("energy %s/h5md/box_td33.extxyz -c 2.5 --pair lj:epsilon=1,sigma=1 --per-atom", MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    cr_expect_str_eq(a, out_text);
+}

@@ -168,8 +168,8 @@ static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl
             expect_same_list(&want, &got, what);
             mdnl_nlist_free(&got);
         }
-        /* both cell variants forced (the default picks one by density) */
-        for (int v = 1; v <= 2; ++v) {
+        /* every cell variant forced (the default picks one by density) */
+        for (int v = 1; v <= 4; ++v) {
             mdnl_nlist got = {0};
             char what[256];
             snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell variant %d", label,
@@ -407,13 +407,15 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
             MDNL_OK, "%s", mdnl_last_error());
         cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
         expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
-        for (int v = 1; v <= 2; ++v) {
+        for (int v = 1; v <= 4; ++v) {
+            char what[64];
+            snprintf(what, sizeof what, "200k dense, cell variant %d", v);
             mdnl_cuda_ctx_set_cell_variant(ctx, v);
             cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
                                                (mdnl_list_kind)kind, &got),
                          MDNL_OK, "%s", mdnl_last_error());
             mdnl_cuda_ctx_set_cell_variant(ctx, 0);
-            expect_same_list(&want, &got, v == 1 ? "200k dense, cell variant 1" : "200k dense, cell variant 2");
+            expect_same_list(&want, &got, what);
         }
         /* the device-resident variant reports the same size */
         mdnl_nlist_dev dev;

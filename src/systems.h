@@ -1,0 +1,26 @@
+/* systems.h — the built-in systems the benchmarks (and tests that want the
+ * same frames) run on, defined once so that "lj-1m" means one frame
+ * everywhere:
+ *   graphene-17k  72 x 60 rectangular graphene cells, 17,280 atoms, open
+ *   graphene-1m   512 x 488 cells, 999,424 atoms, periodic in x and y,
+ *                 20 Å of vacuum in z
+ *   lj-1m         FCC 64^3 x 4 = 1,048,576 atoms at reduced density 0.8442,
+ *                 periodic cube, every coordinate displaced uniformly in
+ *                 [-0.05, 0.05] σ by splitmix64 from seed 2024
+ * Graphene comes from mdnl_gen_graphene (bond 1.42 Å, sheet at z = 10). */
+#ifndef MDNL_SYSTEMS_H
+#define MDNL_SYSTEMS_H
+
+#include "frame.h"
+#include "mdnl.h"
+
+#include <stdint.h>
+
+/* FCC lattice of nside^3 cubic cells of 4 atoms at number density rho, each
+ * coordinate displaced uniformly in [-jitter, jitter], species "Ar". */
+mdnl_status mdnl_gen_lj_fcc(int64_t nside, double rho, double jitter, uint64_t seed, mdnl_frame *f);
+
+/* Builds the named system into f; MDNL_ERR_USAGE for an unknown name. */
+mdnl_status mdnl_system_build(const char *name, mdnl_frame *f);
+
+#endif

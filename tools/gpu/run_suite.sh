@@ -29,5 +29,10 @@ if [ "${1:-}" != "--no-bench" ]; then
   build/mdnl bench --json > "$out/bench.json" 2> "$out/bench.err" || fail=1
   build/mdnl bench > "$out/bench.txt" 2>&1 || fail=1
   cat "$out/bench.txt"
+  # the streaming pipeline against the read-only floor (200 frames x ~100k atoms)
+  tools/bench/bench_run.sh 200 100000 /tmp/bench_run > "$out/bench_run.txt" 2>&1 || fail=1
+  cp /tmp/bench_run/results.jsonl "$out/bench_run.jsonl" 2>/dev/null
+  cat "$out/bench_run.txt"
 fi
 exit $fail
+/root/.pyenv/libexec/pyenv-hooks: line 24: enable: cannot open shared object /root/.pyenv/libexec/pyenv-realpath.dylib: /root/.pyenv/libexec/pyenv-realpath.dylib: cannot open shared object file: No such file or directory

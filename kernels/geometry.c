@@ -87,13 +87,20 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
             g->tmat[a][k] = (float)(hinv[a][k] * w[k]);
 
     /* Wrap periodic fractional coordinates into [0, 1) and rebuild the
-     * Cartesian position; track the t-range of the open axes. */
-    double tmin[3] = {INFINITY, INFINITY, INFINITY}, tmax[3] = {-INFINITY, -INFINITY, -INFINITY};
+     * Cartesian position; track the t-range of the open axes. OpenMP over
+     * atoms: at 100k atoms this is most of a frame's host time. */
+    double tmin0 = INFINITY, tmin1 = INFINITY, tmin2 = INFINITY;
+    double tmax0 = -INFINITY, tmax1 = -INFINITY, tmax2 = -INFINITY;
+    int64_t first_bad = n;
+    const int has_lattice = box->has_lattice;
+#pragma omp parallel for schedule(static) if (n > 20000) reduction(min : tmin0, tmin1, tmin2, first_bad)           \
+    reduction(max : tmax0, tmax1, tmax2)
     for (int64_t i = 0; i < n; ++i) {
         const double *r = f->pos[i];
-        if (!isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2]))
-            return mdnl_error(MDNL_ERR_INPUT, "frame %lld: atom %lld has a non-finite coordinate", (long long)f->index,
-                              (long long)i);
+        if (!isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2])) {
+            first_bad = i < first_bad ? i : first_bad;
+            continue;
+        }
         double s[3];
         for (int k = 0; k < 3; ++k) {
             s[k] = r[0] * hinv[0][k] + r[1] * hinv[1][k] + r[2] * hinv[2][k];
@@ -104,7 +111,7 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
             }
         }
         double rw[3];
-        if (box->has_lattice) {
+        if (has_lattice) {
             for (int a = 0; a < 3; ++a)
                 rw[a] = s[0] * box->h[0][a] + s[1] * box->h[1][a] + s[2] * box->h[2][a];
         } else {
@@ -113,16 +120,17 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
         for (int a = 0; a < 3; ++a)
             pos4[i][a] = (float)rw[a];
         pos4[i][3] = 0.0f;
-        for (int k = 0; k < 3; ++k) {
-            /* t from the float position, as the kernels will compute it */
-            double t = (double)pos4[i][0] * g->tmat[0][k] + (double)pos4[i][1] * g->tmat[1][k] +
-                       (double)pos4[i][2] * g->tmat[2][k];
-            if (t < tmin[k])
-                tmin[k] = t;
-            if (t > tmax[k])
-                tmax[k] = t;
-        }
+        double t[3];
+        for (int k = 0; k < 3; ++k) /* t from the float position, as the kernels will compute it */
+            t[k] = (double)pos4[i][0] * g->tmat[0][k] + (double)pos4[i][1] * g->tmat[1][k] +
+                   (double)pos4[i][2] * g->tmat[2][k];
+        tmin0 = fmin(tmin0, t[0]), tmin1 = fmin(tmin1, t[1]), tmin2 = fmin(tmin2, t[2]);
+        tmax0 = fmax(tmax0, t[0]), tmax1 = fmax(tmax1, t[1]), tmax2 = fmax(tmax2, t[2]);
     }
+    if (first_bad < n)
+        return mdnl_error(MDNL_ERR_INPUT, "frame %lld: atom %lld has a non-finite coordinate", (long long)f->index,
+                          (long long)first_bad);
+    const double tmin[3] = {tmin0, tmin1, tmin2}, tmax[3] = {tmax0, tmax1, tmax2};
 
     double tabs = 0;
     for (int k = 0; k < 3; ++k) {

@@ -268,9 +268,11 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
             if (o.pair && stats.nframes)
                 printf(",\"energy\":{\"first\":%.17g,\"last\":%.17g,\"mean\":%.17g,\"min\":%.17g,\"max\":%.17g}",
                        stats.e_first, stats.e_last, stats.e_sum / (double)stats.nframes, stats.e_min, stats.e_max);
-            printf(",\"seconds\":{\"read\":%.6f,\"compute\":%.6f,\"write\":%.6f,\"wall\":%.6f},"
-                   "\"frames_per_second\":%.3f}\n",
-                   stats.t_read, stats.t_compute, stats.t_write, stats.t_wall, fps);
+            const double steady = stats.t_wall - stats.t_init;
+            printf(",\"seconds\":{\"init\":%.6f,\"read\":%.6f,\"compute\":%.6f,\"write\":%.6f,\"wall\":%.6f},"
+                   "\"frames_per_second\":%.3f,\"frames_per_second_after_init\":%.3f}\n",
+                   stats.t_init, stats.t_read, stats.t_compute, stats.t_write, stats.t_wall, fps,
+                   steady > 0 ? (double)stats.nframes / steady : 0.0);
         } else if (!o.quiet) {
             fprintf(stderr, "mdnl run: %lld frame(s), %lld atoms, %s", (long long)stats.nframes,
                     (long long)stats.atoms, o.read_only ? "read only" : mdnl_backend_name(stats.backend));

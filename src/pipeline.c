@@ -287,6 +287,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     mdnl_status st = MDNL_OK;
     if (!c->read_only && (st = mdnl_engine_init(&cs.eng, c->opts)) != MDNL_OK)
         return st;
+    stats->t_init = mdnl_now() - t_start;
     stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
     if (c->hist) {
         cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};

@@ -90,6 +90,7 @@ typedef struct mdnl_pipeline_stats {
     uint64_t pairs_counted;        /* histogrammed distances */
     double e_first, e_last, e_sum, e_min, e_max;
     double t_read, t_compute, t_write, t_wall; /* busy seconds per stage; wall of the whole run */
+    double t_init; /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall */
 } mdnl_pipeline_stats;
 
 /* Runs every frame of fs through the pipeline. fs is used by the reader

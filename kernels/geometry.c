@@ -53,6 +53,55 @@ static void set_axis(mdnl_geom *g, int k, double span, int64_t n, double rcs, in
         g->stencil[k] = 1; /* cw >= rcs on open axes */
 }
 
+/* Lays out the cell grid of a prepared geometry (wrapped positions, t-range
+ * in tlo/thi) for `cutoff`. */
+static void set_grid(mdnl_geom *g, double cutoff)
+{
+    const int64_t n = g->natoms;
+    const double *tmin = g->tlo, *tmax = g->thi, *w = g->width;
+
+    double tabs = 0;
+    for (int k = 0; k < 3; ++k) {
+        if (n > 0)
+            tabs = fmax(tabs, fmax(fabs(tmin[k]), fabs(tmax[k])));
+        if (g->pbc[k])
+            tabs = fmax(tabs, w[k]);
+    }
+    const double rcs = cutoff * (1.0 + SLACK) + ULP_SLACK * tabs;
+
+    /* Grid: cells at least rcs wide, at most max(64, 2n) of them. */
+    double span[3];
+    int64_t want[3];
+    for (int k = 0; k < 3; ++k) {
+        if (g->pbc[k]) {
+            span[k] = w[k];
+            g->t0[k] = 0.0f;
+            double q = floor(w[k] / rcs);
+            g->image_max[k] = (int)floor(rcs / w[k]) + 1;
+            want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
+        } else {
+            span[k] = n > 0 ? tmax[k] - tmin[k] : 0.0;
+            g->t0[k] = n > 0 ? (float)tmin[k] : 0.0f;
+            double q = floor(span[k] / rcs);
+            want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
+        }
+    }
+    const int64_t cap = n * 2 > 64 ? n * 2 : 64;
+    for (;;) {
+        double total = (double)want[0] * (double)want[1] * (double)want[2];
+        if (total <= (double)cap)
+            break;
+        int big = 0;
+        for (int k = 1; k < 3; ++k)
+            if (want[k] > want[big])
+                big = k;
+        want[big] = want[big] / 2 > 0 ? want[big] / 2 : 1;
+    }
+    for (int k = 0; k < 3; ++k)
+        set_axis(g, k, span[k], want[k], rcs, g->pbc[k]);
+    g->ncells = (int64_t)g->ncell[0] * g->ncell[1] * g->ncell[2];
+}
+
 mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4])
 {
     memset(g, 0, sizeof *g);
@@ -130,47 +179,20 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
     if (first_bad < n)
         return mdnl_error(MDNL_ERR_INPUT, "frame %lld: atom %lld has a non-finite coordinate", (long long)f->index,
                           (long long)first_bad);
-    const double tmin[3] = {tmin0, tmin1, tmin2}, tmax[3] = {tmax0, tmax1, tmax2};
+    g->tlo[0] = tmin0, g->tlo[1] = tmin1, g->tlo[2] = tmin2;
+    g->thi[0] = tmax0, g->thi[1] = tmax1, g->thi[2] = tmax2;
+    set_grid(g, cutoff);
+    return MDNL_OK;
+}
 
-    double tabs = 0;
-    for (int k = 0; k < 3; ++k) {
-        if (n > 0)
-            tabs = fmax(tabs, fmax(fabs(tmin[k]), fabs(tmax[k])));
-        if (g->pbc[k])
-            tabs = fmax(tabs, w[k]);
-    }
-    const double rcs = cutoff * (1.0 + SLACK) + ULP_SLACK * tabs;
-
-    /* Grid: cells at least rcs wide, at most max(64, 2n) of them. */
-    double span[3];
-    int64_t want[3];
-    for (int k = 0; k < 3; ++k) {
-        if (g->pbc[k]) {
-            span[k] = w[k];
-            g->t0[k] = 0.0f;
-            double q = floor(w[k] / rcs);
-            g->image_max[k] = (int)floor(rcs / w[k]) + 1;
-            want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
-        } else {
-            span[k] = n > 0 ? tmax[k] - tmin[k] : 0.0;
-            g->t0[k] = n > 0 ? (float)tmin[k] : 0.0f;
-            double q = floor(span[k] / rcs);
-            want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
-        }
-    }
-    const int64_t cap = n * 2 > 64 ? n * 2 : 64;
-    for (;;) {
-        double total = (double)want[0] * (double)want[1] * (double)want[2];
-        if (total <= (double)cap)
-            break;
-        int big = 0;
-        for (int k = 1; k < 3; ++k)
-            if (want[k] > want[big])
-                big = k;
-        want[big] = want[big] / 2 > 0 ? want[big] / 2 : 1;
-    }
-    for (int k = 0; k < 3; ++k)
-        set_axis(g, k, span[k], want[k], rcs, g->pbc[k]);
-    g->ncells = (int64_t)g->ncell[0] * g->ncell[1] * g->ncell[2];
+mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g)
+{
+    if (!(cutoff > 0) || !isfinite(cutoff) || cutoff > 1e15)
+        return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", cutoff);
+    if (g != src)
+        *g = *src;
+    g->cutoff = (float)cutoff;
+    g->cutoff2 = (float)(cutoff * cutoff);
+    set_grid(g, cutoff);
     return MDNL_OK;
 }

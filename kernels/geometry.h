@@ -49,6 +49,7 @@ typedef struct mdnl_geom {
     int ncell[3];
     int stencil[3];     /* cell offsets visited on each axis: -stencil[k]..stencil[k] */
     int64_t ncells;     /* ncell[0] * ncell[1] * ncell[2] */
+    double tlo[3], thi[3]; /* t-range of the atoms (host bookkeeping for mdnl_geom_regrid) */
 } mdnl_geom;
 
 /* Prepares `g` for the frame's box and `cutoff` (> 0, finite) and writes the
@@ -56,6 +57,13 @@ typedef struct mdnl_geom {
  * caller allocates. Returns MDNL_ERR_INPUT for a singular lattice or a
  * non-finite position (naming the atom), MDNL_ERR_USAGE for a bad cutoff. */
 mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4]);
+
+/* The same frame's geometry for another cutoff, without touching the
+ * positions: `g` becomes exactly what mdnl_geom_prepare(f, cutoff, ...)
+ * would give for the frame `src` was prepared from (the positions it wrote
+ * do not depend on the cutoff). `mdnl run` wraps a frame once and grids it
+ * for the neighbor cutoff and for r_max. MDNL_ERR_USAGE for a bad cutoff. */
+mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g);
 
 /* ---- shared host/device arithmetic: the single definition of a pair ---- */
 

@@ -206,7 +206,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         .rmax = o.rmax,
         .bins = (int32_t)o.bins,
         .pairs = &pn,
-        .nslots = 3,
+        .nslots = 4,
     };
     if (o.pair && (st = mdnl_potential_parse(o.pair, o.cutoff, &cfg.pot)) != MDNL_OK)
         return st;
@@ -269,10 +269,14 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
                 printf(",\"energy\":{\"first\":%.17g,\"last\":%.17g,\"mean\":%.17g,\"min\":%.17g,\"max\":%.17g}",
                        stats.e_first, stats.e_last, stats.e_sum / (double)stats.nframes, stats.e_min, stats.e_max);
             const double steady = stats.t_wall - stats.t_init;
-            printf(",\"seconds\":{\"init\":%.6f,\"read\":%.6f,\"compute\":%.6f,\"write\":%.6f,\"wall\":%.6f},"
-                   "\"frames_per_second\":%.3f,\"frames_per_second_after_init\":%.3f}\n",
-                   stats.t_init, stats.t_read, stats.t_compute, stats.t_write, stats.t_wall, fps,
-                   steady > 0 ? (double)stats.nframes / steady : 0.0);
+            printf(",\"seconds\":{\"init\":%.6f,\"read\":%.6f,\"prepare\":%.6f,\"compute\":%.6f,\"write\":%.6f,"
+                   "\"wall\":%.6f,\"first_frame_done\":%.6f,\"last_frame_done\":%.6f},\"frames_per_second\":%.3f,"
+                   "\"frames_per_second_after_init\":%.3f,\"frames_per_second_steady\":%.3f}\n",
+                   stats.t_init, stats.t_read, stats.t_prepare, stats.t_compute, stats.t_write, stats.t_wall,
+                   stats.t_first_done, stats.t_last_done, fps, steady > 0 ? (double)stats.nframes / steady : 0.0,
+                   stats.nframes > 1 && stats.t_last_done > stats.t_first_done
+                       ? (double)(stats.nframes - 1) / (stats.t_last_done - stats.t_first_done)
+                       : 0.0);
         } else if (!o.quiet) {
             fprintf(stderr, "mdnl run: %lld frame(s), %lld atoms, %s", (long long)stats.nframes,
                     (long long)stats.atoms, o.read_only ? "read only" : mdnl_backend_name(stats.backend));
@@ -283,8 +287,8 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
                         stats.e_sum / (double)stats.nframes);
             if (hist)
                 fprintf(stderr, "; %llu distances below %g", (unsigned long long)stats.pairs_counted, o.rmax);
-            fprintf(stderr, "; busy read %.3f s, compute %.3f s, write %.3f s; wall %.3f s, %.1f frames/s\n",
-                    stats.t_read, stats.t_compute, stats.t_write, stats.t_wall, fps);
+            fprintf(stderr, "; busy read %.3f s, prepare %.3f s, compute %.3f s, write %.3f s; wall %.3f s, %.1f frames/s\n",
+                    stats.t_read, stats.t_prepare, stats.t_compute, stats.t_write, stats.t_wall, fps);
         }
     }
 done:

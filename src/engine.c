@@ -4,11 +4,13 @@
 #include "energy.h"
 
 #ifdef MDNL_HAVE_CUDA
+#include "cuda_host.h"
 #include "energy_cuda.h"
 #include "nlist_cuda.h"
 #include "rdf_cuda.h"
 #endif
 
+#include <stdlib.h>
 #include <string.h>
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o)
@@ -43,6 +45,28 @@ void mdnl_engine_free(mdnl_engine *e)
     memset(e, 0, sizeof *e);
 }
 
+void *mdnl_engine_host_alloc(const mdnl_engine *e, size_t bytes, const char *what)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA)
+        return mdnl_cuda_host_alloc(bytes, what);
+#endif
+    (void)e;
+    return mdnl_malloc(bytes, what);
+}
+
+void mdnl_engine_host_free(const mdnl_engine *e, void *p)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        mdnl_cuda_host_free(p);
+        return;
+    }
+#endif
+    (void)e;
+    free(p);
+}
+
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out)
 {
@@ -56,22 +80,58 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
     return mdnl_nlist_build_cpu(g, pos4, m, kind, out);
 }
 
+#ifdef MDNL_HAVE_CUDA
+static mdnl_status energy_handle(mdnl_engine *e)
+{
+    if (!e->energy_cuda) {
+        mdnl_energy_cuda *ec = NULL;
+        mdnl_status st = mdnl_energy_cuda_create(mdnl_cuda_ctx_stream(e->cuda), &ec);
+        if (st != MDNL_OK)
+            return st;
+        e->energy_cuda = ec;
+    }
+    return MDNL_OK;
+}
+#endif
+
 mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
                                double *total, double *per_atom)
 {
 #ifdef MDNL_HAVE_CUDA
     if (e->backend == MDNL_BACKEND_CUDA) {
-        if (!e->energy_cuda) {
-            mdnl_energy_cuda *ec = NULL;
-            mdnl_status st = mdnl_energy_cuda_create(mdnl_cuda_ctx_stream(e->cuda), &ec);
-            if (st != MDNL_OK)
-                return st;
-            e->energy_cuda = ec;
-        }
+        mdnl_status st = energy_handle(e);
+        if (st != MDNL_OK)
+            return st;
         return mdnl_energy_frame_cuda(e->energy_cuda, g, pos4, p, total, per_atom);
     }
 #endif
     return mdnl_energy_frame_cpu(g, pos4, p, total, per_atom);
+}
+
+
+mdnl_status mdnl_engine_energy_begin(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
+                                     const mdnl_potential *p)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        mdnl_status st;
+        if ((st = energy_handle(e)) != MDNL_OK || (st = mdnl_energy_cuda_upload_positions(e->energy_cuda, g, pos4)) !=
+                                                      MDNL_OK)
+            return st;
+        return mdnl_energy_cuda_run_fused(e->energy_cuda, g, p, 0, 0);
+    }
+#endif
+    return mdnl_energy_frame_cpu(g, pos4, p, &e->pending_total, NULL);
+}
+
+mdnl_status mdnl_engine_energy_end(mdnl_engine *e, double *total)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA)
+        return mdnl_energy_cuda_result(e->energy_cuda, total, NULL);
+#endif
+    *total = e->pending_total;
+    return MDNL_OK;
 }
 
 mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,

@@ -15,10 +15,18 @@ typedef struct mdnl_engine {
     mdnl_method last_method; /* what the last build used (auto resolved) */
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
     void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
+    double pending_total;    /* CPU: mdnl_engine_energy_begin's result, until _end */
 } mdnl_engine;
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);
 void mdnl_engine_free(mdnl_engine *e);
+
+/* Host memory for per-frame inputs: pinned (page-locked) on the CUDA
+ * backend, so uploads from it are fast; plain malloc on the CPU. NULL with
+ * MDNL_ERR_RESOURCE recorded on failure. Thread-safe: the pipeline's prepare
+ * thread allocates while the compute thread runs. */
+void *mdnl_engine_host_alloc(const mdnl_engine *e, size_t bytes, const char *what);
+void mdnl_engine_host_free(const mdnl_engine *e, void *p); /* NULL is a no-op */
 
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out);
@@ -28,6 +36,14 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
  * traversed and no list is stored. */
 mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
                                double *total, double *per_atom);
+
+/* The same total, split so that other work overlaps it: _begin starts the
+ * fused evaluation (CUDA: upload and kernels queued on the context's stream;
+ * pos4 must stay valid and unchanged until _end), _end waits and gives the
+ * total. On the CPU _begin does the work. One evaluation in flight at a time. */
+mdnl_status mdnl_engine_energy_begin(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
+                                     const mdnl_potential *p);
+mdnl_status mdnl_engine_energy_end(mdnl_engine *e, double *total);
 
 /* Pair-distance histogram of a frame prepared with cutoff = spec->r_max,
  * binned while traversing (no list stored); counts[nhist * bins] written. */

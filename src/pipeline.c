@@ -7,6 +7,9 @@
 #include "engine.h"
 
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,20 +90,25 @@ mdnl_status mdnl_rdf_write_h5(mdnl_h5md_results *res, const mdnl_rdf_accum *a, c
 
 /* ---- the ring ---- */
 
-enum slot_state { SLOT_FREE, SLOT_READ, SLOT_COMPUTED, SLOT_END };
+enum slot_state { SLOT_FREE, SLOT_READ, SLOT_PREPARED, SLOT_COMPUTED, SLOT_END };
 
 typedef struct slot {
     enum slot_state state;
-    mdnl_frame f;     /* filled by the reader, read by compute and writer */
+    mdnl_frame f;     /* filled by the reader, read by prepare, compute and writer */
+    float (*pos4)[4]; /* wrapped float positions, by prepare (pinned on CUDA) */
+    int64_t pos_cap;
+    mdnl_geom g_cut;  /* the grid for the neighbor/energy cutoff (when used) */
+    mdnl_geom g_rmax; /* the grid for r_max (when hist) */
     mdnl_nlist list;  /* filled by compute, drained by the writer */
     bool has_energy;
     double energy;
 } slot;
 
-#define MAX_SLOTS 3
+#define MAX_SLOTS 4
 
 typedef struct ring {
     const mdnl_pipeline_config *c;
+    const mdnl_engine *eng; /* for pinned host buffers */
     mdnl_frames *fs;
     mdnl_progress *progress;
     mdnl_pipeline_sink sink;
@@ -113,7 +121,8 @@ typedef struct ring {
     bool abort;
     mdnl_status status;
     char message[2048];
-    double t_read, t_write; /* written by their own thread, read after join */
+    double t_read, t_prepare, t_write; /* written by their own thread, read after join */
+    double t_start, t_first_done, t_last_done; /* writer: when the first and the last frame were drained */
 } ring;
 
 /* Records the first failure and wakes every stage. Called with mu unlocked. */
@@ -175,6 +184,57 @@ static void *reader_main(void *arg)
     }
 }
 
+/* Wraps the frame's positions once (into the slot's pinned buffer) and lays
+ * out the grids the compute stage needs: the cutoff's and r_max's. */
+static mdnl_status prepare_slot(ring *p, slot *s)
+{
+    const mdnl_pipeline_config *c = p->c;
+    const mdnl_frame *f = &s->f;
+    if (s->pos_cap < f->natoms + 1) {
+        mdnl_engine_host_free(p->eng, s->pos4);
+        s->pos_cap = 0;
+        if (!(s->pos4 = mdnl_engine_host_alloc(p->eng, (size_t)(f->natoms + 1) * sizeof *s->pos4, "float positions")))
+            return MDNL_ERR_RESOURCE;
+        s->pos_cap = f->natoms + 1;
+    }
+    const bool cut = c->neighbors || c->energy;
+    mdnl_status st = mdnl_geom_prepare(f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, s->pos4);
+    if (st == MDNL_OK && cut && c->hist)
+        st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
+    if (st == MDNL_ERR_INPUT) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
+        st = mdnl_error(st, "%s: %s", c->input, msg);
+    }
+    return st;
+}
+
+static void *prepare_main(void *arg)
+{
+    ring *p = arg;
+#ifdef _OPENMP
+    /* mdnl_geom_prepare's OpenMP team: leave cores to the reader, compute
+     * and writer threads (idle OpenMP threads spin and would slow them). */
+    int procs = omp_get_num_procs();
+    omp_set_num_threads(procs > 4 ? procs - 3 : 1);
+#endif
+    const bool work = !p->c->read_only && (p->c->neighbors || p->c->energy || p->c->hist);
+    for (int64_t k = 0;; ++k) {
+        slot *s = &p->slots[k % p->nslots];
+        int seen = wait_slot(p, s, SLOT_READ, true);
+        if (seen < 0 || seen == SLOT_END)
+            return NULL;
+        double t0 = mdnl_now();
+        mdnl_status st = work ? prepare_slot(p, s) : MDNL_OK;
+        p->t_prepare += mdnl_now() - t0;
+        if (st != MDNL_OK) {
+            fail(p, st);
+            return NULL;
+        }
+        set_slot(p, s, SLOT_PREPARED);
+    }
+}
+
 static void *writer_main(void *arg)
 {
     ring *p = arg;
@@ -206,6 +266,9 @@ static void *writer_main(void *arg)
             fail(p, st);
             return NULL;
         }
+        p->t_last_done = mdnl_now() - p->t_start;
+        if (k == 0)
+            p->t_first_done = p->t_last_done;
         if (p->progress)
             mdnl_progress_step(p->progress);
         set_slot(p, s, SLOT_FREE);
@@ -215,8 +278,6 @@ static void *writer_main(void *arg)
 /* The compute stage's state: what lives on the calling thread. */
 typedef struct compute {
     mdnl_engine eng;
-    float (*pos4)[4];
-    int64_t pos_cap;
     uint64_t *counts;
     int32_t ids[MDNL_MAX_RDF_PAIRS][2];
     mdnl_hist_spec spec;
@@ -226,53 +287,53 @@ static mdnl_status compute_frame(const mdnl_pipeline_config *c, compute *cs, slo
                                  mdnl_pipeline_stats *stats)
 {
     const mdnl_frame *f = &s->f;
+    const float(*pos4)[4] = (const float(*)[4])s->pos4;
     mdnl_status st;
-    mdnl_geom g;
     s->has_energy = false;
-    if (c->neighbors || c->energy) {
-        if ((st = mdnl_prepare_frame(c->input, f, c->cutoff, &g, &cs->pos4, &cs->pos_cap)) != MDNL_OK)
+    if (c->neighbors) {
+        if ((st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK)
             return st;
-        if (c->neighbors) {
-            if ((st = mdnl_engine_nlist(&cs->eng, &g, (const float(*)[4])cs->pos4, c->opts->method, c->list,
-                                        &s->list)) != MDNL_OK)
-                return st;
-            stats->pairs += s->list.npairs;
-        }
-        if (c->energy) {
-            double total = 0;
-            if ((st = mdnl_engine_energy(&cs->eng, &g, (const float(*)[4])cs->pos4, &c->pot, &total, NULL)) !=
-                MDNL_OK)
-                return st;
-            s->has_energy = true;
-            s->energy = total;
-            if (!stats->nframes)
-                stats->e_first = total;
-            stats->e_last = total;
-            stats->e_sum += total;
-            stats->e_min = total < stats->e_min ? total : stats->e_min;
-            stats->e_max = total > stats->e_max ? total : stats->e_max;
-        }
+        stats->pairs += s->list.npairs;
     }
+    /* The energy runs on the GPU while the histogram is binned (two streams). */
+    if (c->energy && (st = mdnl_engine_energy_begin(&cs->eng, &s->g_cut, pos4, &c->pot)) != MDNL_OK)
+        return st;
     if (c->hist) {
         if ((st = mdnl_pair_names_resolve(c->pairs, c->input, f, cs->ids)) != MDNL_OK)
-            return st;
-        /* The grid depends on the cutoff: prepared again for r_max (same wrapped positions). */
-        if ((st = mdnl_prepare_frame(c->input, f, c->rmax, &g, &cs->pos4, &cs->pos_cap)) != MDNL_OK)
-            return st;
-        if ((st = mdnl_hist_spec_check(&cs->spec, &g, f->nspecies)) != MDNL_OK)
-            return st;
-        if ((st = mdnl_engine_hist(&cs->eng, &g, (const float(*)[4])cs->pos4, f->species, &cs->spec, cs->counts)) !=
-            MDNL_OK)
-            return st;
+            goto drain;
+        const mdnl_geom *g = &s->g_rmax;
+        if ((st = mdnl_hist_spec_check(&cs->spec, g, f->nspecies)) != MDNL_OK)
+            goto drain;
+        if ((st = mdnl_engine_hist(&cs->eng, g, pos4, f->species, &cs->spec, cs->counts)) != MDNL_OK)
+            goto drain;
         int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS];
         mdnl_hist_species_counts(&cs->spec, f->species, f->natoms, na, nb);
-        double volume = f->box.has_lattice && (f->box.pbc[0] || f->box.pbc[1] || f->box.pbc[2]) ? g.volume : 0.0;
+        double volume = f->box.has_lattice && (f->box.pbc[0] || f->box.pbc[1] || f->box.pbc[2]) ? g->volume : 0.0;
         if ((st = mdnl_rdf_accum_add(acc, cs->counts, na, nb, volume)) != MDNL_OK)
-            return st;
+            goto drain;
         for (int64_t k = 0; k < (int64_t)mdnl_hist_nhist(&cs->spec) * cs->spec.bins; ++k)
             stats->pairs_counted += cs->counts[k];
     }
+    if (c->energy) {
+        double total = 0;
+        if ((st = mdnl_engine_energy_end(&cs->eng, &total)) != MDNL_OK)
+            return st;
+        s->has_energy = true;
+        s->energy = total;
+        if (!stats->nframes)
+            stats->e_first = total;
+        stats->e_last = total;
+        stats->e_sum += total;
+        stats->e_min = total < stats->e_min ? total : stats->e_min;
+        stats->e_max = total > stats->e_max ? total : stats->e_max;
+    }
     return MDNL_OK;
+drain: /* the queued energy reads pos4: wait for it before the slot can be reused or freed */
+    if (c->energy) {
+        double ignored;
+        (void)mdnl_engine_energy_end(&cs->eng, &ignored);
+    }
+    return st;
 }
 
 mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, mdnl_progress *progress,
@@ -305,6 +366,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         return MDNL_ERR_RESOURCE;
     }
     p->c = c;
+    p->t_start = t_start;
+    p->eng = &cs.eng;
     p->fs = fs;
     p->progress = progress;
     p->sink = sink;
@@ -314,23 +377,28 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     pthread_cond_init(&p->cv, NULL);
     pthread_mutex_init(&p->io, NULL);
 
-    pthread_t reader, writer;
-    bool have_reader = false, have_writer = false;
+    pthread_t reader, preparer, writer;
+    bool have_reader = false, have_preparer = false, have_writer = false;
     if (pthread_create(&reader, NULL, reader_main, p) != 0) {
         fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the reader thread"));
     } else {
         have_reader = true;
-        if (pthread_create(&writer, NULL, writer_main, p) != 0)
-            fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the writer thread"));
-        else
-            have_writer = true;
+        if (pthread_create(&preparer, NULL, prepare_main, p) != 0) {
+            fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the prepare thread"));
+        } else {
+            have_preparer = true;
+            if (pthread_create(&writer, NULL, writer_main, p) != 0)
+                fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the writer thread"));
+            else
+                have_writer = true;
+        }
     }
 
     /* The compute stage, on this thread (it owns the engine). */
     double t_compute = 0;
     for (int64_t k = 0; have_writer; ++k) {
         slot *s = &p->slots[k % p->nslots];
-        int seen = wait_slot(p, s, SLOT_READ, true);
+        int seen = wait_slot(p, s, SLOT_PREPARED, true);
         if (seen < 0)
             break;
         if (seen == SLOT_END) {
@@ -350,6 +418,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     }
     if (have_reader)
         pthread_join(reader, NULL);
+    if (have_preparer)
+        pthread_join(preparer, NULL);
     if (have_writer)
         pthread_join(writer, NULL);
 
@@ -358,6 +428,9 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         mdnl_error(st, "%s", p->message);
     }
     stats->t_read = p->t_read;
+    stats->t_prepare = p->t_prepare;
+    stats->t_first_done = p->t_first_done;
+    stats->t_last_done = p->t_last_done;
     stats->t_compute = t_compute;
     stats->t_write = p->t_write;
     stats->t_wall = mdnl_now() - t_start;
@@ -365,6 +438,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         stats->e_min = stats->e_max = 0;
     for (int k = 0; k < MAX_SLOTS; ++k) {
         mdnl_frame_free(&p->slots[k].f);
+        mdnl_engine_host_free(&cs.eng, p->slots[k].pos4);
         mdnl_nlist_free(&p->slots[k].list);
     }
     pthread_cond_destroy(&p->cv);
@@ -372,7 +446,6 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     pthread_mutex_destroy(&p->io);
     free(p);
     free(cs.counts);
-    free(cs.pos4);
     mdnl_engine_free(&cs.eng);
     return st;
 }

@@ -1,12 +1,14 @@
 /* pipeline.h — the streaming frame pipeline behind `mdnl run` (SPEC §1):
  * read frame k+1, compute frame k and write frame k−1 at the same time.
  *
- * Three threads share a ring of `nslots` (2 or 3) slots, each owning one
- * mdnl_frame and one neighbor list, so memory is bounded by the largest
- * frame, never by the number of frames:
+ * Four threads share a ring of `nslots` (2 to 4) slots, each owning one
+ * mdnl_frame, its float positions and one neighbor list, so memory is
+ * bounded by the largest frame, never by the number of frames:
  *
  *   reader  (a pthread)      FREE     -> READ      mdnl_frames_next into the slot's frame
- *   compute (calling thread) READ     -> COMPUTED  prepare, neighbors, energy, histogram
+ *   prepare (a pthread)      READ     -> PREPARED  wrap once into the slot's pinned float
+ *                                                  positions; grids for the cutoff and r_max
+ *   compute (calling thread) PREPARED -> COMPUTED  neighbors, energy, histogram
  *   writer  (a pthread)      COMPUTED -> FREE      the sink: energy values, CSR copies
  *
  * Slots are visited in ring order by every stage, so frames stay in order.
@@ -67,7 +69,7 @@ typedef struct mdnl_pipeline_config {
     double rmax;
     int32_t bins;
     const mdnl_pair_names *pairs; /* n == 0: the total */
-    int nslots;                   /* 2 or 3 (3: full three-stage overlap) */
+    int nslots;                   /* 2 to 4 (4: full four-stage overlap) */
     bool serialize_io;            /* hold one lock around reads and sink calls (HDF5 in both) */
 } mdnl_pipeline_config;
 
@@ -89,8 +91,12 @@ typedef struct mdnl_pipeline_stats {
     int64_t nframes, atoms, pairs; /* pairs: stored neighbor pairs */
     uint64_t pairs_counted;        /* histogrammed distances */
     double e_first, e_last, e_sum, e_min, e_max;
-    double t_read, t_compute, t_write, t_wall; /* busy seconds per stage; wall of the whole run */
+    double t_read, t_prepare, t_compute, t_write, t_wall; /* busy seconds per stage; wall of the whole run */
     double t_init; /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall */
+    /* Since the start: when the first and the last frame left the writer.
+     * (nframes - 1) / (t_last_done - t_first_done) is the steady-state rate,
+     * free of start-up and of the first frame's latency through the stages. */
+    double t_first_done, t_last_done;
 } mdnl_pipeline_stats;
 
 /* Runs every frame of fs through the pipeline. fs is used by the reader

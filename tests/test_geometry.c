@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static mdnl_frame one_atom_frame(double x, double y, double z)
 {
@@ -102,5 +103,47 @@ Test(geometry, sparse_open_frame_grid_is_capped)
     mdnl_geom g;
     cr_assert_eq(mdnl_geom_prepare(&f, 1.0, &g, pos4), MDNL_OK);
     cr_expect(g.ncells <= 64, "grid of %lld cells for 2 atoms", (long long)g.ncells);
+    mdnl_frame_free(&f);
+}
+
+/* mdnl run wraps a frame once and regrids it for r_max: the result must be
+ * what a fresh prepare gives, field for field, on every kind of box. */
+Test(geometry, regrid_equals_prepare_for_every_cutoff_and_box)
+{
+    enum { N = 500 };
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, N), MDNL_OK);
+    f.natoms = N;
+    srand(7);
+    for (int i = 0; i < N; ++i) {
+        for (int a = 0; a < 3; ++a)
+            f.pos[i][a] = 30.0 * rand() / RAND_MAX - 10.0;
+        f.species[i] = mdnl_frame_species_id(&f, "Ar", 2);
+    }
+    const double cutoffs[] = {0.7, 2.5, 4.0, 9.0, 25.0};
+    for (int box = 0; box < 3; ++box) {
+        f.box = (mdnl_box){0};
+        if (box > 0) {
+            f.box.has_lattice = true;
+            f.box.h[0][0] = 12, f.box.h[1][1] = 9, f.box.h[2][2] = 15;
+            if (box == 2)
+                f.box.h[1][0] = 3, f.box.h[2][0] = -2, f.box.h[2][1] = 1.5;
+            f.box.pbc[0] = f.box.pbc[1] = true;
+            f.box.pbc[2] = box == 2;
+        }
+        float(*p1)[4] = malloc(sizeof(float[N + 1][4])), (*p2)[4] = malloc(sizeof(float[N + 1][4]));
+        mdnl_geom base, fresh, re;
+        cr_assert_eq(mdnl_geom_prepare(&f, 2.5, &base, p1), MDNL_OK);
+        for (size_t k = 0; k < sizeof cutoffs / sizeof *cutoffs; ++k) {
+            cr_assert_eq(mdnl_geom_prepare(&f, cutoffs[k], &fresh, p2), MDNL_OK);
+            cr_assert_eq(mdnl_geom_regrid(&base, cutoffs[k], &re), MDNL_OK);
+            cr_expect(memcmp(&fresh, &re, sizeof re) == 0, "box %d cutoff %g: regrid differs from prepare", box,
+                      cutoffs[k]);
+            cr_expect(memcmp(p1, p2, sizeof(float[N][4])) == 0, "positions depend on the cutoff");
+        }
+        cr_expect_eq(mdnl_geom_regrid(&base, -1.0, &re), MDNL_ERR_USAGE);
+        free(p1);
+        free(p2);
+    }
     mdnl_frame_free(&f);
 }

@@ -255,6 +255,35 @@ Test(run, hdf5_results_hold_the_energies_rdf_and_lists_of_the_single_commands)
     cr_expect_eq(a[9], 9.0);
 }
 
+/* The energy datasets are appended in batches of 256 frames: 600 frames
+ * cross two batch boundaries and end on a partial batch. */
+Test(run, hdf5_energies_of_600_frames_cross_the_write_batches)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/many.extxyz", tmpdir);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    for (int k = 0; k < 600; ++k) {
+        fprintf(fp, "4\nLattice=\"4 0 0 0 4 0 0 0 4\" Properties=species:S:1:pos:R:3 pbc=\"T T T\" step=%d\n", 10 * k);
+        for (int a = 0; a < 4; ++a)
+            fprintf(fp, "Ar %.6f %.6f %.6f\n", 1.1 * a + 0.001 * k, 0.3 * a, 0.5 * (a & 1));
+    }
+    fclose(fp);
+    cr_assert_eq(mdnl("run many.extxyz -c 1.9 --pair lj:epsilon=1,sigma=1 -o res.h5"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("energy many.extxyz -c 1.9 --pair lj:epsilon=1,sigma=1 -o e.h5"), 0, "%s", err_text);
+    static double a[1000], b[1000];
+    long na = read_h5_doubles("res.h5", "/observables/potential_energy/value", a, 1000);
+    long nb = read_h5_doubles("e.h5", "/observables/potential_energy/value", b, 1000);
+    cr_expect_eq(na, 600);
+    cr_expect_eq(nb, 600);
+    for (long k = 0; k < na && k < nb; ++k)
+        cr_expect_eq(a[k], b[k], "energy of frame %ld: %.17g vs %.17g", k, a[k], b[k]);
+    na = read_h5_doubles("res.h5", "/observables/potential_energy/step", a, 1000);
+    cr_expect_eq(na, 600);
+    for (long k = 0; k < na; ++k)
+        cr_expect_eq(a[k], 10.0 * (double)k, "step of frame %ld", k);
+}
+
 Test(run, frames_selection_keeps_original_indices)
 {
     const char *in = MDNL_DATA_DIR "/rdf/lj_mixture.xyz";

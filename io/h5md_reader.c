@@ -580,6 +580,12 @@ static mdnl_status td_locate(mdnl_h5md_reader *r, int64_t frame, int64_t s, td_e
 
 /* --- open --------------------------------------------------------------- */
 
+bool mdnl_hdf5_threadsafe(void)
+{
+    hbool_t ts = 0;
+    return H5is_library_threadsafe(&ts) >= 0 && ts;
+}
+
 bool mdnl_h5md_is_hdf5(const char *path)
 {
     static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};

@@ -46,6 +46,11 @@ typedef struct mdnl_h5md_reader mdnl_h5md_reader;
  * user blocks are not looked for). False for a missing or short file. */
 bool mdnl_h5md_is_hdf5(const char *path);
 
+/* Whether the HDF5 library in use serializes its own API calls (built with
+ * --enable-threadsafe, as Debian's is); if not, callers must keep HDF5 calls
+ * of different threads apart themselves. */
+bool mdnl_hdf5_threadsafe(void);
+
 /* Opens `path` and the particle group `group` (NULL: the only group under
  * /particles, else "all", else an error listing the groups) and checks every
  * dataset's rank, shape and type against the others. MDNL_ERR_INPUT for a

@@ -6,6 +6,7 @@
  * whole run succeeded. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "h5md_reader.h"
 #include "h5md_writer.h"
 #include "output_file.h"
 #include "pipeline.h"
@@ -226,9 +227,12 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         goto done;
     if (o.output && (st = open_outputs(&out, cfg.list, o.cutoff)) != MDNL_OK)
         goto done;
-    /* HDF5 on both sides: one lock keeps the reader's and the writer's HDF5
-     * calls apart even with a library built without thread safety. */
-    cfg.serialize_io = out.h5 && strcmp(mdnl_reader_format(mdnl_frames_reader(fs)), "h5md") == 0;
+    /* HDF5 on both sides with a library built without thread safety: one
+     * lock keeps the reader's and the writer's HDF5 calls apart. A
+     * thread-safe HDF5 (Debian's) serializes each call itself, so the writer
+     * never waits for a whole frame read just to buffer an energy. */
+    cfg.serialize_io = out.h5 && strcmp(mdnl_reader_format(mdnl_frames_reader(fs)), "h5md") == 0 &&
+                       !mdnl_hdf5_threadsafe();
     mdnl_progress_start(&prog, &o, fs);
     if ((st = mdnl_pipeline_run(&cfg, fs, &prog, o.output ? sink : NULL, &out, hist ? &acc : NULL, &stats)) !=
         MDNL_OK)

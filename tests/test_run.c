@@ -282,6 +282,18 @@ Test(run, hdf5_energies_of_600_frames_cross_the_write_batches)
     cr_expect_eq(na, 600);
     for (long k = 0; k < na; ++k)
         cr_expect_eq(a[k], 10.0 * (double)k, "step of frame %ld", k);
+
+    /* HDF5 on both sides at once (reader and writer threads; no extra lock
+     * with a thread-safe HDF5), lists too: the same energies. */
+    cr_assert_eq(mdnl("convert many.extxyz many.h5 --quiet"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("run many.h5 -c 1.9 --neighbors --pair lj:epsilon=1,sigma=1 --rmax 1.9 --bins 19 -o both.h5"), 0,
+                 "%s", err_text);
+    na = read_h5_doubles("both.h5", "/observables/potential_energy/value", a, 1000);
+    cr_expect_eq(na, 600);
+    for (long k = 0; k < na; ++k)
+        cr_expect_eq(a[k], b[k], "energy of frame %ld from H5MD: %.17g vs %.17g", k, a[k], b[k]);
+    na = read_h5_doubles("both.h5", "/neighbors/frame", a, 1000);
+    cr_expect_eq(na, 600);
 }
 
 Test(run, frames_selection_keeps_original_indices)

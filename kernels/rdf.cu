@@ -1,8 +1,9 @@
 /* rdf.cu — the CUDA pair-distance histogram kernels (contract: rdf.h and
  * rdf_cuda.h; CPU twin: rdf_cpu.c).
  *
- * Every kernel bins a pair with mdnl_hist_bin() of its mdnl_pair_d2(), the
- * float operations the CPU twin uses, so the counts agree exactly.
+ * Every kernel bins a pair's mdnl_pair_d2() into the bin mdnl_hist_bin()
+ * gives on the CPU — through fast_bin() below, exact by thresholds — so the
+ * counts agree exactly.
  *
  * Histogram accumulation is a compile-time policy (Acc<V> below):
  *   GLOBAL      one 64-bit global atomicAdd per pair (and per partial hit).
@@ -40,6 +41,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 namespace {
@@ -55,8 +57,27 @@ struct HistArgs {
     int npairs;
     int bins;
     float width;
+    float inv_width;        /* 1 / width, for the bin estimate */
+    const float *thr;       /* [bins + 1] mdnl_hist_thresholds */
     int slot_lo, slot_n; /* this pass */
 };
+
+/* mdnl_hist_bin(d2, a.width, a.bins), exactly, without the correctly rounded
+ * sqrt and divide (about 40 instructions): an estimate from the hardware
+ * rsqrt, then moved to the b with thr[b] <= d2 < thr[b + 1] (one step at
+ * most in practice; the loops make it exact whatever the estimate's error). */
+__device__ __forceinline__ int fast_bin(float d2, const HistArgs &a)
+{
+    const float d = d2 > 0.0f ? d2 * rsqrtf(d2) : 0.0f;
+    int b = (int)(d * a.inv_width);
+    b = b < a.bins - 1 ? b : a.bins - 1;
+    b = b > 0 ? b : 0;
+    while (d2 >= __ldg(a.thr + b + 1))
+        ++b;
+    while (d2 < __ldg(a.thr + b))
+        --b;
+    return b;
+}
 
 template <int V> struct Acc;
 
@@ -133,7 +154,7 @@ __device__ __forceinline__ bool shift_positive(int s0, int s1, int s2)
 template <int HALF, int PARTIAL, class A>
 __device__ __forceinline__ void bin_pair(A &acc, const HistArgs &a, float d2, int si, int j)
 {
-    const int b = mdnl_hist_bin(d2, a.width, a.bins);
+    const int b = fast_bin(d2, a);
     if (!PARTIAL) {
         acc.add(b, HALF ? 2u : 1u);
         return;
@@ -271,7 +292,7 @@ __global__ void __launch_bounds__(kTile) hist_allpairs_kernel(const __grid_const
                         const float4 pj = tile[t];
                         const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                         if (d2 < g.cutoff2) {
-                            const int b = mdnl_hist_bin(d2, a.width, a.bins);
+                            const int b = fast_bin(d2, a);
                             if (!PARTIAL) {
                                 acc.add(b, 2u);
                             } else {
@@ -342,7 +363,11 @@ struct mdnl_hist_cuda {
     cudaStream_t stream;
     cudaEvent_t ev[4];
     int sms;
-    mdnl_dbuf pos, species, pairs, hist;
+    mdnl_dbuf pos, species, pairs, hist, thr;
+    float thr_width, thr_cut2; /* what the uploaded thresholds are for */
+    int thr_bins;
+    float *h_thr;       /* host copy, malloc'd */
+    int h_thr_cap;
     mdnl_cells_cuda cells;
     mdnl_geom grid; /* the geometry the cell list was built for */
 };
@@ -373,6 +398,8 @@ extern "C" void mdnl_hist_cuda_free(mdnl_hist_cuda *c)
         return;
     mdnl_cells_cuda_free(&c->cells);
     mdnl_dbuf_free(&c->pos);
+    mdnl_dbuf_free(&c->thr);
+    free(c->h_thr);
     mdnl_dbuf_free(&c->species);
     mdnl_dbuf_free(&c->pairs);
     mdnl_dbuf_free(&c->hist);
@@ -457,6 +484,24 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
             MDNL_OK ||
         (st = mdnl_dbuf_reserve(&c->hist, nslots * sizeof(unsigned long long), "histogram")) != MDNL_OK)
         return st;
+    /* thresholds for the grid's cutoff2 (the same for the refined grid) */
+    const float width = mdnl_hist_width(spec);
+    if (!c->thr.ptr || c->thr_width != width || c->thr_bins != spec->bins || c->thr_cut2 != g->cutoff2) {
+        if ((st = mdnl_dbuf_reserve(&c->thr, (size_t)(spec->bins + 1) * sizeof(float), "histogram thresholds")) !=
+            MDNL_OK)
+            return st;
+        if (c->h_thr_cap < spec->bins + 1) {
+            float *h = (float *)realloc(c->h_thr, (size_t)(spec->bins + 1) * sizeof(float));
+            if (!h)
+                return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for histogram thresholds");
+            c->h_thr = h;
+            c->h_thr_cap = spec->bins + 1;
+        }
+        mdnl_hist_thresholds(width, spec->bins, g->cutoff2, c->h_thr);
+        MDNL_CUDA_CHECK(cudaMemcpy(c->thr.ptr, c->h_thr, (size_t)(spec->bins + 1) * sizeof(float),
+                                   cudaMemcpyHostToDevice));
+        c->thr_width = width, c->thr_bins = spec->bins, c->thr_cut2 = g->cutoff2;
+    }
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[0], c->stream));
     if (n) {
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pos.ptr, pos4, n * sizeof(float4), cudaMemcpyHostToDevice, c->stream));
@@ -507,6 +552,8 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
     a.npairs = spec->npairs;
     a.bins = spec->bins;
     a.width = mdnl_hist_width(spec);
+    a.inv_width = 1.0f / a.width;
+    a.thr = (const float *)c->thr.ptr;
     const bool partial = spec->npairs > 0;
     const float4 *pos = (const float4 *)c->pos.ptr;
     mdnl_status st = MDNL_OK;

@@ -71,6 +71,17 @@ MDNL_HD int mdnl_hist_bin(float d2, float width, int bins)
     return b < bins ? b : bins - 1;
 }
 
+/* The bins as thresholds on d2, for kernels that avoid the correctly rounded
+ * sqrt and divide: mdnl_hist_bin is a non-decreasing step function of d2, so
+ * t[b] (1 <= b < bins) is the smallest float d2 with mdnl_hist_bin(d2) >= b,
+ * found by bisection over the float bit patterns with mdnl_hist_bin itself;
+ * t[0] = 0 and t[bins] = +inf. Thresholds at or beyond d2_max (the exclusive
+ * bound on the d2 of a pair, the geometry's cutoff2) are d2_max. Then, for
+ * 0 <= d2 < d2_max, mdnl_hist_bin(d2) is the b with t[b] <= d2 < t[b + 1]:
+ * an estimate from an approximate square root, corrected by comparing with
+ * the thresholds, gives the same bin exactly. t has bins + 1 entries. */
+void mdnl_hist_thresholds(float width, int bins, float d2_max, float *t);
+
 /* CPU twin: histogram of one frame into counts[nhist * bins] (overwritten).
  * species may be NULL when npairs == 0. OpenMP over atoms through the cell
  * list of cells_cpu.h; per-thread histograms merged at the end. */

@@ -16,6 +16,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+static uint32_t float_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+void mdnl_hist_thresholds(float width, int bins, float d2_max, float *t)
+{
+    t[0] = 0.0f;
+    t[bins] = INFINITY;
+    /* Non-negative floats order as their bit patterns. Search [0, d2_max):
+     * hi = bits(d2_max) stands for "no d2 below d2_max reaches bin b". */
+    const uint32_t top = float_bits(d2_max);
+    uint32_t lo = 0;
+    for (int b = 1; b < bins; ++b) {
+        uint32_t hi = top;
+        while (lo < hi) { /* smallest u in [lo, hi) with bin >= b, else hi */
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (mdnl_hist_bin(bits_float(mid), width, bins) >= b)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        t[b] = bits_float(lo); /* thresholds are non-decreasing: the next search starts here */
+    }
+}
+
 mdnl_status mdnl_hist_spec_check(const mdnl_hist_spec *s, const mdnl_geom *g, int32_t nspecies)
 {
     if (!(s->r_max > 0.0) || !isfinite(s->r_max))

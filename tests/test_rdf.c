@@ -347,3 +347,59 @@ Test(svg_plot, lj_liquid_plot_is_well_formed_svg)
     mdnl_rdf_accum_free(&acc);
     mdnl_frame_free(&f);
 }
+
+/* The CUDA kernels bin by thresholds on d2 (mdnl_hist_thresholds) after an
+ * approximate square root: the bin must be mdnl_hist_bin's for every d2,
+ * including the floats right at and below each threshold and estimates off
+ * by a few ulps either way. */
+static int threshold_bin(float d2, const float *t, int bins, float inv_w, float fuzz)
+{
+    float d = d2 > 0 ? sqrtf(d2) * fuzz : 0.0f;
+    int b = (int)(d * inv_w);
+    b = b < bins - 1 ? b : bins - 1;
+    b = b > 0 ? b : 0;
+    while (d2 >= t[b + 1])
+        ++b;
+    while (d2 < t[b])
+        --b;
+    return b;
+}
+
+Test(rdf_bins, thresholds_give_exactly_the_bins_of_mdnl_hist_bin)
+{
+    const struct { double rmax; int bins; } cases[] = {{4.0, 200}, {10.0, 500}, {2.5, 7}, {3.0, 1}, {6.0, 4096},
+                                                        {1e-3, 33}, {1000.0, 100000}};
+    const float fuzz[] = {1.0f, 1.0f + 3e-7f, 1.0f - 3e-7f, 1.0f + 1e-5f};
+    srand(11);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
+        mdnl_hist_spec spec = {.r_max = cases[c].rmax, .bins = cases[c].bins};
+        const int bins = spec.bins;
+        const float w = mdnl_hist_width(&spec), cut2 = (float)(spec.r_max * spec.r_max);
+        float *t = malloc((size_t)(bins + 1) * sizeof *t);
+        mdnl_hist_thresholds(w, bins, cut2, t);
+        for (int b = 0; b < bins; ++b)
+            cr_assert_leq(t[b], t[b + 1], "thresholds must not decrease (bin %d)", b);
+        int bad = 0;
+        for (int k = 0; k < 200000 && bad < 5; ++k) {
+            float d2;
+            if (k % 2 == 0) {
+                d2 = cut2 * (float)rand() / (float)RAND_MAX;
+            } else { /* at a threshold, or the float just below it */
+                int b = 1 + rand() % (bins > 1 ? bins - 1 : 1);
+                d2 = bins > 1 ? t[b] : 0.0f;
+                if (k % 4 == 1)
+                    d2 = nextafterf(d2, 0.0f);
+            }
+            if (!(d2 < cut2))
+                continue;
+            int want = mdnl_hist_bin(d2, w, bins);
+            for (size_t f = 0; f < sizeof fuzz / sizeof *fuzz; ++f) {
+                int got = threshold_bin(d2, t, bins, 1.0f / w, fuzz[f]);
+                if (got != want && bad++ < 5)
+                    cr_expect_eq(got, want, "rmax %g bins %d d2 %.9g: bin %d, mdnl_hist_bin %d", spec.r_max, bins,
+                                 (double)d2, got, want);
+            }
+        }
+        free(t);
+    }
+}

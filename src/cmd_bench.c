@@ -66,15 +66,16 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
     const char *names[16];
     int n = 0;
     char buf[256];
-    bool lj = true;
+    bool lj = true, rdf = true;
     if (o.sizes) {
         snprintf(buf, sizeof buf, "%s", o.sizes);
-        lj = false;
+        lj = rdf = false;
         for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             if (n == 16)
                 return mdnl_error(MDNL_ERR_USAGE, "--sizes: at most 16 systems");
             names[n++] = t;
             lj = lj || strcmp(t, "lj-1m") == 0;
+            rdf = rdf || strcmp(t, "lj-1m") == 0 || strcmp(t, "graphene-1m") == 0;
         }
     }
     nlist_args na = {names, n};
@@ -84,7 +85,7 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
             return st;
         if (lj && (st = run_json("energy", 0, bench_energy, NULL)) != MDNL_OK)
             return st;
-        if (!o.sizes && (st = run_json("rdf", 0, bench_rdf, NULL)) != MDNL_OK)
+        if (rdf && (st = run_json("rdf", 0, bench_rdf, NULL)) != MDNL_OK)
             return st;
         printf("}\n");
         return MDNL_OK;
@@ -96,7 +97,7 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
         if ((st = mdnl_bench_energy(stdout, 0)) != MDNL_OK)
             return st;
     }
-    if (!o.sizes) { /* the RDF benchmark runs lj-1m and graphene-1m together */
+    if (rdf) { /* the RDF benchmark runs lj-1m and graphene-1m together */
         printf("\n");
         st = mdnl_bench_rdf(stdout, 0);
     }

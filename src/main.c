@@ -106,7 +106,9 @@ static const command commands[] = {
      "from a list, each reduction), histograms (each variant and traversal). Each result is\n"
      "checked against the CPU twin, then timed with CUDA events (median of repeats).\n"
      "Prints ms per method and stage, atoms/s, pairs/s, bytes written and the ratio to the\n"
-     "bandwidth floor (bytes moved / 3.0 TB/s). Needs a CUDA device (exit 4 without one).\n"},
+     "bandwidth floor (bytes moved / 3.0 TB/s). --sizes limits every benchmark to the systems\n"
+     "named (energy: lj-1m; histograms: lj-1m and graphene-1m, run together when either is).\n"
+     "Needs a CUDA device (exit 4 without one).\n"},
 };
 
 static void print_usage(FILE *fp)

@@ -49,6 +49,7 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kTile = 256;
 constexpr size_t kSharedHistBytes = 40 * 1024; /* leaves room for the tile; no opt-in needed */
+constexpr int kSharedThresholds = 2048;         /* bins + 1 up to this: thresholds in shared memory (8 KB) */
 
 struct HistArgs {
     unsigned long long *gh; /* global histogram [nhist * bins] */
@@ -66,15 +67,15 @@ struct HistArgs {
  * sqrt and divide (about 40 instructions): an estimate from the hardware
  * rsqrt, then moved to the b with thr[b] <= d2 < thr[b + 1] (one step at
  * most in practice; the loops make it exact whatever the estimate's error). */
-__device__ __forceinline__ int fast_bin(float d2, const HistArgs &a)
+__device__ __forceinline__ int fast_bin(float d2, const HistArgs &a, const float *thr)
 {
     const float d = d2 > 0.0f ? d2 * rsqrtf(d2) : 0.0f;
     int b = (int)(d * a.inv_width);
     b = b < a.bins - 1 ? b : a.bins - 1;
     b = b > 0 ? b : 0;
-    while (d2 >= __ldg(a.thr + b + 1))
+    while (d2 >= thr[b + 1])
         ++b;
-    while (d2 < __ldg(a.thr + b))
+    while (d2 < thr[b])
         --b;
     return b;
 }
@@ -152,9 +153,9 @@ __device__ __forceinline__ bool shift_positive(int s0, int s1, int s2)
 /* Bins one pair: total (weight w) or each partial it belongs to. With HALF
  * the pair stands for both orientations. */
 template <int HALF, int PARTIAL, class A>
-__device__ __forceinline__ void bin_pair(A &acc, const HistArgs &a, float d2, int si, int j)
+__device__ __forceinline__ void bin_pair(A &acc, const HistArgs &a, const float *thr, float d2, int si, int j)
 {
-    const int b = fast_bin(d2, a);
+    const int b = fast_bin(d2, a, thr);
     if (!PARTIAL) {
         acc.add(b, HALF ? 2u : 1u);
         return;
@@ -185,11 +186,16 @@ __device__ __forceinline__ void shared_merge(const unsigned *sh, const HistArgs 
             atomicAdd(a.gh + a.slot_lo + s, (unsigned long long)sh[s]);
 }
 
-template <int V, int HALF, int PARTIAL>
+template <int V, int HALF, int PARTIAL, int TS>
 __global__ void __launch_bounds__(kBlock) hist_cells_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                             HistArgs a)
 {
     extern __shared__ unsigned sh[];
+    /* TS: the bin thresholds live in shared memory after the pass's bins */
+    float *thr = TS ? reinterpret_cast<float *>(sh + a.slot_n) : const_cast<float *>(a.thr);
+    if (TS)
+        for (int b = threadIdx.x; b <= a.bins; b += blockDim.x)
+            thr[b] = a.thr[b];
     if (V != MDNL_HIST_GLOBAL)
         shared_zero(sh, a.slot_n);
     Acc<V> acc;
@@ -244,7 +250,7 @@ __global__ void __launch_bounds__(kBlock) hist_cells_kernel(const __grid_constan
                             continue;
                         const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                         if (d2 < g.cutoff2)
-                            bin_pair<HALF, PARTIAL>(acc, a, d2, si, __float_as_int(pj.w));
+                            bin_pair<HALF, PARTIAL>(acc, a, thr, d2, si, __float_as_int(pj.w));
                     }
                     z = zend + 1;
                 }
@@ -292,7 +298,7 @@ __global__ void __launch_bounds__(kTile) hist_allpairs_kernel(const __grid_const
                         const float4 pj = tile[t];
                         const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                         if (d2 < g.cutoff2) {
-                            const int b = fast_bin(d2, a);
+                            const int b = fast_bin(d2, a, a.thr);
                             if (!PARTIAL) {
                                 acc.add(b, 2u);
                             } else {
@@ -327,8 +333,12 @@ template <int V, int HALF, int PARTIAL>
 mdnl_status launch_cells(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, int sms,
                          cudaStream_t stream)
 {
-    const size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
-    auto k = hist_cells_kernel<V, HALF, PARTIAL>;
+    /* thresholds in shared memory when they are small (shared variants) */
+    const bool ts = V != MDNL_HIST_GLOBAL && a.bins + 1 <= kSharedThresholds;
+    const size_t shmem = V == MDNL_HIST_GLOBAL ? 0
+                         : (size_t)a.slot_n * sizeof(unsigned) + (ts ? (size_t)(a.bins + 1) * sizeof(float) : 0);
+    auto k = ts ? hist_cells_kernel<V, HALF, PARTIAL, V != MDNL_HIST_GLOBAL>
+                : hist_cells_kernel<V, HALF, PARTIAL, 0>;
     const int work = (c.natoms + kBlock - 1) / kBlock;
     const int grid = V == MDNL_HIST_GLOBAL ? work : resident_grid(k, shmem, work, sms);
     k<<<grid, kBlock, shmem, stream>>>(g, c, a);

@@ -18,8 +18,15 @@
  *                         MDNL_HIST_MAX_PASSES), beyond that GLOBAL is used.
  *   MDNL_HIST_SHARED_AGG  SHARED, plus each thread keeps (slot, run count) in
  *                         registers and flushes only when the slot changes.
- *   MDNL_HIST_AUTO        SHARED, the benchmark winner (H100: lj-1m 2.10 ms,
- *                         graphene-1m 0.59 ms vs 15.0 ms for GLOBAL).
+ *   MDNL_HIST_AUTO        SHARED, the benchmark winner (H100, cells-half2:
+ *                         lj-1m 1.42 ms, graphene-1m 0.49 ms vs 14.3 ms for
+ *                         GLOBAL).
+ * Every variant finds a pair's bin without the correctly rounded sqrt and
+ * divide of mdnl_hist_bin: a hardware rsqrt estimate corrected against the
+ * bin thresholds on d2 (mdnl_hist_thresholds, rdf.h), which give the same
+ * bin exactly; the shared variants keep the thresholds in shared memory
+ * (up to 2047 bins). H100 lj-1m: 2.10 -> 1.50 ms (thresholds) -> 1.42 ms
+ * (in shared memory).
  * Traversals (which pairs are visited):
  *   MDNL_HIST_TRAV_CELLS_FULL  the device cell list (cells_cuda.cuh), thread per
  *                              atom, every (j, S) of its full list, weight 1.

@@ -531,6 +531,8 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         if ((st = mdnl_cells_cuda_build(&c->cells, &c->grid, (const float4 *)c->pos.ptr, c->stream)) != MDNL_OK)
             return st;
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[2], c->stream));
+    if (!upload_ms && !cells_ms)
+        return MDNL_OK; /* the frame path: no host round trip, the kernels queue behind */
     MDNL_CUDA_CHECK(cudaEventSynchronize(c->ev[2]));
     float ms = 0;
     MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]));

@@ -20,6 +20,7 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -728,6 +729,384 @@ __global__ __launch_bounds__(WARP_T) void cell_warp_fill_kernel(const __grid_con
 }
 
 /* ------------------------------------------------------------------------ */
+/* Cell variant 5: tiles of cells, candidates staged and sorted once per tile.
+ *
+ * Mapping: a block of TILE_T threads per tile of T0 x T1 x T2 cells. The
+ * tile's region (its cells widened by the stencil on every axis, clipped on
+ * open axes) is a set of (cell, image shift) pieces; the block stages every
+ * candidate of the region (position + shift code) in shared memory, once
+ * for all the tile's atoms. The host uses this variant only when the region
+ * holds each cell at most once (T_k + 2 stencil_k <= ncell_k on periodic
+ * axes), so each atom appears at most once among the candidates and atom i
+ * itself only with shift 0: a row is then sorted by mdnl_row_key exactly
+ * when its candidates are sorted by original index. The fill kernel sorts
+ * the region once (bitonic, 64-bit keys index << 32 | staging slot, in shared
+ * memory); then G lanes per atom walk the sorted candidates G at a time,
+ * test d2 < cutoff2 (mdnl_pair_d2, the same operands as mdnl_for_each_pair;
+ * with a zero shift the + 0 is skipped, which changes at most the sign of a
+ * zero before it is squared), and compact hits with a ballot straight into
+ * the CSR row, already in order: no per-row sort. Every atom of the tile
+ * sees a superset of its own stencil; pairs beyond the cutoff fail the same
+ * test, pairs within it are the cell list's (the grid's cells are wider than
+ * the cutoff).
+ *
+ * Binning for this variant is an atomic counting sort (tile_bin_kernel, a
+ * CUB scan of the cell counts, tile_scatter_kernel): within a cell the order
+ * depends on atomics, which these kernels do not care about. The stable
+ * cell list of cells_cuda.cuh (energy, rdf, variants 1-4) is not touched. */
+#define TILE_T 128
+#define TILE_MAXCOL TILE_T /* region columns per tile, one thread each */
+#define TILE_MAXSEG (TILE_MAXCOL * 5)
+#define TILE_ZERO_CODE 13 /* shift code (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1) of S = 0 */
+
+/* Thread per original atom i: its cell's population (atomic slot). */
+__global__ void tile_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                int *__restrict__ count, int *__restrict__ slot)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const float4 p = pos[i];
+    slot[i] = atomicAdd(&count[mdnl_cell_linear(g, p.x, p.y, p.z)], 1);
+}
+
+/* Thread per original atom i: position (w = bits of i) into its cell slot. */
+__global__ void tile_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                    const int *__restrict__ start, const int *__restrict__ slot,
+                                    float4 *__restrict__ spos)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    float4 p = pos[i];
+    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
+    p.w = __int_as_float(i);
+    spos[k] = p;
+}
+
+struct tile_args {
+    int t[3];  /* tile size in cells */
+    int nt[3]; /* tiles per axis */
+};
+
+/* Per-block tables: segment s covers flat candidates [fs[s], fs[s+1]) from
+ * cell-order slots kb[s].. with shift code code[s]. Segments 0..ncol-1 are
+ * the tile's own cells (one z run per tile column, empty for the others), so
+ * flat [0, natoms) are the tile's atoms. */
+struct tile_fixed {
+    int kb[TILE_MAXSEG];
+    int fs[TILE_MAXSEG];
+    unsigned char code[TILE_MAXSEG];
+    float4 vtab[27];
+    int ncol, nseg, natoms, total, any_shift;
+    typename cub::BlockScan<int, TILE_T>::TempStorage scan;
+};
+
+/* Lays out block b's region (the whole block calls it). */
+__device__ __forceinline__ void tile_setup(const mdnl_geom &g, const int *__restrict__ start, const tile_args &ta,
+                                           int b, tile_fixed &tf)
+{
+    const int tid = threadIdx.x;
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int bz = b % ta.nt[2], by = (b / ta.nt[2]) % ta.nt[1], bx = b / (ta.nt[2] * ta.nt[1]);
+    const int tx0 = bx * ta.t[0], ty0 = by * ta.t[1], tz0 = bz * ta.t[2];
+    const int tx1 = min(tx0 + ta.t[0], n0), ty1 = min(ty0 + ta.t[1], n1), tz1 = min(tz0 + ta.t[2], n2);
+    int xlo = tx0 - g.stencil[0], xhi = tx1 - 1 + g.stencil[0];
+    int ylo = ty0 - g.stencil[1], yhi = ty1 - 1 + g.stencil[1];
+    int zlo = tz0 - g.stencil[2], zhi = tz1 - 1 + g.stencil[2];
+    if (!g.pbc[0]) {
+        xlo = max(xlo, 0);
+        xhi = min(xhi, n0 - 1);
+    }
+    if (!g.pbc[1]) {
+        ylo = max(ylo, 0);
+        yhi = min(yhi, n1 - 1);
+    }
+    if (!g.pbc[2]) {
+        zlo = max(zlo, 0);
+        zhi = min(zhi, n2 - 1);
+    }
+    const int nry = yhi - ylo + 1;
+    const int ncol = (xhi - xlo + 1) * nry; /* <= TILE_MAXCOL, checked by the host */
+    if (tid < 27) {
+        float v[3];
+        mdnl_shift_vector(&g, tid / 9 - 1, (tid / 3) % 3 - 1, tid % 3 - 1, v);
+        tf.vtab[tid] = make_float4(v[0], v[1], v[2], 0.f);
+    }
+    /* z pieces of column tid: [za, zb) with shift sz; piece 0 (the tile's
+     * own cells) only in tile columns */
+    int len[5] = {0, 0, 0, 0, 0}, kb[5] = {0, 0, 0, 0, 0}, code[5] = {0, 0, 0, 0, 0};
+    if (tid < ncol) {
+        const int X = xlo + tid / nry, Y = ylo + tid % nry;
+        const int sx = g.pbc[0] ? mdnl_floordiv(X, n0) : 0, sy = g.pbc[1] ? mdnl_floordiv(Y, n1) : 0;
+        const int row = ((X - sx * n0) * n1 + (Y - sy * n1)) * n2;
+        const bool tilecol = X >= tx0 && X < tx1 && Y >= ty0 && Y < ty1;
+        int za[5], zb[5], sz[5];
+        za[0] = tz0, zb[0] = tilecol ? tz1 : tz0, sz[0] = 0;
+        za[1] = zlo, zb[1] = min(0, zhi + 1), sz[1] = -1;
+        za[2] = max(zlo, 0), zb[2] = tilecol ? tz0 : min(zhi + 1, n2), sz[2] = 0;
+        za[3] = tz1, zb[3] = tilecol ? min(zhi + 1, n2) : tz1, sz[3] = 0;
+        za[4] = n2, zb[4] = zhi + 1, sz[4] = 1;
+#pragma unroll
+        for (int p = 0; p < 5; ++p) {
+            code[p] = (sx + 1) * 9 + (sy + 1) * 3 + (sz[p] + 1);
+            if (za[p] < zb[p]) {
+                kb[p] = start[row + za[p] - sz[p] * n2];
+                len[p] = start[row + zb[p] - sz[p] * n2] - kb[p];
+            }
+        }
+    }
+    int fa, fb, ta_tot, tb_tot;
+    cub::BlockScan<int, TILE_T>(tf.scan).ExclusiveSum(len[0], fa, ta_tot);
+    __syncthreads();
+    cub::BlockScan<int, TILE_T>(tf.scan).ExclusiveSum(len[1] + len[2] + len[3] + len[4], fb, tb_tot);
+    bool shifted = false;
+    if (tid < ncol) {
+        tf.kb[tid] = kb[0];
+        tf.fs[tid] = fa;
+        tf.code[tid] = TILE_ZERO_CODE;
+        int f = ta_tot + fb;
+#pragma unroll
+        for (int p = 1; p < 5; ++p) {
+            const int s = ncol + tid * 4 + (p - 1);
+            tf.kb[s] = kb[p];
+            tf.fs[s] = f;
+            tf.code[s] = (unsigned char)code[p];
+            f += len[p];
+            shifted |= len[p] > 0 && code[p] != TILE_ZERO_CODE;
+        }
+    }
+    const int any = __syncthreads_or(shifted);
+    if (tid == 0) {
+        tf.ncol = ncol;
+        tf.nseg = ncol * 5;
+        tf.natoms = ta_tot;
+        tf.total = ta_tot + tb_tot;
+        tf.any_shift = any;
+    }
+    __syncthreads();
+}
+
+/* The last segment in [0, nseg) whose flat start is <= f. */
+__device__ __forceinline__ int tile_seg_of(const tile_fixed &tf, int nseg, int f)
+{
+    int lo = 0, hi = nseg - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (tf.fs[mid] <= f)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Stages flat candidates [cb, ce) into cpos/ccode[0, ce - cb). */
+__device__ __forceinline__ void tile_stage(const tile_fixed &tf, const float4 *__restrict__ spos, int cb, int ce,
+                                           float4 *cpos, unsigned char *ccode)
+{
+    for (int f = cb + threadIdx.x; f < ce; f += TILE_T) {
+        const int s = tile_seg_of(tf, tf.nseg, f);
+        cpos[f - cb] = spos[tf.kb[s] + (f - tf.fs[s])];
+        ccode[f - cb] = tf.code[s];
+    }
+}
+
+template <bool SHIFT>
+__device__ __forceinline__ float tile_d2(const float4 &pi, const float4 &pj, const float4 *vtab, unsigned char code)
+{
+    if (SHIFT) {
+        const float4 v4 = vtab[code];
+        const float v[3] = {v4.x, v4.y, v4.z};
+        return mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+    }
+    /* S = 0: (r_j - r_i) + 0 differs from r_j - r_i at most in a zero's sign */
+    const float dx = __fsub_rn(pj.x, pi.x), dy = __fsub_rn(pj.y, pi.y), dz = __fsub_rn(pj.z, pi.z);
+    return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+}
+
+/* Counts chunk [0, m) of staged candidates for atom (pi, i); lanes of a group
+ * of G take every G-th candidate. */
+template <bool FULL, bool SHIFT, int G>
+__device__ __forceinline__ int tile_count_chunk(const float4 *cpos, const unsigned char *ccode, const float4 *vtab,
+                                                int m, float4 pi, int i, int sub, float cutoff2)
+{
+    int cnt = 0;
+#pragma unroll 4
+    for (int c = sub; c < m; c += G) {
+        const float4 pj = cpos[c];
+        const int j = __float_as_int(pj.w);
+        const float d2 = tile_d2<SHIFT>(pi, pj, vtab, SHIFT ? ccode[c] : 0);
+        cnt += (d2 < cutoff2 && j != i && (FULL || i < j)) ? 1 : 0;
+    }
+    return cnt;
+}
+
+/* Count pass. Mapping: block per tile; G lanes per atom of the tile. A region
+ * larger than `cap` candidates is staged and counted in chunks (rows summed
+ * with atomics). Also records the longest row (*maxlen) and the largest
+ * region (*maxregion), which size the fill. */
+template <bool FULL, int G>
+__global__ __launch_bounds__(TILE_T) void tile_count_kernel(const __grid_constant__ mdnl_geom g,
+                                                            const int *__restrict__ start,
+                                                            const float4 *__restrict__ spos, tile_args ta, int cap,
+                                                            unsigned long long *__restrict__ counts,
+                                                            int *__restrict__ maxlen, int *__restrict__ maxregion)
+{
+    extern __shared__ float4 tile_dyn[];
+    float4 *cpos = tile_dyn;
+    unsigned char *ccode = (unsigned char *)(tile_dyn + cap);
+    __shared__ tile_fixed tf;
+    __shared__ int bmax;
+    if (threadIdx.x == 0)
+        bmax = 0;
+    tile_setup(g, start, ta, blockIdx.x, tf);
+    const int A = tf.natoms, R = tf.total;
+    const bool single = R <= cap;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane % G;
+    constexpr int APW = 32 / G; /* atoms per warp at a time */
+    for (int cb = 0; cb < R; cb += cap) {
+        const int ce = min(cb + cap, R);
+        if (cb > 0)
+            __syncthreads();
+        tile_stage(tf, spos, cb, ce, cpos, ccode);
+        __syncthreads();
+        for (int a0 = warp * APW; a0 < A; a0 += (TILE_T / 32) * APW) {
+            const int a = a0 + lane / G;
+            const bool act = a < A;
+            float4 pi = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (act) {
+                if (single) {
+                    pi = cpos[a];
+                } else {
+                    const int s = tile_seg_of(tf, tf.ncol, a);
+                    pi = spos[tf.kb[s] + (a - tf.fs[s])];
+                }
+            }
+            const int i = act ? __float_as_int(pi.w) : -1;
+            int cnt = 0;
+            if (act)
+                cnt = tf.any_shift ? tile_count_chunk<FULL, true, G>(cpos, ccode, tf.vtab, ce - cb, pi, i, sub, g.cutoff2)
+                                   : tile_count_chunk<FULL, false, G>(cpos, ccode, tf.vtab, ce - cb, pi, i, sub,
+                                                                      g.cutoff2);
+#pragma unroll
+            for (int o = G / 2; o > 0; o >>= 1)
+                cnt += __shfl_xor_sync(FULLMASK, cnt, o);
+            if (act && sub == 0) {
+                int total = cnt;
+                if (single)
+                    counts[i] = (unsigned long long)cnt;
+                else
+                    total += (int)atomicAdd(&counts[i], (unsigned long long)cnt);
+                atomicMax(&bmax, total);
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (bmax > *(volatile int *)maxlen)
+            atomicMax(maxlen, bmax);
+        if (R > *(volatile int *)maxregion)
+            atomicMax(maxregion, R);
+    }
+}
+
+/* Fill pass. Mapping: block per tile (region <= cap candidates, the host
+ * checked with the count pass's *maxregion); stage, bitonic-sort by original
+ * index, then G lanes per atom walk the sorted candidates G at a time and
+ * write hits, compacted by ballot, at their rank in the CSR row. */
+template <bool FULL, int G>
+__global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant__ mdnl_geom g,
+                                                           const int *__restrict__ start,
+                                                           const float4 *__restrict__ spos, tile_args ta, int cap,
+                                                           const int64_t *__restrict__ offsets,
+                                                           int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                           int *err)
+{
+    extern __shared__ float4 tile_dyn[];
+    float4 *cpos = tile_dyn;          /* [cap] staging order */
+    float4 *qpos = tile_dyn + cap;    /* [cap] sorted */
+    uint64_t *keys = (uint64_t *)(tile_dyn + 2 * cap); /* [cap] */
+    unsigned char *ccode = (unsigned char *)(keys + cap);
+    unsigned char *qcode = ccode + cap;
+    __shared__ tile_fixed tf;
+    tile_setup(g, start, ta, blockIdx.x, tf);
+    const int A = tf.natoms, R = tf.total;
+    if (R > cap) { /* the host never launches this; never write past a row */
+        if (threadIdx.x == 0)
+            atomicOr(err, 1);
+        return;
+    }
+    int P = 1;
+    while (P < R)
+        P <<= 1;
+    tile_stage(tf, spos, 0, R, cpos, ccode);
+    __syncthreads();
+    for (int f = threadIdx.x; f < P; f += TILE_T)
+        keys[f] = f < R ? ((uint64_t)(uint32_t)__float_as_int(cpos[f].w) << 32) | (uint32_t)f : ~0ull;
+    __syncthreads();
+    for (int k = 2; k <= P; k <<= 1)
+        for (int jj = k >> 1; jj > 0; jj >>= 1) {
+            for (int t = threadIdx.x; t < P / 2; t += TILE_T) {
+                const int lo = 2 * t - (t & (jj - 1)), hi = lo + jj;
+                const bool asc = (lo & k) == 0;
+                const uint64_t x = keys[lo], y = keys[hi];
+                if ((x > y) == asc) {
+                    keys[lo] = y;
+                    keys[hi] = x;
+                }
+            }
+            __syncthreads();
+        }
+    for (int q = threadIdx.x; q < R; q += TILE_T) {
+        const int f = (int)(uint32_t)keys[q];
+        qpos[q] = cpos[f];
+        qcode[q] = ccode[f];
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane % G;
+    constexpr int APW = 32 / G;
+    const unsigned gmask = G == 32 ? FULLMASK : ((1u << G) - 1u) << (lane & ~(G - 1));
+    const unsigned below = (1u << lane) - 1u;
+    const bool shift = tf.any_shift;
+    for (int a0 = warp * APW; a0 < A; a0 += (TILE_T / 32) * APW) {
+        const int a = a0 + lane / G;
+        const bool act = a < A;
+        const float4 pi = act ? cpos[a] : make_float4(0.f, 0.f, 0.f, 0.f);
+        const int i = act ? __float_as_int(pi.w) : -1;
+        int64_t off = 0, len = 0;
+        if (act) {
+            off = offsets[i];
+            len = offsets[i + 1] - off;
+        }
+        int64_t cnt = 0;
+        for (int base = 0; base < R; base += G) { /* uniform: R is the block's */
+            const int c = base + sub;
+            bool hit = false;
+            float d2 = 0.f;
+            int j = 0;
+            if (act && c < R) {
+                const float4 pj = qpos[c];
+                j = __float_as_int(pj.w);
+                d2 = shift ? tile_d2<true>(pi, pj, tf.vtab, qcode[c]) : tile_d2<false>(pi, pj, tf.vtab, 0);
+                hit = d2 < g.cutoff2 && j != i && (FULL || i < j);
+            }
+            const unsigned m = __ballot_sync(FULLMASK, hit) & gmask;
+            if (hit) {
+                const int64_t at = cnt + __popc(m & below);
+                if (at < len) {
+                    j_out[off + at] = j;
+                    d_out[off + at] = __fsqrt_rn(d2);
+                }
+            }
+            cnt += __popc(m);
+        }
+        if (act && sub == 0 && cnt != len)
+            atomicOr(err, 1);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* The context. */
 
 struct mdnl_cuda_ctx {
@@ -746,6 +1125,8 @@ struct mdnl_cuda_ctx {
     int cell_variant; /* 0: pick by density; 1: count + fused fill; 2: staged single pass;
                          3: thread count + warp fill; 4: warp count + warp fill */
     int smem_optin;  /* the device's opt-in maximum per block */
+    int tile_cap;    /* variant 5: most candidates a tile stages at once; 0: by shared memory */
+    mdnl_dbuf tcount, tstart, tslot, tpos, ttemp; /* variant 5's own (unstable) cell binning */
 };
 
 extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
@@ -772,7 +1153,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     CTX_TRY(cudaSetDevice(0));
     CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    CTX_TRY(cudaMallocHost((void **)&c->h_small, 4 * sizeof(int64_t)));
+    CTX_TRY(cudaMallocHost((void **)&c->h_small, 8 * sizeof(int64_t)));
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         for (int b = 0; b < 2; ++b)
             CTX_TRY(cudaEventCreate(&c->ev[s][b]));
@@ -793,7 +1174,8 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
-                         &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp};
+                         &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp,
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->ttemp};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -832,7 +1214,11 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
-extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 4 ? v : 0; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 5 ? v : 0; }
+extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
+{
+    c->tile_cap = candidates > 0 ? candidates : 0;
+}
 
 extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
 {
@@ -859,7 +1245,8 @@ static mdnl_status stage_mark(mdnl_cuda_ctx *c, int s, int end)
 
 /* Scans counts[0..n] (counts[n] == 0) into offsets, reads back the pair
  * count (a synchronisation) and sizes the output arrays. */
-static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen = nullptr)
+static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen = nullptr,
+                                 int *maxregion = nullptr)
 {
     unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
@@ -874,10 +1261,15 @@ static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int
     if (maxlen) /* the longest row, from the count pass, in the same synchronisation */
         MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 3, (int *)ctx->flags.ptr + 1, sizeof(int),
                                         cudaMemcpyDeviceToHost, ctx->stream));
+    if (maxregion) /* variant 5: the largest tile region */
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 4, (int *)ctx->flags.ptr + 2, sizeof(int),
+                                        cudaMemcpyDeviceToHost, ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     *npairs = ctx->h_small[0];
     if (maxlen)
         memcpy(maxlen, ctx->h_small + 3, sizeof *maxlen);
+    if (maxregion)
+        memcpy(maxregion, ctx->h_small + 4, sizeof *maxregion);
     const size_t np = (size_t)(*npairs > 0 ? *npairs : 1);
     if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
@@ -942,10 +1334,231 @@ static mdnl_status upload_images(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int *ni
     return MDNL_OK;
 }
 
+/* Variant 3's fill (warp per atom, rows sorted in registers) over ctx->cells,
+ * after a count pass; `longest` sizes the per-warp buffer. */
+template <bool FULL>
+static mdnl_status launch_warp_fill(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int longest)
+{
+    const unsigned blocks = (unsigned)(((int64_t)n * 32 + WARP_T - 1) / WARP_T);
+    const int64_t *off = (const int64_t *)ctx->offsets.ptr;
+    int32_t *jo = (int32_t *)ctx->j.ptr;
+    float *dout = (float *)ctx->d.ptr;
+    int *err = (int *)ctx->flags.ptr;
+    /* rows longer than 256 go through the (slow) global path */
+    if (longest <= 32)
+        cell_warp_fill_kernel<FULL, 1><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+    else if (longest <= 64)
+        cell_warp_fill_kernel<FULL, 2><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+    else if (longest <= 128)
+        cell_warp_fill_kernel<FULL, 4><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+    else
+        cell_warp_fill_kernel<FULL, 8><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    return MDNL_OK;
+}
+
+/* Variant 5's tile shape and lanes per atom for this geometry; false when
+ * the geometry rules it out: a periodic axis too short to hold the stencil
+ * without meeting a cell twice (images: the row order would no longer be
+ * the candidates' index order), or more stencil columns than a block has
+ * threads. MDNL_TILE="T0,T1,T2,G" (environment) overrides the shape, for
+ * tuning. */
+static bool tile_shape(const mdnl_geom *g, int n, tile_args *ta, int *lanes)
+{
+    int span[3];
+    for (int k = 0; k < 3; ++k) {
+        if (g->pbc[k] && 2 * g->stencil[k] + 1 > g->ncell[k])
+            return false;
+        span[k] = 2 * g->stencil[k];
+    }
+    auto cols = [&](const int *t) {
+        const long long a = t[0] + span[0] < g->ncell[0] ? t[0] + span[0] : g->ncell[0];
+        const long long b = t[1] + span[1] < g->ncell[1] ? t[1] + span[1] : g->ncell[1];
+        return a * b;
+    };
+    auto fits = [&](const int *t) {
+        for (int k = 0; k < 3; ++k)
+            if (t[k] < 1 || t[k] > g->ncell[k] || (g->pbc[k] && t[k] + span[k] > g->ncell[k]))
+                return false;
+        return cols(t) <= TILE_MAXCOL;
+    };
+    int t[3] = {1, 1, 1};
+    if (!fits(t))
+        return false;
+    const double rho = (double)n / (double)g->ncells;
+    int G = 0;
+    const char *env = getenv("MDNL_TILE");
+    int e[4];
+    if (env && sscanf(env, "%d,%d,%d,%d", &e[0], &e[1], &e[2], &e[3]) == 4) {
+        for (int k = 0; k < 3; ++k)
+            t[k] = e[k] < 1 ? 1 : e[k] > g->ncell[k] ? g->ncell[k] : e[k];
+        G = e[3];
+        /* shrink until it fits */
+        for (int k = 2; k >= 0 && !fits(t); --k)
+            while (t[k] > 1 && !fits(t))
+                --t[k];
+    } else {
+        /* grow z, y, x in turn while the tile holds fewer than ~24 atoms
+         * (more atoms share the staging and the sort; a larger region
+         * costs every atom more tests) */
+        for (int round = 0; round < 16 && rho * t[0] * t[1] * t[2] < 24.0; ++round) {
+            const int k = 2 - round % 3;
+            int u[3] = {t[0], t[1], t[2]};
+            u[k] *= 2;
+            if (fits(u))
+                t[k] = u[k];
+        }
+    }
+    if (G != 4 && G != 8 && G != 16 && G != 32) {
+        double region = rho;
+        for (int k = 0; k < 3; ++k)
+            region *= t[k] + span[k] < g->ncell[k] ? t[k] + span[k] : g->ncell[k];
+        G = region >= 256 ? 32 : region >= 96 ? 16 : region >= 40 ? 8 : 4;
+    }
+    for (int k = 0; k < 3; ++k) {
+        ta->t[k] = t[k];
+        ta->nt[k] = (g->ncell[k] + t[k] - 1) / t[k];
+    }
+    *lanes = G;
+    return true;
+}
+
+template <bool FULL, int G>
+static mdnl_status launch_tile_count_g(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned tiles, tile_args ta, int cap)
+{
+    const size_t smem = (size_t)cap * (sizeof(float4) + 1);
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(tile_count_kernel<FULL, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem));
+    tile_count_kernel<FULL, G><<<tiles, TILE_T, smem, ctx->stream>>>(
+        *g, (const int *)ctx->tstart.ptr, (const float4 *)ctx->tpos.ptr, ta, cap,
+        (unsigned long long *)ctx->counts.ptr, (int *)ctx->flags.ptr + 1, (int *)ctx->flags.ptr + 2);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    return MDNL_OK;
+}
+
+template <bool FULL, int G>
+static mdnl_status launch_tile_fill_g(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned tiles, tile_args ta, int cap)
+{
+    const size_t smem = (size_t)cap * (2 * sizeof(float4) + sizeof(uint64_t) + 2);
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(tile_fill_kernel<FULL, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem));
+    tile_fill_kernel<FULL, G><<<tiles, TILE_T, smem, ctx->stream>>>(
+        *g, (const int *)ctx->tstart.ptr, (const float4 *)ctx->tpos.ptr, ta, cap, (const int64_t *)ctx->offsets.ptr,
+        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    return MDNL_OK;
+}
+
+template <bool FULL>
+static mdnl_status launch_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, bool fill, int G, unsigned tiles,
+                               tile_args ta, int cap)
+{
+    switch (G) {
+    case 4:
+        return fill ? launch_tile_fill_g<FULL, 4>(ctx, g, tiles, ta, cap)
+                    : launch_tile_count_g<FULL, 4>(ctx, g, tiles, ta, cap);
+    case 8:
+        return fill ? launch_tile_fill_g<FULL, 8>(ctx, g, tiles, ta, cap)
+                    : launch_tile_count_g<FULL, 8>(ctx, g, tiles, ta, cap);
+    case 16:
+        return fill ? launch_tile_fill_g<FULL, 16>(ctx, g, tiles, ta, cap)
+                    : launch_tile_count_g<FULL, 16>(ctx, g, tiles, ta, cap);
+    default:
+        return fill ? launch_tile_fill_g<FULL, 32>(ctx, g, tiles, ta, cap)
+                    : launch_tile_count_g<FULL, 32>(ctx, g, tiles, ta, cap);
+    }
+}
+
+/* Variant 5 (see the tile kernels): counting-sort binning, tile count pass,
+ * scan, tile fill. When some tile's region exceeds what a block can sort in
+ * shared memory, the fill falls back to variant 3's (or 1's) over the stable
+ * cell list, built then; the counts are the same. */
+template <bool FULL>
+static mdnl_status build_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, const tile_args &ta,
+                              int G, int64_t *npairs)
+{
+    mdnl_status st;
+    const int ncells = (int)g->ncells;
+    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    size_t scan_bytes = 0;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (int *)nullptr, (int *)nullptr, ncells + 1,
+                                                  ctx->stream));
+    if ((st = mdnl_dbuf_reserve(&ctx->tcount, (size_t)(ncells + 1) * sizeof(int), "cell counts")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tstart, (size_t)(ncells + 1) * sizeof(int), "cell offsets")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell slots")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tpos, (size_t)n * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->ttemp, scan_bytes, "cell scan scratch")) != MDNL_OK)
+        return st;
+    int *count = (int *)ctx->tcount.ptr, *start = (int *)ctx->tstart.ptr, *slot = (int *)ctx->tslot.ptr;
+    MDNL_CUDA_CHECK(cudaMemsetAsync(count, 0, (size_t)(ncells + 1) * sizeof(int), ctx->stream));
+    tile_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    size_t tb = ctx->ttemp.cap;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
+    tile_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (float4 *)ctx->tpos.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+
+    /* shared memory: the count stages `cap` candidates (17 B each) and
+     * chunks larger regions; the fill sorts a whole region (42 B each) */
+    const long long avail = (long long)ctx->smem_optin - (long long)sizeof(tile_fixed) - 1024;
+    int fill_max = 64;
+    while ((long long)fill_max * 2 * 42 <= avail)
+        fill_max *= 2;
+    if (ctx->tile_cap > 0 && ctx->tile_cap < fill_max)
+        fill_max = ctx->tile_cap;
+    double region = (double)n / (double)g->ncells;
+    for (int k = 0; k < 3; ++k) {
+        const int w = ta.t[k] + 2 * g->stencil[k];
+        region *= w < g->ncell[k] ? w : g->ncell[k];
+    }
+    int count_cap = 128;
+    while (count_cap < 2 * region && count_cap < 4096)
+        count_cap *= 2;
+    if (ctx->tile_cap > 0 && ctx->tile_cap < count_cap)
+        count_cap = ctx->tile_cap;
+    const unsigned tiles = (unsigned)((long long)ta.nt[0] * ta.nt[1] * ta.nt[2]);
+
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    if ((st = launch_tile<FULL>(ctx, g, false, G, tiles, ta, count_cap)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+    int longest = 0, maxregion = 0;
+    if ((st = scan_and_size(ctx, n, npairs, &longest, &maxregion)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    if (maxregion <= fill_max) {
+        int cap = 64;
+        while (cap < maxregion)
+            cap *= 2;
+        if ((st = launch_tile<FULL>(ctx, g, true, G, tiles, ta, cap)) != MDNL_OK)
+            return st;
+    } else {
+        if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
+            return st;
+        if ((2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1) <= 32) {
+            if ((st = launch_warp_fill<FULL>(ctx, g, n, longest)) != MDNL_OK)
+                return st;
+        } else if ((st = launch_rows<0, FULL>(ctx, g, n, *npairs, 0, 0)) != MDNL_OK) {
+            return st;
+        }
+    }
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    return MDNL_OK;
+}
+
 template <bool FULL>
 static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
+    if (ctx->cell_variant == 0 || ctx->cell_variant == 5) {
+        tile_args ta;
+        int G = 32;
+        if (tile_shape(g, n, &ta, &G))
+            return build_tile<FULL>(ctx, g, pos, n, ta, G, npairs);
+    }
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
     if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
         return st;
@@ -955,7 +1568,7 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
      * H100: graphene-1m (~13 candidates per atom) 0.35 vs 0.38 ms, lj-1m
      * (~380 candidates) 4.1 vs 3.7 ms (tools/bench/RESULTS.md). */
     int variant = ctx->cell_variant;
-    if (variant == 0) {
+    if (variant == 0 || variant == 5) { /* 5 when the geometry rules tiles out */
         double cand = (double)n / (double)g->ncells;
         for (int k = 0; k < 3; ++k)
             cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
@@ -985,21 +1598,8 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
             return st;
         STAGE(MDNL_CUDA_STAGE_SCAN, 1);
         STAGE(MDNL_CUDA_STAGE_FILL, 0);
-        const unsigned blocks = (unsigned)(((int64_t)n * 32 + WARP_T - 1) / WARP_T);
-        const int64_t *off = (const int64_t *)ctx->offsets.ptr;
-        int32_t *jo = (int32_t *)ctx->j.ptr;
-        float *dout = (float *)ctx->d.ptr;
-        int *err = (int *)ctx->flags.ptr;
-        /* rows longer than 256 go through the (slow) global path */
-        if (longest <= 32)
-            cell_warp_fill_kernel<FULL, 1><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
-        else if (longest <= 64)
-            cell_warp_fill_kernel<FULL, 2><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
-        else if (longest <= 128)
-            cell_warp_fill_kernel<FULL, 4><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
-        else
-            cell_warp_fill_kernel<FULL, 8><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
-        MDNL_CUDA_LAUNCHED(ctx->stream);
+        if ((st = launch_warp_fill<FULL>(ctx, g, n, longest)) != MDNL_OK)
+            return st;
         STAGE(MDNL_CUDA_STAGE_FILL, 1);
         return MDNL_OK;
     }

@@ -119,6 +119,12 @@ void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *ctx, int variant);
  * budget to 0 to force that path; -1 restores the default. */
 void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *ctx, int bytes);
 
+/* Cell variant 5: the most candidates one tile may stage (count pass: larger
+ * regions are counted in chunks; fill: a larger region sends the whole fill
+ * to variant 3's, or 1's, over the stable cell list). Tests set a small
+ * value to force both paths; 0 restores the default (shared memory). */
+void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *ctx, int candidates);
+
 MDNL_END_C
 
 #endif

@@ -17,6 +17,7 @@
 #include "cuda_check.cuh"
 #include "nlist_cuda.h"
 
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
@@ -759,29 +760,39 @@ __global__ __launch_bounds__(WARP_T) void cell_warp_fill_kernel(const __grid_con
 #define TILE_MAXSEG (TILE_MAXCOL * 5)
 #define TILE_ZERO_CODE 13 /* shift code (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1) of S = 0 */
 
-/* Thread per original atom i: its cell's population (atomic slot). */
-__global__ void tile_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
-                                int *__restrict__ count, int *__restrict__ slot)
+/* Thread per original atom i: its cell's population (atomic slot); the
+ * fullest cell's population into *maxcell (one atomic per warp at most). */
+__global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n)
-        return;
-    const float4 p = pos[i];
-    slot[i] = atomicAdd(&count[mdnl_cell_linear(g, p.x, p.y, p.z)], 1);
+    int k = 0;
+    if (i < n) {
+        const float4 p = pos[i];
+        k = atomicAdd(&count[mdnl_cell_linear(g, p.x, p.y, p.z)], 1);
+        slot[i] = k;
+    }
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
+    if ((threadIdx.x & 31) == 0 && m > *(volatile int *)maxcell)
+        atomicMax(maxcell, m);
 }
 
-/* Thread per original atom i: position (w = bits of i) into its cell slot. */
-__global__ void tile_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+/* Thread per original atom i: position (w = bits of i), original index and
+ * cell into its slot of the cell order. */
+__global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                     const int *__restrict__ start, const int *__restrict__ slot,
-                                    float4 *__restrict__ spos)
+                                    float4 *__restrict__ spos, int *__restrict__ order, int *__restrict__ cellof)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
     float4 p = pos[i];
-    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
+    const int cell = mdnl_cell_linear(g, p.x, p.y, p.z);
+    const int k = start[cell] + slot[i];
     p.w = __int_as_float(i);
     spos[k] = p;
+    order[k] = i;
+    cellof[k] = cell;
 }
 
 struct tile_args {
@@ -901,17 +912,6 @@ __device__ __forceinline__ int tile_seg_of(const tile_fixed &tf, int nseg, int f
     return lo;
 }
 
-/* Stages flat candidates [cb, ce) into cpos/ccode[0, ce - cb). */
-__device__ __forceinline__ void tile_stage(const tile_fixed &tf, const float4 *__restrict__ spos, int cb, int ce,
-                                           float4 *cpos, unsigned char *ccode)
-{
-    for (int f = cb + threadIdx.x; f < ce; f += TILE_T) {
-        const int s = tile_seg_of(tf, tf.nseg, f);
-        cpos[f - cb] = spos[tf.kb[s] + (f - tf.fs[s])];
-        ccode[f - cb] = tf.code[s];
-    }
-}
-
 template <bool SHIFT>
 __device__ __forceinline__ float tile_d2(const float4 &pi, const float4 &pj, const float4 *vtab, unsigned char code)
 {
@@ -925,150 +925,45 @@ __device__ __forceinline__ float tile_d2(const float4 &pi, const float4 &pj, con
     return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
 }
 
-/* Counts chunk [0, m) of staged candidates for atom (pi, i); lanes of a group
- * of G take every G-th candidate. */
-template <bool FULL, bool SHIFT, int G>
-__device__ __forceinline__ int tile_count_chunk(const float4 *cpos, const unsigned char *ccode, const float4 *vtab,
-                                                int m, float4 pi, int i, int sub, float cutoff2)
+/* Sorts the staged region's (index, staging slot) pairs with a block radix
+ * sort of K * TILE_T items (blocked: thread t holds ranks t*K ..), then
+ * gathers positions and shift codes into rank order. */
+template <int K>
+__device__ __forceinline__ void tile_sort_gather(void *temp, int R, int bits, const float4 *cpos,
+                                                 const unsigned char *ccode, float4 *qpos, unsigned char *qcode)
 {
-    int cnt = 0;
-#pragma unroll 4
-    for (int c = sub; c < m; c += G) {
-        const float4 pj = cpos[c];
-        const int j = __float_as_int(pj.w);
-        const float d2 = tile_d2<SHIFT>(pi, pj, vtab, SHIFT ? ccode[c] : 0);
-        cnt += (d2 < cutoff2 && j != i && (FULL || i < j)) ? 1 : 0;
-    }
-    return cnt;
-}
-
-/* Count pass. Mapping: block per tile; G lanes per atom of the tile. A region
- * larger than `cap` candidates is staged and counted in chunks (rows summed
- * with atomics). Also records the longest row (*maxlen) and the largest
- * region (*maxregion), which size the fill. */
-template <bool FULL, int G>
-__global__ __launch_bounds__(TILE_T) void tile_count_kernel(const __grid_constant__ mdnl_geom g,
-                                                            const int *__restrict__ start,
-                                                            const float4 *__restrict__ spos, tile_args ta, int cap,
-                                                            unsigned long long *__restrict__ counts,
-                                                            int *__restrict__ maxlen, int *__restrict__ maxregion)
-{
-    extern __shared__ float4 tile_dyn[];
-    float4 *cpos = tile_dyn;
-    unsigned char *ccode = (unsigned char *)(tile_dyn + cap);
-    __shared__ tile_fixed tf;
-    __shared__ int bmax;
-    if (threadIdx.x == 0)
-        bmax = 0;
-    tile_setup(g, start, ta, blockIdx.x, tf);
-    const int A = tf.natoms, R = tf.total;
-    const bool single = R <= cap;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane % G;
-    constexpr int APW = 32 / G; /* atoms per warp at a time */
-    for (int cb = 0; cb < R; cb += cap) {
-        const int ce = min(cb + cap, R);
-        if (cb > 0)
-            __syncthreads();
-        tile_stage(tf, spos, cb, ce, cpos, ccode);
-        __syncthreads();
-        for (int a0 = warp * APW; a0 < A; a0 += (TILE_T / 32) * APW) {
-            const int a = a0 + lane / G;
-            const bool act = a < A;
-            float4 pi = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (act) {
-                if (single) {
-                    pi = cpos[a];
-                } else {
-                    const int s = tile_seg_of(tf, tf.ncol, a);
-                    pi = spos[tf.kb[s] + (a - tf.fs[s])];
-                }
-            }
-            const int i = act ? __float_as_int(pi.w) : -1;
-            int cnt = 0;
-            if (act)
-                cnt = tf.any_shift ? tile_count_chunk<FULL, true, G>(cpos, ccode, tf.vtab, ce - cb, pi, i, sub, g.cutoff2)
-                                   : tile_count_chunk<FULL, false, G>(cpos, ccode, tf.vtab, ce - cb, pi, i, sub,
-                                                                      g.cutoff2);
+    typedef cub::BlockRadixSort<unsigned, TILE_T, K, unsigned short> Sort;
+    unsigned key[K];
+    unsigned short val[K];
 #pragma unroll
-            for (int o = G / 2; o > 0; o >>= 1)
-                cnt += __shfl_xor_sync(FULLMASK, cnt, o);
-            if (act && sub == 0) {
-                int total = cnt;
-                if (single)
-                    counts[i] = (unsigned long long)cnt;
-                else
-                    total += (int)atomicAdd(&counts[i], (unsigned long long)cnt);
-                atomicMax(&bmax, total);
-            }
-        }
+    for (int q = 0; q < K; ++q) {
+        const int f = threadIdx.x * K + q;
+        key[q] = f < R ? (unsigned)__float_as_int(cpos[f].w) : (1u << bits) - 1u; /* padding sorts last */
+        val[q] = (unsigned short)f;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        if (bmax > *(volatile int *)maxlen)
-            atomicMax(maxlen, bmax);
-        if (R > *(volatile int *)maxregion)
-            atomicMax(maxregion, R);
+    Sort(*(typename Sort::TempStorage *)temp).Sort(key, val, 0, bits);
+#pragma unroll
+    for (int q = 0; q < K; ++q) {
+        const int r = threadIdx.x * K + q;
+        if (r < R) {
+            qpos[r] = cpos[val[q]];
+            qcode[r] = ccode[val[q]];
+        }
     }
 }
 
-/* Fill pass. Mapping: block per tile (region <= cap candidates, the host
- * checked with the count pass's *maxregion); stage, bitonic-sort by original
- * index, then G lanes per atom walk the sorted candidates G at a time and
- * write hits, compacted by ballot, at their rank in the CSR row. */
-template <bool FULL, int G>
-__global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant__ mdnl_geom g,
-                                                           const int *__restrict__ start,
-                                                           const float4 *__restrict__ spos, tile_args ta, int cap,
-                                                           const int64_t *__restrict__ offsets,
-                                                           int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                           int *err)
+/* G lanes per atom walk the rank-ordered candidates G at a time; hits are
+ * compacted by ballot and written at their rank in the CSR row. */
+template <bool FULL, bool SHIFT, int G>
+__device__ __forceinline__ void tile_walk_rows(const tile_fixed &tf, const float4 *cpos, const float4 *qpos,
+                                               const unsigned char *qcode, int A, int R, float cutoff2,
+                                               const int64_t *__restrict__ offsets, int32_t *__restrict__ j_out,
+                                               float *__restrict__ d_out, int *err)
 {
-    extern __shared__ float4 tile_dyn[];
-    float4 *cpos = tile_dyn;          /* [cap] staging order */
-    float4 *qpos = tile_dyn + cap;    /* [cap] sorted */
-    uint64_t *keys = (uint64_t *)(tile_dyn + 2 * cap); /* [cap] */
-    unsigned char *ccode = (unsigned char *)(keys + cap);
-    unsigned char *qcode = ccode + cap;
-    __shared__ tile_fixed tf;
-    tile_setup(g, start, ta, blockIdx.x, tf);
-    const int A = tf.natoms, R = tf.total;
-    if (R > cap) { /* the host never launches this; never write past a row */
-        if (threadIdx.x == 0)
-            atomicOr(err, 1);
-        return;
-    }
-    int P = 1;
-    while (P < R)
-        P <<= 1;
-    tile_stage(tf, spos, 0, R, cpos, ccode);
-    __syncthreads();
-    for (int f = threadIdx.x; f < P; f += TILE_T)
-        keys[f] = f < R ? ((uint64_t)(uint32_t)__float_as_int(cpos[f].w) << 32) | (uint32_t)f : ~0ull;
-    __syncthreads();
-    for (int k = 2; k <= P; k <<= 1)
-        for (int jj = k >> 1; jj > 0; jj >>= 1) {
-            for (int t = threadIdx.x; t < P / 2; t += TILE_T) {
-                const int lo = 2 * t - (t & (jj - 1)), hi = lo + jj;
-                const bool asc = (lo & k) == 0;
-                const uint64_t x = keys[lo], y = keys[hi];
-                if ((x > y) == asc) {
-                    keys[lo] = y;
-                    keys[hi] = x;
-                }
-            }
-            __syncthreads();
-        }
-    for (int q = threadIdx.x; q < R; q += TILE_T) {
-        const int f = (int)(uint32_t)keys[q];
-        qpos[q] = cpos[f];
-        qcode[q] = ccode[f];
-    }
-    __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane % G;
     constexpr int APW = 32 / G;
     const unsigned gmask = G == 32 ? FULLMASK : ((1u << G) - 1u) << (lane & ~(G - 1));
     const unsigned below = (1u << lane) - 1u;
-    const bool shift = tf.any_shift;
     for (int a0 = warp * APW; a0 < A; a0 += (TILE_T / 32) * APW) {
         const int a = a0 + lane / G;
         const bool act = a < A;
@@ -1079,7 +974,7 @@ __global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant
             off = offsets[i];
             len = offsets[i + 1] - off;
         }
-        int64_t cnt = 0;
+        int cnt = 0;
         for (int base = 0; base < R; base += G) { /* uniform: R is the block's */
             const int c = base + sub;
             bool hit = false;
@@ -1088,12 +983,12 @@ __global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant
             if (act && c < R) {
                 const float4 pj = qpos[c];
                 j = __float_as_int(pj.w);
-                d2 = shift ? tile_d2<true>(pi, pj, tf.vtab, qcode[c]) : tile_d2<false>(pi, pj, tf.vtab, 0);
-                hit = d2 < g.cutoff2 && j != i && (FULL || i < j);
+                d2 = tile_d2<SHIFT>(pi, pj, tf.vtab, SHIFT ? qcode[c] : 0);
+                hit = d2 < cutoff2 && j != i && (FULL || i < j);
             }
             const unsigned m = __ballot_sync(FULLMASK, hit) & gmask;
             if (hit) {
-                const int64_t at = cnt + __popc(m & below);
+                const int at = cnt + __popc(m & below);
                 if (at < len) {
                     j_out[off + at] = j;
                     d_out[off + at] = __fsqrt_rn(d2);
@@ -1104,6 +999,53 @@ __global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant
         if (act && sub == 0 && cnt != len)
             atomicOr(err, 1);
     }
+}
+
+/* Fill pass of variant 5. Mapping: block per tile; stage the region
+ * (K * TILE_T candidates at most: the host bounds every region by the
+ * fullest cell times the region's cells), radix-sort it by original index
+ * (K / 2 items per thread when the region fits), then the tile's atoms walk
+ * it, G lanes per atom. */
+template <bool FULL, int G, int K>
+__global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                           tile_args ta, int bits,
+                                                           const int64_t *__restrict__ offsets,
+                                                           int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                           int *err)
+{
+    constexpr int CAP = K * TILE_T;
+    extern __shared__ float4 tile_dyn[]; /* CAP * (2 * 16 + 2) bytes */
+    float4 *cpos = tile_dyn, *qpos = tile_dyn + CAP;
+    unsigned char *ccode = (unsigned char *)(tile_dyn + 2 * CAP), *qcode = ccode + CAP;
+    __shared__ tile_fixed tf;
+    typedef cub::BlockRadixSort<unsigned, TILE_T, K, unsigned short> SortK;
+    typedef cub::BlockRadixSort<unsigned, TILE_T, (K > 1 ? K / 2 : 1), unsigned short> SortH;
+    __shared__ union {
+        typename SortK::TempStorage k;
+        typename SortH::TempStorage h;
+    } sort_tmp;
+    tile_setup(g, c.start, ta, blockIdx.x, tf);
+    const int A = tf.natoms, R = tf.total;
+    if (R > CAP) { /* the host's bound excludes it; never write past a row */
+        if (threadIdx.x == 0)
+            atomicOr(err, 1);
+        return;
+    }
+    for (int f = threadIdx.x; f < R; f += TILE_T) {
+        const int s = tile_seg_of(tf, tf.nseg, f);
+        cpos[f] = c.pos[tf.kb[s] + (f - tf.fs[s])];
+        ccode[f] = tf.code[s];
+    }
+    __syncthreads();
+    if (K > 1 && 2 * R <= CAP)
+        tile_sort_gather<(K > 1 ? K / 2 : 1)>(&sort_tmp, R, bits, cpos, ccode, qpos, qcode);
+    else
+        tile_sort_gather<K>(&sort_tmp, R, bits, cpos, ccode, qpos, qcode);
+    __syncthreads();
+    if (tf.any_shift)
+        tile_walk_rows<FULL, true, G>(tf, cpos, qpos, qcode, A, R, g.cutoff2, offsets, j_out, d_out, err);
+    else
+        tile_walk_rows<FULL, false, G>(tf, cpos, qpos, qcode, A, R, g.cutoff2, offsets, j_out, d_out, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1123,10 +1065,12 @@ struct mdnl_cuda_ctx {
     int64_t retries;
     int smem_budget; /* bytes; -1: default */
     int cell_variant; /* 0: pick by density; 1: count + fused fill; 2: staged single pass;
-                         3: thread count + warp fill; 4: warp count + warp fill */
+                         3: thread count + warp fill; 4: warp count + warp fill;
+                         5: tile fill; 6: 2 over the unstable binning */
     int smem_optin;  /* the device's opt-in maximum per block */
-    int tile_cap;    /* variant 5: most candidates a tile stages at once; 0: by shared memory */
-    mdnl_dbuf tcount, tstart, tslot, tpos, ttemp; /* variant 5's own (unstable) cell binning */
+    int tile_cap;    /* variant 5: most candidates a tile may sort; 0: TILE_MAX_REGION */
+    mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp; /* variants 5, 6: unstable binning */
+    mdnl_cells_view view; /* the cell list the variants walk: cells.view or the unstable one */
 };
 
 extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
@@ -1175,7 +1119,7 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->ttemp};
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -1214,7 +1158,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
-extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 5 ? v : 0; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 6 ? v : 0; }
 extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
 {
     c->tile_cap = candidates > 0 ? candidates : 0;
@@ -1261,7 +1205,7 @@ static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int
     if (maxlen) /* the longest row, from the count pass, in the same synchronisation */
         MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 3, (int *)ctx->flags.ptr + 1, sizeof(int),
                                         cudaMemcpyDeviceToHost, ctx->stream));
-    if (maxregion) /* variant 5: the largest tile region */
+    if (maxregion) /* variants 5, 6: the fullest cell */
         MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 4, (int *)ctx->flags.ptr + 2, sizeof(int),
                                         cudaMemcpyDeviceToHost, ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
@@ -1297,7 +1241,7 @@ static mdnl_status launch_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, in
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(rows_kernel<MODE, FULL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem));
     rows_kernel<MODE, FULL><<<(n + ROWS_T - 1) / ROWS_T, ROWS_T, smem, ctx->stream>>>(
-        *g, ctx->cells.view, n, (const uint64_t *)ctx->stage.ptr, cap, (const unsigned *)ctx->ccount.ptr, nchunk,
+        *g, ctx->view, n, (const uint64_t *)ctx->stage.ptr, cap, (const unsigned *)ctx->ccount.ptr, nchunk,
         (const int64_t *)ctx->offsets.ptr,
         (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, keys, (int *)ctx->flags.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
@@ -1346,13 +1290,13 @@ static mdnl_status launch_warp_fill(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int 
     int *err = (int *)ctx->flags.ptr;
     /* rows longer than 256 go through the (slow) global path */
     if (longest <= 32)
-        cell_warp_fill_kernel<FULL, 1><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+        cell_warp_fill_kernel<FULL, 1><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->view, off, jo, dout, err);
     else if (longest <= 64)
-        cell_warp_fill_kernel<FULL, 2><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+        cell_warp_fill_kernel<FULL, 2><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->view, off, jo, dout, err);
     else if (longest <= 128)
-        cell_warp_fill_kernel<FULL, 4><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+        cell_warp_fill_kernel<FULL, 4><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->view, off, jo, dout, err);
     else
-        cell_warp_fill_kernel<FULL, 8><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->cells.view, off, jo, dout, err);
+        cell_warp_fill_kernel<FULL, 8><<<blocks, WARP_T, 0, ctx->stream>>>(*g, ctx->view, off, jo, dout, err);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     return MDNL_OK;
 }
@@ -1398,10 +1342,11 @@ static bool tile_shape(const mdnl_geom *g, int n, tile_args *ta, int *lanes)
             while (t[k] > 1 && !fits(t))
                 --t[k];
     } else {
-        /* grow z, y, x in turn while the tile holds fewer than ~24 atoms
-         * (more atoms share the staging and the sort; a larger region
-         * costs every atom more tests) */
-        for (int round = 0; round < 16 && rho * t[0] * t[1] * t[2] < 24.0; ++round) {
+        /* grow z, y, x in turn while the tile holds fewer than ~12 atoms
+         * (more atoms share the staging and the sort, but a larger region
+         * costs every atom more tests: on lj-1m, 13 atoms per cell, one
+         * cell per tile beat 1x1x2, 1x2x2 and 2x2x2 on an H100) */
+        for (int round = 0; round < 16 && rho * t[0] * t[1] * t[2] < 12.0; ++round) {
             const int k = 2 - round % 3;
             int u[3] = {t[0], t[1], t[2]};
             u[k] *= 2;
@@ -1413,8 +1358,9 @@ static bool tile_shape(const mdnl_geom *g, int n, tile_args *ta, int *lanes)
         double region = rho;
         for (int k = 0; k < 3; ++k)
             region *= t[k] + span[k] < g->ncell[k] ? t[k] + span[k] : g->ncell[k];
-        G = region >= 256 ? 32 : region >= 96 ? 16 : region >= 40 ? 8 : 4;
+        G = region >= 128 ? 32 : 8;
     }
+    G = G > 8 ? 32 : 8;
     for (int k = 0; k < 3; ++k) {
         ta->t[k] = t[k];
         ta->nt[k] = (g->ncell[k] + t[k] - 1) / t[k];
@@ -1423,63 +1369,46 @@ static bool tile_shape(const mdnl_geom *g, int n, tile_args *ta, int *lanes)
     return true;
 }
 
-template <bool FULL, int G>
-static mdnl_status launch_tile_count_g(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned tiles, tile_args ta, int cap)
+template <bool FULL, int G, int K>
+static mdnl_status launch_tile_fill_gk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned tiles, tile_args ta, int bits)
 {
-    const size_t smem = (size_t)cap * (sizeof(float4) + 1);
-    MDNL_CUDA_CHECK(cudaFuncSetAttribute(tile_count_kernel<FULL, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const size_t smem = (size_t)K * TILE_T * (2 * sizeof(float4) + 2);
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(tile_fill_kernel<FULL, G, K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem));
-    tile_count_kernel<FULL, G><<<tiles, TILE_T, smem, ctx->stream>>>(
-        *g, (const int *)ctx->tstart.ptr, (const float4 *)ctx->tpos.ptr, ta, cap,
-        (unsigned long long *)ctx->counts.ptr, (int *)ctx->flags.ptr + 1, (int *)ctx->flags.ptr + 2);
+    tile_fill_kernel<FULL, G, K><<<tiles, TILE_T, smem, ctx->stream>>>(
+        *g, ctx->view, ta, bits, (const int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        (int *)ctx->flags.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     return MDNL_OK;
 }
 
 template <bool FULL, int G>
-static mdnl_status launch_tile_fill_g(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned tiles, tile_args ta, int cap)
+static mdnl_status launch_tile_fill_g(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned tiles, tile_args ta, int bits,
+                                      int bound)
 {
-    const size_t smem = (size_t)cap * (2 * sizeof(float4) + sizeof(uint64_t) + 2);
-    MDNL_CUDA_CHECK(cudaFuncSetAttribute(tile_fill_kernel<FULL, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)smem));
-    tile_fill_kernel<FULL, G><<<tiles, TILE_T, smem, ctx->stream>>>(
-        *g, (const int *)ctx->tstart.ptr, (const float4 *)ctx->tpos.ptr, ta, cap, (const int64_t *)ctx->offsets.ptr,
-        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    return MDNL_OK;
+    if (bound <= 2 * TILE_T)
+        return launch_tile_fill_gk<FULL, G, 2>(ctx, g, tiles, ta, bits);
+    if (bound <= 4 * TILE_T)
+        return launch_tile_fill_gk<FULL, G, 4>(ctx, g, tiles, ta, bits);
+    if (bound <= 8 * TILE_T)
+        return launch_tile_fill_gk<FULL, G, 8>(ctx, g, tiles, ta, bits);
+    return launch_tile_fill_gk<FULL, G, 16>(ctx, g, tiles, ta, bits);
 }
 
-template <bool FULL>
-static mdnl_status launch_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, bool fill, int G, unsigned tiles,
-                               tile_args ta, int cap)
-{
-    switch (G) {
-    case 4:
-        return fill ? launch_tile_fill_g<FULL, 4>(ctx, g, tiles, ta, cap)
-                    : launch_tile_count_g<FULL, 4>(ctx, g, tiles, ta, cap);
-    case 8:
-        return fill ? launch_tile_fill_g<FULL, 8>(ctx, g, tiles, ta, cap)
-                    : launch_tile_count_g<FULL, 8>(ctx, g, tiles, ta, cap);
-    case 16:
-        return fill ? launch_tile_fill_g<FULL, 16>(ctx, g, tiles, ta, cap)
-                    : launch_tile_count_g<FULL, 16>(ctx, g, tiles, ta, cap);
-    default:
-        return fill ? launch_tile_fill_g<FULL, 32>(ctx, g, tiles, ta, cap)
-                    : launch_tile_count_g<FULL, 32>(ctx, g, tiles, ta, cap);
-    }
-}
+#define TILE_MAX_REGION (16 * TILE_T)
 
-/* Variant 5 (see the tile kernels): counting-sort binning, tile count pass,
- * scan, tile fill. When some tile's region exceeds what a block can sort in
- * shared memory, the fill falls back to variant 3's (or 1's) over the stable
- * cell list, built then; the counts are the same. */
-template <bool FULL>
-static mdnl_status build_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, const tile_args &ta,
-                              int G, int64_t *npairs)
+/* The cell list of ctx->view by an atomic counting sort (bin, CUB scan of
+ * the cell counts, scatter): within a cell the order follows the atomics, so
+ * it is only for kernels whose output does not depend on it (every neighbor
+ * list variant sorts its rows; energy and rdf keep the stable list of
+ * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
+static mdnl_status build_fast_cells(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n)
 {
     mdnl_status st;
     const int ncells = (int)g->ncells;
-    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    if (g->ncells >= INT32_MAX)
+        return mdnl_error(MDNL_ERR_INPUT, "%lld cells: the CUDA cell list handles at most %d", (long long)g->ncells,
+                          INT32_MAX - 1);
     size_t scan_bytes = 0;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (int *)nullptr, (int *)nullptr, ncells + 1,
                                                   ctx->stream));
@@ -1487,63 +1416,73 @@ static mdnl_status build_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         (st = mdnl_dbuf_reserve(&ctx->tstart, (size_t)(ncells + 1) * sizeof(int), "cell offsets")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell slots")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tpos, (size_t)n * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->torder, (size_t)n * sizeof(int), "cell order")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tcell, (size_t)n * sizeof(int), "cell of slot")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->ttemp, scan_bytes, "cell scan scratch")) != MDNL_OK)
         return st;
     int *count = (int *)ctx->tcount.ptr, *start = (int *)ctx->tstart.ptr, *slot = (int *)ctx->tslot.ptr;
     MDNL_CUDA_CHECK(cudaMemsetAsync(count, 0, (size_t)(ncells + 1) * sizeof(int), ctx->stream));
-    tile_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot);
+    fast_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot, (int *)ctx->flags.ptr + 2);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     size_t tb = ctx->ttemp.cap;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
-    tile_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (float4 *)ctx->tpos.ptr);
+    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (float4 *)ctx->tpos.ptr,
+                                                                  (int *)ctx->torder.ptr, (int *)ctx->tcell.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
-    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    ctx->view.natoms = n;
+    ctx->view.ncells = ncells;
+    ctx->view.start = start;
+    ctx->view.pos = (const float4 *)ctx->tpos.ptr;
+    ctx->view.order = (const int *)ctx->torder.ptr;
+    ctx->view.cell = (const int *)ctx->tcell.ptr;
+    ctx->view.rank = nullptr;
+    return MDNL_OK;
+}
 
-    /* shared memory: the count stages `cap` candidates (17 B each) and
-     * chunks larger regions; the fill sorts a whole region (42 B each) */
-    const long long avail = (long long)ctx->smem_optin - (long long)sizeof(tile_fixed) - 1024;
-    int fill_max = 64;
-    while ((long long)fill_max * 2 * 42 <= avail)
-        fill_max *= 2;
-    if (ctx->tile_cap > 0 && ctx->tile_cap < fill_max)
-        fill_max = ctx->tile_cap;
-    double region = (double)n / (double)g->ncells;
-    for (int k = 0; k < 3; ++k) {
-        const int w = ta.t[k] + 2 * g->stencil[k];
-        region *= w < g->ncell[k] ? w : g->ncell[k];
-    }
-    int count_cap = 128;
-    while (count_cap < 2 * region && count_cap < 4096)
-        count_cap *= 2;
-    if (ctx->tile_cap > 0 && ctx->tile_cap < count_cap)
-        count_cap = ctx->tile_cap;
-    const unsigned tiles = (unsigned)((long long)ta.nt[0] * ta.nt[1] * ta.nt[2]);
-
-    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    if ((st = launch_tile<FULL>(ctx, g, false, G, tiles, ta, count_cap)) != MDNL_OK)
+/* Variant 5 (see the tile kernels): counting-sort binning, variant 3's
+ * thread-per-atom count pass, scan, tile fill. When a region may exceed what
+ * a block sorts (the fullest cell times the region's cells), the fill is
+ * variant 3's instead; the counts are the same. */
+template <bool FULL>
+static mdnl_status build_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, const tile_args &ta,
+                              int G, int64_t *npairs)
+{
+    mdnl_status st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    if ((st = build_fast_cells(ctx, g, pos, n)) != MDNL_OK)
         return st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+        *g, ctx->view, (unsigned long long *)ctx->counts.ptr, (int *)ctx->flags.ptr + 1);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
-    int longest = 0, maxregion = 0;
-    if ((st = scan_and_size(ctx, n, npairs, &longest, &maxregion)) != MDNL_OK)
+    int longest = 0, maxcell = 0;
+    if ((st = scan_and_size(ctx, n, npairs, &longest, &maxcell)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    if (maxregion <= fill_max) {
-        int cap = 64;
-        while (cap < maxregion)
-            cap *= 2;
-        if ((st = launch_tile<FULL>(ctx, g, true, G, tiles, ta, cap)) != MDNL_OK)
+    long long bound = maxcell;
+    for (int k = 0; k < 3; ++k) {
+        const int w = ta.t[k] + 2 * g->stencil[k];
+        bound *= w < g->ncell[k] ? w : g->ncell[k];
+    }
+    const int most = ctx->tile_cap > 0 && ctx->tile_cap < TILE_MAX_REGION ? ctx->tile_cap : TILE_MAX_REGION;
+    if (bound <= most) {
+        int bits = 1;
+        while (bits < 31 && (1u << bits) <= (unsigned)n)
+            ++bits;
+        const unsigned tiles = (unsigned)((long long)ta.nt[0] * ta.nt[1] * ta.nt[2]);
+        st = G == 32 ? launch_tile_fill_g<FULL, 32>(ctx, g, tiles, ta, bits, (int)bound)
+                     : launch_tile_fill_g<FULL, 8>(ctx, g, tiles, ta, bits, (int)bound);
+        if (st != MDNL_OK)
             return st;
-    } else {
-        if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
+    } else if ((2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1) <= 32) {
+        if ((st = launch_warp_fill<FULL>(ctx, g, n, longest)) != MDNL_OK)
             return st;
-        if ((2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1) <= 32) {
-            if ((st = launch_warp_fill<FULL>(ctx, g, n, longest)) != MDNL_OK)
-                return st;
-        } else if ((st = launch_rows<0, FULL>(ctx, g, n, *npairs, 0, 0)) != MDNL_OK) {
-            return st;
-        }
+    } else if ((st = launch_rows<0, FULL>(ctx, g, n, *npairs, 0, 0)) != MDNL_OK) {
+        return st;
     }
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;
@@ -1553,29 +1492,37 @@ template <bool FULL>
 static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
-    if (ctx->cell_variant == 0 || ctx->cell_variant == 5) {
+    double cand = (double)n / (double)g->ncells; /* candidates per atom */
+    for (int k = 0; k < 3; ++k)
+        cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
+    /* The default (H100, tools/bench/RESULTS.md): dense rows (lj-1m, ~360
+     * candidates per atom) take the tile fill of variant 5, where a tile
+     * can hold each cell once (else variant 3, rows sorted per warp); sparse
+     * rows (graphene-1m, ~13 candidates) take variant 2's single staged
+     * traversal over the unstable binning (variant 6). Variant 2's staged
+     * stores are scattered (a warp's threads emit at different times), so it
+     * wins only while rows are short. */
+    int variant = ctx->cell_variant;
+    if (variant == 0)
+        variant = cand > 100 ? 5 : 6;
+    if (variant == 5) {
         tile_args ta;
         int G = 32;
         if (tile_shape(g, n, &ta, &G))
             return build_tile<FULL>(ctx, g, pos, n, ta, G, npairs);
+        variant = 3; /* images: a tile would meet a cell twice */
     }
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_BIN, 1);
-    /* Variant 2's staged stores are scattered (a warp's threads emit at
-     * different times), so it wins only while rows are short; measured on an
-     * H100: graphene-1m (~13 candidates per atom) 0.35 vs 0.38 ms, lj-1m
-     * (~380 candidates) 4.1 vs 3.7 ms (tools/bench/RESULTS.md). */
-    int variant = ctx->cell_variant;
-    if (variant == 0 || variant == 5) { /* 5 when the geometry rules tiles out */
-        double cand = (double)n / (double)g->ncells;
-        for (int k = 0; k < 3; ++k)
-            cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
-        /* dense: 3 (H100, lj-1m: 3.37 ms vs 3.77 for 1 and 4.75 for 4;
-         * graphene-1m: 2 at 0.37 ms vs 1.16 for 3; tools/bench/RESULTS.md) */
-        variant = cand > 100 ? 3 : 2;
+    if (variant == 6) {
+        if ((st = build_fast_cells(ctx, g, pos, n)) != MDNL_OK)
+            return st;
+        variant = 2;
+    } else {
+        if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
+            return st;
+        ctx->view = ctx->cells.view;
     }
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* the warp variants hold at most 32 candidate ranges (one per lane) */
     if ((variant == 3 || variant == 4) &&
         (2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1) > 32)
@@ -1585,10 +1532,10 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         STAGE(MDNL_CUDA_STAGE_COUNT, 0);
         if (variant == 3)
             cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-                *g, ctx->cells.view, (unsigned long long *)ctx->counts.ptr, maxlen);
+                *g, ctx->view, (unsigned long long *)ctx->counts.ptr, maxlen);
         else
             cell_warp_count_kernel<FULL><<<(unsigned)(((int64_t)n * 32 + WARP_T - 1) / WARP_T), WARP_T, 0,
-                                           ctx->stream>>>(*g, ctx->cells.view, (unsigned long long *)ctx->counts.ptr,
+                                           ctx->stream>>>(*g, ctx->view, (unsigned long long *)ctx->counts.ptr,
                                                           maxlen);
         MDNL_CUDA_LAUNCHED(ctx->stream);
         STAGE(MDNL_CUDA_STAGE_COUNT, 1);
@@ -1613,7 +1560,7 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
                 return st;
             MDNL_CUDA_CHECK(cudaMemsetAsync(maxlen, 0, sizeof(int), ctx->stream));
             cell_stage_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-                *g, ctx->cells.view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
+                *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
             MDNL_CUDA_LAUNCHED(ctx->stream);
             MDNL_CUDA_CHECK(
                 cudaMemcpyAsync(ctx->h_small + 1, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
@@ -1638,7 +1585,7 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
     }
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     cell_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-        *g, ctx->cells.view, (unsigned long long *)ctx->counts.ptr, (int *)ctx->flags.ptr + 1);
+        *g, ctx->view, (unsigned long long *)ctx->counts.ptr, (int *)ctx->flags.ptr + 1);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);

@@ -170,7 +170,7 @@ static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl
             mdnl_nlist_free(&got);
         }
         /* every cell variant forced (the default picks one by density) */
-        for (int v = 1; v <= 5; ++v) {
+        for (int v = 1; v <= 6; ++v) {
             mdnl_nlist got = {0};
             char what[256];
             snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell variant %d", label,
@@ -408,7 +408,7 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
             MDNL_OK, "%s", mdnl_last_error());
         cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
         expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
-        for (int v = 1; v <= 5; ++v) {
+        for (int v = 1; v <= 6; ++v) {
             char what[64];
             snprintf(what, sizeof what, "200k dense, cell variant %d", v);
             mdnl_cuda_ctx_set_cell_variant(ctx, v);
@@ -440,8 +440,9 @@ Test(nlist_gpu, tile_variant_every_shape_equals_cpu_twin)
 #ifdef MDNL_HAVE_CUDA
     SKIP_WITHOUT_DEVICE();
     /* variant 5 with tile shapes and lanes per atom forced (MDNL_TILE):
-     * tiles that wrap periodic axes, partial tiles at the grid's end, every
-     * group width; a shape too wide for an axis is shrunk to fit */
+     * tiles that wrap periodic axes, partial tiles at the grid's end, both
+     * group widths (4 and 16 map to 8 and 32); a shape too wide for an axis
+     * is shrunk to fit */
     static const char *const shapes[] = {"1,1,1,32", "2,2,2,8", "4,4,1,4", "3,2,5,16", "8,1,3,4", "2,3,1,32"};
     static const box_type boxes[] = {BOX_ORTHO, BOX_TRICLINIC, BOX_TTF, BOX_OPEN};
     static const double rcs[] = {2.5, 3.0, 2.2, 2.5};
@@ -478,14 +479,13 @@ Test(nlist_gpu, tile_variant_every_shape_equals_cpu_twin)
 #endif
 }
 
-Test(nlist_gpu, tile_variant_oversized_regions_chunk_the_count_and_fall_back_in_the_fill)
+Test(nlist_gpu, tile_variant_oversized_regions_fall_back_to_warp_fill)
 {
 #ifdef MDNL_HAVE_CUDA
     SKIP_WITHOUT_DEVICE();
-    /* a tile capacity of 40 candidates: every region of this frame (~23
-     * and ~7 atoms per cell, 27+ cells) is counted in chunks and the fill
-     * goes to variant 3's over the stable cell list; 4000 (rounded down to a
-     * power of two by the fill) takes the tile path whole */
+    /* a tile capacity of 40 candidates: the bound on every region of this
+     * frame (fullest cell x 27 cells, ~23 and ~7 atoms per cell) exceeds it,
+     * so the fill falls back to variant 3's; 4000 takes the tile fill */
     mdnl_cuda_ctx *ctx = new_ctx();
     const int64_t n = 20000;
     const double edge = cbrt((double)n / 0.8442);

@@ -18,9 +18,11 @@
 #include "nlist_cuda.h"
 
 #include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -809,8 +811,11 @@ struct tile_fixed {
     int fs[TILE_MAXSEG];
     unsigned char code[TILE_MAXSEG];
     float4 vtab[27];
-    int ncol, nseg, natoms, total, any_shift;
-    typename cub::BlockScan<int, TILE_T>::TempStorage scan;
+    int ncol, nseg, natoms, total, any_shift, lo, hi;
+    union {
+        typename cub::BlockScan<int, TILE_T>::TempStorage scan;
+        typename cub::BlockReduce<int, TILE_T>::TempStorage reduce;
+    };
 };
 
 /* Lays out block b's region (the whole block calls it). */
@@ -929,7 +934,7 @@ __device__ __forceinline__ float tile_d2(const float4 &pi, const float4 &pj, con
  * sort of K * TILE_T items (blocked: thread t holds ranks t*K ..), then
  * gathers positions and shift codes into rank order. */
 template <int K>
-__device__ __forceinline__ void tile_sort_gather(void *temp, int R, int bits, const float4 *cpos,
+__device__ __forceinline__ void tile_sort_gather(void *temp, int R, int lo, int bits, const float4 *cpos,
                                                  const unsigned char *ccode, float4 *qpos, unsigned char *qcode)
 {
     typedef cub::BlockRadixSort<unsigned, TILE_T, K, unsigned short> Sort;
@@ -938,7 +943,8 @@ __device__ __forceinline__ void tile_sort_gather(void *temp, int R, int bits, co
 #pragma unroll
     for (int q = 0; q < K; ++q) {
         const int f = threadIdx.x * K + q;
-        key[q] = f < R ? (unsigned)__float_as_int(cpos[f].w) : (1u << bits) - 1u; /* padding sorts last */
+        /* index - lo < 2^bits - 1, so the padding sorts last */
+        key[q] = f < R ? (unsigned)(__float_as_int(cpos[f].w) - lo) : (1u << bits) - 1u;
         val[q] = (unsigned short)f;
     }
     Sort(*(typename Sort::TempStorage *)temp).Sort(key, val, 0, bits);
@@ -975,6 +981,7 @@ __device__ __forceinline__ void tile_walk_rows(const tile_fixed &tf, const float
             len = offsets[i + 1] - off;
         }
         int cnt = 0;
+#pragma unroll 2
         for (int base = 0; base < R; base += G) { /* uniform: R is the block's */
             const int c = base + sub;
             bool hit = false;
@@ -1031,16 +1038,34 @@ __global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant
             atomicOr(err, 1);
         return;
     }
+    int lo = INT_MAX, hi = 0;
     for (int f = threadIdx.x; f < R; f += TILE_T) {
         const int s = tile_seg_of(tf, tf.nseg, f);
-        cpos[f] = c.pos[tf.kb[s] + (f - tf.fs[s])];
+        const float4 p = c.pos[tf.kb[s] + (f - tf.fs[s])];
+        cpos[f] = p;
         ccode[f] = tf.code[s];
+        lo = min(lo, __float_as_int(p.w));
+        hi = max(hi, __float_as_int(p.w));
+    }
+    /* only the bits that differ within the region are sorted: fewer radix
+     * passes where nearby atoms have nearby indices */
+    typedef cub::BlockReduce<int, TILE_T> Reduce;
+    lo = Reduce(tf.reduce).Reduce(lo, [](int x, int y) { return min(x, y); });
+    __syncthreads();
+    hi = Reduce(tf.reduce).Reduce(hi, [](int x, int y) { return max(x, y); });
+    if (threadIdx.x == 0) {
+        tf.lo = lo;
+        tf.hi = hi;
     }
     __syncthreads();
+    lo = tf.lo;
+    int kbits = 1;
+    while (kbits < bits && (1u << kbits) <= (unsigned)(tf.hi - lo + 1))
+        ++kbits;
     if (K > 1 && 2 * R <= CAP)
-        tile_sort_gather<(K > 1 ? K / 2 : 1)>(&sort_tmp, R, bits, cpos, ccode, qpos, qcode);
+        tile_sort_gather<(K > 1 ? K / 2 : 1)>(&sort_tmp, R, lo, kbits, cpos, ccode, qpos, qcode);
     else
-        tile_sort_gather<K>(&sort_tmp, R, bits, cpos, ccode, qpos, qcode);
+        tile_sort_gather<K>(&sort_tmp, R, lo, kbits, cpos, ccode, qpos, qcode);
     __syncthreads();
     if (tf.any_shift)
         tile_walk_rows<FULL, true, G>(tf, cpos, qpos, qcode, A, R, g.cutoff2, offsets, j_out, d_out, err);
@@ -1342,11 +1367,12 @@ static bool tile_shape(const mdnl_geom *g, int n, tile_args *ta, int *lanes)
             while (t[k] > 1 && !fits(t))
                 --t[k];
     } else {
-        /* grow z, y, x in turn while the tile holds fewer than ~12 atoms
+        /* grow z, y, x in turn while the tile holds fewer than ~24 atoms
          * (more atoms share the staging and the sort, but a larger region
-         * costs every atom more tests: on lj-1m, 13 atoms per cell, one
-         * cell per tile beat 1x1x2, 1x2x2 and 2x2x2 on an H100) */
-        for (int round = 0; round < 16 && rho * t[0] * t[1] * t[2] < 12.0; ++round) {
+         * costs every atom more tests: on lj-1m, 13 atoms per cell, the
+         * fill took 2.11 ms with 1x1x2 cells per tile, 2.35 with 1x1x1,
+         * 3.82 with 1x2x2 on an H100) */
+        for (int round = 0; round < 16 && rho * t[0] * t[1] * t[2] < 24.0; ++round) {
             const int k = 2 - round % 3;
             int u[3] = {t[0], t[1], t[2]};
             u[k] *= 2;

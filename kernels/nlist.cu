@@ -758,7 +758,7 @@ __global__ __launch_bounds__(WARP_T) void cell_warp_fill_kernel(const __grid_con
  * depends on atomics, which these kernels do not care about. The stable
  * cell list of cells_cuda.cuh (energy, rdf, variants 1-4) is not touched. */
 #define TILE_T 128
-#define TILE_MAXCOL TILE_T /* region columns per tile, one thread each */
+#define TILE_MAXCOL 64 /* region columns per tile, one thread each (<= TILE_T) */
 #define TILE_MAXSEG (TILE_MAXCOL * 5)
 #define TILE_ZERO_CODE 13 /* shift code (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1) of S = 0 */
 
@@ -1014,28 +1014,32 @@ __device__ __forceinline__ void tile_walk_rows(const tile_fixed &tf, const float
  * (K / 2 items per thread when the region fits), then the tile's atoms walk
  * it, G lanes per atom. */
 template <bool FULL, int G, int K>
-__global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                           tile_args ta, int bits,
-                                                           const int64_t *__restrict__ offsets,
-                                                           int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                           int *err)
+__device__ __forceinline__ void tile_fill_one(const mdnl_geom &g, const mdnl_cells_view &c, const tile_args &ta,
+                                              int bits, const int64_t *__restrict__ offsets,
+                                              int32_t *__restrict__ j_out, float *__restrict__ d_out, int *err,
+                                              int *__restrict__ over_n, int *__restrict__ over_list, int second,
+                                              int tile)
 {
     constexpr int CAP = K * TILE_T;
     extern __shared__ float4 tile_dyn[]; /* CAP * (2 * 16 + 2) bytes */
     float4 *cpos = tile_dyn, *qpos = tile_dyn + CAP;
     unsigned char *ccode = (unsigned char *)(tile_dyn + 2 * CAP), *qcode = ccode + CAP;
-    __shared__ tile_fixed tf;
+    __shared__ tile_fixed tf; /* one per kernel: the device function is inlined once */
     typedef cub::BlockRadixSort<unsigned, TILE_T, K, unsigned short> SortK;
     typedef cub::BlockRadixSort<unsigned, TILE_T, (K > 1 ? K / 2 : 1), unsigned short> SortH;
     __shared__ union {
         typename SortK::TempStorage k;
         typename SortH::TempStorage h;
     } sort_tmp;
-    tile_setup(g, c.start, ta, blockIdx.x, tf);
+    tile_setup(g, c.start, ta, tile, tf);
     const int A = tf.natoms, R = tf.total;
-    if (R > CAP) { /* the host's bound excludes it; never write past a row */
-        if (threadIdx.x == 0)
-            atomicOr(err, 1);
+    if (R > CAP) { /* uniform; never write past a row */
+        if (threadIdx.x == 0) {
+            if (second)
+                atomicOr(err, 1); /* the host's bound excludes it */
+            else
+                over_list[atomicAdd(over_n, 1)] = tile;
+        }
         return;
     }
     int lo = INT_MAX, hi = 0;
@@ -1073,6 +1077,23 @@ __global__ __launch_bounds__(TILE_T) void tile_fill_kernel(const __grid_constant
         tile_walk_rows<FULL, false, G>(tf, cpos, qpos, qcode, A, R, g.cutoff2, offsets, j_out, d_out, err);
 }
 
+template <bool FULL, int G, int K>
+__global__ __launch_bounds__(TILE_T, K <= 4 ? 8 : 4) void tile_fill_kernel(
+    const __grid_constant__ mdnl_geom g, mdnl_cells_view c, tile_args ta, int bits, const int64_t *__restrict__ offsets,
+    int32_t *__restrict__ j_out, float *__restrict__ d_out, int *err, int *__restrict__ over_n,
+    int *__restrict__ over_list, int second)
+{
+    /* first launch: tile blockIdx.x, regions beyond CAP are listed for the
+     * second launch (a larger K, few blocks looping over the list) */
+    const int ntiles = second ? *(volatile int *)over_n : 1;
+    for (int it = second ? (int)blockIdx.x : 0; it < ntiles; it += second ? (int)gridDim.x : 1) {
+        if (it > (second ? (int)blockIdx.x : 0))
+            __syncthreads();
+        const int tile = second ? over_list[it] : (int)blockIdx.x;
+        tile_fill_one<FULL, G, K>(g, c, ta, bits, offsets, j_out, d_out, err, over_n, over_list, second, tile);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* The context. */
 
@@ -1094,7 +1115,7 @@ struct mdnl_cuda_ctx {
                          5: tile fill; 6: 2 over the unstable binning */
     int smem_optin;  /* the device's opt-in maximum per block */
     int tile_cap;    /* variant 5: most candidates a tile may sort; 0: TILE_MAX_REGION */
-    mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp; /* variants 5, 6: unstable binning */
+    mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* variants 5, 6: unstable binning */
     mdnl_cells_view view; /* the cell list the variants walk: cells.view or the unstable one */
 };
 
@@ -1144,7 +1165,7 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp};
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -1396,29 +1417,39 @@ static bool tile_shape(const mdnl_geom *g, int n, tile_args *ta, int *lanes)
 }
 
 template <bool FULL, int G, int K>
-static mdnl_status launch_tile_fill_gk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned tiles, tile_args ta, int bits)
+static mdnl_status launch_tile_fill_gk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned blocks, tile_args ta, int bits,
+                                       int second)
 {
     const size_t smem = (size_t)K * TILE_T * (2 * sizeof(float4) + 2);
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(tile_fill_kernel<FULL, G, K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem));
-    tile_fill_kernel<FULL, G, K><<<tiles, TILE_T, smem, ctx->stream>>>(
+    tile_fill_kernel<FULL, G, K><<<blocks, TILE_T, smem, ctx->stream>>>(
         *g, ctx->view, ta, bits, (const int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-        (int *)ctx->flags.ptr);
+        (int *)ctx->flags.ptr, (int *)ctx->flags.ptr + 3, (int *)ctx->tover.ptr, second);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     return MDNL_OK;
 }
 
-template <bool FULL, int G>
-static mdnl_status launch_tile_fill_g(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned tiles, tile_args ta, int bits,
-                                      int bound)
+/* Items per thread of the block sort for `region` candidates. */
+static int tile_items(long long region)
 {
-    if (bound <= 2 * TILE_T)
-        return launch_tile_fill_gk<FULL, G, 2>(ctx, g, tiles, ta, bits);
-    if (bound <= 4 * TILE_T)
-        return launch_tile_fill_gk<FULL, G, 4>(ctx, g, tiles, ta, bits);
-    if (bound <= 8 * TILE_T)
-        return launch_tile_fill_gk<FULL, G, 8>(ctx, g, tiles, ta, bits);
-    return launch_tile_fill_gk<FULL, G, 16>(ctx, g, tiles, ta, bits);
+    return region <= 2 * TILE_T ? 2 : region <= 4 * TILE_T ? 4 : region <= 8 * TILE_T ? 8 : 16;
+}
+
+template <bool FULL, int G>
+static mdnl_status launch_tile_fill_g(mdnl_cuda_ctx *ctx, const mdnl_geom *g, unsigned blocks, tile_args ta, int bits,
+                                      int K, int second)
+{
+    switch (K) {
+    case 2:
+        return launch_tile_fill_gk<FULL, G, 2>(ctx, g, blocks, ta, bits, second);
+    case 4:
+        return launch_tile_fill_gk<FULL, G, 4>(ctx, g, blocks, ta, bits, second);
+    case 8:
+        return launch_tile_fill_gk<FULL, G, 8>(ctx, g, blocks, ta, bits, second);
+    default:
+        return launch_tile_fill_gk<FULL, G, 16>(ctx, g, blocks, ta, bits, second);
+    }
 }
 
 #define TILE_MAX_REGION (16 * TILE_T)
@@ -1500,8 +1531,28 @@ static mdnl_status build_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         while (bits < 31 && (1u << bits) <= (unsigned)n)
             ++bits;
         const unsigned tiles = (unsigned)((long long)ta.nt[0] * ta.nt[1] * ta.nt[2]);
-        st = G == 32 ? launch_tile_fill_g<FULL, 32>(ctx, g, tiles, ta, bits, (int)bound)
-                     : launch_tile_fill_g<FULL, 8>(ctx, g, tiles, ta, bits, (int)bound);
+        /* The first launch sizes shared memory for the typical region (the
+         * mean plus 5%), which keeps 8 blocks per multiprocessor; the few
+         * larger regions are listed and done by a second launch sized for
+         * the bound. */
+        double mean = (double)n / (double)g->ncells;
+        for (int k = 0; k < 3; ++k) {
+            const int w = ta.t[k] + 2 * g->stencil[k];
+            mean *= w < g->ncell[k] ? w : g->ncell[k];
+        }
+        const int k_over = tile_items(bound);
+        int k_main = tile_items((long long)(1.05 * mean) + 1);
+        if (k_main > k_over)
+            k_main = k_over;
+        if ((st = mdnl_dbuf_reserve(&ctx->tover, (size_t)tiles * sizeof(int), "tile list")) != MDNL_OK)
+            return st;
+        st = G == 32 ? launch_tile_fill_g<FULL, 32>(ctx, g, tiles, ta, bits, k_main, 0)
+                     : launch_tile_fill_g<FULL, 8>(ctx, g, tiles, ta, bits, k_main, 0);
+        if (st == MDNL_OK && k_over > k_main) {
+            const unsigned few = tiles < 528 ? tiles : 528;
+            st = G == 32 ? launch_tile_fill_g<FULL, 32>(ctx, g, few, ta, bits, k_over, 1)
+                         : launch_tile_fill_g<FULL, 8>(ctx, g, few, ta, bits, k_over, 1);
+        }
         if (st != MDNL_OK)
             return st;
     } else if ((2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1) <= 32) {

@@ -1388,12 +1388,12 @@ static bool tile_shape(const mdnl_geom *g, int n, tile_args *ta, int *lanes)
             while (t[k] > 1 && !fits(t))
                 --t[k];
     } else {
-        /* grow z, y, x in turn while the tile holds fewer than ~24 atoms
+        /* grow z, y, x in turn while the tile holds fewer than ~12 atoms
          * (more atoms share the staging and the sort, but a larger region
-         * costs every atom more tests: on lj-1m, 13 atoms per cell, the
-         * fill took 2.11 ms with 1x1x2 cells per tile, 2.35 with 1x1x1,
-         * 3.82 with 1x2x2 on an H100) */
-        for (int round = 0; round < 16 && rho * t[0] * t[1] * t[2] < 24.0; ++round) {
+         * costs every atom more tests and more shared memory: on lj-1m, 13
+         * atoms per cell, the fill took 1.61 ms with one cell per tile and
+         * 1.85 with 1x1x2 on an H100, tools/bench/RESULTS.md) */
+        for (int round = 0; round < 16 && rho * t[0] * t[1] * t[2] < 12.0; ++round) {
             const int k = 2 - round % 3;
             int u[3] = {t[0], t[1], t[2]};
             u[k] *= 2;

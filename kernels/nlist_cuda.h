@@ -17,14 +17,26 @@
  *                   stage[k * N + i] so that a warp's writes coalesce, with a
  *                   capacity that grows and retries on overflow; then
  *                   compacted into CSR and sorted.
- *   cell            the device cell list of cells_cuda.cuh. Variant 2 (the
- *                   default for sparse rows): one traversal that stages rows transposed
+ *   cell            the device cell list of cells_cuda.cuh. Variant 5 (the
+ *                   default for dense rows, where a tile of cells can hold
+ *                   each cell of its stencil once): an atomic counting-sort
+ *                   binning, a thread-per-atom count pass, scan, and a tile
+ *                   fill: a block per tile of cells stages the tile's
+ *                   stencil region in shared memory, sorts it once by
+ *                   original index (CUB block radix sort), and its atoms walk
+ *                   the sorted candidates writing hits straight into their
+ *                   rows, already in order. Variant 6 (the default for sparse
+ *                   rows): variant 2 over the same counting-sort binning.
+ *                   Variant 2: one traversal that stages rows transposed
  *                   (capacity grows and retries, as brute-noatomic), scan,
  *                   then compaction: each row sorted in shared memory and
  *                   written warp-cooperatively. Variant 3 (the default for
- *                   dense rows): count traversal (thread per atom), scan,
- *                   and a warp-per-atom fill that sorts each row in
- *                   registers. Variants 1 and 4 are kept as baselines.
+ *                   dense rows when tiles are ruled out): count traversal
+ *                   (thread per atom), scan, and a warp-per-atom fill that
+ *                   sorts each row in registers. Variants 1-4 use the stable
+ *                   cell list (within a cell, ascending index) and are kept
+ *                   as baselines; no variant's output depends on the order
+ *                   within a cell, since every row is sorted.
  *   auto            cell, except brute-noatomic for tiny frames.
  */
 #ifndef MDNL_NLIST_CUDA_H
@@ -106,18 +118,29 @@ double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
 void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
 
-/* Cell-list variant: 0 = by density (default: 2 below ~100 candidates per
- * atom, else 3), 1 = count pass + fused fill, 2 = staged single traversal,
+/* Cell-list variant: 0 = by density (default: 6 below ~100 candidates per
+ * atom, else 5), 1 = count pass + fused fill, 2 = staged single traversal,
  * 3 = thread-per-atom count pass + warp-per-atom fill (rows compacted by
  * ballot into a per-warp buffer, bitonic-sorted in registers, written
- * coalesced), 4 = warp-per-atom count and fill. 3 and 4 fall back to 1 when
- * the stencil has more than 32 (cell, shift) columns. */
+ * coalesced), 4 = warp-per-atom count and fill, 5 = tile fill (sorted
+ * candidates per tile of cells), 6 = 2 over the counting-sort binning.
+ * 3 and 4 fall back to 1 when the stencil has more than 32 (cell, shift)
+ * columns; 5 falls back to 3 when a periodic axis has fewer than
+ * 2 stencil + 1 cells (a tile would meet a cell twice, through two images)
+ * or the stencil has more than 64 columns, and its fill to 3's when a
+ * region may exceed 2048 candidates (or the tile capacity below). */
 void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *ctx, int variant);
 
 /* Rows whose fill block did not fit in shared memory are written and
  * sorted in global memory instead (slower, same bytes). Tests set the
  * budget to 0 to force that path; -1 restores the default. */
 void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *ctx, int bytes);
+
+/* Cell variant 5: the most candidates one tile may stage (count pass: larger
+ * regions are counted in chunks; fill: a larger region sends the whole fill
+ * to variant 3's, or 1's, over the stable cell list). Tests set a small
+ * value to force both paths; 0 restores the default (shared memory). */
+void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *ctx, int candidates);
 
 MDNL_END_C
 

@@ -9,6 +9,7 @@
  * offsets, j and d. Skips when no device is present; CUDA is touched only in
  * test bodies (Criterion forks per test).
  */
+#define _POSIX_C_SOURCE 200112L /* setenv */
 #include "device.h"
 #include "nlist.h"
 
@@ -169,7 +170,7 @@ static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl
             mdnl_nlist_free(&got);
         }
         /* every cell variant forced (the default picks one by density) */
-        for (int v = 1; v <= 4; ++v) {
+        for (int v = 1; v <= 6; ++v) {
             mdnl_nlist got = {0};
             char what[256];
             snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell variant %d", label,
@@ -407,7 +408,7 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
             MDNL_OK, "%s", mdnl_last_error());
         cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
         expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
-        for (int v = 1; v <= 4; ++v) {
+        for (int v = 1; v <= 6; ++v) {
             char what[64];
             snprintf(what, sizeof what, "200k dense, cell variant %d", v);
             mdnl_cuda_ctx_set_cell_variant(ctx, v);
@@ -427,6 +428,95 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
         mdnl_nlist_free(&got);
     }
     free(p.pos4);
+    mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, tile_variant_every_shape_equals_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    /* variant 5 with tile shapes and lanes per atom forced (MDNL_TILE):
+     * tiles that wrap periodic axes, partial tiles at the grid's end, both
+     * group widths (4 and 16 map to 8 and 32); a shape too wide for an axis
+     * is shrunk to fit */
+    static const char *const shapes[] = {"1,1,1,32", "2,2,2,8", "4,4,1,4", "3,2,5,16", "8,1,3,4", "2,3,1,32"};
+    static const box_type boxes[] = {BOX_ORTHO, BOX_TRICLINIC, BOX_TTF, BOX_OPEN};
+    static const double rcs[] = {2.5, 3.0, 2.2, 2.5};
+    mdnl_cuda_ctx *ctx = new_ctx();
+    for (unsigned sh = 0; sh < sizeof shapes / sizeof *shapes; ++sh)
+        for (int b = 0; b < 4; ++b) {
+            cr_assert_eq(setenv("MDNL_TILE", shapes[sh], 1), 0);
+            mdnl_frame f;
+            random_frame(&f, 2000, boxes[b], 15.0, 31 + sh * 4 + (uint64_t)b);
+            prepared p = prepare(&f, rcs[b]);
+            for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+                mdnl_nlist want = {0}, got = {0};
+                char what[160];
+                snprintf(what, sizeof what, "%s box, tile %s, %s list", box_names[boxes[b]], shapes[sh],
+                         kind == MDNL_LIST_FULL ? "full" : "half");
+                cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_BRUTE_NOATOMIC,
+                                                  (mdnl_list_kind)kind, &want),
+                             MDNL_OK);
+                mdnl_cuda_ctx_set_cell_variant(ctx, 5);
+                cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                                   (mdnl_list_kind)kind, &got),
+                             MDNL_OK, "%s: %s", what, mdnl_last_error());
+                expect_same_list(&want, &got, what);
+                mdnl_nlist_free(&want);
+                mdnl_nlist_free(&got);
+            }
+            free(p.pos4);
+            mdnl_frame_free(&f);
+        }
+    unsetenv("MDNL_TILE");
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+Test(nlist_gpu, tile_variant_oversized_regions_fall_back_to_warp_fill)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    /* a tile capacity of 40 candidates: the bound on every region of this
+     * frame (fullest cell x 27 cells, ~23 and ~7 atoms per cell) exceeds it,
+     * so the fill falls back to variant 3's; 4000 takes the tile fill */
+    mdnl_cuda_ctx *ctx = new_ctx();
+    const int64_t n = 20000;
+    const double edge = cbrt((double)n / 0.8442);
+    mdnl_frame f;
+    random_frame(&f, n, BOX_ORTHO, edge, 777);
+    f.box.h[1][1] = f.box.h[2][2] = edge;
+    const double rcs[] = {3.0, 2.0};
+    for (int c = 0; c < 2; ++c) {
+        prepared p = prepare(&f, rcs[c]);
+        for (int cap = 40; cap <= 4096; cap *= 100) {
+            mdnl_cuda_ctx_set_tile_capacity(ctx, cap);
+            for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+                mdnl_nlist want = {0}, got = {0};
+                char what[128];
+                snprintf(what, sizeof what, "tile capacity %d, cutoff %g, %s list", cap, rcs[c],
+                         kind == MDNL_LIST_FULL ? "full" : "half");
+                cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                                  (mdnl_list_kind)kind, &want),
+                             MDNL_OK);
+                mdnl_cuda_ctx_set_cell_variant(ctx, 5);
+                cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                                   (mdnl_list_kind)kind, &got),
+                             MDNL_OK, "%s: %s", what, mdnl_last_error());
+                expect_same_list(&want, &got, what);
+                mdnl_nlist_free(&want);
+                mdnl_nlist_free(&got);
+            }
+        }
+        mdnl_cuda_ctx_set_tile_capacity(ctx, 0);
+        free(p.pos4);
+    }
     mdnl_frame_free(&f);
     mdnl_cuda_ctx_free(ctx);
 #else

@@ -63,6 +63,8 @@ typedef enum mdnl_hist_traversal {
     MDNL_HIST_TRAV_CELLS_HALF = 2,
     MDNL_HIST_TRAV_ALLPAIRS = 3,
     MDNL_HIST_TRAV_CELLS_HALF_FINE = 4,
+    MDNL_HIST_TRAV_CELLS_PRUNE2 = 5,
+    MDNL_HIST_TRAV_CELLS_PRUNE3 = 6,
 } mdnl_hist_traversal;
 
 #define MDNL_HIST_MAX_PASSES 8

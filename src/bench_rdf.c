@@ -71,8 +71,9 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
         if ((st = mdnl_hist_cuda_create(&ctx)) != MDNL_OK)
             goto done;
         int n = 0;
-        const int travs[3] = {MDNL_HIST_TRAV_CELLS_FULL, MDNL_HIST_TRAV_CELLS_HALF, MDNL_HIST_TRAV_CELLS_HALF_FINE};
-        for (int ti = 0; ti < 3 && st == MDNL_OK; ++ti)
+        const int travs[5] = {MDNL_HIST_TRAV_CELLS_FULL, MDNL_HIST_TRAV_CELLS_HALF, MDNL_HIST_TRAV_CELLS_HALF_FINE,
+                              MDNL_HIST_TRAV_CELLS_PRUNE2, MDNL_HIST_TRAV_CELLS_PRUNE3};
+        for (int ti = 0; ti < 5 && st == MDNL_OK; ++ti)
             for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_AGG && st == MDNL_OK; ++v) {
                 mdnl_hist_cuda_timing t;
                 if ((st = mdnl_hist_cuda_bench(ctx, &g, (const float(*)[4])pos4, NULL, &spec, v, travs[ti], 7, gpu,
@@ -86,7 +87,7 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
                             t.hist_ms, t.hist_min_ms, t.cells_ms, t.upload_ms, pairs / (t.hist_ms * 1e-3),
                             match ? "true" : "false");
                 else
-                    fprintf(out, "  gpu %-10s %-10s  %8.3f ms (min %.3f)  %.3g pairs/s  [cells %.3f ms, upload %.3f ms]%s\n",
+                    fprintf(out, "  gpu %-12s %-10s  %8.3f ms (min %.3f)  %.3g pairs/s  [cells %.3f ms, upload %.3f ms]%s\n",
                             mdnl_hist_traversal_name(t.traversal), mdnl_hist_variant_name(t.variant), t.hist_ms,
                             t.hist_min_ms, pairs / (t.hist_ms * 1e-3), t.cells_ms, t.upload_ms,
                             match ? "" : "  COUNTS DIFFER FROM CPU");

@@ -41,7 +41,7 @@ static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const 
     mdnl_hist_cuda *ctx = NULL;
     cr_assert_eq(mdnl_hist_cuda_create(&ctx), MDNL_OK, "%s", mdnl_last_error());
     for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_AGG; ++v)
-        for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_HALF_FINE; ++t) {
+        for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_PRUNE3; ++t) {
             if (t == MDNL_HIST_TRAV_ALLPAIRS && f->natoms > 20000)
                 continue;
             memset(gpu, 0xff, ns * sizeof *gpu);
@@ -136,6 +136,45 @@ Test(rdf_gpu, open_cluster_allpairs_and_cells_equal_cpu_twin)
     all_variants_equal_cpu("open all pairs", &f, &tot);
     all_variants_equal_cpu("open partials", &f, &par);
     mdnl_frame_free(&f);
+#endif
+}
+
+/* A simple cubic lattice of spacing 0.5 on dyadic positions: every squared
+ * distance is exact, many pairs sit exactly on bin edges (r = 0.5, 1.0 with
+ * bins of 0.25) and exactly at r_max (d2 = 2.25 = cutoff2, excluded), and
+ * atoms sit on planes at and near the pruned cells' edges: the threshold
+ * table and the per-atom pruning of the CELLS_PRUNE traversals must still
+ * give the twin's counts, periodic and open. */
+Test(rdf_gpu, cubic_lattice_bin_edges_and_cutoff_pairs_equal_cpu_twin)
+{
+    NEED_GPU();
+#ifdef MDNL_HAVE_CUDA
+    const int m = 20;
+    for (int open = 0; open < 2; ++open) {
+        mdnl_frame f;
+        memset(&f, 0, sizeof f);
+        cr_assert_eq(mdnl_frame_reserve(&f, (int64_t)m * m * m), MDNL_OK);
+        f.natoms = (int64_t)m * m * m;
+        f.nspecies = 1;
+        strcpy(f.symbols[0], "A");
+        int64_t i = 0;
+        for (int x = 0; x < m; ++x)
+            for (int y = 0; y < m; ++y)
+                for (int z = 0; z < m; ++z, ++i) {
+                    f.pos[i][0] = 0.5 * x, f.pos[i][1] = 0.5 * y, f.pos[i][2] = 0.5 * z;
+                    f.species[i] = 0;
+                }
+        if (!open) {
+            f.box.has_lattice = true;
+            f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 0.5 * m;
+            f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+        }
+        mdnl_hist_spec edges = {1.5, 6, 0, NULL};
+        mdnl_hist_spec wide = {2.0, 8, 0, NULL};
+        all_variants_equal_cpu(open ? "open cubic r 1.5" : "cubic r 1.5", &f, &edges);
+        all_variants_equal_cpu(open ? "open cubic r 2.0" : "cubic r 2.0", &f, &wide);
+        mdnl_frame_free(&f);
+    }
 #endif
 }
 

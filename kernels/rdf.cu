@@ -138,6 +138,27 @@ template <> struct Acc<MDNL_HIST_SHARED_AGG> {
     }
 };
 
+/* Warp-aggregated: the lanes of a warp that reach add() together and share a
+ * slot are found with __match_any_sync; the lowest of them adds the group's
+ * summed weight with one shared atomic (the wrap carry as in SHARED). A
+ * lattice's pairs crowd into a few shells, so a warp's hits often share a
+ * bin and serialize on it; aggregation turns k same-address atomics into 1. */
+template <> struct Acc<MDNL_HIST_SHARED_WARP> {
+    unsigned *sh;
+    unsigned long long *gh;
+    int lo, n;
+    __device__ void init(const HistArgs &a, unsigned *s) { sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n; }
+    __device__ __forceinline__ void add(int slot, unsigned w)
+    {
+        const unsigned active = __activemask();
+        const unsigned peers = __match_any_sync(active, slot);
+        const unsigned sum = __reduce_add_sync(peers, w);
+        if ((threadIdx.x & 31) == __ffs(peers) - 1 && (unsigned)(slot - lo) < (unsigned)n)
+            shared_add(sh, gh, lo, slot, sum);
+    }
+    __device__ void finish() {}
+};
+
 /* Positive image shift: the half list keeps a self image once per ±S. */
 __device__ __forceinline__ bool shift_positive(int s0, int s1, int s2)
 {
@@ -261,10 +282,16 @@ __device__ __forceinline__ int table_bin(const float *thr, float d2, float inv_w
     const float q = d2 * inv_w2;
     int b = __float2int_rz(q * rsqrtf(fmaxf(q, 1e-30f)));
     b = b < 0 ? 0 : (b > bins - 1 ? bins - 1 : b);
-    while (d2 < thr[b])
-        --b;
-    while (d2 >= thr[b + 1])
-        ++b;
+    const float lo = thr[b], hi = thr[b + 1]; /* both loads in flight at once */
+    if (d2 < lo) {
+        do
+            --b;
+        while (d2 < thr[b]);
+    } else if (d2 >= hi) {
+        do
+            ++b;
+        while (d2 >= thr[b + 1]);
+    }
     return b;
 }
 
@@ -380,7 +407,7 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
                     kb = kb > kmin ? kb : kmin;
 #pragma unroll 4
                     for (int k = kb; k < ke; ++k) {
-                        const float4 pj = c.pos[k];
+                        const float4 pj = __ldg(c.pos + k);
                         const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                         if (d2 < g.cutoff2) {
                             const int b = table_bin(thr, d2, a.inv_w2, a.bins);
@@ -589,6 +616,7 @@ extern "C" const char *mdnl_hist_variant_name(int v)
     case MDNL_HIST_GLOBAL: return "global";
     case MDNL_HIST_SHARED: return "shared";
     case MDNL_HIST_SHARED_AGG: return "shared-agg";
+    case MDNL_HIST_SHARED_WARP: return "shared-warp";
     default: return "auto";
     }
 }
@@ -722,7 +750,7 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
                           (long long)g->natoms, INT32_MAX / 2);
     if (spec->npairs > 0 && !species && g->natoms > 0)
         return mdnl_error(MDNL_ERR_INTERNAL, "histogram: partials need the species array");
-    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_AGG || *trav < MDNL_HIST_TRAV_AUTO ||
+    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_WARP || *trav < MDNL_HIST_TRAV_AUTO ||
         *trav > MDNL_HIST_TRAV_CELLS_PRUNE3)
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
@@ -809,9 +837,15 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
         a.slot_lo = lo;
         a.slot_n = std::min(cap, nslots - lo);
         ++*passes;
-        st = *variant == MDNL_HIST_SHARED
-                 ? launch_variant<MDNL_HIST_SHARED>(trav, partial, c->grid, c->cells.view, pos, a, c->prune, c->sms, c->stream)
-                 : launch_variant<MDNL_HIST_SHARED_AGG>(trav, partial, c->grid, c->cells.view, pos, a, c->prune, c->sms, c->stream);
+        if (*variant == MDNL_HIST_SHARED)
+            st = launch_variant<MDNL_HIST_SHARED>(trav, partial, c->grid, c->cells.view, pos, a, c->prune, c->sms,
+                                                  c->stream);
+        else if (*variant == MDNL_HIST_SHARED_AGG)
+            st = launch_variant<MDNL_HIST_SHARED_AGG>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
+                                                      c->sms, c->stream);
+        else
+            st = launch_variant<MDNL_HIST_SHARED_WARP>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
+                                                       c->sms, c->stream);
     }
     return st;
 }

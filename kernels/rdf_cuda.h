@@ -55,6 +55,7 @@ typedef enum mdnl_hist_variant {
     MDNL_HIST_GLOBAL = 1,
     MDNL_HIST_SHARED = 2,
     MDNL_HIST_SHARED_AGG = 3,
+    MDNL_HIST_SHARED_WARP = 4,
 } mdnl_hist_variant;
 
 typedef enum mdnl_hist_traversal {

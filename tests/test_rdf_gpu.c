@@ -40,7 +40,7 @@ static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const 
     cr_assert(total > 0 || f->natoms < 2, "%s: no pairs at all", what);
     mdnl_hist_cuda *ctx = NULL;
     cr_assert_eq(mdnl_hist_cuda_create(&ctx), MDNL_OK, "%s", mdnl_last_error());
-    for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_AGG; ++v)
+    for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_WARP; ++v)
         for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_PRUNE3; ++t) {
             if (t == MDNL_HIST_TRAV_ALLPAIRS && f->natoms > 20000)
                 continue;

@@ -62,6 +62,7 @@ struct HistArgs {
     const float *thr;    /* [bins + 1] bin thresholds (hist_thresholds), prune kernel only */
     int thr_shared;      /* 1: the prune kernel stages thr in shared memory after the histogram */
     float inv_w2;        /* 1 / width^2: the first guess of a bin from d2 */
+    unsigned budget;     /* SHARED_CAP: weight a thread may add to shared bins */
 };
 
 /* What the prune kernel needs beyond the grid: whether per-atom pruning is
@@ -155,6 +156,36 @@ template <> struct Acc<MDNL_HIST_SHARED_WARP> {
         const unsigned sum = __reduce_add_sync(peers, w);
         if ((threadIdx.x & 31) == __ffs(peers) - 1 && (unsigned)(slot - lo) < (unsigned)n)
             shared_add(sh, gh, lo, slot, sum);
+    }
+    __device__ void finish() {}
+};
+
+/* SHARED with the wrap ruled out instead of detected: each thread adds at
+ * most a.budget = (2^32 - 1) / blockDim of weight to the shared bins, so no
+ * 32-bit bin of the block can pass 2^32 - 1; beyond its budget a thread adds
+ * to the global 64-bit bins directly (exact, slow, reached only by a thread
+ * with ~2^24 pair weights). The atomic's old value is never used, so the
+ * warp does not wait for it. */
+template <> struct Acc<MDNL_HIST_SHARED_CAP> {
+    unsigned *sh;
+    unsigned long long *gh;
+    int lo, n;
+    unsigned left;
+    __device__ void init(const HistArgs &a, unsigned *s)
+    {
+        sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n;
+        left = a.budget;
+    }
+    __device__ __forceinline__ void add(int slot, unsigned w)
+    {
+        if ((unsigned)(slot - lo) >= (unsigned)n)
+            return;
+        if (w <= left) {
+            left -= w;
+            atomicAdd(sh + (slot - lo), w);
+        } else {
+            atomicAdd(gh + slot, (unsigned long long)w);
+        }
     }
     __device__ void finish() {}
 };
@@ -308,6 +339,42 @@ __device__ __forceinline__ float cell_gap(int d, int c, float t, float cw, float
     return gap > 0.0f ? gap : 0.0f;
 }
 
+/* The candidates [kb, ke) of one column range of hist_prune_kernel. With a
+ * zero shift, v is +-0 and (xj - xi) + v == xj - xi exactly (up to the sign
+ * of a zero, which squaring drops), so the three additions are skipped: d2
+ * is mdnl_pair_d2's, bit for bit. */
+template <bool ZERO, int PARTIAL, class A>
+__device__ __forceinline__ void prune_walk(A &acc, const HistArgs &a, const float *thr, float cutoff2,
+                                           const float4 *__restrict__ pos, int kb, int ke, float4 pi,
+                                           const float v[3], int si)
+{
+#pragma unroll 4
+    for (int k = kb; k < ke; ++k) {
+        const float4 pj = __ldg(pos + k);
+        float dx = __fsub_rn(pj.x, pi.x), dy = __fsub_rn(pj.y, pi.y), dz = __fsub_rn(pj.z, pi.z);
+        if (!ZERO) {
+            dx = __fadd_rn(dx, v[0]);
+            dy = __fadd_rn(dy, v[1]);
+            dz = __fadd_rn(dz, v[2]);
+        }
+        const float d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+        if (d2 < cutoff2) {
+            const int b = table_bin(thr, d2, a.inv_w2, a.bins);
+            if (!PARTIAL) {
+                acc.add(b, 2u);
+            } else {
+                const int sj = __ldg(a.species + __float_as_int(pj.w));
+                for (int p = 0; p < a.npairs; ++p) {
+                    const int2 ab = a.pairs[p];
+                    const unsigned w = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
+                    if (w)
+                        acc.add(p * a.bins + b, w);
+                }
+            }
+        }
+    }
+}
+
 /* CELLS_PRUNE: thread per sorted slot `is` (grid-stride) on the refined grid
  * (cells of about r_max / k, stencil k times wider), half traversal (k > is,
  * or k == is with a positive shift; weight 2). Three cuts against
@@ -405,25 +472,10 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
                     const int ke = c.start[row + zend - s2 * n2 + 1];
                     const int kmin = shift_positive(s0, s1, s2) ? is : is + 1;
                     kb = kb > kmin ? kb : kmin;
-#pragma unroll 4
-                    for (int k = kb; k < ke; ++k) {
-                        const float4 pj = __ldg(c.pos + k);
-                        const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
-                        if (d2 < g.cutoff2) {
-                            const int b = table_bin(thr, d2, a.inv_w2, a.bins);
-                            if (!PARTIAL) {
-                                acc.add(b, 2u);
-                            } else {
-                                const int sj = __ldg(a.species + __float_as_int(pj.w));
-                                for (int p = 0; p < a.npairs; ++p) {
-                                    const int2 ab = a.pairs[p];
-                                    const unsigned w = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
-                                    if (w)
-                                        acc.add(p * a.bins + b, w);
-                                }
-                            }
-                        }
-                    }
+                    if (s0 == 0 && s1 == 0 && s2 == 0)
+                        prune_walk<true, PARTIAL>(acc, a, thr, g.cutoff2, c.pos, kb, ke, pi, v, si);
+                    else
+                        prune_walk<false, PARTIAL>(acc, a, thr, g.cutoff2, c.pos, kb, ke, pi, v, si);
                     z = zend + 1;
                 }
             }
@@ -570,6 +622,7 @@ struct mdnl_hist_cuda {
     mdnl_dbuf thr;   /* device threshold table [bins + 1] of thr_key */
     std::vector<float> thr_host;
     float thr_key[3]; /* width, cutoff2, bins of the table on the device */
+    unsigned budget_override; /* tests: a smaller SHARED_CAP budget (0: none) */
 };
 
 extern "C" mdnl_status mdnl_hist_cuda_create(mdnl_hist_cuda **out)
@@ -610,6 +663,8 @@ extern "C" void mdnl_hist_cuda_free(mdnl_hist_cuda *c)
     delete c;
 }
 
+extern "C" void mdnl_hist_cuda_set_budget(mdnl_hist_cuda *c, unsigned per_thread) { c->budget_override = per_thread; }
+
 extern "C" const char *mdnl_hist_variant_name(int v)
 {
     switch (v) {
@@ -617,6 +672,7 @@ extern "C" const char *mdnl_hist_variant_name(int v)
     case MDNL_HIST_SHARED: return "shared";
     case MDNL_HIST_SHARED_AGG: return "shared-agg";
     case MDNL_HIST_SHARED_WARP: return "shared-warp";
+    case MDNL_HIST_SHARED_CAP: return "shared-cap";
     default: return "auto";
     }
 }
@@ -750,7 +806,7 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
                           (long long)g->natoms, INT32_MAX / 2);
     if (spec->npairs > 0 && !species && g->natoms > 0)
         return mdnl_error(MDNL_ERR_INTERNAL, "histogram: partials need the species array");
-    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_WARP || *trav < MDNL_HIST_TRAV_AUTO ||
+    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_CAP || *trav < MDNL_HIST_TRAV_AUTO ||
         *trav > MDNL_HIST_TRAV_CELLS_PRUNE3)
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
@@ -825,6 +881,10 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
     a.thr = (const float *)c->thr.ptr;
     a.thr_shared = spec->bins + 1 <= 2048; /* with a 40 KB histogram still within 48 KB */
     a.inv_w2 = (float)(1.0 / ((double)a.width * (double)a.width));
+    static_assert(kBlock == kTile, "one SHARED_CAP budget for every kernel");
+    a.budget = 0xFFFFFFFFu / (unsigned)kBlock;
+    if (c->budget_override > 0 && c->budget_override < a.budget)
+        a.budget = c->budget_override;
     const bool partial = spec->npairs > 0;
     const float4 *pos = (const float4 *)c->pos.ptr;
     mdnl_status st = MDNL_OK;
@@ -843,9 +903,12 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
         else if (*variant == MDNL_HIST_SHARED_AGG)
             st = launch_variant<MDNL_HIST_SHARED_AGG>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
                                                       c->sms, c->stream);
-        else
+        else if (*variant == MDNL_HIST_SHARED_WARP)
             st = launch_variant<MDNL_HIST_SHARED_WARP>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
                                                        c->sms, c->stream);
+        else
+            st = launch_variant<MDNL_HIST_SHARED_CAP>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
+                                                      c->sms, c->stream);
     }
     return st;
 }

@@ -56,6 +56,7 @@ typedef enum mdnl_hist_variant {
     MDNL_HIST_SHARED = 2,
     MDNL_HIST_SHARED_AGG = 3,
     MDNL_HIST_SHARED_WARP = 4,
+    MDNL_HIST_SHARED_CAP = 5,
 } mdnl_hist_variant;
 
 typedef enum mdnl_hist_traversal {
@@ -103,6 +104,11 @@ mdnl_status mdnl_hist_cuda_bench(mdnl_hist_cuda *ctx, const mdnl_geom *g, const 
                                  int repeats, uint64_t *counts, mdnl_hist_cuda_timing *timing);
 
 const char *mdnl_hist_variant_name(int variant);
+
+/* Tests only: caps the weight a thread of MDNL_HIST_SHARED_CAP adds to the
+ * shared bins (0 restores the default, (2^32 - 1) / block size), so that the
+ * global fallback beyond the budget runs. */
+void mdnl_hist_cuda_set_budget(mdnl_hist_cuda *ctx, unsigned per_thread);
 const char *mdnl_hist_traversal_name(int traversal);
 
 MDNL_END_C

@@ -74,7 +74,7 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
         const int travs[5] = {MDNL_HIST_TRAV_CELLS_FULL, MDNL_HIST_TRAV_CELLS_HALF, MDNL_HIST_TRAV_CELLS_HALF_FINE,
                               MDNL_HIST_TRAV_CELLS_PRUNE2, MDNL_HIST_TRAV_CELLS_PRUNE3};
         for (int ti = 0; ti < 5 && st == MDNL_OK; ++ti)
-            for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_WARP && st == MDNL_OK; ++v) {
+            for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_CAP && st == MDNL_OK; ++v) {
                 mdnl_hist_cuda_timing t;
                 if ((st = mdnl_hist_cuda_bench(ctx, &g, (const float(*)[4])pos4, NULL, &spec, v, travs[ti], 7, gpu,
                                                &t)) != MDNL_OK)

@@ -24,8 +24,9 @@
     } while (0)
 
 #ifdef MDNL_HAVE_CUDA
-/* Compares every variant and traversal with the CPU twin on one frame. */
-static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec)
+/* Compares every variant and traversal with the CPU twin on one frame;
+ * budget > 0 caps the SHARED_CAP per-thread budget (mdnl_hist_cuda_set_budget). */
+static void variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec, unsigned budget)
 {
     mdnl_geom g;
     float(*pos4)[4];
@@ -40,7 +41,8 @@ static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const 
     cr_assert(total > 0 || f->natoms < 2, "%s: no pairs at all", what);
     mdnl_hist_cuda *ctx = NULL;
     cr_assert_eq(mdnl_hist_cuda_create(&ctx), MDNL_OK, "%s", mdnl_last_error());
-    for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_WARP; ++v)
+    mdnl_hist_cuda_set_budget(ctx, budget);
+    for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_CAP; ++v)
         for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_PRUNE3; ++t) {
             if (t == MDNL_HIST_TRAV_ALLPAIRS && f->natoms > 20000)
                 continue;
@@ -58,6 +60,11 @@ static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const 
         }
     mdnl_hist_cuda_free(ctx);
     free(cpu), free(gpu), free(pos4);
+}
+
+static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec)
+{
+    variants_equal_cpu(what, f, spec, 0);
 }
 #endif
 
@@ -175,6 +182,26 @@ Test(rdf_gpu, cubic_lattice_bin_edges_and_cutoff_pairs_equal_cpu_twin)
         all_variants_equal_cpu(open ? "open cubic r 2.0" : "cubic r 2.0", &f, &wide);
         mdnl_frame_free(&f);
     }
+#endif
+}
+
+/* SHARED_CAP with a per-thread budget of 7 (weights are 1 or 2): every
+ * thread soon spends it, part of a weight-2 add never fits, and the rest of
+ * its pairs go to the global bins; the counts must not change. */
+Test(rdf_gpu, shared_cap_beyond_its_budget_equals_cpu_twin)
+{
+    NEED_GPU();
+#ifdef MDNL_HAVE_CUDA
+    const int32_t pairs[3][2] = {{0, 0}, {0, 1}, {1, 1}};
+    mdnl_frame f;
+    rdf_graphene(&f, 40, 24, 1.42);
+    mdnl_hist_spec spec = {6.0, 500, 0, NULL};
+    variants_equal_cpu("graphene, budget 7", &f, &spec, 7);
+    mdnl_frame_free(&f);
+    rdf_random(&f, 3000, 0, 14.0, 0);
+    mdnl_hist_spec par = {3.5, 200, 3, pairs};
+    variants_equal_cpu("random partials, budget 7", &f, &par, 7);
+    mdnl_frame_free(&f);
 #endif
 }
 

@@ -1,8 +1,10 @@
 /* rdf.cu — the CUDA pair-distance histogram kernels (contract: rdf.h and
  * rdf_cuda.h; CPU twin: rdf_cpu.c).
  *
- * Every kernel bins a pair with mdnl_hist_bin() of its mdnl_pair_d2(), the
- * float operations the CPU twin uses, so the counts agree exactly.
+ * Every kernel bins a pair by mdnl_hist_bin() of its mdnl_pair_d2(), the
+ * float operations the CPU twin uses (the prune kernel through a table of
+ * d2 thresholds computed with the twin's own mdnl_hist_bin, which gives the
+ * same bin for every d2), so the counts agree exactly.
  *
  * Histogram accumulation is a compile-time policy (Acc<V> below):
  *   GLOBAL      one 64-bit global atomicAdd per pair (and per partial hit).
@@ -13,6 +15,8 @@
  *   SHARED_AGG  as SHARED, but a thread first merges consecutive pairs that
  *               fall into the same slot in registers (slot, run) and issues
  *               one shared atomic per run.
+ *   SHARED_WARP as SHARED, one atomic per group of lanes sharing a slot.
+ *   SHARED_CAP  as SHARED, a per-thread budget instead of the wrap check.
  * A "slot" is p * bins + bin. A pass handles slots [slot_lo, slot_lo +
  * slot_n); pairs outside are skipped (only when the histogram needs more
  * than one pass of shared memory).
@@ -24,6 +28,9 @@
  *                        cell-ordered float4 array (neighbouring threads read
  *                        the same cells: L1 hits). HALF keeps k > is (or
  *                        k == is with a positive shift), weight 2.
+ *   hist_prune_kernel    as hist_cells_kernel (HALF) on a grid refined by
+ *                        2 or 3, with per-atom pruning of columns and
+ *                        z-ranges and the bin from a threshold table (below).
  *   hist_allpairs_kernel thread per atom i of a 256-atom row block; the
  *                        block walks tiles j0 = its own tile .. N, staging 256
  *                        positions (and species) in shared memory, every
@@ -339,42 +346,6 @@ __device__ __forceinline__ float cell_gap(int d, int c, float t, float cw, float
     return gap > 0.0f ? gap : 0.0f;
 }
 
-/* The candidates [kb, ke) of one column range of hist_prune_kernel. With a
- * zero shift, v is +-0 and (xj - xi) + v == xj - xi exactly (up to the sign
- * of a zero, which squaring drops), so the three additions are skipped: d2
- * is mdnl_pair_d2's, bit for bit. */
-template <bool ZERO, int PARTIAL, class A>
-__device__ __forceinline__ void prune_walk(A &acc, const HistArgs &a, const float *thr, float cutoff2,
-                                           const float4 *__restrict__ pos, int kb, int ke, float4 pi,
-                                           const float v[3], int si)
-{
-#pragma unroll 4
-    for (int k = kb; k < ke; ++k) {
-        const float4 pj = __ldg(pos + k);
-        float dx = __fsub_rn(pj.x, pi.x), dy = __fsub_rn(pj.y, pi.y), dz = __fsub_rn(pj.z, pi.z);
-        if (!ZERO) {
-            dx = __fadd_rn(dx, v[0]);
-            dy = __fadd_rn(dy, v[1]);
-            dz = __fadd_rn(dz, v[2]);
-        }
-        const float d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-        if (d2 < cutoff2) {
-            const int b = table_bin(thr, d2, a.inv_w2, a.bins);
-            if (!PARTIAL) {
-                acc.add(b, 2u);
-            } else {
-                const int sj = __ldg(a.species + __float_as_int(pj.w));
-                for (int p = 0; p < a.npairs; ++p) {
-                    const int2 ab = a.pairs[p];
-                    const unsigned w = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
-                    if (w)
-                        acc.add(p * a.bins + b, w);
-                }
-            }
-        }
-    }
-}
-
 /* CELLS_PRUNE: thread per sorted slot `is` (grid-stride) on the refined grid
  * (cells of about r_max / k, stencil k times wider), half traversal (k > is,
  * or k == is with a positive shift; weight 2). Three cuts against
@@ -472,10 +443,25 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
                     const int ke = c.start[row + zend - s2 * n2 + 1];
                     const int kmin = shift_positive(s0, s1, s2) ? is : is + 1;
                     kb = kb > kmin ? kb : kmin;
-                    if (s0 == 0 && s1 == 0 && s2 == 0)
-                        prune_walk<true, PARTIAL>(acc, a, thr, g.cutoff2, c.pos, kb, ke, pi, v, si);
-                    else
-                        prune_walk<false, PARTIAL>(acc, a, thr, g.cutoff2, c.pos, kb, ke, pi, v, si);
+#pragma unroll 4
+                    for (int k = kb; k < ke; ++k) {
+                        const float4 pj = __ldg(c.pos + k);
+                        const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                        if (d2 < g.cutoff2) {
+                            const int b = table_bin(thr, d2, a.inv_w2, a.bins);
+                            if (!PARTIAL) {
+                                acc.add(b, 2u);
+                            } else {
+                                const int sj = __ldg(a.species + __float_as_int(pj.w));
+                                for (int p = 0; p < a.npairs; ++p) {
+                                    const int2 ab = a.pairs[p];
+                                    const unsigned w = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
+                                    if (w)
+                                        acc.add(p * a.bins + b, w);
+                                }
+                            }
+                        }
+                    }
                     z = zend + 1;
                 }
             }
@@ -810,9 +796,9 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         *trav > MDNL_HIST_TRAV_CELLS_PRUNE3)
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
-        *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m */
+        *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m (SHARED_CAP ties) */
     if (*trav == MDNL_HIST_TRAV_AUTO)
-        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS : MDNL_HIST_TRAV_CELLS_HALF_FINE;
+        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS : MDNL_HIST_TRAV_CELLS_PRUNE2;
     const size_t n = (size_t)g->natoms;
     const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
     if ((st = mdnl_dbuf_reserve(&c->pos, (n ? n : 1) * sizeof(float4), "histogram positions")) != MDNL_OK ||

@@ -18,8 +18,20 @@
  *                         MDNL_HIST_MAX_PASSES), beyond that GLOBAL is used.
  *   MDNL_HIST_SHARED_AGG  SHARED, plus each thread keeps (slot, run count) in
  *                         registers and flushes only when the slot changes.
- *   MDNL_HIST_AUTO        SHARED, the benchmark winner (H100: lj-1m 2.10 ms,
- *                         graphene-1m 0.59 ms vs 15.0 ms for GLOBAL).
+ *   MDNL_HIST_SHARED_WARP SHARED, the lanes of a warp that hit the same slot
+ *                         at once (__match_any_sync) add their sum with one
+ *                         atomic. Lost everywhere: MATCH.ANY costs more than
+ *                         the same-bin conflicts it saves (H100: lj-1m 3.3 vs
+ *                         1.27 ms on cells-prune2, graphene-1m 0.96 vs 0.44).
+ *   MDNL_HIST_SHARED_CAP  SHARED without the wrap check on the atomic's
+ *                         return value: each thread may add at most (2^32 -
+ *                         1) / block size to the shared bins (so no 32-bit
+ *                         bin can wrap) and adds to the global 64-bit bins
+ *                         beyond that. Within noise of SHARED (not waiting
+ *                         for the atomic's result is not what limits).
+ *   MDNL_HIST_AUTO        SHARED, the benchmark winner (H100, cells-prune2:
+ *                         lj-1m 1.27 ms, graphene-1m 0.44 ms vs 14.2 ms for
+ *                         GLOBAL).
  * Traversals (which pairs are visited):
  *   MDNL_HIST_TRAV_CELLS_FULL  the device cell list (cells_cuda.cuh), thread per
  *                              atom, every (j, S) of its full list, weight 1.
@@ -35,8 +47,23 @@
  *                              each axis of >= 2 cells split in halves and the
  *                              stencil doubled (125 half cells instead of 27
  *                              cells: 42% fewer candidates).
+ *   MDNL_HIST_TRAV_CELLS_PRUNE2  CELLS_HALF_FINE, plus: columns whose cells
+ *                              all precede the atom's in memory are skipped
+ *                              before their ranges are read; on orthogonal
+ *                              frames (orthorhombic boxes, no lattice) each
+ *                              atom skips the columns farther than r_max and
+ *                              trims each column's z-range to the cells its
+ *                              r_max sphere meets (with a slack far above
+ *                              float rounding); the bin comes from a table of
+ *                              exact d2 thresholds instead of a square root
+ *                              and a division. Triclinic frames walk the
+ *                              whole doubled stencil (still the table).
+ *   MDNL_HIST_TRAV_CELLS_PRUNE3  CELLS_PRUNE2 on cells split in thirds (7^3
+ *                              stencil): fewer candidates, more ranges;
+ *                              ties PRUNE2 on lj-1m, loses on graphene-1m.
  *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms,
- *                              else CELLS_HALF_FINE.
+ *                              else CELLS_PRUNE2 (H100: lj-1m 1.27 ms vs
+ *                              2.0 ms for CELLS_HALF_FINE).
  * Fused: pairs are binned while traversing; no neighbor list is stored.
  */
 #ifndef MDNL_RDF_CUDA_H

@@ -11,6 +11,12 @@
  *                (1.7e9 distances), the half traversal ~805 (8.5e8). Napkin
  *                floor: ~20 instructions per candidate on 132 SMs x 128 lanes
  *                x 1.7 GHz (2.9e13 lane-instr/s) = 0.6 ms half, 1.2 ms full.
+ *                cells-half2 (cells of 2.07 sigma, 5^3 stencil): ~940
+ *                candidates full, ~470 half; cells-prune2 trims each column
+ *                to the atom's r_max sphere: ~630 full, ~320 half (Monte
+ *                Carlo over positions in a cell), ~1.4 hits per 4 candidates;
+ *                its bin is ~12 instructions (rsqrt guess, two table loads)
+ *                instead of ~30 (IEEE sqrt and division).
  *   graphene-1m  perfect periodic rectangular sheet 512 x 488 cells x 4 =
  *                999,424 atoms (C-C 1.42 A), pbc T T F, r_max = 10 A, 500
  *                bins: ~120 neighbours per atom, 1.2e8 ordered pairs, all in

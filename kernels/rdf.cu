@@ -44,12 +44,12 @@
 #include "cuda_check.cuh"
 
 #include <algorithm>
+#include <cuda_runtime.h>
 #include <math.h>
 #include <new>
-#include <string.h>
-#include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 namespace {
@@ -76,10 +76,10 @@ struct HistArgs {
  * valid (orthogonal t-frame, so |dt_k| = |dr_k|) and its conservative
  * margins. */
 struct PruneArgs {
-    int on;       /* 0: walk the whole stencil (triclinic boxes) */
-    float cw[3];  /* 1 / inv_cell: the cell width along each axis */
-    float reach;  /* cutoff + slack: no pair is farther apart than this */
-    float slack;  /* subtracted from every gap, added to every half-extent */
+    int on;      /* 0: walk the whole stencil (triclinic boxes) */
+    float cw[3]; /* 1 / inv_cell: the cell width along each axis */
+    float reach; /* cutoff + slack: no pair is farther apart than this */
+    float slack; /* subtracted from every gap, added to every half-extent */
 };
 
 template <int V> struct Acc;
@@ -603,12 +603,12 @@ struct mdnl_hist_cuda {
     int sms;
     mdnl_dbuf pos, species, pairs, hist;
     mdnl_cells_cuda cells;
-    mdnl_geom grid; /* the geometry the cell list was built for */
-    PruneArgs prune; /* for grid (CELLS_PRUNE traversals) */
-    mdnl_dbuf thr;   /* device threshold table [bins + 1] of thr_key */
-    std::vector<float> thr_host;
-    float thr_key[3]; /* width, cutoff2, bins of the table on the device */
-    unsigned budget_override; /* tests: a smaller SHARED_CAP budget (0: none) */
+    mdnl_geom grid;                /* the geometry the cell list was built for */
+    PruneArgs prune;               /* for grid (CELLS_PRUNE traversals) */
+    mdnl_dbuf thr;                 /* device threshold table [bins + 1] of thr_key */
+    std::vector<float> thr_host;   /* its host copy */
+    float thr_key[3];              /* width, cutoff2, bins of the table on the device */
+    unsigned budget_override;      /* tests: a smaller SHARED_CAP budget (0: none) */
 };
 
 extern "C" mdnl_status mdnl_hist_cuda_create(mdnl_hist_cuda **out)

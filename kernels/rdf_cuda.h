@@ -22,7 +22,7 @@
  *                         at once (__match_any_sync) add their sum with one
  *                         atomic. Lost everywhere: MATCH.ANY costs more than
  *                         the same-bin conflicts it saves (H100: lj-1m 3.3 vs
- *                         1.27 ms on cells-prune2, graphene-1m 0.96 vs 0.44).
+ *                         1.24 ms on cells-prune2, graphene-1m 0.95 vs 0.445).
  *   MDNL_HIST_SHARED_CAP  SHARED without the wrap check on the atomic's
  *                         return value: each thread may add at most (2^32 -
  *                         1) / block size to the shared bins (so no 32-bit
@@ -30,7 +30,7 @@
  *                         beyond that. Within noise of SHARED (not waiting
  *                         for the atomic's result is not what limits).
  *   MDNL_HIST_AUTO        SHARED, the benchmark winner (H100, cells-prune2:
- *                         lj-1m 1.27 ms, graphene-1m 0.44 ms vs 14.2 ms for
+ *                         lj-1m 1.24 ms, graphene-1m 0.445 ms vs 14.2 ms for
  *                         GLOBAL).
  * Traversals (which pairs are visited):
  *   MDNL_HIST_TRAV_CELLS_FULL  the device cell list (cells_cuda.cuh), thread per
@@ -62,8 +62,8 @@
  *                              stencil): fewer candidates, more ranges;
  *                              ties PRUNE2 on lj-1m, loses on graphene-1m.
  *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms,
- *                              else CELLS_PRUNE2 (H100: lj-1m 1.27 ms vs
- *                              2.0 ms for CELLS_HALF_FINE).
+ *                              else CELLS_PRUNE2 (H100: lj-1m 1.24 ms vs
+ *                              2.06 ms for CELLS_HALF_FINE).
  * Fused: pairs are binned while traversing; no neighbor list is stored.
  */
 #ifndef MDNL_RDF_CUDA_H

@@ -1,9 +1,10 @@
 /* rdf.cu — the CUDA pair-distance histogram kernels (contract: rdf.h and
  * rdf_cuda.h; CPU twin: rdf_cpu.c).
  *
- * Every kernel bins a pair's mdnl_pair_d2() into the bin mdnl_hist_bin()
- * gives on the CPU — through fast_bin() below, exact by thresholds — so the
- * counts agree exactly.
+ * Every kernel bins a pair by mdnl_hist_bin() of its mdnl_pair_d2(), the
+ * float operations the CPU twin uses (the prune kernel through a table of
+ * d2 thresholds computed with the twin's own mdnl_hist_bin, which gives the
+ * same bin for every d2), so the counts agree exactly.
  *
  * Histogram accumulation is a compile-time policy (Acc<V> below):
  *   GLOBAL      one 64-bit global atomicAdd per pair (and per partial hit).
@@ -14,6 +15,8 @@
  *   SHARED_AGG  as SHARED, but a thread first merges consecutive pairs that
  *               fall into the same slot in registers (slot, run) and issues
  *               one shared atomic per run.
+ *   SHARED_WARP as SHARED, one atomic per group of lanes sharing a slot.
+ *   SHARED_CAP  as SHARED, a per-thread budget instead of the wrap check.
  * A "slot" is p * bins + bin. A pass handles slots [slot_lo, slot_lo +
  * slot_n); pairs outside are skipped (only when the histogram needs more
  * than one pass of shared memory).
@@ -25,6 +28,9 @@
  *                        cell-ordered float4 array (neighbouring threads read
  *                        the same cells: L1 hits). HALF keeps k > is (or
  *                        k == is with a positive shift), weight 2.
+ *   hist_prune_kernel    as hist_cells_kernel (HALF) on a grid refined by
+ *                        2 or 3, with per-atom pruning of columns and
+ *                        z-ranges and the bin from a threshold table (below).
  *   hist_allpairs_kernel thread per atom i of a 256-atom row block; the
  *                        block walks tiles j0 = its own tile .. N, staging 256
  *                        positions (and species) in shared memory, every
@@ -39,6 +45,8 @@
 
 #include <algorithm>
 #include <cuda_runtime.h>
+#include <math.h>
+#include <new>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +57,6 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kTile = 256;
 constexpr size_t kSharedHistBytes = 40 * 1024; /* leaves room for the tile; no opt-in needed */
-constexpr int kSharedThresholds = 2048;         /* bins + 1 up to this: thresholds in shared memory (8 KB) */
 
 struct HistArgs {
     unsigned long long *gh; /* global histogram [nhist * bins] */
@@ -58,27 +65,22 @@ struct HistArgs {
     int npairs;
     int bins;
     float width;
-    float inv_width;        /* 1 / width, for the bin estimate */
-    const float *thr;       /* [bins + 1] mdnl_hist_thresholds */
     int slot_lo, slot_n; /* this pass */
+    const float *thr;    /* [bins + 1] bin thresholds (mdnl_hist_thresholds), prune kernel only */
+    int thr_shared;      /* 1: the prune kernel stages thr in shared memory after the histogram */
+    float inv_w2;        /* 1 / width^2: the first guess of a bin from d2 */
+    unsigned budget;     /* SHARED_CAP: weight a thread may add to shared bins */
 };
 
-/* mdnl_hist_bin(d2, a.width, a.bins), exactly, without the correctly rounded
- * sqrt and divide (about 40 instructions): an estimate from the hardware
- * rsqrt, then moved to the b with thr[b] <= d2 < thr[b + 1] (one step at
- * most in practice; the loops make it exact whatever the estimate's error). */
-__device__ __forceinline__ int fast_bin(float d2, const HistArgs &a, const float *thr)
-{
-    const float d = d2 > 0.0f ? d2 * rsqrtf(d2) : 0.0f;
-    int b = (int)(d * a.inv_width);
-    b = b < a.bins - 1 ? b : a.bins - 1;
-    b = b > 0 ? b : 0;
-    while (d2 >= thr[b + 1])
-        ++b;
-    while (d2 < thr[b])
-        --b;
-    return b;
-}
+/* What the prune kernel needs beyond the grid: whether per-atom pruning is
+ * valid (orthogonal t-frame, so |dt_k| = |dr_k|) and its conservative
+ * margins. */
+struct PruneArgs {
+    int on;      /* 0: walk the whole stencil (triclinic boxes) */
+    float cw[3]; /* 1 / inv_cell: the cell width along each axis */
+    float reach; /* cutoff + slack: no pair is farther apart than this */
+    float slack; /* subtracted from every gap, added to every half-extent */
+};
 
 template <int V> struct Acc;
 
@@ -144,6 +146,57 @@ template <> struct Acc<MDNL_HIST_SHARED_AGG> {
     }
 };
 
+/* Warp-aggregated: the lanes of a warp that reach add() together and share a
+ * slot are found with __match_any_sync; the lowest of them adds the group's
+ * summed weight with one shared atomic (the wrap carry as in SHARED). A
+ * lattice's pairs crowd into a few shells, so a warp's hits often share a
+ * bin and serialize on it; aggregation turns k same-address atomics into 1. */
+template <> struct Acc<MDNL_HIST_SHARED_WARP> {
+    unsigned *sh;
+    unsigned long long *gh;
+    int lo, n;
+    __device__ void init(const HistArgs &a, unsigned *s) { sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n; }
+    __device__ __forceinline__ void add(int slot, unsigned w)
+    {
+        const unsigned active = __activemask();
+        const unsigned peers = __match_any_sync(active, slot);
+        const unsigned sum = __reduce_add_sync(peers, w);
+        if ((threadIdx.x & 31) == __ffs(peers) - 1 && (unsigned)(slot - lo) < (unsigned)n)
+            shared_add(sh, gh, lo, slot, sum);
+    }
+    __device__ void finish() {}
+};
+
+/* SHARED with the wrap ruled out instead of detected: each thread adds at
+ * most a.budget = (2^32 - 1) / blockDim of weight to the shared bins, so no
+ * 32-bit bin of the block can pass 2^32 - 1; beyond its budget a thread adds
+ * to the global 64-bit bins directly (exact, slow, reached only by a thread
+ * with ~2^24 pair weights). The atomic's old value is never used, so the
+ * warp does not wait for it. */
+template <> struct Acc<MDNL_HIST_SHARED_CAP> {
+    unsigned *sh;
+    unsigned long long *gh;
+    int lo, n;
+    unsigned left;
+    __device__ void init(const HistArgs &a, unsigned *s)
+    {
+        sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n;
+        left = a.budget;
+    }
+    __device__ __forceinline__ void add(int slot, unsigned w)
+    {
+        if ((unsigned)(slot - lo) >= (unsigned)n)
+            return;
+        if (w <= left) {
+            left -= w;
+            atomicAdd(sh + (slot - lo), w);
+        } else {
+            atomicAdd(gh + slot, (unsigned long long)w);
+        }
+    }
+    __device__ void finish() {}
+};
+
 /* Positive image shift: the half list keeps a self image once per ±S. */
 __device__ __forceinline__ bool shift_positive(int s0, int s1, int s2)
 {
@@ -153,9 +206,9 @@ __device__ __forceinline__ bool shift_positive(int s0, int s1, int s2)
 /* Bins one pair: total (weight w) or each partial it belongs to. With HALF
  * the pair stands for both orientations. */
 template <int HALF, int PARTIAL, class A>
-__device__ __forceinline__ void bin_pair(A &acc, const HistArgs &a, const float *thr, float d2, int si, int j)
+__device__ __forceinline__ void bin_pair(A &acc, const HistArgs &a, float d2, int si, int j)
 {
-    const int b = fast_bin(d2, a, thr);
+    const int b = mdnl_hist_bin(d2, a.width, a.bins);
     if (!PARTIAL) {
         acc.add(b, HALF ? 2u : 1u);
         return;
@@ -186,16 +239,11 @@ __device__ __forceinline__ void shared_merge(const unsigned *sh, const HistArgs 
             atomicAdd(a.gh + a.slot_lo + s, (unsigned long long)sh[s]);
 }
 
-template <int V, int HALF, int PARTIAL, int TS>
+template <int V, int HALF, int PARTIAL>
 __global__ void __launch_bounds__(kBlock) hist_cells_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                             HistArgs a)
 {
     extern __shared__ unsigned sh[];
-    /* TS: the bin thresholds live in shared memory after the pass's bins */
-    float *thr = TS ? reinterpret_cast<float *>(sh + a.slot_n) : const_cast<float *>(a.thr);
-    if (TS)
-        for (int b = threadIdx.x; b <= a.bins; b += blockDim.x)
-            thr[b] = a.thr[b];
     if (V != MDNL_HIST_GLOBAL)
         shared_zero(sh, a.slot_n);
     Acc<V> acc;
@@ -250,7 +298,169 @@ __global__ void __launch_bounds__(kBlock) hist_cells_kernel(const __grid_constan
                             continue;
                         const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                         if (d2 < g.cutoff2)
-                            bin_pair<HALF, PARTIAL>(acc, a, thr, d2, si, __float_as_int(pj.w));
+                            bin_pair<HALF, PARTIAL>(acc, a, d2, si, __float_as_int(pj.w));
+                    }
+                    z = zend + 1;
+                }
+            }
+        }
+        acc.finish();
+    }
+    if (V != MDNL_HIST_GLOBAL)
+        shared_merge(sh, a);
+}
+
+/* The exact bin of d2 from the threshold table: thr[b] is the smallest float
+ * d2 whose mdnl_hist_bin() is >= b (thr[0] = 0, thr[bins] = +inf), so bin(d2)
+ * is the b with thr[b] <= d2 < thr[b + 1] because mdnl_hist_bin is monotone
+ * in d2. A guess from rsqrtf is off by at most one bin; the two loops walk
+ * to the exact one (usually zero steps), whatever the guess. */
+__device__ __forceinline__ int table_bin(const float *thr, float d2, float inv_w2, int bins)
+{
+    const float q = d2 * inv_w2;
+    int b = __float2int_rz(q * rsqrtf(fmaxf(q, 1e-30f)));
+    b = b < 0 ? 0 : (b > bins - 1 ? bins - 1 : b);
+    const float lo = thr[b], hi = thr[b + 1]; /* both loads in flight at once */
+    if (d2 < lo) {
+        do
+            --b;
+        while (d2 < thr[b]);
+    } else if (d2 >= hi) {
+        do
+            ++b;
+        while (d2 >= thr[b + 1]);
+    }
+    return b;
+}
+
+/* t-frame gap between an atom at coordinate t and cell `c` (unwrapped index)
+ * of width cw, shrunk by slack; 0 for the atom's own cell or an overlap. */
+__device__ __forceinline__ float cell_gap(int d, int c, float t, float cw, float slack)
+{
+    float gap = 0.0f;
+    if (d > 0)
+        gap = (float)c * cw - t;
+    else if (d < 0)
+        gap = t - (float)(c + 1) * cw;
+    gap -= slack;
+    return gap > 0.0f ? gap : 0.0f;
+}
+
+/* CELLS_PRUNE: thread per sorted slot `is` (grid-stride) on the refined grid
+ * (cells of about r_max / k, stencil k times wider), half traversal (k > is,
+ * or k == is with a positive shift; weight 2). Three cuts against
+ * hist_cells_kernel:
+ *   - a column (x, y) whose cells all lie below the atom's own in memory
+ *     order holds only slots < is: skipped before its range is loaded;
+ *   - with an orthogonal t-frame, a column farther than r_max from the atom
+ *     is skipped, and the z-range of the others is trimmed to the cells that
+ *     meet [t_z - h, t_z + h], h = sqrt(reach^2 - gap_x^2 - gap_y^2) (gaps
+ *     shrunk and h widened by a slack far above float rounding, so no pair
+ *     below the cutoff is ever cut);
+ *   - the bin comes from the threshold table instead of sqrt and division.
+ * The candidates of one column range are read from the cell-ordered float4
+ * array as in hist_cells_kernel. */
+template <int V, int PARTIAL>
+__global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                            HistArgs a, PruneArgs pr)
+{
+    extern __shared__ unsigned sh[];
+    float *sthr = reinterpret_cast<float *>(sh + (V != MDNL_HIST_GLOBAL ? a.slot_n : 0));
+    if (a.thr_shared)
+        for (int s = threadIdx.x; s <= a.bins; s += blockDim.x)
+            sthr[s] = a.thr[s];
+    if (V != MDNL_HIST_GLOBAL)
+        shared_zero(sh, a.slot_n); /* ends with __syncthreads */
+    else
+        __syncthreads();
+    const float *thr = a.thr_shared ? sthr : a.thr;
+    Acc<V> acc;
+    acc.init(a, sh);
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const float reach2 = pr.reach * pr.reach;
+    for (int is = blockIdx.x * blockDim.x + threadIdx.x; is < c.natoms; is += gridDim.x * blockDim.x) {
+        const float4 pi = c.pos[is];
+        const int si = PARTIAL ? __ldg(a.species + __float_as_int(pi.w)) : 0;
+        const int lin = c.cell[is];
+        const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
+        const int home_col = cx * n1 + cy;
+        float t[3];
+        for (int k = 0; k < 3; ++k)
+            t[k] = __fsub_rn(__fadd_rn(__fadd_rn(__fmul_rn(pi.x, g.tmat[0][k]), __fmul_rn(pi.y, g.tmat[1][k])),
+                                       __fmul_rn(pi.z, g.tmat[2][k])),
+                             g.t0[k]);
+        for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
+            int x = cx + dx, s0 = 0;
+            if (g.pbc[0]) {
+                s0 = mdnl_floordiv(x, n0);
+                x -= s0 * n0;
+            } else if (x < 0 || x >= n0) {
+                continue;
+            }
+            const float gx = pr.on ? cell_gap(dx, cx + dx, t[0], pr.cw[0], pr.slack) : 0.0f;
+            const float rem_x = reach2 - gx * gx;
+            if (rem_x < 0.0f)
+                continue;
+            for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
+                int y = cy + dy, s1 = 0;
+                if (g.pbc[1]) {
+                    s1 = mdnl_floordiv(y, n1);
+                    y -= s1 * n1;
+                } else if (y < 0 || y >= n1) {
+                    continue;
+                }
+                if (x * n1 + y < home_col)
+                    continue; /* every slot of this column is below is */
+                const float gy = pr.on ? cell_gap(dy, cy + dy, t[1], pr.cw[1], pr.slack) : 0.0f;
+                const float rem = rem_x - gy * gy;
+                if (rem < 0.0f)
+                    continue;
+                int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+                if (pr.on) {
+                    const float h = sqrtf(rem) + pr.slack;
+                    int tlo = (int)floorf((t[2] - h) * g.inv_cell[2]);
+                    int thi = (int)floorf((t[2] + h) * g.inv_cell[2]);
+                    if (!g.pbc[2]) { /* the edge cells of an open axis reach to infinity */
+                        tlo = min(tlo, n2 - 1);
+                        thi = max(thi, 0);
+                    }
+                    zlo = max(zlo, tlo);
+                    zhi = min(zhi, thi);
+                }
+                if (!g.pbc[2]) {
+                    zlo = zlo < 0 ? 0 : zlo;
+                    zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+                }
+                const int row = (x * n1 + y) * n2;
+                for (int z = zlo; z <= zhi;) {
+                    const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;
+                    int zend = (s2 + 1) * n2 - 1;
+                    if (zend > zhi)
+                        zend = zhi;
+                    float v[3];
+                    mdnl_shift_vector(&g, s0, s1, s2, v);
+                    int kb = c.start[row + z - s2 * n2];
+                    const int ke = c.start[row + zend - s2 * n2 + 1];
+                    const int kmin = shift_positive(s0, s1, s2) ? is : is + 1;
+                    kb = kb > kmin ? kb : kmin;
+#pragma unroll 4
+                    for (int k = kb; k < ke; ++k) {
+                        const float4 pj = __ldg(c.pos + k);
+                        const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                        if (d2 < g.cutoff2) {
+                            const int b = table_bin(thr, d2, a.inv_w2, a.bins);
+                            if (!PARTIAL) {
+                                acc.add(b, 2u);
+                            } else {
+                                const int sj = __ldg(a.species + __float_as_int(pj.w));
+                                for (int p = 0; p < a.npairs; ++p) {
+                                    const int2 ab = a.pairs[p];
+                                    const unsigned w = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
+                                    if (w)
+                                        acc.add(p * a.bins + b, w);
+                                }
+                            }
+                        }
                     }
                     z = zend + 1;
                 }
@@ -298,7 +508,7 @@ __global__ void __launch_bounds__(kTile) hist_allpairs_kernel(const __grid_const
                         const float4 pj = tile[t];
                         const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                         if (d2 < g.cutoff2) {
-                            const int b = fast_bin(d2, a, a.thr);
+                            const int b = mdnl_hist_bin(d2, a.width, a.bins);
                             if (!PARTIAL) {
                                 acc.add(b, 2u);
                             } else {
@@ -333,15 +543,26 @@ template <int V, int HALF, int PARTIAL>
 mdnl_status launch_cells(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, int sms,
                          cudaStream_t stream)
 {
-    /* thresholds in shared memory when they are small (shared variants) */
-    const bool ts = V != MDNL_HIST_GLOBAL && a.bins + 1 <= kSharedThresholds;
-    const size_t shmem = V == MDNL_HIST_GLOBAL ? 0
-                         : (size_t)a.slot_n * sizeof(unsigned) + (ts ? (size_t)(a.bins + 1) * sizeof(float) : 0);
-    auto k = ts ? hist_cells_kernel<V, HALF, PARTIAL, V != MDNL_HIST_GLOBAL>
-                : hist_cells_kernel<V, HALF, PARTIAL, 0>;
+    const size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
+    auto k = hist_cells_kernel<V, HALF, PARTIAL>;
     const int work = (c.natoms + kBlock - 1) / kBlock;
     const int grid = V == MDNL_HIST_GLOBAL ? work : resident_grid(k, shmem, work, sms);
     k<<<grid, kBlock, shmem, stream>>>(g, c, a);
+    MDNL_CUDA_LAUNCHED(stream);
+    return MDNL_OK;
+}
+
+template <int V, int PARTIAL>
+mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, const PruneArgs &pr, int sms,
+                         cudaStream_t stream)
+{
+    size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
+    if (a.thr_shared)
+        shmem += (size_t)(a.bins + 1) * sizeof(float);
+    auto k = hist_prune_kernel<V, PARTIAL>;
+    const int work = (c.natoms + kBlock - 1) / kBlock;
+    const int grid = resident_grid(k, shmem, work, sms);
+    k<<<grid, kBlock, shmem, stream>>>(g, c, a, pr);
     MDNL_CUDA_LAUNCHED(stream);
     return MDNL_OK;
 }
@@ -355,10 +576,17 @@ mdnl_status launch_allpairs(const mdnl_geom &g, const float4 *pos, int n, const 
     return MDNL_OK;
 }
 
+static bool trav_prune(int trav)
+{
+    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE3;
+}
+
 template <int V>
 mdnl_status launch_variant(int trav, bool partial, const mdnl_geom &g, const mdnl_cells_view &c, const float4 *pos,
-                           const HistArgs &a, int sms, cudaStream_t stream)
+                           const HistArgs &a, const PruneArgs &pr, int sms, cudaStream_t stream)
 {
+    if (trav_prune(trav))
+        return partial ? launch_prune<V, 1>(g, c, a, pr, sms, stream) : launch_prune<V, 0>(g, c, a, pr, sms, stream);
     if (trav == MDNL_HIST_TRAV_ALLPAIRS)
         return partial ? launch_allpairs<V, 1>(g, pos, (int)g.natoms, a, stream)
                        : launch_allpairs<V, 0>(g, pos, (int)g.natoms, a, stream);
@@ -373,13 +601,16 @@ struct mdnl_hist_cuda {
     cudaStream_t stream;
     cudaEvent_t ev[4];
     int sms;
-    mdnl_dbuf pos, species, pairs, hist, thr;
-    float thr_width, thr_cut2; /* what the uploaded thresholds are for */
-    int thr_bins;
-    float *h_thr;       /* host copy, malloc'd */
-    int h_thr_cap;
+    mdnl_dbuf pos, species, pairs, hist;
     mdnl_cells_cuda cells;
-    mdnl_geom grid; /* the geometry the cell list was built for */
+    mdnl_geom grid;                /* the geometry the cell list was built for */
+    PruneArgs prune;               /* for grid (CELLS_PRUNE traversals) */
+    mdnl_dbuf thr;                 /* device threshold table [bins + 1] of thr_key */
+    float *thr_host;               /* its host copy (malloc'd, thr_cap floats) */
+    int thr_cap;
+    float thr_width, thr_cut2;     /* what the table on the device is for */
+    int thr_bins;
+    unsigned budget_override;      /* tests: a smaller SHARED_CAP budget (0: none) */
 };
 
 extern "C" mdnl_status mdnl_hist_cuda_create(mdnl_hist_cuda **out)
@@ -390,7 +621,7 @@ extern "C" mdnl_status mdnl_hist_cuda_create(mdnl_hist_cuda **out)
         (void)cudaGetLastError();
         return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: no usable device for the histogram");
     }
-    mdnl_hist_cuda *c = (mdnl_hist_cuda *)calloc(1, sizeof *c);
+    mdnl_hist_cuda *c = new (std::nothrow) mdnl_hist_cuda{};
     if (!c)
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for a CUDA histogram context");
     *out = c;
@@ -408,18 +639,20 @@ extern "C" void mdnl_hist_cuda_free(mdnl_hist_cuda *c)
         return;
     mdnl_cells_cuda_free(&c->cells);
     mdnl_dbuf_free(&c->pos);
-    mdnl_dbuf_free(&c->thr);
-    free(c->h_thr);
     mdnl_dbuf_free(&c->species);
     mdnl_dbuf_free(&c->pairs);
     mdnl_dbuf_free(&c->hist);
+    mdnl_dbuf_free(&c->thr);
+    free(c->thr_host);
     for (cudaEvent_t e : c->ev)
         if (e)
             cudaEventDestroy(e);
     if (c->stream)
         cudaStreamDestroy(c->stream);
-    free(c);
+    delete c;
 }
+
+extern "C" void mdnl_hist_cuda_set_budget(mdnl_hist_cuda *c, unsigned per_thread) { c->budget_override = per_thread; }
 
 extern "C" const char *mdnl_hist_variant_name(int v)
 {
@@ -427,6 +660,8 @@ extern "C" const char *mdnl_hist_variant_name(int v)
     case MDNL_HIST_GLOBAL: return "global";
     case MDNL_HIST_SHARED: return "shared";
     case MDNL_HIST_SHARED_AGG: return "shared-agg";
+    case MDNL_HIST_SHARED_WARP: return "shared-warp";
+    case MDNL_HIST_SHARED_CAP: return "shared-cap";
     default: return "auto";
     }
 }
@@ -438,31 +673,88 @@ extern "C" const char *mdnl_hist_traversal_name(int t)
     case MDNL_HIST_TRAV_CELLS_HALF: return "cells-half";
     case MDNL_HIST_TRAV_ALLPAIRS: return "allpairs";
     case MDNL_HIST_TRAV_CELLS_HALF_FINE: return "cells-half2";
+    case MDNL_HIST_TRAV_CELLS_PRUNE2: return "cells-prune2";
+    case MDNL_HIST_TRAV_CELLS_PRUNE3: return "cells-prune3";
     default: return "auto";
     }
 }
 
 static bool all_open(const mdnl_geom *g) { return !g->pbc[0] && !g->pbc[1] && !g->pbc[2]; }
 
-/* The geometry's grid with every axis of two or more cells split in halves
- * and the stencil doubled: two atoms closer than the cutoff are at most
- * stencil cells apart, so at most 2 stencil half cells. The candidates per
- * atom drop from 27 to 125/8 = 15.6 cell volumes (the classic half-cell
- * trick); the pairs found, and their d2, are those of the full grid. */
-static mdnl_geom refine_grid(const mdnl_geom *g)
+/* The geometry's grid with every axis of two or more cells split in k and
+ * the stencil k times wider: two atoms closer than the cutoff are at most
+ * stencil cells apart, so at most k * stencil sub-cells. For k = 2 the
+ * candidates per atom drop from 27 to 125/8 = 15.6 cell volumes (the classic
+ * half-cell trick); the pairs found, and their d2, are those of the full
+ * grid. Grids of more than max(64, 4 natoms) cells stay as they are. */
+static mdnl_geom refine_grid(const mdnl_geom *g, int k_split)
 {
     mdnl_geom f = *g;
     int64_t cells = 1;
     for (int k = 0; k < 3; ++k) {
         if (g->ncell[k] >= 2) {
-            f.ncell[k] = 2 * g->ncell[k];
-            f.inv_cell[k] = 2.0f * g->inv_cell[k];
-            f.stencil[k] = 2 * g->stencil[k];
+            f.ncell[k] = k_split * g->ncell[k];
+            f.inv_cell[k] = (float)k_split * g->inv_cell[k];
+            f.stencil[k] = k_split * g->stencil[k];
         }
         cells *= f.ncell[k];
     }
     f.ncells = cells;
     return cells <= std::max<int64_t>(64, 4 * g->natoms) ? f : *g;
+}
+
+/* Per-atom pruning of the CELLS_PRUNE traversals needs |dt_k| = |dr_k|: a
+ * t-frame that is the identity up to float rounding of the diagonal (every
+ * orthorhombic box, and frames without a lattice). The slack, 1e-4 of the
+ * largest t magnitude the grid can reach plus 1e-4 of the cutoff, is orders
+ * above the float rounding of t, of the cell edges and of d2. */
+static PruneArgs prune_args(const mdnl_geom &f)
+{
+    PruneArgs p{};
+    p.on = 1;
+    double tmax = f.cutoff;
+    for (int a = 0; a < 3; ++a)
+        for (int k = 0; k < 3; ++k) {
+            const float m = f.tmat[a][k];
+            if (a == k ? !(fabsf(m - 1.0f) <= 1e-6f) : m != 0.0f)
+                p.on = 0;
+        }
+    for (int k = 0; k < 3; ++k) {
+        p.cw[k] = (float)(1.0 / (double)f.inv_cell[k]);
+        const double reach = (double)(f.ncell[k] + f.stencil[k] + 1) * p.cw[k];
+        tmax = std::max(tmax, std::max(reach, std::max(fabs(f.tlo[k]), fabs(f.thi[k]))));
+        tmax = std::max(tmax, f.width[k]);
+    }
+    p.slack = (float)(1e-4 * tmax + 1e-4 * f.cutoff);
+    p.reach = (float)(f.cutoff * (1.0 + 1e-4)) + p.slack;
+    if (!(p.slack < 1e30f) || !(p.cw[0] > 0 && p.cw[1] > 0 && p.cw[2] > 0))
+        p.on = 0;
+    return p;
+}
+
+/* Uploads the threshold table when (width, cutoff2, bins) changed. */
+static mdnl_status hist_thr_upload(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hist_spec *spec)
+{
+    const float width = mdnl_hist_width(spec);
+    if (c->thr.ptr && c->thr_width == width && c->thr_cut2 == g->cutoff2 && c->thr_bins == spec->bins)
+        return MDNL_OK;
+    mdnl_status st = mdnl_dbuf_reserve(&c->thr, (size_t)(spec->bins + 1) * sizeof(float), "histogram thresholds");
+    if (st != MDNL_OK)
+        return st;
+    if (c->thr_cap < spec->bins + 1) {
+        float *h = (float *)realloc(c->thr_host, (size_t)(spec->bins + 1) * sizeof(float));
+        if (!h)
+            return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for histogram thresholds");
+        c->thr_host = h;
+        c->thr_cap = spec->bins + 1;
+    }
+    mdnl_hist_thresholds(width, spec->bins, g->cutoff2, c->thr_host); /* rdf.h: the one definition */
+    /* Synchronous: the table is tiny and uploaded once per (r_max, bins). */
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(c->thr.ptr, c->thr_host, (size_t)(spec->bins + 1) * sizeof(float),
+                                    cudaMemcpyHostToDevice, c->stream));
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    c->thr_width = width, c->thr_cut2 = g->cutoff2, c->thr_bins = spec->bins;
+    return MDNL_OK;
 }
 
 /* Uploads the frame and builds the cell list when the traversal needs it.
@@ -479,13 +771,13 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
                           (long long)g->natoms, INT32_MAX / 2);
     if (spec->npairs > 0 && !species && g->natoms > 0)
         return mdnl_error(MDNL_ERR_INTERNAL, "histogram: partials need the species array");
-    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_AGG || *trav < MDNL_HIST_TRAV_AUTO ||
-        *trav > MDNL_HIST_TRAV_CELLS_HALF_FINE)
+    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_CAP || *trav < MDNL_HIST_TRAV_AUTO ||
+        *trav > MDNL_HIST_TRAV_CELLS_PRUNE3)
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
-        *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m */
+        *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m (SHARED_CAP ties) */
     if (*trav == MDNL_HIST_TRAV_AUTO)
-        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS : MDNL_HIST_TRAV_CELLS_HALF_FINE;
+        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS : MDNL_HIST_TRAV_CELLS_PRUNE2;
     const size_t n = (size_t)g->natoms;
     const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
     if ((st = mdnl_dbuf_reserve(&c->pos, (n ? n : 1) * sizeof(float4), "histogram positions")) != MDNL_OK ||
@@ -494,24 +786,6 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
             MDNL_OK ||
         (st = mdnl_dbuf_reserve(&c->hist, nslots * sizeof(unsigned long long), "histogram")) != MDNL_OK)
         return st;
-    /* thresholds for the grid's cutoff2 (the same for the refined grid) */
-    const float width = mdnl_hist_width(spec);
-    if (!c->thr.ptr || c->thr_width != width || c->thr_bins != spec->bins || c->thr_cut2 != g->cutoff2) {
-        if ((st = mdnl_dbuf_reserve(&c->thr, (size_t)(spec->bins + 1) * sizeof(float), "histogram thresholds")) !=
-            MDNL_OK)
-            return st;
-        if (c->h_thr_cap < spec->bins + 1) {
-            float *h = (float *)realloc(c->h_thr, (size_t)(spec->bins + 1) * sizeof(float));
-            if (!h)
-                return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for histogram thresholds");
-            c->h_thr = h;
-            c->h_thr_cap = spec->bins + 1;
-        }
-        mdnl_hist_thresholds(width, spec->bins, g->cutoff2, c->h_thr);
-        MDNL_CUDA_CHECK(cudaMemcpy(c->thr.ptr, c->h_thr, (size_t)(spec->bins + 1) * sizeof(float),
-                                   cudaMemcpyHostToDevice));
-        c->thr_width = width, c->thr_bins = spec->bins, c->thr_cut2 = g->cutoff2;
-    }
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[0], c->stream));
     if (n) {
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pos.ptr, pos4, n * sizeof(float4), cudaMemcpyHostToDevice, c->stream));
@@ -523,10 +797,17 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pairs.ptr, spec->pairs, (size_t)spec->npairs * sizeof(int2),
                                         cudaMemcpyHostToDevice, c->stream));
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[1], c->stream));
-    if (*trav == MDNL_HIST_TRAV_CELLS_HALF_FINE)
-        c->grid = refine_grid(g);
+    if (*trav == MDNL_HIST_TRAV_CELLS_HALF_FINE || *trav == MDNL_HIST_TRAV_CELLS_PRUNE2)
+        c->grid = refine_grid(g, 2);
+    else if (*trav == MDNL_HIST_TRAV_CELLS_PRUNE3)
+        c->grid = refine_grid(g, 3);
     else
         c->grid = *g;
+    if (trav_prune(*trav)) {
+        c->prune = prune_args(c->grid);
+        if ((st = hist_thr_upload(c, g, spec)) != MDNL_OK)
+            return st;
+    }
     if (*trav != MDNL_HIST_TRAV_ALLPAIRS && n)
         if ((st = mdnl_cells_cuda_build(&c->cells, &c->grid, (const float4 *)c->pos.ptr, c->stream)) != MDNL_OK)
             return st;
@@ -564,23 +845,37 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
     a.npairs = spec->npairs;
     a.bins = spec->bins;
     a.width = mdnl_hist_width(spec);
-    a.inv_width = 1.0f / a.width;
     a.thr = (const float *)c->thr.ptr;
+    a.thr_shared = spec->bins + 1 <= 2048; /* with a 40 KB histogram still within 48 KB */
+    a.inv_w2 = (float)(1.0 / ((double)a.width * (double)a.width));
+    static_assert(kBlock == kTile, "one SHARED_CAP budget for every kernel");
+    a.budget = 0xFFFFFFFFu / (unsigned)kBlock;
+    if (c->budget_override > 0 && c->budget_override < a.budget)
+        a.budget = c->budget_override;
     const bool partial = spec->npairs > 0;
     const float4 *pos = (const float4 *)c->pos.ptr;
     mdnl_status st = MDNL_OK;
     if (*variant == MDNL_HIST_GLOBAL) {
         a.slot_lo = 0, a.slot_n = nslots;
         *passes = 1;
-        return launch_variant<MDNL_HIST_GLOBAL>(trav, partial, c->grid, c->cells.view, pos, a, c->sms, c->stream);
+        return launch_variant<MDNL_HIST_GLOBAL>(trav, partial, c->grid, c->cells.view, pos, a, c->prune, c->sms, c->stream);
     }
     for (int lo = 0; lo < nslots && st == MDNL_OK; lo += cap) {
         a.slot_lo = lo;
         a.slot_n = std::min(cap, nslots - lo);
         ++*passes;
-        st = *variant == MDNL_HIST_SHARED
-                 ? launch_variant<MDNL_HIST_SHARED>(trav, partial, c->grid, c->cells.view, pos, a, c->sms, c->stream)
-                 : launch_variant<MDNL_HIST_SHARED_AGG>(trav, partial, c->grid, c->cells.view, pos, a, c->sms, c->stream);
+        if (*variant == MDNL_HIST_SHARED)
+            st = launch_variant<MDNL_HIST_SHARED>(trav, partial, c->grid, c->cells.view, pos, a, c->prune, c->sms,
+                                                  c->stream);
+        else if (*variant == MDNL_HIST_SHARED_AGG)
+            st = launch_variant<MDNL_HIST_SHARED_AGG>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
+                                                      c->sms, c->stream);
+        else if (*variant == MDNL_HIST_SHARED_WARP)
+            st = launch_variant<MDNL_HIST_SHARED_WARP>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
+                                                       c->sms, c->stream);
+        else
+            st = launch_variant<MDNL_HIST_SHARED_CAP>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
+                                                      c->sms, c->stream);
     }
     return st;
 }

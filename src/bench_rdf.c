@@ -11,6 +11,12 @@
  *                (1.7e9 distances), the half traversal ~805 (8.5e8). Napkin
  *                floor: ~20 instructions per candidate on 132 SMs x 128 lanes
  *                x 1.7 GHz (2.9e13 lane-instr/s) = 0.6 ms half, 1.2 ms full.
+ *                cells-half2 (cells of 2.07 sigma, 5^3 stencil): ~940
+ *                candidates full, ~470 half; cells-prune2 trims each column
+ *                to the atom's r_max sphere: ~630 full, ~320 half (Monte
+ *                Carlo over positions in a cell), ~1.4 hits per 4 candidates;
+ *                its bin is ~12 instructions (rsqrt guess, two table loads)
+ *                instead of ~30 (IEEE sqrt and division).
  *   graphene-1m  perfect periodic rectangular sheet 512 x 488 cells x 4 =
  *                999,424 atoms (C-C 1.42 A), pbc T T F, r_max = 10 A, 500
  *                bins: ~120 neighbours per atom, 1.2e8 ordered pairs, all in
@@ -71,9 +77,10 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
         if ((st = mdnl_hist_cuda_create(&ctx)) != MDNL_OK)
             goto done;
         int n = 0;
-        const int travs[3] = {MDNL_HIST_TRAV_CELLS_FULL, MDNL_HIST_TRAV_CELLS_HALF, MDNL_HIST_TRAV_CELLS_HALF_FINE};
-        for (int ti = 0; ti < 3 && st == MDNL_OK; ++ti)
-            for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_AGG && st == MDNL_OK; ++v) {
+        const int travs[5] = {MDNL_HIST_TRAV_CELLS_FULL, MDNL_HIST_TRAV_CELLS_HALF, MDNL_HIST_TRAV_CELLS_HALF_FINE,
+                              MDNL_HIST_TRAV_CELLS_PRUNE2, MDNL_HIST_TRAV_CELLS_PRUNE3};
+        for (int ti = 0; ti < 5 && st == MDNL_OK; ++ti)
+            for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_CAP && st == MDNL_OK; ++v) {
                 mdnl_hist_cuda_timing t;
                 if ((st = mdnl_hist_cuda_bench(ctx, &g, (const float(*)[4])pos4, NULL, &spec, v, travs[ti], 7, gpu,
                                                &t)) != MDNL_OK)
@@ -86,7 +93,7 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
                             t.hist_ms, t.hist_min_ms, t.cells_ms, t.upload_ms, pairs / (t.hist_ms * 1e-3),
                             match ? "true" : "false");
                 else
-                    fprintf(out, "  gpu %-10s %-10s  %8.3f ms (min %.3f)  %.3g pairs/s  [cells %.3f ms, upload %.3f ms]%s\n",
+                    fprintf(out, "  gpu %-12s %-10s  %8.3f ms (min %.3f)  %.3g pairs/s  [cells %.3f ms, upload %.3f ms]%s\n",
                             mdnl_hist_traversal_name(t.traversal), mdnl_hist_variant_name(t.variant), t.hist_ms,
                             t.hist_min_ms, pairs / (t.hist_ms * 1e-3), t.cells_ms, t.upload_ms,
                             match ? "" : "  COUNTS DIFFER FROM CPU");

@@ -63,6 +63,14 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
         return st;
     if (o.npositional)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl bench: unexpected argument \"%s\"", o.positional[0]);
+    if (o.sizes && strcmp(o.sizes, "rdf") == 0) { /* the histogram benchmark alone */
+        if (!o.json)
+            return mdnl_bench_rdf(stdout, 0);
+        printf("{");
+        if ((st = run_json("rdf", 1, bench_rdf, NULL)) == MDNL_OK)
+            printf("}\n");
+        return st;
+    }
     const char *names[16];
     int n = 0;
     char buf[256];

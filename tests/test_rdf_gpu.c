@@ -24,8 +24,9 @@
     } while (0)
 
 #ifdef MDNL_HAVE_CUDA
-/* Compares every variant and traversal with the CPU twin on one frame. */
-static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec)
+/* Compares every variant and traversal with the CPU twin on one frame;
+ * budget > 0 caps the SHARED_CAP per-thread budget (mdnl_hist_cuda_set_budget). */
+static void variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec, unsigned budget)
 {
     mdnl_geom g;
     float(*pos4)[4];
@@ -40,8 +41,9 @@ static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const 
     cr_assert(total > 0 || f->natoms < 2, "%s: no pairs at all", what);
     mdnl_hist_cuda *ctx = NULL;
     cr_assert_eq(mdnl_hist_cuda_create(&ctx), MDNL_OK, "%s", mdnl_last_error());
-    for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_AGG; ++v)
-        for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_HALF_FINE; ++t) {
+    mdnl_hist_cuda_set_budget(ctx, budget);
+    for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_CAP; ++v)
+        for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_PRUNE3; ++t) {
             if (t == MDNL_HIST_TRAV_ALLPAIRS && f->natoms > 20000)
                 continue;
             memset(gpu, 0xff, ns * sizeof *gpu);
@@ -58,6 +60,11 @@ static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const 
         }
     mdnl_hist_cuda_free(ctx);
     free(cpu), free(gpu), free(pos4);
+}
+
+static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec)
+{
+    variants_equal_cpu(what, f, spec, 0);
 }
 #endif
 
@@ -135,6 +142,65 @@ Test(rdf_gpu, open_cluster_allpairs_and_cells_equal_cpu_twin)
     mdnl_hist_spec par = {5.0, 100, 2, pairs};
     all_variants_equal_cpu("open all pairs", &f, &tot);
     all_variants_equal_cpu("open partials", &f, &par);
+    mdnl_frame_free(&f);
+#endif
+}
+
+/* A simple cubic lattice of spacing 0.5 on dyadic positions: every squared
+ * distance is exact, many pairs sit exactly on bin edges (r = 0.5, 1.0 with
+ * bins of 0.25) and exactly at r_max (d2 = 2.25 = cutoff2, excluded), and
+ * atoms sit on planes at and near the pruned cells' edges: the threshold
+ * table and the per-atom pruning of the CELLS_PRUNE traversals must still
+ * give the twin's counts, periodic and open. */
+Test(rdf_gpu, cubic_lattice_bin_edges_and_cutoff_pairs_equal_cpu_twin)
+{
+    NEED_GPU();
+#ifdef MDNL_HAVE_CUDA
+    const int m = 20;
+    for (int open = 0; open < 2; ++open) {
+        mdnl_frame f;
+        memset(&f, 0, sizeof f);
+        cr_assert_eq(mdnl_frame_reserve(&f, (int64_t)m * m * m), MDNL_OK);
+        f.natoms = (int64_t)m * m * m;
+        f.nspecies = 1;
+        strcpy(f.symbols[0], "A");
+        int64_t i = 0;
+        for (int x = 0; x < m; ++x)
+            for (int y = 0; y < m; ++y)
+                for (int z = 0; z < m; ++z, ++i) {
+                    f.pos[i][0] = 0.5 * x, f.pos[i][1] = 0.5 * y, f.pos[i][2] = 0.5 * z;
+                    f.species[i] = 0;
+                }
+        if (!open) {
+            f.box.has_lattice = true;
+            f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 0.5 * m;
+            f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+        }
+        mdnl_hist_spec edges = {1.5, 6, 0, NULL};
+        mdnl_hist_spec wide = {2.0, 8, 0, NULL};
+        all_variants_equal_cpu(open ? "open cubic r 1.5" : "cubic r 1.5", &f, &edges);
+        all_variants_equal_cpu(open ? "open cubic r 2.0" : "cubic r 2.0", &f, &wide);
+        mdnl_frame_free(&f);
+    }
+#endif
+}
+
+/* SHARED_CAP with a per-thread budget of 7 (weights are 1 or 2): every
+ * thread soon spends it, part of a weight-2 add never fits, and the rest of
+ * its pairs go to the global bins; the counts must not change. */
+Test(rdf_gpu, shared_cap_beyond_its_budget_equals_cpu_twin)
+{
+    NEED_GPU();
+#ifdef MDNL_HAVE_CUDA
+    const int32_t pairs[3][2] = {{0, 0}, {0, 1}, {1, 1}};
+    mdnl_frame f;
+    rdf_graphene(&f, 40, 24, 1.42);
+    mdnl_hist_spec spec = {6.0, 500, 0, NULL};
+    variants_equal_cpu("graphene, budget 7", &f, &spec, 7);
+    mdnl_frame_free(&f);
+    rdf_random(&f, 3000, 0, 14.0, 0);
+    mdnl_hist_spec par = {3.5, 200, 3, pairs};
+    variants_equal_cpu("random partials, budget 7", &f, &par, 7);
     mdnl_frame_free(&f);
 #endif
 }

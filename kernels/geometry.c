@@ -53,6 +53,17 @@ static void set_axis(mdnl_geom *g, int k, double span, int64_t n, double rcs, in
         g->stencil[k] = 1; /* cw >= rcs on open axes */
 }
 
+/* floor(x), exactly, without the libm call on machines without SSE4.1's
+ * roundsd: truncation is exact for |x| < 2^62 (larger values are integers
+ * already, and go through floor). */
+static inline double fast_floor(double x)
+{
+    if (!(fabs(x) < 4.6e18) || x == 0.0)
+        return floor(x); /* and floor(-0.0) = -0.0, which truncation would lose */
+    double t = (double)(int64_t)x;
+    return t > x ? t - 1.0 : t;
+}
+
 /* Lays out the cell grid of a prepared geometry (wrapped positions, t-range
  * in tlo/thi) for `cutoff`. */
 static void set_grid(mdnl_geom *g, double cutoff)
@@ -142,39 +153,51 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
     double tmax0 = -INFINITY, tmax1 = -INFINITY, tmax2 = -INFINITY;
     int64_t first_bad = n;
     const int has_lattice = box->has_lattice;
+    /* Loop constants as locals: through g and box the compiler must reload
+     * them after every store to pos4 (they may alias); the arithmetic and
+     * its order are unchanged. */
+    double hi[3][3], hh[3][3], tm[3][3];
+    int pb[3];
+    for (int r = 0; r < 3; ++r) {
+        pb[r] = g->pbc[r];
+        for (int k = 0; k < 3; ++k) {
+            hi[r][k] = hinv[r][k];
+            hh[r][k] = box->h[r][k];
+            tm[r][k] = (double)g->tmat[r][k];
+        }
+    }
+    const double(*pos)[3] = (const double(*)[3])f->pos;
 #pragma omp parallel for schedule(static) if (n > 20000) reduction(min : tmin0, tmin1, tmin2, first_bad)           \
     reduction(max : tmax0, tmax1, tmax2)
     for (int64_t i = 0; i < n; ++i) {
-        const double *r = f->pos[i];
-        if (!isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2])) {
+        const double r0 = pos[i][0], r1 = pos[i][1], r2 = pos[i][2];
+        if (!isfinite(r0) || !isfinite(r1) || !isfinite(r2)) {
             first_bad = i < first_bad ? i : first_bad;
             continue;
         }
         double s[3];
         for (int k = 0; k < 3; ++k) {
-            s[k] = r[0] * hinv[0][k] + r[1] * hinv[1][k] + r[2] * hinv[2][k];
-            if (g->pbc[k]) {
-                s[k] -= floor(s[k]);
+            s[k] = r0 * hi[0][k] + r1 * hi[1][k] + r2 * hi[2][k];
+            if (pb[k]) {
+                s[k] -= fast_floor(s[k]);
                 if (s[k] >= 1.0)
                     s[k] = 0.0;
             }
         }
-        double rw[3];
+        float p[3];
         if (has_lattice) {
             for (int a = 0; a < 3; ++a)
-                rw[a] = s[0] * box->h[0][a] + s[1] * box->h[1][a] + s[2] * box->h[2][a];
+                p[a] = (float)(s[0] * hh[0][a] + s[1] * hh[1][a] + s[2] * hh[2][a]);
         } else {
-            memcpy(rw, r, sizeof rw);
+            p[0] = (float)r0, p[1] = (float)r1, p[2] = (float)r2;
         }
-        for (int a = 0; a < 3; ++a)
-            pos4[i][a] = (float)rw[a];
-        pos4[i][3] = 0.0f;
-        double t[3];
-        for (int k = 0; k < 3; ++k) /* t from the float position, as the kernels will compute it */
-            t[k] = (double)pos4[i][0] * g->tmat[0][k] + (double)pos4[i][1] * g->tmat[1][k] +
-                   (double)pos4[i][2] * g->tmat[2][k];
-        tmin0 = fmin(tmin0, t[0]), tmin1 = fmin(tmin1, t[1]), tmin2 = fmin(tmin2, t[2]);
-        tmax0 = fmax(tmax0, t[0]), tmax1 = fmax(tmax1, t[1]), tmax2 = fmax(tmax2, t[2]);
+        pos4[i][0] = p[0], pos4[i][1] = p[1], pos4[i][2] = p[2], pos4[i][3] = 0.0f;
+        /* t from the float position, as the kernels will compute it */
+        const double t0 = (double)p[0] * tm[0][0] + (double)p[1] * tm[1][0] + (double)p[2] * tm[2][0];
+        const double t1 = (double)p[0] * tm[0][1] + (double)p[1] * tm[1][1] + (double)p[2] * tm[2][1];
+        const double t2 = (double)p[0] * tm[0][2] + (double)p[1] * tm[1][2] + (double)p[2] * tm[2][2];
+        tmin0 = t0 < tmin0 ? t0 : tmin0, tmin1 = t1 < tmin1 ? t1 : tmin1, tmin2 = t2 < tmin2 ? t2 : tmin2;
+        tmax0 = t0 > tmax0 ? t0 : tmax0, tmax1 = t1 > tmax1 ? t1 : tmax1, tmax2 = t2 > tmax2 ? t2 : tmax2;
     }
     if (first_bad < n)
         return mdnl_error(MDNL_ERR_INPUT, "frame %lld: atom %lld has a non-finite coordinate", (long long)f->index,

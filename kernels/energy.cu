@@ -303,6 +303,8 @@ extern "C" mdnl_status mdnl_energy_cuda_upload_positions(mdnl_energy_cuda *e, co
     return mdnl_cells_cuda_build(&e->cells, g, (const float4 *)e->pos.ptr, e->stream);
 }
 
+extern "C" const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e) { return (const float *)e->pos.ptr; }
+
 template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p, double *pa)
 {
     const int64_t n = g->natoms;

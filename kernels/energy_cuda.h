@@ -81,6 +81,10 @@ mdnl_status mdnl_energy_list_cuda(mdnl_energy_cuda *e, const mdnl_nlist *h_list,
 /* Positions to the device (natoms float4), then the cell list of g's grid. */
 mdnl_status mdnl_energy_cuda_upload_positions(mdnl_energy_cuda *e, const mdnl_geom *g, const float (*h_pos4)[4]);
 
+/* The device copy of the last uploaded positions (natoms float4), valid
+ * until the next upload; written on the handle's stream. */
+const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e);
+
 /* Fused evaluation of the uploaded positions. With rebuild_cells, the cell
  * list is rebuilt first (part of the timed work). per_atom: whether to keep
  * per-atom energies for mdnl_energy_cuda_result. */

@@ -113,6 +113,14 @@ mdnl_status mdnl_hist_frame_cuda(mdnl_hist_cuda *ctx, const mdnl_geom *g, const 
                                  const int32_t *species, const mdnl_hist_spec *spec, int variant, int traversal,
                                  uint64_t *counts);
 
+/* The same with the positions already on the device: d_pos4 (natoms float4,
+ * the wrapped positions of g) written by work queued on the CUDA stream
+ * `after` (a cudaStream_t; the histogram's own stream waits for it, the host
+ * does not), AUTO variant and traversal. `mdnl run` hands it the positions
+ * the energy uploaded, so a frame crosses PCIe once. */
+mdnl_status mdnl_hist_frame_cuda_devpos(mdnl_hist_cuda *ctx, const mdnl_geom *g, const float *d_pos4, void *after,
+                                        const int32_t *species, const mdnl_hist_spec *spec, uint64_t *counts);
+
 /* What a benchmark call measured (milliseconds, CUDA events). */
 typedef struct mdnl_hist_cuda_timing {
     double upload_ms;  /* positions and species host -> device, once */

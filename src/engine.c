@@ -118,6 +118,8 @@ mdnl_status mdnl_engine_energy_begin(mdnl_engine *e, const mdnl_geom *g, const f
         if ((st = energy_handle(e)) != MDNL_OK || (st = mdnl_energy_cuda_upload_positions(e->energy_cuda, g, pos4)) !=
                                                       MDNL_OK)
             return st;
+        e->energy_pos = pos4;
+        e->energy_natoms = g->natoms;
         return mdnl_energy_cuda_run_fused(e->energy_cuda, g, p, 0, 0);
     }
 #endif
@@ -127,8 +129,10 @@ mdnl_status mdnl_engine_energy_begin(mdnl_engine *e, const mdnl_geom *g, const f
 mdnl_status mdnl_engine_energy_end(mdnl_engine *e, double *total)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA)
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        e->energy_pos = NULL;
         return mdnl_energy_cuda_result(e->energy_cuda, total, NULL);
+    }
 #endif
     *total = e->pending_total;
     return MDNL_OK;
@@ -146,6 +150,9 @@ mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*p
                 return st;
             e->hist_cuda = h;
         }
+        if (e->energy_pos && e->energy_pos == (const void *)pos4 && e->energy_natoms == g->natoms)
+            return mdnl_hist_frame_cuda_devpos(e->hist_cuda, g, mdnl_energy_cuda_positions(e->energy_cuda),
+                                               mdnl_cuda_ctx_stream(e->cuda), species, spec, counts);
         return mdnl_hist_frame_cuda(e->hist_cuda, g, pos4, species, spec, MDNL_HIST_AUTO, MDNL_HIST_TRAV_AUTO,
                                     counts);
     }

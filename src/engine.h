@@ -16,6 +16,8 @@ typedef struct mdnl_engine {
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
     void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
     double pending_total;    /* CPU: mdnl_engine_energy_begin's result, until _end */
+    const void *energy_pos;  /* CUDA: the host positions _begin uploaded, until _end */
+    int64_t energy_natoms;
 } mdnl_engine;
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);
@@ -44,6 +46,10 @@ mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (
 mdnl_status mdnl_engine_energy_begin(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
                                      const mdnl_potential *p);
 mdnl_status mdnl_engine_energy_end(mdnl_engine *e, double *total);
+
+/* Between mdnl_engine_energy_begin and _end, a histogram of the same pos4
+ * on CUDA takes the positions from the energy's device copy (one upload per
+ * frame) instead of uploading them again. */
 
 /* Pair-distance histogram of a frame prepared with cutoff = spec->r_max,
  * binned while traversing (no list stored); counts[nhist * bins] written. */

@@ -23,8 +23,10 @@ for t in .gpu/bin/test_*; do
   "$t" --jobs 1 > "$out/$name.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || fail=1
-  printf '%-18s rc=%d  %s\n' "$name" "$rc" "$(grep -a 'Synthesis' "$out/$name.log" | tail -1)"
+  printf '%-18s rc=%d  %s\n' "$name" "$rc" "$(grep -a 'Synthesis' "$out/$name.log" | tail -1)" | tee -a "$out/tests.txt"
 done
+# the device tool returns at most 8 files: the logs travel as one archive
+(cd "$out" && tar czf test-logs.tar.gz test_*.log && rm -f test_*.log)
 if [ "${1:-}" != "--no-bench" ]; then
   build/mdnl bench --json > "$out/bench.json" 2> "$out/bench.err" || fail=1
   build/mdnl bench > "$out/bench.txt" 2>&1 || fail=1

@@ -671,6 +671,7 @@ static hid_t require_groups(hid_t fid, const char *gpath)
 
 static mdnl_status flush_energy(mdnl_h5md_results *w)
 {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     const hsize_t n = (hsize_t)w->e_pending;
     mdnl_status st;
     w->e_pending = 0;
@@ -682,10 +683,12 @@ static mdnl_status flush_energy(mdnl_h5md_results *w)
 
 mdnl_status mdnl_h5md_results_write_energy(mdnl_h5md_results *w, int64_t step, double time, double total)
 {
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
+    /* Buffering alone makes no HDF5 call: with a thread-safe HDF5 every call
+     * takes the library's lock, which the reader holds for a whole frame. */
     const char *path = w->path;
     mdnl_status st = MDNL_OK;
     if (!w->energy_started) {
+        H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
         hid_t g = require_groups(w->fid, "/observables/potential_energy");
         TRY(g, "create /observables/potential_energy");
         st = app_create(path, g, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &w->e_step);

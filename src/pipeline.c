@@ -213,10 +213,11 @@ static void *prepare_main(void *arg)
 {
     ring *p = arg;
 #ifdef _OPENMP
-    /* mdnl_geom_prepare's OpenMP team: leave cores to the reader, compute
-     * and writer threads (idle OpenMP threads spin and would slow them). */
+    /* mdnl_geom_prepare's OpenMP team: half the cores, leaving the rest to
+     * the reader, compute and writer threads and the CUDA driver (idle
+     * OpenMP threads spin for a while and would slow them). */
     int procs = omp_get_num_procs();
-    omp_set_num_threads(procs > 4 ? procs - 3 : 1);
+    omp_set_num_threads(procs >= 4 ? procs / 2 : 1);
 #endif
     const bool work = !p->c->read_only && (p->c->neighbors || p->c->energy || p->c->hist);
     for (int64_t k = 0;; ++k) {

@@ -471,6 +471,166 @@ __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ md
 #define WARP_T 128
 #define FULLMASK 0xffffffffu
 
+/* Cell variant 7's staged pass: cell_stage_kernel's traversal (the merged
+ * walk below), but the first K hits of a row are kept in registers, sorted
+ * by insertion as they come (a compare-exchange per register, unrolled: no
+ * local memory), and stored once the walk is done, so that the 32 threads
+ * of a warp store their q-th keys together (coalesced) and a row of at most
+ * K is staged already sorted. Hits past K go to the stage as they come
+ * (unsorted; the copy sorts such a row in place). K is 4 or 8 (registers:
+ * 4 leaves room for more warps per SM). Mapping: thread per sorted slot s,
+ * as cell_stage_kernel; the longest row into *maxlen with one atomic per
+ * warp at most. */
+
+/* mdnl_for_each_pair's pair set, visited in another order (only for kernels
+ * that sort their rows): when an atom's z range is its whole cell column on
+ * an open z axis (a flat sheet: one cell in z), the columns of consecutive dy
+ * with the same image shift are one contiguous range of the cell order, so
+ * the walk takes 2 stencil[0] + 1 ranges (fewer when y wraps) instead of one
+ * per column: fewer dependent start[] loads before the first position load.
+ * Otherwise it is mdnl_for_each_pair itself. */
+template <class F>
+__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
+{
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    /* Every z range is the whole column on an open axis with n2 <= stencil + 1
+     * cells (cz - st <= 0 and cz + st >= n2 - 1 for every cz); else the z
+     * range may miss part of a column, or wrap. */
+    if (g.pbc[2] || g.stencil[2] < n2 - 1) {
+        mdnl_for_each_pair(g, c, i_sorted, f);
+        return;
+    }
+    const float4 pi = c.pos[i_sorted];
+    const int lin = c.cell[i_sorted];
+    const int cy = (lin / n2) % n1;
+    const int cx = lin / (n2 * n1);
+    for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
+        int x = cx + dx, s0 = 0;
+        if (g.pbc[0]) {
+            s0 = mdnl_floordiv(x, n0);
+            x -= s0 * n0;
+        } else if (x < 0 || x >= n0) {
+            continue;
+        }
+        for (int dy = -g.stencil[1]; dy <= g.stencil[1];) {
+            int y = cy + dy, s1 = 0;
+            if (g.pbc[1]) {
+                s1 = mdnl_floordiv(y, n1);
+                y -= s1 * n1;
+            } else if (y < 0 || y >= n1) {
+                ++dy;
+                continue;
+            }
+            /* dy .. dlast share s1: y .. y + (dlast - dy) <= n1 - 1 */
+            int dlast = dy + (n1 - 1 - y);
+            if (dlast > g.stencil[1])
+                dlast = g.stencil[1];
+            float v[3];
+            mdnl_shift_vector(&g, s0, s1, 0, v);
+            const int zero = s0 == 0 && s1 == 0;
+            const int kb = c.start[(x * n1 + y) * n2];
+            const int ke = c.start[(x * n1 + y + (dlast - dy) + 1) * n2];
+#pragma unroll 4
+            for (int k = kb; k < ke; ++k) {
+                const float4 pj = c.pos[k];
+                if (zero && k == i_sorted)
+                    continue;
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                if (d2 < g.cutoff2)
+                    f(__float_as_int(pj.w), d2, s0, s1, 0);
+            }
+            dy = dlast + 1;
+        }
+    }
+}
+
+template <bool FULL, int K>
+__global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_constant__ mdnl_geom g,
+                                                                mdnl_cells_view c, uint64_t *__restrict__ stage,
+                                                                int cap, unsigned long long *__restrict__ counts,
+                                                                int *__restrict__ maxlen)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    const int n = c.natoms;
+    int k = 0;
+    if (s < n) {
+        const int i = c.order[s];
+        uint64_t r[K];
+#pragma unroll
+        for (int q = 0; q < K; ++q)
+            r[q] = 0;
+        walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+            if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+                uint64_t x = mdnl_row_key(j, __fsqrt_rn(d2));
+                if (k < K) {
+#pragma unroll
+                    for (int q = 0; q < K; ++q) {
+                        const uint64_t a = r[q];
+                        if (q < k) {
+                            r[q] = a < x ? a : x;
+                            x = a < x ? x : a;
+                        } else if (q == k) {
+                            r[q] = x;
+                        }
+                    }
+                } else if (k < cap) {
+                    stage[(size_t)k * n + s] = x;
+                }
+                ++k;
+            }
+        });
+#pragma unroll
+        for (int q = 0; q < K; ++q)
+            if (q < k && q < cap)
+                stage[(size_t)q * n + s] = r[q];
+        counts[i] = (unsigned long long)k;
+    }
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)k);
+    if ((threadIdx.x & 31) == 0 && m > *(volatile int *)maxlen)
+        atomicMax(maxlen, m);
+}
+
+/* Cell variant 7's copy: thread per sorted slot s copies row order[s] from
+ * the stage (stage[q * n + s]: a warp's loads of one q coalesce) straight
+ * into the CSR; a row longer than K was staged partly unsorted and
+ * is sorted there in place. No shared memory, no block scan. When the staged
+ * pass overflowed its capacity (*maxlen > cap) nothing is written: the host
+ * sees the longest row after its one synchronisation, grows the capacity and
+ * builds again. */
+template <int K>
+__global__ __launch_bounds__(128) void stage_copy_kernel(const int *__restrict__ order, int n,
+                                                         const uint64_t *__restrict__ stage, int cap,
+                                                         const int *__restrict__ maxlen,
+                                                         const int64_t *__restrict__ offsets,
+                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= n || *maxlen > cap)
+        return;
+    const int i = order[s];
+    const int64_t off = offsets[i];
+    const int len = (int)(offsets[i + 1] - off);
+    uint64_t r[K];
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+        if (q < len)
+            r[q] = stage[(size_t)q * n + s];
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+        if (q < len) {
+            j_out[off + q] = (int32_t)(r[q] >> 32);
+            d_out[off + q] = __uint_as_float((unsigned)r[q]);
+        }
+    if (len > K) {
+        for (int q = K; q < len; ++q) {
+            const uint64_t key = stage[(size_t)q * n + s];
+            j_out[off + q] = (int32_t)(key >> 32);
+            d_out[off + q] = __uint_as_float((unsigned)key);
+        }
+        sort_row(global_row{j_out + off, d_out + off}, len);
+    }
+}
+
 struct warp_ranges {
     int nr;      /* ranges (uniform) */
     int total;   /* candidates (uniform) */
@@ -1112,7 +1272,9 @@ struct mdnl_cuda_ctx {
     int smem_budget; /* bytes; -1: default */
     int cell_variant; /* 0: pick by density; 1: count + fused fill; 2: staged single pass;
                          3: thread count + warp fill; 4: warp count + warp fill;
-                         5: tile fill; 6: 2 over the unstable binning */
+                         5: tile fill; 6: 2 over the unstable binning;
+                         7: 6 with rows sorted while staged, no mid-build sync */
+    int deferred;     /* variant 7: npairs and the longest row await the caller's one sync */
     int smem_optin;  /* the device's opt-in maximum per block */
     int tile_cap;    /* variant 5: most candidates a tile may sort; 0: TILE_MAX_REGION */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* variants 5, 6: unstable binning */
@@ -1204,7 +1366,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
-extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 6 ? v : 0; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 7 ? v : 0; }
 extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
 {
     c->tile_cap = candidates > 0 ? candidates : 0;
@@ -1590,10 +1752,11 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         variant = 3; /* images: a tile would meet a cell twice */
     }
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if (variant == 6) {
+    if (variant == 6 || variant == 7) {
         if ((st = build_fast_cells(ctx, g, pos, n)) != MDNL_OK)
             return st;
-        variant = 2;
+        if (variant == 6)
+            variant = 2;
     } else {
         if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
             return st;
@@ -1625,6 +1788,62 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         if ((st = launch_warp_fill<FULL>(ctx, g, n, longest)) != MDNL_OK)
             return st;
         STAGE(MDNL_CUDA_STAGE_FILL, 1);
+        return MDNL_OK;
+    }
+    if (variant == 7) {
+        /* No synchronisation until the caller's last one: the output is
+         * sized for every row at the stage capacity, and a staged pass that
+         * overflowed it is detected there (the longest row, read back with
+         * the pair count) and built again with a larger capacity. */
+        int *maxlen = (int *)ctx->flags.ptr + 1;
+        const int cap = ctx->stage_cap;
+        const size_t most = (size_t)cap * (size_t)n;
+        if ((st = mdnl_dbuf_reserve(&ctx->stage, most * sizeof(uint64_t), "neighbor stage")) != MDNL_OK ||
+            (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+            (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
+            return st;
+        STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+        /* K (rows kept sorted in registers): 4 for sparse rows (graphene:
+         * 3 pairs, ~13 candidates per atom), else 8; MDNL_STAGE_K=4|8
+         * (environment) overrides it, for tuning */
+        int K = cand <= 32 ? 4 : 8;
+        const char *env = getenv("MDNL_STAGE_K");
+        if (env && (atoi(env) == 4 || atoi(env) == 8))
+            K = atoi(env);
+        if (K == 4)
+            cell_stage_sorted_kernel<FULL, 4><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
+        else
+            cell_stage_sorted_kernel<FULL, 8><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
+        MDNL_CUDA_LAUNCHED(ctx->stream);
+        STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+        STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+        unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
+        int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+        size_t bytes = 0;
+        MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, n + 1, ctx->stream));
+        if ((st = mdnl_dbuf_reserve(&ctx->temp, bytes, "scan scratch")) != MDNL_OK)
+            return st;
+        bytes = ctx->temp.cap;
+        MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
+        STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+        STAGE(MDNL_CUDA_STAGE_SORT, 0);
+        if (K == 4)
+            stage_copy_kernel<4><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                ctx->view.order, n, (const uint64_t *)ctx->stage.ptr, cap, maxlen, offsets, (int32_t *)ctx->j.ptr,
+                (float *)ctx->d.ptr);
+        else
+            stage_copy_kernel<8><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                ctx->view.order, n, (const uint64_t *)ctx->stage.ptr, cap, maxlen, offsets, (int32_t *)ctx->j.ptr,
+                (float *)ctx->d.ptr);
+        MDNL_CUDA_LAUNCHED(ctx->stream);
+        STAGE(MDNL_CUDA_STAGE_SORT, 1);
+        MDNL_CUDA_CHECK(
+            cudaMemcpyAsync(ctx->h_small, offsets + n, sizeof(int64_t), cudaMemcpyDeviceToHost, ctx->stream));
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 3, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+        ctx->deferred = 1;
+        *npairs = 0;
         return MDNL_OK;
     }
     if (variant == 2) {
@@ -1782,6 +2001,8 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
         (st = mdnl_dbuf_reserve(&ctx->j, sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
+again:
+    ctx->deferred = 0;
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
         ctx->used[s] = 0;
         ctx->stage_ms[s] = 0;
@@ -1821,6 +2042,18 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    if (ctx->deferred) { /* cell variant 7 */
+        int longest;
+        memcpy(&longest, ctx->h_small + 3, sizeof longest);
+        if (longest > ctx->stage_cap) {
+            /* the stage overflowed: rows were counted exactly but not all
+             * stored (nothing was written); grow and build again */
+            ctx->retries++;
+            ctx->stage_cap = longest + longest / 8 + 1;
+            goto again;
+        }
+        npairs = ctx->h_small[0];
+    }
     int flag;
     memcpy(&flag, ctx->h_small + 2, sizeof flag);
     if (flag)

@@ -553,6 +553,8 @@ __global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_con
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
     const int n = c.natoms;
     int k = 0;
+    if (s == 0) /* the scan's last term (the build does not clear counts for this variant) */
+        counts[n] = 0;
     if (s < n) {
         const int i = c.order[s];
         uint64_t r[K];
@@ -596,15 +598,20 @@ __global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_con
  * is sorted there in place. No shared memory, no block scan. When the staged
  * pass overflowed its capacity (*maxlen > cap) nothing is written: the host
  * sees the longest row after its one synchronisation, grows the capacity and
- * builds again. */
+ * builds again. Thread 0 also copies the pair count (offsets[n]) to
+ * *npairs_out, beside the flags, so that the host reads them back in one
+ * copy. */
 template <int K>
 __global__ __launch_bounds__(128) void stage_copy_kernel(const int *__restrict__ order, int n,
                                                          const uint64_t *__restrict__ stage, int cap,
                                                          const int *__restrict__ maxlen,
                                                          const int64_t *__restrict__ offsets,
-                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out)
+                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                         long long *__restrict__ npairs_out)
 {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s == 0)
+        *npairs_out = offsets[n];
     if (s >= n || *maxlen > cap)
         return;
     const int i = order[s];
@@ -1257,6 +1264,13 @@ __global__ __launch_bounds__(TILE_T, K <= 4 ? 8 : 4) void tile_fill_kernel(
 /* ------------------------------------------------------------------------ */
 /* The context. */
 
+/* ctx->flags, cleared by every build and read back by its last copy: [0] a
+ * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
+ * [3] variant 5's oversized regions, [4..5] cell variant 7's pair count
+ * (int64). */
+#define FLAG_INTS 8
+#define FLAG_NPAIRS 4
+
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
     mdnl_dbuf pos, counts, offsets, j, d, stage, ccount, images, flags, temp;
@@ -1727,23 +1741,39 @@ static mdnl_status build_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
     return MDNL_OK;
 }
 
+/* Candidates per atom of the cell list (the density the default goes by). */
+static double cell_candidates(const mdnl_geom *g)
+{
+    double cand = (double)g->natoms / (double)g->ncells;
+    for (int k = 0; k < 3; ++k)
+        cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
+    return cand;
+}
+
+/* The cell variant a build starts with (the context's, or the default by
+ * density); build_cell may still fall back from it. */
+static int cell_variant_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
+{
+    if (ctx->cell_variant != 0)
+        return ctx->cell_variant;
+    return cell_candidates(g) > 100 ? 5 : 7;
+}
+
 template <bool FULL>
 static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
-    double cand = (double)n / (double)g->ncells; /* candidates per atom */
-    for (int k = 0; k < 3; ++k)
-        cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
+    const double cand = cell_candidates(g); /* candidates per atom */
     /* The default (H100, tools/bench/RESULTS.md): dense rows (lj-1m, ~360
      * candidates per atom) take the tile fill of variant 5, where a tile
      * can hold each cell once (else variant 3, rows sorted per warp); sparse
-     * rows (graphene-1m, ~13 candidates) take variant 2's single staged
-     * traversal over the unstable binning (variant 6). Variant 2's staged
-     * stores are scattered (a warp's threads emit at different times), so it
-     * wins only while rows are short. */
-    int variant = ctx->cell_variant;
-    if (variant == 0)
-        variant = cand > 100 ? 5 : 6;
+     * rows (graphene-1m, ~13 candidates) take variant 7: variant 2's single
+     * staged traversal over the unstable binning with rows sorted in
+     * registers, stored coalesced, copied without a sort and no host
+     * synchronisation before the end (0.23 ms against variant 6's 0.28).
+     * Staging wins only while rows are short (variant 7's copy sorts rows
+     * longer than its registers in global memory: 20 ms on lj-1m). */
+    int variant = cell_variant_first(ctx, g);
     if (variant == 5) {
         tile_args ta;
         int G = 32;
@@ -1832,17 +1862,14 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         if (K == 4)
             stage_copy_kernel<4><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
                 ctx->view.order, n, (const uint64_t *)ctx->stage.ptr, cap, maxlen, offsets, (int32_t *)ctx->j.ptr,
-                (float *)ctx->d.ptr);
+                (float *)ctx->d.ptr, (long long *)((int *)ctx->flags.ptr + FLAG_NPAIRS));
         else
             stage_copy_kernel<8><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
                 ctx->view.order, n, (const uint64_t *)ctx->stage.ptr, cap, maxlen, offsets, (int32_t *)ctx->j.ptr,
-                (float *)ctx->d.ptr);
+                (float *)ctx->d.ptr, (long long *)((int *)ctx->flags.ptr + FLAG_NPAIRS));
         MDNL_CUDA_LAUNCHED(ctx->stream);
         STAGE(MDNL_CUDA_STAGE_SORT, 1);
-        MDNL_CUDA_CHECK(
-            cudaMemcpyAsync(ctx->h_small, offsets + n, sizeof(int64_t), cudaMemcpyDeviceToHost, ctx->stream));
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 3, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
-        ctx->deferred = 1;
+        ctx->deferred = 1; /* the caller reads flags (pair count included) back */
         *npairs = 0;
         return MDNL_OK;
     }
@@ -1997,7 +2024,7 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     if ((st = mdnl_dbuf_reserve(&ctx->counts, (size_t)(n + 1) * sizeof(unsigned long long), "row counts")) !=
             MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->offsets, (size_t)(n + 1) * sizeof(int64_t), "row offsets")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->flags, 4 * sizeof(int), "flags")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->flags, FLAG_INTS * sizeof(int), "flags")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
@@ -2010,8 +2037,11 @@ again:
     ctx->total_ms = 0;
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
-    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
-    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, 4 * sizeof(int), ctx->stream));
+    /* cell variant 7 writes every count itself */
+    if (!(method == MDNL_METHOD_CELL && cell_variant_first(ctx, g) == 7))
+        MDNL_CUDA_CHECK(
+            cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
+    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
     int64_t npairs = 0;
     const float4 *pos = (const float4 *)d_pos4;
     const bool full = kind == MDNL_LIST_FULL;
@@ -2038,13 +2068,14 @@ again:
     }
     /* One more synchronisation: the fill's consistency flag (a count that
      * disagrees with its fill would be a bug, never silently truncated). */
-    MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 2, ctx->flags.ptr, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+    int *h_flags = (int *)(ctx->h_small + 4); /* FLAG_INTS ints, 8-byte aligned */
+    MDNL_CUDA_CHECK(
+        cudaMemcpyAsync(h_flags, ctx->flags.ptr, FLAG_INTS * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     if (ctx->deferred) { /* cell variant 7 */
-        int longest;
-        memcpy(&longest, ctx->h_small + 3, sizeof longest);
+        const int longest = h_flags[1];
         if (longest > ctx->stage_cap) {
             /* the stage overflowed: rows were counted exactly but not all
              * stored (nothing was written); grow and build again */
@@ -2052,10 +2083,9 @@ again:
             ctx->stage_cap = longest + longest / 8 + 1;
             goto again;
         }
-        npairs = ctx->h_small[0];
+        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
     }
-    int flag;
-    memcpy(&flag, ctx->h_small + 2, sizeof flag);
+    const int flag = h_flags[0];
     if (flag)
         return mdnl_error(MDNL_ERR_INTERNAL, "CUDA neighbor list (%s): a row's fill disagreed with its count",
                           mdnl_method_name(method));

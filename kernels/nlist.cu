@@ -545,9 +545,9 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
 }
 
 template <bool FULL, int K>
-__global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_constant__ mdnl_geom g,
-                                                                mdnl_cells_view c, uint64_t *__restrict__ stage,
-                                                                int cap, unsigned long long *__restrict__ counts,
+__global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                                uint64_t *__restrict__ stage, int cap,
+                                                                unsigned long long *__restrict__ counts,
                                                                 int *__restrict__ maxlen)
 {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1380,7 +1380,10 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
-extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 7 ? v : 0; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v)
+{
+    c->cell_variant = v >= 0 && v <= 7 ? v : 0;
+}
 extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
 {
     c->tile_cap = candidates > 0 ? candidates : 0;
@@ -1751,12 +1754,16 @@ static double cell_candidates(const mdnl_geom *g)
 }
 
 /* The cell variant a build starts with (the context's, or the default by
- * density); build_cell may still fall back from it. */
+ * density); build_cell may still fall back from it. Variant 7 only while
+ * rows are short enough for its registers (~0.15-0.25 hits per candidate:
+ * up to 32 candidates, rows of ~5-8), since its copy sorts longer rows in
+ * global memory; variant 6 up to 100. */
 static int cell_variant_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
 {
     if (ctx->cell_variant != 0)
         return ctx->cell_variant;
-    return cell_candidates(g) > 100 ? 5 : 7;
+    const double cand = cell_candidates(g);
+    return cand > 100 ? 5 : cand > 32 ? 6 : 7;
 }
 
 template <bool FULL>
@@ -1764,15 +1771,12 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
 {
     mdnl_status st;
     const double cand = cell_candidates(g); /* candidates per atom */
-    /* The default (H100, tools/bench/RESULTS.md): dense rows (lj-1m, ~360
-     * candidates per atom) take the tile fill of variant 5, where a tile
-     * can hold each cell once (else variant 3, rows sorted per warp); sparse
-     * rows (graphene-1m, ~13 candidates) take variant 7: variant 2's single
-     * staged traversal over the unstable binning with rows sorted in
-     * registers, stored coalesced, copied without a sort and no host
-     * synchronisation before the end (0.23 ms against variant 6's 0.28).
-     * Staging wins only while rows are short (variant 7's copy sorts rows
-     * longer than its registers in global memory: 20 ms on lj-1m). */
+    /* The default (H100, tools/bench/RESULTS.md): dense rows (lj-1m, ~360 candidates per atom) take the tile fill of
+     * variant 5, where a tile can hold each cell once (else variant 3, rows sorted per warp); sparse rows (graphene-1m,
+     * ~13 candidates; up to 32) take variant 7: variant 2's single staged traversal over the unstable binning with rows
+     * sorted in registers, stored coalesced, copied without a sort and no host synchronisation before the end
+     * (0.20-0.23 ms against variant 6's 0.28); rows of up to 100 candidates take variant 6. Staging wins only while
+     * rows are short (variant 7's copy sorts rows longer than its registers in global memory: 20 ms on lj-1m). */
     int variant = cell_variant_first(ctx, g);
     if (variant == 5) {
         tile_args ta;
@@ -1833,10 +1837,10 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
             (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
             return st;
         STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-        /* K (rows kept sorted in registers): 4 for sparse rows (graphene:
-         * 3 pairs, ~13 candidates per atom), else 8; MDNL_STAGE_K=4|8
-         * (environment) overrides it, for tuning */
-        int K = cand <= 32 ? 4 : 8;
+        /* K (rows kept sorted in registers): 4 for the sparsest rows
+         * (graphene: 3 pairs, ~13 candidates per atom), else 8;
+         * MDNL_STAGE_K=4|8 (environment) overrides it, for tuning */
+        int K = cand <= 16 ? 4 : 8;
         const char *env = getenv("MDNL_STAGE_K");
         if (env && (atoi(env) == 4 || atoi(env) == 8))
             K = atoi(env);
@@ -2021,8 +2025,7 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     if (method == MDNL_METHOD_AUTO)
         method = mdnl_nlist_cuda_auto(g);
     mdnl_status st;
-    if ((st = mdnl_dbuf_reserve(&ctx->counts, (size_t)(n + 1) * sizeof(unsigned long long), "row counts")) !=
-            MDNL_OK ||
+    if ((st = mdnl_dbuf_reserve(&ctx->counts, (size_t)(n + 1) * sizeof(unsigned long long), "row counts")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->offsets, (size_t)(n + 1) * sizeof(int64_t), "row offsets")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->flags, FLAG_INTS * sizeof(int), "flags")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
@@ -2039,8 +2042,7 @@ again:
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
     /* cell variant 7 writes every count itself */
     if (!(method == MDNL_METHOD_CELL && cell_variant_first(ctx, g) == 7))
-        MDNL_CUDA_CHECK(
-            cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
+        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
     MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
     int64_t npairs = 0;
     const float4 *pos = (const float4 *)d_pos4;

@@ -405,9 +405,9 @@ Test(nlist_gpu, cell_variant7_stage_overflow_builds_again)
             char what[128];
             snprintf(what, sizeof what, "cell variant 7, capacity %d, %s list", caps[c],
                      kind == MDNL_LIST_FULL ? "full" : "half");
-            cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind,
-                                              &want),
-                         MDNL_OK, "%s", mdnl_last_error());
+            cr_assert_eq(
+                mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &want),
+                MDNL_OK, "%s", mdnl_last_error());
             mdnl_cuda_ctx_set_cell_variant(ctx, 7);
             mdnl_cuda_ctx_set_stage_capacity(ctx, caps[c]);
             const int64_t before = mdnl_cuda_ctx_retries(ctx);

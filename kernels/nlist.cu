@@ -471,6 +471,173 @@ __global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ md
 #define WARP_T 128
 #define FULLMASK 0xffffffffu
 
+/* Cell variant 7's staged pass: cell_stage_kernel's traversal (the merged
+ * walk below), but the first K hits of a row are kept in registers, sorted
+ * by insertion as they come (a compare-exchange per register, unrolled: no
+ * local memory), and stored once the walk is done, so that the 32 threads
+ * of a warp store their q-th keys together (coalesced) and a row of at most
+ * K is staged already sorted. Hits past K go to the stage as they come
+ * (unsorted; the copy sorts such a row in place). K is 4 or 8 (registers:
+ * 4 leaves room for more warps per SM). Mapping: thread per sorted slot s,
+ * as cell_stage_kernel; the longest row into *maxlen with one atomic per
+ * warp at most. */
+
+/* mdnl_for_each_pair's pair set, visited in another order (only for kernels
+ * that sort their rows): when an atom's z range is its whole cell column on
+ * an open z axis (a flat sheet: one cell in z), the columns of consecutive dy
+ * with the same image shift are one contiguous range of the cell order, so
+ * the walk takes 2 stencil[0] + 1 ranges (fewer when y wraps) instead of one
+ * per column: fewer dependent start[] loads before the first position load.
+ * Otherwise it is mdnl_for_each_pair itself. */
+template <class F>
+__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
+{
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    /* Every z range is the whole column on an open axis with n2 <= stencil + 1
+     * cells (cz - st <= 0 and cz + st >= n2 - 1 for every cz); else the z
+     * range may miss part of a column, or wrap. */
+    if (g.pbc[2] || g.stencil[2] < n2 - 1) {
+        mdnl_for_each_pair(g, c, i_sorted, f);
+        return;
+    }
+    const float4 pi = c.pos[i_sorted];
+    const int lin = c.cell[i_sorted];
+    const int cy = (lin / n2) % n1;
+    const int cx = lin / (n2 * n1);
+    for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
+        int x = cx + dx, s0 = 0;
+        if (g.pbc[0]) {
+            s0 = mdnl_floordiv(x, n0);
+            x -= s0 * n0;
+        } else if (x < 0 || x >= n0) {
+            continue;
+        }
+        for (int dy = -g.stencil[1]; dy <= g.stencil[1];) {
+            int y = cy + dy, s1 = 0;
+            if (g.pbc[1]) {
+                s1 = mdnl_floordiv(y, n1);
+                y -= s1 * n1;
+            } else if (y < 0 || y >= n1) {
+                ++dy;
+                continue;
+            }
+            /* dy .. dlast share s1: y .. y + (dlast - dy) <= n1 - 1 */
+            int dlast = dy + (n1 - 1 - y);
+            if (dlast > g.stencil[1])
+                dlast = g.stencil[1];
+            float v[3];
+            mdnl_shift_vector(&g, s0, s1, 0, v);
+            const int zero = s0 == 0 && s1 == 0;
+            const int kb = c.start[(x * n1 + y) * n2];
+            const int ke = c.start[(x * n1 + y + (dlast - dy) + 1) * n2];
+#pragma unroll 4
+            for (int k = kb; k < ke; ++k) {
+                const float4 pj = c.pos[k];
+                if (zero && k == i_sorted)
+                    continue;
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                if (d2 < g.cutoff2)
+                    f(__float_as_int(pj.w), d2, s0, s1, 0);
+            }
+            dy = dlast + 1;
+        }
+    }
+}
+
+template <bool FULL, int K>
+__global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                                uint64_t *__restrict__ stage, int cap,
+                                                                unsigned long long *__restrict__ counts,
+                                                                int *__restrict__ maxlen)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    const int n = c.natoms;
+    int k = 0;
+    if (s == 0) /* the scan's last term (the build does not clear counts for this variant) */
+        counts[n] = 0;
+    if (s < n) {
+        const int i = c.order[s];
+        uint64_t r[K];
+#pragma unroll
+        for (int q = 0; q < K; ++q)
+            r[q] = 0;
+        walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+            if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+                uint64_t x = mdnl_row_key(j, __fsqrt_rn(d2));
+                if (k < K) {
+#pragma unroll
+                    for (int q = 0; q < K; ++q) {
+                        const uint64_t a = r[q];
+                        if (q < k) {
+                            r[q] = a < x ? a : x;
+                            x = a < x ? x : a;
+                        } else if (q == k) {
+                            r[q] = x;
+                        }
+                    }
+                } else if (k < cap) {
+                    stage[(size_t)k * n + s] = x;
+                }
+                ++k;
+            }
+        });
+#pragma unroll
+        for (int q = 0; q < K; ++q)
+            if (q < k && q < cap)
+                stage[(size_t)q * n + s] = r[q];
+        counts[i] = (unsigned long long)k;
+    }
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)k);
+    if ((threadIdx.x & 31) == 0 && m > *(volatile int *)maxlen)
+        atomicMax(maxlen, m);
+}
+
+/* Cell variant 7's copy: thread per sorted slot s copies row order[s] from
+ * the stage (stage[q * n + s]: a warp's loads of one q coalesce) straight
+ * into the CSR; a row longer than K was staged partly unsorted and
+ * is sorted there in place. No shared memory, no block scan. When the staged
+ * pass overflowed its capacity (*maxlen > cap) nothing is written: the host
+ * sees the longest row after its one synchronisation, grows the capacity and
+ * builds again. Thread 0 also copies the pair count (offsets[n]) to
+ * *npairs_out, beside the flags, so that the host reads them back in one
+ * copy. */
+template <int K>
+__global__ __launch_bounds__(128) void stage_copy_kernel(const int *__restrict__ order, int n,
+                                                         const uint64_t *__restrict__ stage, int cap,
+                                                         const int *__restrict__ maxlen,
+                                                         const int64_t *__restrict__ offsets,
+                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                         long long *__restrict__ npairs_out)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s == 0)
+        *npairs_out = offsets[n];
+    if (s >= n || *maxlen > cap)
+        return;
+    const int i = order[s];
+    const int64_t off = offsets[i];
+    const int len = (int)(offsets[i + 1] - off);
+    uint64_t r[K];
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+        if (q < len)
+            r[q] = stage[(size_t)q * n + s];
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+        if (q < len) {
+            j_out[off + q] = (int32_t)(r[q] >> 32);
+            d_out[off + q] = __uint_as_float((unsigned)r[q]);
+        }
+    if (len > K) {
+        for (int q = K; q < len; ++q) {
+            const uint64_t key = stage[(size_t)q * n + s];
+            j_out[off + q] = (int32_t)(key >> 32);
+            d_out[off + q] = __uint_as_float((unsigned)key);
+        }
+        sort_row(global_row{j_out + off, d_out + off}, len);
+    }
+}
+
 struct warp_ranges {
     int nr;      /* ranges (uniform) */
     int total;   /* candidates (uniform) */
@@ -1097,6 +1264,13 @@ __global__ __launch_bounds__(TILE_T, K <= 4 ? 8 : 4) void tile_fill_kernel(
 /* ------------------------------------------------------------------------ */
 /* The context. */
 
+/* ctx->flags, cleared by every build and read back by its last copy: [0] a
+ * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
+ * [3] variant 5's oversized regions, [4..5] cell variant 7's pair count
+ * (int64). */
+#define FLAG_INTS 8
+#define FLAG_NPAIRS 4
+
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
     mdnl_dbuf pos, counts, offsets, j, d, stage, ccount, images, flags, temp;
@@ -1112,7 +1286,9 @@ struct mdnl_cuda_ctx {
     int smem_budget; /* bytes; -1: default */
     int cell_variant; /* 0: pick by density; 1: count + fused fill; 2: staged single pass;
                          3: thread count + warp fill; 4: warp count + warp fill;
-                         5: tile fill; 6: 2 over the unstable binning */
+                         5: tile fill; 6: 2 over the unstable binning;
+                         7: 6 with rows sorted while staged, no mid-build sync */
+    int deferred;     /* variant 7: npairs and the longest row await the caller's one sync */
     int smem_optin;  /* the device's opt-in maximum per block */
     int tile_cap;    /* variant 5: most candidates a tile may sort; 0: TILE_MAX_REGION */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* variants 5, 6: unstable binning */
@@ -1204,7 +1380,10 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
-extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v) { c->cell_variant = v >= 0 && v <= 6 ? v : 0; }
+extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v)
+{
+    c->cell_variant = v >= 0 && v <= 7 ? v : 0;
+}
 extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
 {
     c->tile_cap = candidates > 0 ? candidates : 0;
@@ -1565,23 +1744,40 @@ static mdnl_status build_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
     return MDNL_OK;
 }
 
+/* Candidates per atom of the cell list (the density the default goes by). */
+static double cell_candidates(const mdnl_geom *g)
+{
+    double cand = (double)g->natoms / (double)g->ncells;
+    for (int k = 0; k < 3; ++k)
+        cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
+    return cand;
+}
+
+/* The cell variant a build starts with (the context's, or the default by
+ * density); build_cell may still fall back from it. Variant 7 only while
+ * rows are short enough for its registers (~0.15-0.25 hits per candidate:
+ * up to 32 candidates, rows of ~5-8), since its copy sorts longer rows in
+ * global memory; variant 6 up to 100. */
+static int cell_variant_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
+{
+    if (ctx->cell_variant != 0)
+        return ctx->cell_variant;
+    const double cand = cell_candidates(g);
+    return cand > 100 ? 5 : cand > 32 ? 6 : 7;
+}
+
 template <bool FULL>
 static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
-    double cand = (double)n / (double)g->ncells; /* candidates per atom */
-    for (int k = 0; k < 3; ++k)
-        cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
-    /* The default (H100, tools/bench/RESULTS.md): dense rows (lj-1m, ~360
-     * candidates per atom) take the tile fill of variant 5, where a tile
-     * can hold each cell once (else variant 3, rows sorted per warp); sparse
-     * rows (graphene-1m, ~13 candidates) take variant 2's single staged
-     * traversal over the unstable binning (variant 6). Variant 2's staged
-     * stores are scattered (a warp's threads emit at different times), so it
-     * wins only while rows are short. */
-    int variant = ctx->cell_variant;
-    if (variant == 0)
-        variant = cand > 100 ? 5 : 6;
+    const double cand = cell_candidates(g); /* candidates per atom */
+    /* The default (H100, tools/bench/RESULTS.md): dense rows (lj-1m, ~360 candidates per atom) take the tile fill of
+     * variant 5, where a tile can hold each cell once (else variant 3, rows sorted per warp); sparse rows (graphene-1m,
+     * ~13 candidates; up to 32) take variant 7: variant 2's single staged traversal over the unstable binning with rows
+     * sorted in registers, stored coalesced, copied without a sort and no host synchronisation before the end
+     * (0.20-0.23 ms against variant 6's 0.28); rows of up to 100 candidates take variant 6. Staging wins only while
+     * rows are short (variant 7's copy sorts rows longer than its registers in global memory: 20 ms on lj-1m). */
+    int variant = cell_variant_first(ctx, g);
     if (variant == 5) {
         tile_args ta;
         int G = 32;
@@ -1590,10 +1786,11 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         variant = 3; /* images: a tile would meet a cell twice */
     }
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if (variant == 6) {
+    if (variant == 6 || variant == 7) {
         if ((st = build_fast_cells(ctx, g, pos, n)) != MDNL_OK)
             return st;
-        variant = 2;
+        if (variant == 6)
+            variant = 2;
     } else {
         if ((st = mdnl_cells_cuda_build(&ctx->cells, g, pos, ctx->stream)) != MDNL_OK)
             return st;
@@ -1625,6 +1822,59 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         if ((st = launch_warp_fill<FULL>(ctx, g, n, longest)) != MDNL_OK)
             return st;
         STAGE(MDNL_CUDA_STAGE_FILL, 1);
+        return MDNL_OK;
+    }
+    if (variant == 7) {
+        /* No synchronisation until the caller's last one: the output is
+         * sized for every row at the stage capacity, and a staged pass that
+         * overflowed it is detected there (the longest row, read back with
+         * the pair count) and built again with a larger capacity. */
+        int *maxlen = (int *)ctx->flags.ptr + 1;
+        const int cap = ctx->stage_cap;
+        const size_t most = (size_t)cap * (size_t)n;
+        if ((st = mdnl_dbuf_reserve(&ctx->stage, most * sizeof(uint64_t), "neighbor stage")) != MDNL_OK ||
+            (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+            (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
+            return st;
+        STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+        /* K (rows kept sorted in registers): 4 for the sparsest rows
+         * (graphene: 3 pairs, ~13 candidates per atom), else 8;
+         * MDNL_STAGE_K=4|8 (environment) overrides it, for tuning */
+        int K = cand <= 16 ? 4 : 8;
+        const char *env = getenv("MDNL_STAGE_K");
+        if (env && (atoi(env) == 4 || atoi(env) == 8))
+            K = atoi(env);
+        if (K == 4)
+            cell_stage_sorted_kernel<FULL, 4><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
+        else
+            cell_stage_sorted_kernel<FULL, 8><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
+        MDNL_CUDA_LAUNCHED(ctx->stream);
+        STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+        STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+        unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
+        int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+        size_t bytes = 0;
+        MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, n + 1, ctx->stream));
+        if ((st = mdnl_dbuf_reserve(&ctx->temp, bytes, "scan scratch")) != MDNL_OK)
+            return st;
+        bytes = ctx->temp.cap;
+        MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
+        STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+        STAGE(MDNL_CUDA_STAGE_SORT, 0);
+        if (K == 4)
+            stage_copy_kernel<4><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                ctx->view.order, n, (const uint64_t *)ctx->stage.ptr, cap, maxlen, offsets, (int32_t *)ctx->j.ptr,
+                (float *)ctx->d.ptr, (long long *)((int *)ctx->flags.ptr + FLAG_NPAIRS));
+        else
+            stage_copy_kernel<8><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+                ctx->view.order, n, (const uint64_t *)ctx->stage.ptr, cap, maxlen, offsets, (int32_t *)ctx->j.ptr,
+                (float *)ctx->d.ptr, (long long *)((int *)ctx->flags.ptr + FLAG_NPAIRS));
+        MDNL_CUDA_LAUNCHED(ctx->stream);
+        STAGE(MDNL_CUDA_STAGE_SORT, 1);
+        ctx->deferred = 1; /* the caller reads flags (pair count included) back */
+        *npairs = 0;
         return MDNL_OK;
     }
     if (variant == 2) {
@@ -1775,13 +2025,14 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     if (method == MDNL_METHOD_AUTO)
         method = mdnl_nlist_cuda_auto(g);
     mdnl_status st;
-    if ((st = mdnl_dbuf_reserve(&ctx->counts, (size_t)(n + 1) * sizeof(unsigned long long), "row counts")) !=
-            MDNL_OK ||
+    if ((st = mdnl_dbuf_reserve(&ctx->counts, (size_t)(n + 1) * sizeof(unsigned long long), "row counts")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->offsets, (size_t)(n + 1) * sizeof(int64_t), "row offsets")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->flags, 4 * sizeof(int), "flags")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->flags, FLAG_INTS * sizeof(int), "flags")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
+again:
+    ctx->deferred = 0;
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
         ctx->used[s] = 0;
         ctx->stage_ms[s] = 0;
@@ -1789,8 +2040,10 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     ctx->total_ms = 0;
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
-    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
-    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, 4 * sizeof(int), ctx->stream));
+    /* cell variant 7 writes every count itself */
+    if (!(method == MDNL_METHOD_CELL && cell_variant_first(ctx, g) == 7))
+        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
+    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
     int64_t npairs = 0;
     const float4 *pos = (const float4 *)d_pos4;
     const bool full = kind == MDNL_LIST_FULL;
@@ -1817,12 +2070,24 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     }
     /* One more synchronisation: the fill's consistency flag (a count that
      * disagrees with its fill would be a bug, never silently truncated). */
-    MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 2, ctx->flags.ptr, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+    int *h_flags = (int *)(ctx->h_small + 4); /* FLAG_INTS ints, 8-byte aligned */
+    MDNL_CUDA_CHECK(
+        cudaMemcpyAsync(h_flags, ctx->flags.ptr, FLAG_INTS * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    int flag;
-    memcpy(&flag, ctx->h_small + 2, sizeof flag);
+    if (ctx->deferred) { /* cell variant 7 */
+        const int longest = h_flags[1];
+        if (longest > ctx->stage_cap) {
+            /* the stage overflowed: rows were counted exactly but not all
+             * stored (nothing was written); grow and build again */
+            ctx->retries++;
+            ctx->stage_cap = longest + longest / 8 + 1;
+            goto again;
+        }
+        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
+    }
+    const int flag = h_flags[0];
     if (flag)
         return mdnl_error(MDNL_ERR_INTERNAL, "CUDA neighbor list (%s): a row's fill disagreed with its count",
                           mdnl_method_name(method));

@@ -26,7 +26,17 @@
  *                   original index (CUB block radix sort), and its atoms walk
  *                   the sorted candidates writing hits straight into their
  *                   rows, already in order. Variant 6 (the default for sparse
- *                   rows): variant 2 over the same counting-sort binning.
+ *                   rows above 32 candidates per atom): variant 2 over the
+ *                   same counting-sort binning. Variant 7 (the default up to
+ *                   32 candidates per atom): variant 6 with each row's first
+ *                   4 or 8 hits kept sorted in registers and staged coalesced
+ *                   when the walk ends (on a flat sheet the walk takes the
+ *                   consecutive y columns of one x that share an image shift
+ *                   as one range), a copy kernel that writes rows straight
+ *                   into the CSR (sorting in place only rows longer than the
+ *                   registers), and no host synchronisation before the
+ *                   build's last: the output is sized for the stage capacity,
+ *                   and an overflow seen there builds again.
  *                   Variant 2: one traversal that stages rows transposed
  *                   (capacity grows and retries, as brute-noatomic), scan,
  *                   then compaction: each row sorted in shared memory and
@@ -112,18 +122,20 @@ void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *ctx, double ms[MDNL_CUDA_NSTAGE
  * (host synchronisations inside included), with timing on. */
 double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
 
-/* The staging capacity (brute-noatomic, cell variant 2) in pairs per atom (grows on overflow;
+/* The staging capacity (brute-noatomic, cell variants 2, 6, 7) in pairs per atom (grows on overflow;
  * tests set it to 1 to force the retry path), and how many retries the
  * context has done so far. */
 void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
 
-/* Cell-list variant: 0 = by density (default: 6 below ~100 candidates per
- * atom, else 5), 1 = count pass + fused fill, 2 = staged single traversal,
+/* Cell-list variant: 0 = by density (default: 7 up to 32 candidates per
+ * atom, 6 up to 100, else 5), 1 = count pass + fused fill, 2 = staged single traversal,
  * 3 = thread-per-atom count pass + warp-per-atom fill (rows compacted by
  * ballot into a per-warp buffer, bitonic-sorted in registers, written
  * coalesced), 4 = warp-per-atom count and fill, 5 = tile fill (sorted
- * candidates per tile of cells), 6 = 2 over the counting-sort binning.
+ * candidates per tile of cells), 6 = 2 over the counting-sort binning,
+ * 7 = 6 with rows sorted in registers, a plain copy and one synchronisation
+ * (its output buffers are sized for every row at the stage capacity).
  * 3 and 4 fall back to 1 when the stencil has more than 32 (cell, shift)
  * columns; 5 falls back to 3 when a periodic axis has fewer than
  * 2 stencil + 1 cells (a tile would meet a cell twice, through two images)

@@ -170,7 +170,7 @@ static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl
             mdnl_nlist_free(&got);
         }
         /* every cell variant forced (the default picks one by density) */
-        for (int v = 1; v <= 6; ++v) {
+        for (int v = 1; v <= 7; ++v) {
             mdnl_nlist got = {0};
             char what[256];
             snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell variant %d", label,
@@ -385,6 +385,48 @@ Test(nlist_gpu, stage_overflow_retries_and_smem_overflow_falls_back_to_global)
 #endif
 }
 
+Test(nlist_gpu, cell_variant7_stage_overflow_builds_again)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    /* Variant 7 learns that its stage overflowed only at the build's last
+     * synchronisation and then builds again. Rows here are ~100 pairs: a
+     * capacity of 1, then one between the 8 keys kept sorted in registers
+     * and the longest row, must each overflow once and still give the
+     * twin's list. */
+    mdnl_frame f;
+    random_frame(&f, 1500, BOX_TRICLINIC, 12.0, 99);
+    prepared p = prepare(&f, 3.0);
+    const int caps[2] = {1, 10};
+    for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind)
+        for (int c = 0; c < 2; ++c) {
+            mdnl_nlist want = {0}, got = {0};
+            char what[128];
+            snprintf(what, sizeof what, "cell variant 7, capacity %d, %s list", caps[c],
+                     kind == MDNL_LIST_FULL ? "full" : "half");
+            cr_assert_eq(
+                mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &want),
+                MDNL_OK, "%s", mdnl_last_error());
+            mdnl_cuda_ctx_set_cell_variant(ctx, 7);
+            mdnl_cuda_ctx_set_stage_capacity(ctx, caps[c]);
+            const int64_t before = mdnl_cuda_ctx_retries(ctx);
+            cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                               (mdnl_list_kind)kind, &got),
+                         MDNL_OK, "%s: %s", what, mdnl_last_error());
+            cr_expect(mdnl_cuda_ctx_retries(ctx) > before, "%s: the staged pass never overflowed", what);
+            expect_same_list(&want, &got, what);
+            mdnl_nlist_free(&want);
+            mdnl_nlist_free(&got);
+        }
+    free(p.pos4);
+    mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
 Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
 {
 #ifdef MDNL_HAVE_CUDA
@@ -408,7 +450,7 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
             MDNL_OK, "%s", mdnl_last_error());
         cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
         expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
-        for (int v = 1; v <= 6; ++v) {
+        for (int v = 1; v <= 7; ++v) {
             char what[64];
             snprintf(what, sizeof what, "200k dense, cell variant %d", v);
             mdnl_cuda_ctx_set_cell_variant(ctx, v);

@@ -24,6 +24,7 @@ struct mdnl_energy_cuda {
     mdnl_energy_reduce reduce;
     int timing;
     cudaEvent_t ev0, ev1;
+    cudaEvent_t ev_pos; /* recorded right after each position upload */
     mdnl_cells_cuda cells;
     mdnl_dbuf pos, per_atom, block_sums, total;
     mdnl_dbuf offsets, j, d; /* an uploaded host list */
@@ -213,6 +214,8 @@ extern "C" mdnl_status mdnl_energy_cuda_create(void *stream, mdnl_energy_cuda **
         cudaError_t err = cudaEventCreate(&e->ev0);
         if (err == cudaSuccess)
             err = cudaEventCreate(&e->ev1);
+        if (err == cudaSuccess)
+            err = cudaEventCreateWithFlags(&e->ev_pos, cudaEventDisableTiming);
         if (err != cudaSuccess)
             st = mdnl_cuda_fail(err, "cudaEventCreate", __FILE__, __LINE__);
     }
@@ -238,6 +241,8 @@ extern "C" void mdnl_energy_cuda_free(mdnl_energy_cuda *e)
         cudaEventDestroy(e->ev0);
     if (e->ev1)
         cudaEventDestroy(e->ev1);
+    if (e->ev_pos)
+        cudaEventDestroy(e->ev_pos);
     if (e->own_stream)
         cudaStreamDestroy(e->stream);
     free(e);
@@ -300,10 +305,13 @@ extern "C" mdnl_status mdnl_energy_cuda_upload_positions(mdnl_energy_cuda *e, co
     if (n > 0)
         MDNL_CUDA_CHECK(cudaMemcpyAsync(e->pos.ptr, h_pos4, (size_t)n * sizeof(float4), cudaMemcpyHostToDevice,
                                         e->stream));
+    MDNL_CUDA_CHECK(cudaEventRecord(e->ev_pos, e->stream));
     return mdnl_cells_cuda_build(&e->cells, g, (const float4 *)e->pos.ptr, e->stream);
 }
 
 extern "C" const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e) { return (const float *)e->pos.ptr; }
+
+extern "C" void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e) { return (void *)e->ev_pos; }
 
 template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p, double *pa)
 {

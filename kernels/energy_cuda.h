@@ -84,6 +84,9 @@ mdnl_status mdnl_energy_cuda_upload_positions(mdnl_energy_cuda *e, const mdnl_ge
 /* The device copy of the last uploaded positions (natoms float4), valid
  * until the next upload; written on the handle's stream. */
 const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e);
+/* A cudaEvent_t recorded right after that upload (before the cell build and
+ * the kernels): other streams wait on it, not on the whole evaluation. */
+void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e);
 
 /* Fused evaluation of the uploaded positions. With rebuild_cells, the cell
  * list is rebuilt first (part of the timed work). per_atom: whether to keep

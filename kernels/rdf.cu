@@ -761,7 +761,7 @@ static mdnl_status hist_thr_upload(mdnl_hist_cuda *c, const mdnl_geom *g, const 
  * Resolves AUTO choices into *variant and *trav. */
 static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
                                 const mdnl_hist_spec *spec, int *variant, int *trav, double *upload_ms,
-                                double *cells_ms, const float *d_pos4 = nullptr, cudaStream_t after = nullptr)
+                                double *cells_ms, const float *d_pos4 = nullptr, cudaEvent_t ready = nullptr)
 {
     mdnl_status st = mdnl_hist_spec_check(spec, g, MDNL_MAX_SPECIES);
     if (st != MDNL_OK)
@@ -787,9 +787,8 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         (st = mdnl_dbuf_reserve(&c->hist, nslots * sizeof(unsigned long long), "histogram")) != MDNL_OK)
         return st;
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[0], c->stream));
-    if (n && d_pos4) { /* already on the device, written by work queued on `after` */
-        MDNL_CUDA_CHECK(cudaEventRecord(c->ev[3], after));
-        MDNL_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->ev[3], 0));
+    if (n && d_pos4) { /* already on the device, complete when `ready` is */
+        MDNL_CUDA_CHECK(cudaStreamWaitEvent(c->stream, ready, 0));
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pos.ptr, d_pos4, n * sizeof(float4), cudaMemcpyDeviceToDevice, c->stream));
     } else if (n) {
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pos.ptr, pos4, n * sizeof(float4), cudaMemcpyHostToDevice, c->stream));
@@ -907,13 +906,13 @@ extern "C" mdnl_status mdnl_hist_frame_cuda(mdnl_hist_cuda *c, const mdnl_geom *
 }
 
 extern "C" mdnl_status mdnl_hist_frame_cuda_devpos(mdnl_hist_cuda *c, const mdnl_geom *g, const float *d_pos4,
-                                                   void *after, const int32_t *species, const mdnl_hist_spec *spec,
+                                                   void *ready, const int32_t *species, const mdnl_hist_spec *spec,
                                                    uint64_t *counts)
 {
     mdnl_status st;
     int passes = 0, variant = MDNL_HIST_AUTO, traversal = MDNL_HIST_TRAV_AUTO;
     if ((st = hist_prepare(c, g, NULL, species, spec, &variant, &traversal, NULL, NULL, d_pos4,
-                           (cudaStream_t)after)) != MDNL_OK ||
+                           (cudaEvent_t)ready)) != MDNL_OK ||
         (st = hist_run(c, g, spec, &variant, traversal, &passes)) != MDNL_OK)
         return st;
     return hist_download(c, spec, counts);

@@ -114,11 +114,12 @@ mdnl_status mdnl_hist_frame_cuda(mdnl_hist_cuda *ctx, const mdnl_geom *g, const 
                                  uint64_t *counts);
 
 /* The same with the positions already on the device: d_pos4 (natoms float4,
- * the wrapped positions of g) written by work queued on the CUDA stream
- * `after` (a cudaStream_t; the histogram's own stream waits for it, the host
- * does not), AUTO variant and traversal. `mdnl run` hands it the positions
- * the energy uploaded, so a frame crosses PCIe once. */
-mdnl_status mdnl_hist_frame_cuda_devpos(mdnl_hist_cuda *ctx, const mdnl_geom *g, const float *d_pos4, void *after,
+ * the wrapped positions of g), complete once the cudaEvent_t `ready` has
+ * completed (the histogram's own stream waits for it, the host does not),
+ * AUTO variant and traversal. `mdnl run` hands it the positions the energy
+ * uploaded, so a frame crosses PCIe once and the histogram runs beside the
+ * energy kernels. */
+mdnl_status mdnl_hist_frame_cuda_devpos(mdnl_hist_cuda *ctx, const mdnl_geom *g, const float *d_pos4, void *ready,
                                         const int32_t *species, const mdnl_hist_spec *spec, uint64_t *counts);
 
 /* What a benchmark call measured (milliseconds, CUDA events). */

@@ -152,7 +152,8 @@ mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*p
         }
         if (e->energy_pos && e->energy_pos == (const void *)pos4 && e->energy_natoms == g->natoms)
             return mdnl_hist_frame_cuda_devpos(e->hist_cuda, g, mdnl_energy_cuda_positions(e->energy_cuda),
-                                               mdnl_cuda_ctx_stream(e->cuda), species, spec, counts);
+                                               mdnl_energy_cuda_positions_ready(e->energy_cuda), species, spec,
+                                               counts);
         return mdnl_hist_frame_cuda(e->hist_cuda, g, pos4, species, spec, MDNL_HIST_AUTO, MDNL_HIST_TRAV_AUTO,
                                     counts);
     }

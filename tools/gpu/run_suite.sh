@@ -25,8 +25,6 @@ for t in .gpu/bin/test_*; do
   [ $rc -eq 0 ] || fail=1
   printf '%-18s rc=%d  %s\n' "$name" "$rc" "$(grep -a 'Synthesis' "$out/$name.log" | tail -1)" | tee -a "$out/tests.txt"
 done
-# the device tool returns at most 8 files: the logs travel as one archive
-(cd "$out" && tar czf test-logs.tar.gz test_*.log && rm -f test_*.log)
 if [ "${1:-}" != "--no-bench" ]; then
   build/mdnl bench --json > "$out/bench.json" 2> "$out/bench.err" || fail=1
   build/mdnl bench > "$out/bench.txt" 2>&1 || fail=1
@@ -36,5 +34,7 @@ if [ "${1:-}" != "--no-bench" ]; then
   cp /tmp/bench_run/results.jsonl "$out/bench_run.jsonl" 2>/dev/null
   cat "$out/bench_run.txt"
 fi
+# the device tool returns at most 8 files: the logs travel as one archive
+(cd "$out" && tar czf logs.tar.gz test_*.log $(ls bench.err 2>/dev/null) && rm -f test_*.log bench.err)
 exit $fail
 /root/.pyenv/libexec/pyenv-hooks: line 24: enable: cannot open shared object /root/.pyenv/libexec/pyenv-realpath.dylib: /root/.pyenv/libexec/pyenv-realpath.dylib: cannot open shared object file: No such file or directory

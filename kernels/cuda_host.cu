@@ -21,3 +21,9 @@ extern "C" void mdnl_cuda_host_free(void *p)
     if (p)
         (void)cudaFreeHost(p);
 }
+
+extern "C" void mdnl_cuda_device_sync(void)
+{
+    (void)cudaDeviceSynchronize();
+    (void)cudaGetLastError();
+}

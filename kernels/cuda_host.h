@@ -9,12 +9,20 @@
 
 #include <stddef.h>
 
+/* Frames a pipeline may have in flight on the device at once (each with its
+ * own completion event in the energy and histogram handles). */
+#define MDNL_CUDA_TICKETS 4
+
 MDNL_BEGIN_C
 
 /* `bytes` of pinned host memory, or NULL with MDNL_ERR_RESOURCE recorded
  * (naming `what`). Free with mdnl_cuda_host_free. */
 void *mdnl_cuda_host_alloc(size_t bytes, const char *what);
 void mdnl_cuda_host_free(void *p); /* NULL is a no-op */
+
+/* Waits for all queued device work (after a failure, before buffers it may
+ * still write are freed). */
+void mdnl_cuda_device_sync(void);
 
 MDNL_END_C
 

@@ -25,6 +25,7 @@ struct mdnl_energy_cuda {
     int timing;
     cudaEvent_t ev0, ev1;
     cudaEvent_t ev_pos; /* recorded right after each position upload */
+    cudaEvent_t done[MDNL_CUDA_TICKETS]; /* mdnl_energy_cuda_launch: the total is on the host */
     mdnl_cells_cuda cells;
     mdnl_dbuf pos, per_atom, block_sums, total;
     mdnl_dbuf offsets, j, d; /* an uploaded host list */
@@ -216,6 +217,8 @@ extern "C" mdnl_status mdnl_energy_cuda_create(void *stream, mdnl_energy_cuda **
             err = cudaEventCreate(&e->ev1);
         if (err == cudaSuccess)
             err = cudaEventCreateWithFlags(&e->ev_pos, cudaEventDisableTiming);
+        for (int t = 0; t < MDNL_CUDA_TICKETS && err == cudaSuccess; ++t)
+            err = cudaEventCreateWithFlags(&e->done[t], cudaEventDisableTiming);
         if (err != cudaSuccess)
             st = mdnl_cuda_fail(err, "cudaEventCreate", __FILE__, __LINE__);
     }
@@ -243,6 +246,9 @@ extern "C" void mdnl_energy_cuda_free(mdnl_energy_cuda *e)
         cudaEventDestroy(e->ev1);
     if (e->ev_pos)
         cudaEventDestroy(e->ev_pos);
+    for (int t = 0; t < MDNL_CUDA_TICKETS; ++t)
+        if (e->done[t])
+            cudaEventDestroy(e->done[t]);
     if (e->own_stream)
         cudaStreamDestroy(e->stream);
     free(e);
@@ -451,6 +457,29 @@ extern "C" mdnl_status mdnl_energy_cuda_result(mdnl_energy_cuda *e, double *tota
         MDNL_CUDA_CHECK(cudaMemcpyAsync(per_atom, e->per_atom.ptr, (size_t)e->natoms * sizeof(double),
                                         cudaMemcpyDeviceToHost, e->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(e->stream));
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_launch(mdnl_energy_cuda *e, const mdnl_geom *g, const float (*h_pos4)[4],
+                                               const mdnl_potential *p, void *wait_before_upload, int ticket,
+                                               double *h_total)
+{
+    if (ticket < 0 || ticket >= MDNL_CUDA_TICKETS)
+        return mdnl_error(MDNL_ERR_INTERNAL, "energy: ticket %d out of range", ticket);
+    if (wait_before_upload)
+        MDNL_CUDA_CHECK(cudaStreamWaitEvent(e->stream, (cudaEvent_t)wait_before_upload, 0));
+    mdnl_status st;
+    if ((st = mdnl_energy_cuda_upload_positions(e, g, h_pos4)) != MDNL_OK ||
+        (st = mdnl_energy_cuda_run_fused(e, g, p, 0, 0)) != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(h_total, e->total.ptr, sizeof(double), cudaMemcpyDeviceToHost, e->stream));
+    MDNL_CUDA_CHECK(cudaEventRecord(e->done[ticket], e->stream));
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_energy_cuda_wait(mdnl_energy_cuda *e, int ticket)
+{
+    MDNL_CUDA_CHECK(cudaEventSynchronize(e->done[ticket]));
     return MDNL_OK;
 }
 

@@ -30,6 +30,7 @@
 #ifndef MDNL_ENERGY_CUDA_H
 #define MDNL_ENERGY_CUDA_H
 
+#include "cuda_host.h"
 #include "geometry.h"
 #include "mdnl.h"
 #include "nlist.h"
@@ -87,6 +88,16 @@ const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e);
 /* A cudaEvent_t recorded right after that upload (before the cell build and
  * the kernels): other streams wait on it, not on the whole evaluation. */
 void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e);
+
+/* Asynchronous frames for a pipeline (`mdnl run`): upload h_pos4 (pinned;
+ * after the stream has waited for the cudaEvent_t wait_before_upload when
+ * not NULL), the fused total, and its copy into h_total (pinned), all queued;
+ * mdnl_energy_cuda_wait(ticket) then waits for that copy. Tickets
+ * 0..MDNL_CUDA_TICKETS-1 let several frames be in flight; the device buffers
+ * are shared, so frames are evaluated in launch order. */
+mdnl_status mdnl_energy_cuda_launch(mdnl_energy_cuda *e, const mdnl_geom *g, const float (*h_pos4)[4],
+                                    const mdnl_potential *p, void *wait_before_upload, int ticket, double *h_total);
+mdnl_status mdnl_energy_cuda_wait(mdnl_energy_cuda *e, int ticket);
 
 /* Fused evaluation of the uploaded positions. With rebuild_cells, the cell
  * list is rebuilt first (part of the timed work). per_atom: whether to keep

@@ -611,6 +611,8 @@ struct mdnl_hist_cuda {
     float thr_width, thr_cut2;     /* what the table on the device is for */
     int thr_bins;
     unsigned budget_override;      /* tests: a smaller SHARED_CAP budget (0: none) */
+    cudaEvent_t copied;            /* recorded after the device-to-device position copy */
+    cudaEvent_t done[MDNL_CUDA_TICKETS]; /* mdnl_hist_cuda_launch: the counts are on the host */
 };
 
 extern "C" mdnl_status mdnl_hist_cuda_create(mdnl_hist_cuda **out)
@@ -630,6 +632,9 @@ extern "C" mdnl_status mdnl_hist_cuda_create(mdnl_hist_cuda **out)
     MDNL_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     for (cudaEvent_t &e : c->ev)
         MDNL_CUDA_CHECK(cudaEventCreate(&e));
+    MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&c->copied, cudaEventDisableTiming));
+    for (cudaEvent_t &e : c->done)
+        MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return MDNL_OK;
 }
 
@@ -647,6 +652,11 @@ extern "C" void mdnl_hist_cuda_free(mdnl_hist_cuda *c)
     for (cudaEvent_t e : c->ev)
         if (e)
             cudaEventDestroy(e);
+    for (cudaEvent_t e : c->done)
+        if (e)
+            cudaEventDestroy(e);
+    if (c->copied)
+        cudaEventDestroy(c->copied);
     if (c->stream)
         cudaStreamDestroy(c->stream);
     delete c;
@@ -790,6 +800,7 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
     if (n && d_pos4) { /* already on the device, complete when `ready` is */
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(c->stream, ready, 0));
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pos.ptr, d_pos4, n * sizeof(float4), cudaMemcpyDeviceToDevice, c->stream));
+        MDNL_CUDA_CHECK(cudaEventRecord(c->copied, c->stream)); /* the source may be overwritten after this */
     } else if (n) {
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pos.ptr, pos4, n * sizeof(float4), cudaMemcpyHostToDevice, c->stream));
     }
@@ -917,6 +928,33 @@ extern "C" mdnl_status mdnl_hist_frame_cuda_devpos(mdnl_hist_cuda *c, const mdnl
         return st;
     return hist_download(c, spec, counts);
 }
+
+extern "C" mdnl_status mdnl_hist_cuda_launch(mdnl_hist_cuda *c, const mdnl_geom *g, const float (*h_pos4)[4],
+                                             const float *d_pos4, void *ready, const int32_t *species,
+                                             const mdnl_hist_spec *spec, int ticket, uint64_t *h_counts)
+{
+    if (ticket < 0 || ticket >= MDNL_CUDA_TICKETS)
+        return mdnl_error(MDNL_ERR_INTERNAL, "histogram: ticket %d out of range", ticket);
+    mdnl_status st;
+    int passes = 0, variant = MDNL_HIST_AUTO, traversal = MDNL_HIST_TRAV_AUTO;
+    if ((st = hist_prepare(c, g, h_pos4, species, spec, &variant, &traversal, NULL, NULL, d_pos4,
+                           (cudaEvent_t)ready)) != MDNL_OK ||
+        (st = hist_run(c, g, spec, &variant, traversal, &passes)) != MDNL_OK)
+        return st;
+    const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
+    MDNL_CUDA_CHECK(
+        cudaMemcpyAsync(h_counts, c->hist.ptr, nslots * sizeof(uint64_t), cudaMemcpyDeviceToHost, c->stream));
+    MDNL_CUDA_CHECK(cudaEventRecord(c->done[ticket], c->stream));
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_hist_cuda_wait(mdnl_hist_cuda *c, int ticket)
+{
+    MDNL_CUDA_CHECK(cudaEventSynchronize(c->done[ticket]));
+    return MDNL_OK;
+}
+
+extern "C" void *mdnl_hist_cuda_copied_event(mdnl_hist_cuda *c) { return (void *)c->copied; }
 
 extern "C" mdnl_status mdnl_hist_cuda_bench(mdnl_hist_cuda *c, const mdnl_geom *g, const float (*pos4)[4],
                                             const int32_t *species, const mdnl_hist_spec *spec, int variant,

@@ -69,6 +69,7 @@
 #ifndef MDNL_RDF_CUDA_H
 #define MDNL_RDF_CUDA_H
 
+#include "cuda_host.h"
 #include "geometry.h"
 #include "mdnl.h"
 #include "rdf.h"
@@ -121,6 +122,19 @@ mdnl_status mdnl_hist_frame_cuda(mdnl_hist_cuda *ctx, const mdnl_geom *g, const 
  * energy kernels. */
 mdnl_status mdnl_hist_frame_cuda_devpos(mdnl_hist_cuda *ctx, const mdnl_geom *g, const float *d_pos4, void *ready,
                                         const int32_t *species, const mdnl_hist_spec *spec, uint64_t *counts);
+
+/* Asynchronous frames for a pipeline (`mdnl run`): positions from the host
+ * (h_pos4, pinned; d_pos4 NULL) or from the device (d_pos4, complete when
+ * the cudaEvent_t `ready` is), AUTO variant and traversal, and the counts
+ * copied into h_counts (pinned), all queued; mdnl_hist_cuda_wait(ticket)
+ * waits for that copy. mdnl_hist_cuda_copied_event: a cudaEvent_t recorded
+ * once the last launch has copied d_pos4, after which its owner may
+ * overwrite it. */
+mdnl_status mdnl_hist_cuda_launch(mdnl_hist_cuda *ctx, const mdnl_geom *g, const float (*h_pos4)[4],
+                                  const float *d_pos4, void *ready, const int32_t *species,
+                                  const mdnl_hist_spec *spec, int ticket, uint64_t *h_counts);
+mdnl_status mdnl_hist_cuda_wait(mdnl_hist_cuda *ctx, int ticket);
+void *mdnl_hist_cuda_copied_event(mdnl_hist_cuda *ctx);
 
 /* What a benchmark call measured (milliseconds, CUDA events). */
 typedef struct mdnl_hist_cuda_timing {

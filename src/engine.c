@@ -138,6 +138,79 @@ mdnl_status mdnl_engine_energy_end(mdnl_engine *e, double *total)
     return MDNL_OK;
 }
 
+#ifdef MDNL_HAVE_CUDA
+static mdnl_status hist_handle(mdnl_engine *e)
+{
+    if (!e->hist_cuda) {
+        mdnl_hist_cuda *h = NULL;
+        mdnl_status st = mdnl_hist_cuda_create(&h);
+        if (st != MDNL_OK)
+            return st;
+        e->hist_cuda = h;
+    }
+    return MDNL_OK;
+}
+#endif
+
+mdnl_status mdnl_engine_launch(mdnl_engine *e, int ticket, const float (*pos4)[4], const mdnl_geom *g_cut,
+                               const mdnl_potential *pot, double *h_total, const mdnl_geom *g_rmax,
+                               const int32_t *species, const mdnl_hist_spec *spec, uint64_t *h_counts)
+{
+    mdnl_status st;
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        if ((pot && (st = energy_handle(e)) != MDNL_OK) || (spec && (st = hist_handle(e)) != MDNL_OK))
+            return st;
+        /* The energy's upload waits until the last histogram copied the
+         * previous positions out of the energy's buffer; the histogram then
+         * copies this frame's as soon as they are uploaded. */
+        if (pot && (st = mdnl_energy_cuda_launch(e->energy_cuda, g_cut, pos4, pot,
+                                                 spec ? mdnl_hist_cuda_copied_event(e->hist_cuda) : NULL, ticket,
+                                                 h_total)) != MDNL_OK)
+            return st;
+        if (spec) {
+            if (pot)
+                return mdnl_hist_cuda_launch(e->hist_cuda, g_rmax, NULL, mdnl_energy_cuda_positions(e->energy_cuda),
+                                             mdnl_energy_cuda_positions_ready(e->energy_cuda), species, spec, ticket,
+                                             h_counts);
+            return mdnl_hist_cuda_launch(e->hist_cuda, g_rmax, pos4, NULL, NULL, species, spec, ticket, h_counts);
+        }
+        return MDNL_OK;
+    }
+#endif
+    (void)ticket;
+    if (pot && (st = mdnl_energy_frame_cpu(g_cut, pos4, pot, h_total, NULL)) != MDNL_OK)
+        return st;
+    if (spec && (st = mdnl_hist_frame_cpu(g_rmax, pos4, species, spec, h_counts)) != MDNL_OK)
+        return st;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_engine_collect(mdnl_engine *e, int ticket, bool energy, bool hist)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        mdnl_status st;
+        if (energy && (st = mdnl_energy_cuda_wait(e->energy_cuda, ticket)) != MDNL_OK)
+            return st;
+        if (hist && (st = mdnl_hist_cuda_wait(e->hist_cuda, ticket)) != MDNL_OK)
+            return st;
+        return MDNL_OK;
+    }
+#endif
+    (void)e, (void)ticket, (void)energy, (void)hist;
+    return MDNL_OK;
+}
+
+void mdnl_engine_quiesce(mdnl_engine *e)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA)
+        mdnl_cuda_device_sync();
+#endif
+    (void)e;
+}
+
 mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
                              const mdnl_hist_spec *spec, uint64_t *counts)
 {

@@ -51,6 +51,22 @@ mdnl_status mdnl_engine_energy_end(mdnl_engine *e, double *total);
  * on CUDA takes the positions from the energy's device copy (one upload per
  * frame) instead of uploading them again. */
 
+/* Deferred frames, so that the host launches frame k+1 while the device
+ * still works on frame k (`mdnl run` without stored lists). _launch queues
+ * the energy (pot not NULL, grid g_cut) and the histogram (spec not NULL,
+ * grid g_rmax) of pos4 (pinned, engine host memory; unchanged until
+ * _collect), with their results copied into h_total / h_counts (engine host
+ * memory); _collect(ticket) waits for them. On the CPU _launch does the work
+ * and _collect returns at once. Tickets 0..MDNL_ENGINE_TICKETS-1; frames
+ * complete in launch order. After a failure call mdnl_engine_quiesce before
+ * freeing any buffer a launch was given. */
+#define MDNL_ENGINE_TICKETS 4
+mdnl_status mdnl_engine_launch(mdnl_engine *e, int ticket, const float (*pos4)[4], const mdnl_geom *g_cut,
+                               const mdnl_potential *pot, double *h_total, const mdnl_geom *g_rmax,
+                               const int32_t *species, const mdnl_hist_spec *spec, uint64_t *h_counts);
+mdnl_status mdnl_engine_collect(mdnl_engine *e, int ticket, bool energy, bool hist);
+void mdnl_engine_quiesce(mdnl_engine *e);
+
 /* Pair-distance histogram of a frame prepared with cutoff = spec->r_max,
  * binned while traversing (no list stored); counts[nhist * bins] written. */
 mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,

@@ -100,6 +100,8 @@ typedef struct slot {
     mdnl_geom g_cut;  /* the grid for the neighbor/energy cutoff (when used) */
     mdnl_geom g_rmax; /* the grid for r_max (when hist) */
     mdnl_nlist list;  /* filled by compute, drained by the writer */
+    double *e_host;   /* deferred frames: the energy total and the counts land here (engine host memory) */
+    uint64_t *counts_host;
     bool has_energy;
     double energy;
 } slot;
@@ -337,6 +339,64 @@ drain: /* the queued energy reads pos4: wait for it before the slot can be reuse
     return st;
 }
 
+/* Deferred frames (no stored lists): launch_frame queues frame k's energy
+ * and histogram, collect_frame waits for them and books the results, so the
+ * device works on frame k while the host launches frame k+1. */
+static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket)
+{
+    const mdnl_frame *f = &s->f;
+    mdnl_status st;
+    if (c->hist) {
+        const size_t nslots = (size_t)mdnl_hist_nhist(&cs->spec) * (size_t)cs->spec.bins;
+        if (!s->counts_host &&
+            !(s->counts_host = mdnl_engine_host_alloc(&cs->eng, nslots * sizeof *s->counts_host, "histogram")))
+            return MDNL_ERR_RESOURCE;
+        if ((st = mdnl_pair_names_resolve(c->pairs, c->input, f, cs->ids)) != MDNL_OK ||
+            (st = mdnl_hist_spec_check(&cs->spec, &s->g_rmax, f->nspecies)) != MDNL_OK)
+            return st;
+    }
+    if (c->energy && !s->e_host && !(s->e_host = mdnl_engine_host_alloc(&cs->eng, sizeof *s->e_host, "energy")))
+        return MDNL_ERR_RESOURCE;
+    return mdnl_engine_launch(&cs->eng, ticket, (const float(*)[4])s->pos4, &s->g_cut, c->energy ? &c->pot : NULL,
+                              s->e_host, &s->g_rmax, f->species, c->hist ? &cs->spec : NULL, s->counts_host);
+}
+
+static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, mdnl_rdf_accum *acc,
+                                 mdnl_pipeline_stats *stats)
+{
+    const mdnl_frame *f = &s->f;
+    mdnl_status st = mdnl_engine_collect(&cs->eng, ticket, c->energy, c->hist);
+    if (st != MDNL_OK)
+        return st;
+    s->has_energy = c->energy;
+    if (c->energy) {
+        const double total = *s->e_host;
+        s->energy = total;
+        if (!stats->nframes)
+            stats->e_first = total;
+        stats->e_last = total;
+        stats->e_sum += total;
+        stats->e_min = total < stats->e_min ? total : stats->e_min;
+        stats->e_max = total > stats->e_max ? total : stats->e_max;
+    }
+    if (c->hist) {
+        int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS];
+        /* the ids are this frame's: species ids of a frame are fixed by its own symbol table */
+        if ((st = mdnl_pair_names_resolve(c->pairs, c->input, f, cs->ids)) != MDNL_OK)
+            return st;
+        mdnl_hist_species_counts(&cs->spec, f->species, f->natoms, na, nb);
+        const double volume =
+            f->box.has_lattice && (f->box.pbc[0] || f->box.pbc[1] || f->box.pbc[2]) ? s->g_rmax.volume : 0.0;
+        if ((st = mdnl_rdf_accum_add(acc, s->counts_host, na, nb, volume)) != MDNL_OK)
+            return st;
+        for (int64_t k = 0; k < (int64_t)mdnl_hist_nhist(&cs->spec) * cs->spec.bins; ++k)
+            stats->pairs_counted += s->counts_host[k];
+    }
+    stats->nframes++;
+    stats->atoms += f->natoms;
+    return MDNL_OK;
+}
+
 mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, mdnl_progress *progress,
                               mdnl_pipeline_sink sink, void *user, mdnl_rdf_accum *acc, mdnl_pipeline_stats *stats)
 {
@@ -397,26 +457,50 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
 
     /* The compute stage, on this thread (it owns the engine). */
     double t_compute = 0;
+    const bool deferred = !c->read_only && !c->neighbors && (c->energy || c->hist);
+    slot *pend = NULL; /* deferred: the launched frame not yet collected */
+    int pend_ticket = 0;
     for (int64_t k = 0; have_writer; ++k) {
         slot *s = &p->slots[k % p->nslots];
         int seen = wait_slot(p, s, SLOT_PREPARED, true);
         if (seen < 0)
             break;
+        double t0 = mdnl_now();
+        mdnl_status cst = MDNL_OK;
         if (seen == SLOT_END) {
             /* The writer sees the end in the same slot after it drained the earlier ones. */
+            if (pend && (cst = collect_frame(c, &cs, pend, pend_ticket, acc, stats)) == MDNL_OK)
+                set_slot(p, pend, SLOT_COMPUTED);
+            pend = NULL;
+            t_compute += mdnl_now() - t0;
+            if (cst != MDNL_OK)
+                fail(p, cst);
             break;
         }
-        double t0 = mdnl_now();
-        mdnl_status cst = c->read_only ? MDNL_OK : compute_frame(c, &cs, s, acc, stats);
+        if (deferred) {
+            const int ticket = (int)(k % MDNL_ENGINE_TICKETS);
+            cst = launch_frame(c, &cs, s, ticket);
+            if (cst == MDNL_OK && pend && (cst = collect_frame(c, &cs, pend, pend_ticket, acc, stats)) == MDNL_OK)
+                set_slot(p, pend, SLOT_COMPUTED);
+            pend = s, pend_ticket = ticket;
+        } else {
+            cst = c->read_only ? MDNL_OK : compute_frame(c, &cs, s, acc, stats);
+            if (cst == MDNL_OK) {
+                stats->nframes++;
+                stats->atoms += s->f.natoms;
+            }
+        }
         t_compute += mdnl_now() - t0;
         if (cst != MDNL_OK) {
             fail(p, cst);
             break;
         }
-        stats->nframes++;
-        stats->atoms += s->f.natoms;
-        set_slot(p, s, SLOT_COMPUTED);
+        if (!deferred)
+            set_slot(p, s, SLOT_COMPUTED);
     }
+    /* A failure may leave device work queued that writes into slot buffers. */
+    if (p->abort && !c->read_only)
+        mdnl_engine_quiesce(&cs.eng);
     if (have_reader)
         pthread_join(reader, NULL);
     if (have_preparer)
@@ -440,6 +524,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     for (int k = 0; k < MAX_SLOTS; ++k) {
         mdnl_frame_free(&p->slots[k].f);
         mdnl_engine_host_free(&cs.eng, p->slots[k].pos4);
+        mdnl_engine_host_free(&cs.eng, p->slots[k].e_host);
+        mdnl_engine_host_free(&cs.eng, p->slots[k].counts_host);
         mdnl_nlist_free(&p->slots[k].list);
     }
     pthread_cond_destroy(&p->cv);

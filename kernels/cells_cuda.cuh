@@ -84,6 +84,20 @@ __device__ __forceinline__ int mdnl_cell_linear(const mdnl_geom &g, float x, flo
 /* Floor division for any sign of x (n > 0). */
 __device__ __forceinline__ int mdnl_floordiv(int x, int n) { return x >= 0 ? x / n : -((-x + n - 1) / n); }
 
+/* Cell index c on an axis of n cells: on a periodic axis it is wrapped into
+ * [0, n) and s is its image shift; on an open axis s = 0 and the result is
+ * false when c leaves the grid (the stencil walks skip it). */
+__device__ __forceinline__ bool mdnl_cell_wrap(int periodic, int n, int &c, int &s)
+{
+    s = 0;
+    if (periodic) {
+        s = mdnl_floordiv(c, n);
+        c -= s * n;
+        return true;
+    }
+    return c >= 0 && c < n;
+}
+
 /* Visits every (j, S) with d2 < g.cutoff2 of the atom in sorted slot
  * i_sorted: f(j_original, d2, s0, s1, s2). The stencil is walked as in
  * cells_cpu.c (offsets -stencil..stencil on each axis, periodic wrap with an
@@ -100,21 +114,13 @@ __device__ __forceinline__ void mdnl_for_each_pair(const mdnl_geom &g, const mdn
     const int cy = (lin / n2) % n1;
     const int cx = lin / (n2 * n1);
     for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
-        int x = cx + dx, s0 = 0;
-        if (g.pbc[0]) {
-            s0 = mdnl_floordiv(x, n0);
-            x -= s0 * n0;
-        } else if (x < 0 || x >= n0) {
+        int x = cx + dx, s0;
+        if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
             continue;
-        }
         for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
-            int y = cy + dy, s1 = 0;
-            if (g.pbc[1]) {
-                s1 = mdnl_floordiv(y, n1);
-                y -= s1 * n1;
-            } else if (y < 0 || y >= n1) {
+            int y = cy + dy, s1;
+            if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1))
                 continue;
-            }
             const int row = (x * n1 + y) * n2;
             /* z offsets cz-st..cz+st, split where the periodic wrap changes
              * the shift; open axes clamp to the grid. */

@@ -505,19 +505,12 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
     const int cy = (lin / n2) % n1;
     const int cx = lin / (n2 * n1);
     for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
-        int x = cx + dx, s0 = 0;
-        if (g.pbc[0]) {
-            s0 = mdnl_floordiv(x, n0);
-            x -= s0 * n0;
-        } else if (x < 0 || x >= n0) {
+        int x = cx + dx, s0;
+        if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
             continue;
-        }
         for (int dy = -g.stencil[1]; dy <= g.stencil[1];) {
-            int y = cy + dy, s1 = 0;
-            if (g.pbc[1]) {
-                s1 = mdnl_floordiv(y, n1);
-                y -= s1 * n1;
-            } else if (y < 0 || y >= n1) {
+            int y = cy + dy, s1;
+            if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1)) {
                 ++dy;
                 continue;
             }
@@ -678,19 +671,8 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
         const int col = lane / nzs, seg = lane % nzs;
         int x = cx + col / w1 - g.stencil[0];
         int y = cy + col % w1 - g.stencil[1];
-        bool ok = true;
-        if (g.pbc[0]) {
-            s0 = mdnl_floordiv(x, n0);
-            x -= s0 * n0;
-        } else if (x < 0 || x >= n0) {
-            ok = false;
-        }
-        if (g.pbc[1]) {
-            s1 = mdnl_floordiv(y, n1);
-            y -= s1 * n1;
-        } else if (y < 0 || y >= n1) {
-            ok = false;
-        }
+        const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
+        const bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
         s2 = s2lo + seg;
         int z = seg == 0 ? zlo : s2 * n2;
         int zend = (s2 + 1) * n2 - 1;

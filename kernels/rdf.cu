@@ -257,21 +257,13 @@ __global__ void __launch_bounds__(kBlock) hist_cells_kernel(const __grid_constan
         /* The stencil walk of mdnl_for_each_pair (cells_cuda.cuh), with the
          * range start raised for the half traversal. */
         for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
-            int x = cx + dx, s0 = 0;
-            if (g.pbc[0]) {
-                s0 = mdnl_floordiv(x, n0);
-                x -= s0 * n0;
-            } else if (x < 0 || x >= n0) {
+            int x = cx + dx, s0;
+            if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
                 continue;
-            }
             for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
-                int y = cy + dy, s1 = 0;
-                if (g.pbc[1]) {
-                    s1 = mdnl_floordiv(y, n1);
-                    y -= s1 * n1;
-                } else if (y < 0 || y >= n1) {
+                int y = cy + dy, s1;
+                if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1))
                     continue;
-                }
                 const int row = (x * n1 + y) * n2;
                 int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
                 if (!g.pbc[2]) {
@@ -390,25 +382,17 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
                                        __fmul_rn(pi.z, g.tmat[2][k])),
                              g.t0[k]);
         for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
-            int x = cx + dx, s0 = 0;
-            if (g.pbc[0]) {
-                s0 = mdnl_floordiv(x, n0);
-                x -= s0 * n0;
-            } else if (x < 0 || x >= n0) {
+            int x = cx + dx, s0;
+            if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
                 continue;
-            }
             const float gx = pr.on ? cell_gap(dx, cx + dx, t[0], pr.cw[0], pr.slack) : 0.0f;
             const float rem_x = reach2 - gx * gx;
             if (rem_x < 0.0f)
                 continue;
             for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
-                int y = cy + dy, s1 = 0;
-                if (g.pbc[1]) {
-                    s1 = mdnl_floordiv(y, n1);
-                    y -= s1 * n1;
-                } else if (y < 0 || y >= n1) {
+                int y = cy + dy, s1;
+                if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1))
                     continue;
-                }
                 if (x * n1 + y < home_col)
                     continue; /* every slot of this column is below is */
                 const float gy = pr.on ? cell_gap(dy, cy + dy, t[1], pr.cw[1], pr.slack) : 0.0f;
@@ -911,19 +895,6 @@ extern "C" mdnl_status mdnl_hist_frame_cuda(mdnl_hist_cuda *c, const mdnl_geom *
     mdnl_status st;
     int passes = 0;
     if ((st = hist_prepare(c, g, pos4, species, spec, &variant, &traversal, NULL, NULL)) != MDNL_OK ||
-        (st = hist_run(c, g, spec, &variant, traversal, &passes)) != MDNL_OK)
-        return st;
-    return hist_download(c, spec, counts);
-}
-
-extern "C" mdnl_status mdnl_hist_frame_cuda_devpos(mdnl_hist_cuda *c, const mdnl_geom *g, const float *d_pos4,
-                                                   void *ready, const int32_t *species, const mdnl_hist_spec *spec,
-                                                   uint64_t *counts)
-{
-    mdnl_status st;
-    int passes = 0, variant = MDNL_HIST_AUTO, traversal = MDNL_HIST_TRAV_AUTO;
-    if ((st = hist_prepare(c, g, NULL, species, spec, &variant, &traversal, NULL, NULL, d_pos4,
-                           (cudaEvent_t)ready)) != MDNL_OK ||
         (st = hist_run(c, g, spec, &variant, traversal, &passes)) != MDNL_OK)
         return st;
     return hist_download(c, spec, counts);

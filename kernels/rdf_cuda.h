@@ -114,15 +114,6 @@ mdnl_status mdnl_hist_frame_cuda(mdnl_hist_cuda *ctx, const mdnl_geom *g, const 
                                  const int32_t *species, const mdnl_hist_spec *spec, int variant, int traversal,
                                  uint64_t *counts);
 
-/* The same with the positions already on the device: d_pos4 (natoms float4,
- * the wrapped positions of g), complete once the cudaEvent_t `ready` has
- * completed (the histogram's own stream waits for it, the host does not),
- * AUTO variant and traversal. `mdnl run` hands it the positions the energy
- * uploaded, so a frame crosses PCIe once and the histogram runs beside the
- * energy kernels. */
-mdnl_status mdnl_hist_frame_cuda_devpos(mdnl_hist_cuda *ctx, const mdnl_geom *g, const float *d_pos4, void *ready,
-                                        const int32_t *species, const mdnl_hist_spec *spec, uint64_t *counts);
-
 /* Asynchronous frames for a pipeline (`mdnl run`): positions from the host
  * (h_pos4, pinned; d_pos4 NULL) or from the device (d_pos4, complete when
  * the cudaEvent_t `ready` is), AUTO variant and traversal, and the counts

@@ -109,35 +109,6 @@ mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (
 }
 
 
-mdnl_status mdnl_engine_energy_begin(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
-                                     const mdnl_potential *p)
-{
-#ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
-        mdnl_status st;
-        if ((st = energy_handle(e)) != MDNL_OK || (st = mdnl_energy_cuda_upload_positions(e->energy_cuda, g, pos4)) !=
-                                                      MDNL_OK)
-            return st;
-        e->energy_pos = pos4;
-        e->energy_natoms = g->natoms;
-        return mdnl_energy_cuda_run_fused(e->energy_cuda, g, p, 0, 0);
-    }
-#endif
-    return mdnl_energy_frame_cpu(g, pos4, p, &e->pending_total, NULL);
-}
-
-mdnl_status mdnl_engine_energy_end(mdnl_engine *e, double *total)
-{
-#ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
-        e->energy_pos = NULL;
-        return mdnl_energy_cuda_result(e->energy_cuda, total, NULL);
-    }
-#endif
-    *total = e->pending_total;
-    return MDNL_OK;
-}
-
 #ifdef MDNL_HAVE_CUDA
 static mdnl_status hist_handle(mdnl_engine *e)
 {
@@ -216,17 +187,9 @@ mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*p
 {
 #ifdef MDNL_HAVE_CUDA
     if (e->backend == MDNL_BACKEND_CUDA) {
-        if (!e->hist_cuda) {
-            mdnl_hist_cuda *h = NULL;
-            mdnl_status st = mdnl_hist_cuda_create(&h);
-            if (st != MDNL_OK)
-                return st;
-            e->hist_cuda = h;
-        }
-        if (e->energy_pos && e->energy_pos == (const void *)pos4 && e->energy_natoms == g->natoms)
-            return mdnl_hist_frame_cuda_devpos(e->hist_cuda, g, mdnl_energy_cuda_positions(e->energy_cuda),
-                                               mdnl_energy_cuda_positions_ready(e->energy_cuda), species, spec,
-                                               counts);
+        mdnl_status st = hist_handle(e);
+        if (st != MDNL_OK)
+            return st;
         return mdnl_hist_frame_cuda(e->hist_cuda, g, pos4, species, spec, MDNL_HIST_AUTO, MDNL_HIST_TRAV_AUTO,
                                     counts);
     }

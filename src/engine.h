@@ -15,9 +15,6 @@ typedef struct mdnl_engine {
     mdnl_method last_method; /* what the last build used (auto resolved) */
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
     void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
-    double pending_total;    /* CPU: mdnl_engine_energy_begin's result, until _end */
-    const void *energy_pos;  /* CUDA: the host positions _begin uploaded, until _end */
-    int64_t energy_natoms;
 } mdnl_engine;
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);
@@ -39,20 +36,8 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
 mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
                                double *total, double *per_atom);
 
-/* The same total, split so that other work overlaps it: _begin starts the
- * fused evaluation (CUDA: upload and kernels queued on the context's stream;
- * pos4 must stay valid and unchanged until _end), _end waits and gives the
- * total. On the CPU _begin does the work. One evaluation in flight at a time. */
-mdnl_status mdnl_engine_energy_begin(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
-                                     const mdnl_potential *p);
-mdnl_status mdnl_engine_energy_end(mdnl_engine *e, double *total);
-
-/* Between mdnl_engine_energy_begin and _end, a histogram of the same pos4
- * on CUDA takes the positions from the energy's device copy (one upload per
- * frame) instead of uploading them again. */
-
 /* Deferred frames, so that the host launches frame k+1 while the device
- * still works on frame k (`mdnl run` without stored lists). _launch queues
+ * still works on frame k (`mdnl run`). _launch queues
  * the energy (pot not NULL, grid g_cut) and the histogram (spec not NULL,
  * grid g_rmax) of pos4 (pinned, engine host memory; unchanged until
  * _collect), with their results copied into h_total / h_counts (engine host

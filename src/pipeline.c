@@ -281,71 +281,27 @@ static void *writer_main(void *arg)
 /* The compute stage's state: what lives on the calling thread. */
 typedef struct compute {
     mdnl_engine eng;
-    uint64_t *counts;
     int32_t ids[MDNL_MAX_RDF_PAIRS][2];
     mdnl_hist_spec spec;
 } compute;
 
-static mdnl_status compute_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, mdnl_rdf_accum *acc,
-                                 mdnl_pipeline_stats *stats)
+/* Frames are deferred by one: launch_frame builds frame k's list (when
+ * asked; synchronous) and queues its energy and histogram, collect_frame
+ * waits for them and books the results, so the device works on frame k
+ * while the host launches frame k+1. */
+static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket,
+                                mdnl_pipeline_stats *stats)
 {
     const mdnl_frame *f = &s->f;
-    const float(*pos4)[4] = (const float(*)[4])s->pos4;
     mdnl_status st;
-    s->has_energy = false;
     if (c->neighbors) {
-        if ((st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK)
+        if ((st = mdnl_engine_nlist(&cs->eng, &s->g_cut, (const float(*)[4])s->pos4, c->opts->method, c->list,
+                                    &s->list)) != MDNL_OK)
             return st;
         stats->pairs += s->list.npairs;
     }
-    /* The energy runs on the GPU while the histogram is binned (two streams). */
-    if (c->energy && (st = mdnl_engine_energy_begin(&cs->eng, &s->g_cut, pos4, &c->pot)) != MDNL_OK)
-        return st;
-    if (c->hist) {
-        if ((st = mdnl_pair_names_resolve(c->pairs, c->input, f, cs->ids)) != MDNL_OK)
-            goto drain;
-        const mdnl_geom *g = &s->g_rmax;
-        if ((st = mdnl_hist_spec_check(&cs->spec, g, f->nspecies)) != MDNL_OK)
-            goto drain;
-        if ((st = mdnl_engine_hist(&cs->eng, g, pos4, f->species, &cs->spec, cs->counts)) != MDNL_OK)
-            goto drain;
-        int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS];
-        mdnl_hist_species_counts(&cs->spec, f->species, f->natoms, na, nb);
-        double volume = f->box.has_lattice && (f->box.pbc[0] || f->box.pbc[1] || f->box.pbc[2]) ? g->volume : 0.0;
-        if ((st = mdnl_rdf_accum_add(acc, cs->counts, na, nb, volume)) != MDNL_OK)
-            goto drain;
-        for (int64_t k = 0; k < (int64_t)mdnl_hist_nhist(&cs->spec) * cs->spec.bins; ++k)
-            stats->pairs_counted += cs->counts[k];
-    }
-    if (c->energy) {
-        double total = 0;
-        if ((st = mdnl_engine_energy_end(&cs->eng, &total)) != MDNL_OK)
-            return st;
-        s->has_energy = true;
-        s->energy = total;
-        if (!stats->nframes)
-            stats->e_first = total;
-        stats->e_last = total;
-        stats->e_sum += total;
-        stats->e_min = total < stats->e_min ? total : stats->e_min;
-        stats->e_max = total > stats->e_max ? total : stats->e_max;
-    }
-    return MDNL_OK;
-drain: /* the queued energy reads pos4: wait for it before the slot can be reused or freed */
-    if (c->energy) {
-        double ignored;
-        (void)mdnl_engine_energy_end(&cs->eng, &ignored);
-    }
-    return st;
-}
-
-/* Deferred frames (no stored lists): launch_frame queues frame k's energy
- * and histogram, collect_frame waits for them and books the results, so the
- * device works on frame k while the host launches frame k+1. */
-static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket)
-{
-    const mdnl_frame *f = &s->f;
-    mdnl_status st;
+    if (!c->energy && !c->hist)
+        return MDNL_OK;
     if (c->hist) {
         const size_t nslots = (size_t)mdnl_hist_nhist(&cs->spec) * (size_t)cs->spec.bins;
         if (!s->counts_host &&
@@ -365,7 +321,7 @@ static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slo
                                  mdnl_pipeline_stats *stats)
 {
     const mdnl_frame *f = &s->f;
-    mdnl_status st = mdnl_engine_collect(&cs->eng, ticket, c->energy, c->hist);
+    mdnl_status st = c->energy || c->hist ? mdnl_engine_collect(&cs->eng, ticket, c->energy, c->hist) : MDNL_OK;
     if (st != MDNL_OK)
         return st;
     s->has_energy = c->energy;
@@ -411,18 +367,11 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         return st;
     stats->t_init = mdnl_now() - t_start;
     stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
-    if (c->hist) {
+    if (c->hist)
         cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};
-        cs.counts = mdnl_malloc((size_t)mdnl_hist_nhist(&cs.spec) * (size_t)c->bins * sizeof *cs.counts, "histogram");
-        if (!cs.counts) {
-            mdnl_engine_free(&cs.eng);
-            return MDNL_ERR_RESOURCE;
-        }
-    }
 
     ring *p = mdnl_calloc(1, sizeof *p, "pipeline");
     if (!p) {
-        free(cs.counts);
         mdnl_engine_free(&cs.eng);
         return MDNL_ERR_RESOURCE;
     }
@@ -457,8 +406,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
 
     /* The compute stage, on this thread (it owns the engine). */
     double t_compute = 0;
-    const bool deferred = !c->read_only && !c->neighbors && (c->energy || c->hist);
-    slot *pend = NULL; /* deferred: the launched frame not yet collected */
+    slot *pend = NULL; /* the launched frame not yet collected */
     int pend_ticket = 0;
     for (int64_t k = 0; have_writer; ++k) {
         slot *s = &p->slots[k % p->nslots];
@@ -466,28 +414,20 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         if (seen < 0)
             break;
         double t0 = mdnl_now();
+        const int ticket = (int)(k % MDNL_ENGINE_TICKETS);
         mdnl_status cst = MDNL_OK;
-        if (seen == SLOT_END) {
-            /* The writer sees the end in the same slot after it drained the earlier ones. */
-            if (pend && (cst = collect_frame(c, &cs, pend, pend_ticket, acc, stats)) == MDNL_OK)
-                set_slot(p, pend, SLOT_COMPUTED);
-            pend = NULL;
-            t_compute += mdnl_now() - t0;
-            if (cst != MDNL_OK)
-                fail(p, cst);
-            break;
-        }
-        if (deferred) {
-            const int ticket = (int)(k % MDNL_ENGINE_TICKETS);
-            cst = launch_frame(c, &cs, s, ticket);
-            if (cst == MDNL_OK && pend && (cst = collect_frame(c, &cs, pend, pend_ticket, acc, stats)) == MDNL_OK)
-                set_slot(p, pend, SLOT_COMPUTED);
-            pend = s, pend_ticket = ticket;
-        } else {
-            cst = c->read_only ? MDNL_OK : compute_frame(c, &cs, s, acc, stats);
-            if (cst == MDNL_OK) {
+        if (seen != SLOT_END && !c->read_only)
+            cst = launch_frame(c, &cs, s, ticket, stats);
+        if (cst == MDNL_OK && pend && (cst = collect_frame(c, &cs, pend, pend_ticket, acc, stats)) == MDNL_OK)
+            set_slot(p, pend, SLOT_COMPUTED);
+        pend = NULL;
+        if (cst == MDNL_OK && seen != SLOT_END) {
+            if (c->read_only) { /* nothing to wait for */
                 stats->nframes++;
                 stats->atoms += s->f.natoms;
+                set_slot(p, s, SLOT_COMPUTED);
+            } else {
+                pend = s, pend_ticket = ticket;
             }
         }
         t_compute += mdnl_now() - t0;
@@ -495,8 +435,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
             fail(p, cst);
             break;
         }
-        if (!deferred)
-            set_slot(p, s, SLOT_COMPUTED);
+        if (seen == SLOT_END)
+            break; /* the writer sees the end in the same slot after it drained the earlier ones */
     }
     /* A failure may leave device work queued that writes into slot buffers. */
     if (p->abort && !c->read_only)
@@ -532,7 +472,6 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     pthread_mutex_destroy(&p->mu);
     pthread_mutex_destroy(&p->io);
     free(p);
-    free(cs.counts);
     mdnl_engine_free(&cs.eng);
     return st;
 }

@@ -76,6 +76,15 @@ static void random_frame(mdnl_frame *f, int64_t n, box_type box, double edge, ui
     }
 }
 
+/* n random atoms in a periodic cube at LJ liquid density 0.8442 (the
+ * positions of random_frame's orthorhombic box, then the box made cubic). */
+static void lj_cube_frame(mdnl_frame *f, int64_t n, uint64_t seed)
+{
+    const double edge = cbrt((double)n / 0.8442);
+    random_frame(f, n, BOX_ORTHO, edge, seed);
+    f->box.h[1][1] = f->box.h[2][2] = edge;
+}
+
 /* Rectangular graphene sheet, 4-atom cells, periodic in x and y. */
 static void graphene_frame(mdnl_frame *f, int nx, int ny, double b, int periodic)
 {
@@ -435,10 +444,8 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
     /* 200,000 atoms at LJ liquid density 0.8442 in a periodic cube, cutoff
      * 3.0: ~95 neighbours per atom, ~25 atoms per cell */
     const int64_t n = 200000;
-    const double edge = cbrt((double)n / 0.8442);
     mdnl_frame f;
-    random_frame(&f, n, BOX_ORTHO, edge, 4242);
-    f.box.h[1][1] = f.box.h[2][2] = edge;
+    lj_cube_frame(&f, n, 4242);
     prepared p = prepare(&f, 3.0);
     for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
         mdnl_nlist want = {0}, got = {0};
@@ -530,10 +537,8 @@ Test(nlist_gpu, tile_variant_oversized_regions_fall_back_to_warp_fill)
      * so the fill falls back to variant 3's; 4000 takes the tile fill */
     mdnl_cuda_ctx *ctx = new_ctx();
     const int64_t n = 20000;
-    const double edge = cbrt((double)n / 0.8442);
     mdnl_frame f;
-    random_frame(&f, n, BOX_ORTHO, edge, 777);
-    f.box.h[1][1] = f.box.h[2][2] = edge;
+    lj_cube_frame(&f, n, 777);
     const double rcs[] = {3.0, 2.0};
     for (int c = 0; c < 2; ++c) {
         prepared p = prepare(&f, rcs[c]);

@@ -1244,6 +1244,161 @@ __global__ __launch_bounds__(TILE_T, K <= 4 ? 8 : 4) void tile_fill_kernel(
 }
 
 /* ------------------------------------------------------------------------ */
+/* Cell variant 8: a pruned count pass and a pruned fill, both over the
+ * counting-sort binning of a grid refined by 2 (half-width cells, stencil 2,
+ * mdnl_geom_refine) and walked by mdnl_for_each_pair_pruned, so that a 3D
+ * liquid tests ~40% of the 27-cell stencil's candidates.
+ *
+ * Fill mapping: thread per sorted slot s, PT threads per block. The walk
+ * appends each hit to the thread's row in shared memory as a 32-bit key
+ * (j << 6 | k, k the hit's arrival, j < 2^26) with its distance beside it
+ * (pitch N + 1 words: a warp's stores of one k fall in different banks);
+ * the thread then sorts its N keys in registers with a bitonic network
+ * (compile-time indices: no local memory, no shuffles; N = 32 or 64), and
+ * the warp writes its 32 rows one after another with coalesced stores,
+ * taking each distance through the key's low bits. The host uses this
+ * variant only when each atom appears at most once in a row (every periodic
+ * axis of the refined grid has at least 2 stencil + 1 cells), so j alone
+ * orders a row as mdnl_row_key does. A row longer than N is written unsorted
+ * straight into the CSR by its thread and sorted there by the warp (64-bit
+ * keys in registers, up to 256; longer: one thread, in place). */
+
+template <bool FULL>
+__global__ __launch_bounds__(128) void prune_count_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                          mdnl_prune pr, unsigned long long *__restrict__ counts,
+                                                          int *__restrict__ maxlen)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    int k = 0;
+    if (s < c.natoms) {
+        const int i = c.order[s];
+        mdnl_for_each_pair_pruned(g, c, pr, s, [&](int j, float, int s0, int s1, int s2) {
+            if (FULL || mdnl_half_keep(i, j, s0, s1, s2))
+                ++k;
+        });
+        counts[i] = (unsigned long long)k;
+    }
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)k);
+    if ((threadIdx.x & 31) == 0 && m > *(volatile int *)maxlen)
+        atomicMax(maxlen, m);
+}
+
+/* Ascending bitonic sort of one thread's N keys (N a power of two). */
+template <int N>
+__device__ __forceinline__ void thread_bitonic(unsigned (&x)[N])
+{
+#pragma unroll
+    for (int k = 2; k <= N; k <<= 1)
+#pragma unroll
+        for (int jj = k >> 1; jj > 0; jj >>= 1)
+#pragma unroll
+            for (int e = 0; e < N; ++e) {
+                const int p = e ^ jj;
+                if (p > e) {
+                    const unsigned a = x[e], b = x[p];
+                    const unsigned lo = min(a, b), hi = max(a, b);
+                    x[e] = (e & k) == 0 ? lo : hi;
+                    x[p] = (e & k) == 0 ? hi : lo;
+                }
+            }
+}
+
+template <bool FULL, int N, int PT>
+__global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                        mdnl_prune pr, const int64_t *__restrict__ offsets,
+                                                        int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                        int *__restrict__ err)
+{
+    constexpr int P = N + 1;
+    extern __shared__ unsigned prune_sm[];
+    unsigned *const kb = prune_sm;
+    float *const db = reinterpret_cast<float *>(prune_sm + PT * P);
+    const int t = threadIdx.x, lane = t & 31;
+    const int s = blockIdx.x * PT + t;
+    int len = 0;
+    long long off = 0;
+    if (s < c.natoms) {
+        const int i = c.order[s];
+        off = offsets[i];
+        len = (int)(offsets[i + 1] - off);
+        const bool fits = len <= N;
+        unsigned *const mk = kb + t * P;
+        float *const md = db + t * P;
+        int k = 0;
+        mdnl_for_each_pair_pruned(g, c, pr, s, [&](int j, float d2, int s0, int s1, int s2) {
+            if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+                const float d = __fsqrt_rn(d2);
+                if (fits) {
+                    if (k < N) {
+                        mk[k] = ((unsigned)j << 6) | (unsigned)k;
+                        md[k] = d;
+                    }
+                } else if (k < len) {
+                    j_out[off + k] = j;
+                    d_out[off + k] = d;
+                }
+                ++k;
+            }
+        });
+        if (k != len)
+            atomicOr(err, 1);
+        if (fits && len > 1) {
+            unsigned x[N];
+#pragma unroll
+            for (int e = 0; e < N; ++e)
+                x[e] = e < len ? mk[e] : 0xffffffffu;
+            thread_bitonic<N>(x);
+#pragma unroll
+            for (int e = 0; e < N; ++e)
+                if (e < len)
+                    mk[e] = x[e];
+        }
+    }
+    __syncwarp();
+    const int wbase = t & ~31;
+    for (int r = 0; r < 32; ++r) {
+        const int lr = __shfl_sync(FULLMASK, len, r);
+        const long long orow = __shfl_sync(FULLMASK, off, r);
+        if (lr > N)
+            continue;
+        const unsigned *rk = kb + (wbase + r) * P;
+        const float *rd = db + (wbase + r) * P;
+        for (int e = lane; e < lr; e += 32) {
+            const unsigned key = rk[e];
+            j_out[orow + e] = (int32_t)(key >> 6);
+            d_out[orow + e] = rd[key & 63u];
+        }
+    }
+    unsigned longs = __ballot_sync(FULLMASK, len > N);
+    while (longs) {
+        const int r = __ffs(longs) - 1;
+        longs &= longs - 1;
+        const int lr = __shfl_sync(FULLMASK, len, r);
+        const long long orow = __shfl_sync(FULLMASK, off, r);
+        if (lr <= 256) {
+            uint64_t x[8];
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const int e = q * 32 + lane;
+                x[q] = e < lr ? mdnl_row_key(j_out[orow + e], d_out[orow + e]) : ~0ull;
+            }
+            warp_bitonic<8>(x, lane);
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const int e = q * 32 + lane;
+                if (e < lr) {
+                    j_out[orow + e] = (int32_t)(x[q] >> 32);
+                    d_out[orow + e] = __uint_as_float((unsigned)x[q]);
+                }
+            }
+        } else if (lane == 0) {
+            sort_row(global_row{j_out + orow, d_out + orow}, lr);
+        }
+        __syncwarp();
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* The context. */
 
 /* ctx->flags, cleared by every build and read back by its last copy: [0] a
@@ -1364,7 +1519,7 @@ extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->ret
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
 extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v)
 {
-    c->cell_variant = v >= 0 && v <= 7 ? v : 0;
+    c->cell_variant = v >= 0 && v <= 8 ? v : 0;
 }
 extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
 {
@@ -1726,6 +1881,69 @@ static mdnl_status build_tile(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
     return MDNL_OK;
 }
 
+/* Variant 8's grid: `g` refined by 2, or false when a row could hold an atom
+ * twice (a periodic axis of fewer than 2 stencil + 1 refined cells: a cell
+ * met through two images) or j would not fit its 26 bits. */
+static bool prune_grid(const mdnl_geom *g, mdnl_geom *fg)
+{
+    if (g->natoms >= (1 << 26))
+        return false;
+    *fg = mdnl_geom_refine(g, 2);
+    for (int k = 0; k < 3; ++k)
+        if (fg->pbc[k] && fg->ncell[k] < 2 * fg->stencil[k] + 1)
+            return false;
+    return true;
+}
+
+template <bool FULL, int N, int PT>
+static mdnl_status launch_prune_fill(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const mdnl_prune &pr, int n)
+{
+    const size_t smem = (size_t)PT * (N + 1) * 2 * sizeof(unsigned);
+    MDNL_CUDA_CHECK(
+        cudaFuncSetAttribute(prune_fill_kernel<FULL, N, PT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    prune_fill_kernel<FULL, N, PT><<<(n + PT - 1) / PT, PT, smem, ctx->stream>>>(
+        *fg, ctx->view, pr, (const int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        (int *)ctx->flags.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    return MDNL_OK;
+}
+
+/* Variant 8 (see prune_fill_kernel) on the refined grid fg of prune_grid:
+ * counting-sort binning, pruned count pass, scan, pruned fill. N (the
+ * network) from the longest row: 32 or 64. MDNL_PRUNE_T=64|128
+ * (environment) sets the fill's threads per block, for tuning. */
+template <bool FULL>
+static mdnl_status build_pruned(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const float4 *pos, int n, int64_t *npairs)
+{
+    mdnl_status st;
+    const mdnl_prune pr = mdnl_prune_args(fg);
+    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    if ((st = build_fast_cells(ctx, fg, pos, n)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    prune_count_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+        *fg, ctx->view, pr, (unsigned long long *)ctx->counts.ptr, (int *)ctx->flags.ptr + 1);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+    int longest = 0;
+    if ((st = scan_and_size(ctx, n, npairs, &longest)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    const char *env = getenv("MDNL_PRUNE_T");
+    const bool wide = env && atoi(env) == 128;
+    if (longest <= 32)
+        st = wide ? launch_prune_fill<FULL, 32, 128>(ctx, fg, pr, n) : launch_prune_fill<FULL, 32, 64>(ctx, fg, pr, n);
+    else
+        st = wide ? launch_prune_fill<FULL, 64, 128>(ctx, fg, pr, n) : launch_prune_fill<FULL, 64, 64>(ctx, fg, pr, n);
+    if (st != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    return MDNL_OK;
+}
+
 /* Candidates per atom of the cell list (the density the default goes by). */
 static double cell_candidates(const mdnl_geom *g)
 {
@@ -1745,7 +1963,7 @@ static int cell_variant_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
     if (ctx->cell_variant != 0)
         return ctx->cell_variant;
     const double cand = cell_candidates(g);
-    return cand > 100 ? 5 : cand > 32 ? 6 : 7;
+    return cand > 100 ? 8 : cand > 32 ? 6 : 7;
 }
 
 template <bool FULL>
@@ -1760,6 +1978,12 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
      * (0.20-0.23 ms against variant 6's 0.28); rows of up to 100 candidates take variant 6. Staging wins only while
      * rows are short (variant 7's copy sorts rows longer than its registers in global memory: 20 ms on lj-1m). */
     int variant = cell_variant_first(ctx, g);
+    if (variant == 8) {
+        mdnl_geom fg;
+        if (prune_grid(g, &fg))
+            return build_pruned<FULL>(ctx, &fg, pos, n, npairs);
+        variant = 5; /* images: a row could meet an atom twice */
+    }
     if (variant == 5) {
         tile_args ta;
         int G = 32;

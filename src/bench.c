@@ -27,9 +27,9 @@
 
 static const char *const system_names[] = {"graphene-17k", "graphene-1m", "lj-1m"};
 #define NSYSTEMS 3
-#define NMETHODS 10
+#define NMETHODS 11
 static const char *const method_labels[NMETHODS] = {"brute-atomic", "brute-noatomic", "cell",    "cell-v1", "cell-v2",
-                                                    "cell-v3",      "cell-v4",        "cell-v5", "cell-v6", "cell-v7"};
+                                                    "cell-v3",      "cell-v4",        "cell-v5", "cell-v6", "cell-v7", "cell-v8"};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -103,7 +103,7 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         goto done;
     const double cpu_ms = 1e3 * (wall_seconds() - t0);
 
-    /* "cell" is the default (variant by geometry); cell-v1 .. cell-v7 force
+    /* "cell" is the default (variant by geometry); cell-v1 .. cell-v8 force
      * the numbered variants (nlist_cuda.h). */
     const mdnl_method methods[] = {
         MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL, MDNL_METHOD_CELL, MDNL_METHOD_CELL,

@@ -1303,22 +1303,30 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[N])
             }
 }
 
-template <bool FULL, int N, int PT>
+/* KEY4: the shared row holds only the 32-bit key j << 5 | shift code (4
+ * bytes a hit instead of 8: twice the resident threads), and the warp
+ * recomputes each distance when it writes the row, from the positions in
+ * original order (`opos`, the same floats as the cell-ordered copy, the same
+ * mdnl_pair_d2: the same bits). Needs j < 2^27 and shifts in -1..1. */
+template <bool FULL, int N, int PT, bool KEY4>
 __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                        mdnl_prune pr, const int64_t *__restrict__ offsets,
+                                                        mdnl_prune pr, const float4 *__restrict__ opos,
+                                                        const int64_t *__restrict__ offsets,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         int *__restrict__ err)
 {
     constexpr int P = N + 1;
     extern __shared__ unsigned prune_sm[];
     unsigned *const kb = prune_sm;
-    float *const db = reinterpret_cast<float *>(prune_sm + PT * P);
+    float *const db = reinterpret_cast<float *>(prune_sm + PT * P); /* !KEY4 */
     const int t = threadIdx.x, lane = t & 31;
     const int s = blockIdx.x * PT + t;
     int len = 0;
     long long off = 0;
+    float4 pi = make_float4(0.f, 0.f, 0.f, 0.f);
     if (s < c.natoms) {
         const int i = c.order[s];
+        pi = c.pos[s];
         off = offsets[i];
         len = (int)(offsets[i + 1] - off);
         const bool fits = len <= N;
@@ -1327,15 +1335,18 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
         int k = 0;
         mdnl_for_each_pair_pruned(g, c, pr, s, [&](int j, float d2, int s0, int s1, int s2) {
             if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
-                const float d = __fsqrt_rn(d2);
                 if (fits) {
                     if (k < N) {
-                        mk[k] = ((unsigned)j << 6) | (unsigned)k;
-                        md[k] = d;
+                        if (KEY4) {
+                            mk[k] = ((unsigned)j << 5) | (unsigned)((s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1));
+                        } else {
+                            mk[k] = ((unsigned)j << 6) | (unsigned)k;
+                            md[k] = __fsqrt_rn(d2);
+                        }
                     }
                 } else if (k < len) {
                     j_out[off + k] = j;
-                    d_out[off + k] = d;
+                    d_out[off + k] = __fsqrt_rn(d2);
                 }
                 ++k;
             }
@@ -1359,14 +1370,25 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
     for (int r = 0; r < 32; ++r) {
         const int lr = __shfl_sync(FULLMASK, len, r);
         const long long orow = __shfl_sync(FULLMASK, off, r);
+        const float px = __shfl_sync(FULLMASK, pi.x, r), py = __shfl_sync(FULLMASK, pi.y, r),
+                    pz = __shfl_sync(FULLMASK, pi.z, r);
         if (lr > N)
             continue;
         const unsigned *rk = kb + (wbase + r) * P;
         const float *rd = db + (wbase + r) * P;
         for (int e = lane; e < lr; e += 32) {
             const unsigned key = rk[e];
-            j_out[orow + e] = (int32_t)(key >> 6);
-            d_out[orow + e] = rd[key & 63u];
+            if (KEY4) {
+                const int j = (int)(key >> 5), code = (int)(key & 31u);
+                float v[3];
+                mdnl_shift_vector(&g, code / 9 - 1, (code / 3) % 3 - 1, code % 3 - 1, v);
+                const float4 pj = __ldg(opos + j);
+                j_out[orow + e] = j;
+                d_out[orow + e] = __fsqrt_rn(mdnl_pair_d2(px, py, pz, pj.x, pj.y, pj.z, v));
+            } else {
+                j_out[orow + e] = (int32_t)(key >> 6);
+                d_out[orow + e] = rd[key & 63u];
+            }
         }
     }
     unsigned longs = __ballot_sync(FULLMASK, len > N);
@@ -1888,30 +1910,40 @@ static bool prune_grid(const mdnl_geom *g, mdnl_geom *fg)
 {
     if (g->natoms >= (1 << 26))
         return false;
-    *fg = mdnl_geom_refine(g, 2);
+    *fg = getenv("MDNL_PRUNE_BASE") && atoi(getenv("MDNL_PRUNE_BASE")) ? *g : mdnl_geom_refine(g, 2);
     for (int k = 0; k < 3; ++k)
         if (fg->pbc[k] && fg->ncell[k] < 2 * fg->stencil[k] + 1)
             return false;
     return true;
 }
 
-template <bool FULL, int N, int PT>
-static mdnl_status launch_prune_fill(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const mdnl_prune &pr, int n)
+template <bool FULL, int N, int PT, bool KEY4>
+static mdnl_status launch_prune_fill(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const mdnl_prune &pr,
+                                     const float4 *pos, int n, int carve)
 {
-    const size_t smem = (size_t)PT * (N + 1) * 2 * sizeof(unsigned);
-    MDNL_CUDA_CHECK(
-        cudaFuncSetAttribute(prune_fill_kernel<FULL, N, PT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    prune_fill_kernel<FULL, N, PT><<<(n + PT - 1) / PT, PT, smem, ctx->stream>>>(
-        *fg, ctx->view, pr, (const int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-        (int *)ctx->flags.ptr);
+    const size_t smem = (size_t)PT * (N + 1) * (KEY4 ? 1 : 2) * sizeof(unsigned);
+    auto kern = prune_fill_kernel<FULL, N, PT, KEY4>;
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (carve >= 0)
+        MDNL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, carve));
+    kern<<<(n + PT - 1) / PT, PT, smem, ctx->stream>>>(*fg, ctx->view, pr, pos, (const int64_t *)ctx->offsets.ptr,
+                                                       (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+                                                       (int *)ctx->flags.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     return MDNL_OK;
 }
 
+static int env_int(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
 /* Variant 8 (see prune_fill_kernel) on the refined grid fg of prune_grid:
  * counting-sort binning, pruned count pass, scan, pruned fill. N (the
- * network) from the longest row: 32 or 64. MDNL_PRUNE_T=64|128
- * (environment) sets the fill's threads per block, for tuning. */
+ * network) from the longest row: 32 or 64. For tuning (environment):
+ * MDNL_PRUNE_T=64|128 threads per fill block, MDNL_PRUNE_KEY4=0|1 the row
+ * layout, MDNL_PRUNE_CARVE=percent the shared-memory carveout. */
 template <bool FULL>
 static mdnl_status build_pruned(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const float4 *pos, int n, int64_t *npairs)
 {
@@ -1932,12 +1964,15 @@ static mdnl_status build_pruned(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const f
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    const char *env = getenv("MDNL_PRUNE_T");
-    const bool wide = env && atoi(env) == 128;
+    const bool wide = env_int("MDNL_PRUNE_T", 64) == 128;
+    const bool key4 = env_int("MDNL_PRUNE_KEY4", 1) != 0 && n < (1 << 27);
+    const int carve = env_int("MDNL_PRUNE_CARVE", -1);
+#define PF(N_, PT_, K4_) launch_prune_fill<FULL, N_, PT_, K4_>(ctx, fg, pr, pos, n, carve)
     if (longest <= 32)
-        st = wide ? launch_prune_fill<FULL, 32, 128>(ctx, fg, pr, n) : launch_prune_fill<FULL, 32, 64>(ctx, fg, pr, n);
+        st = key4 ? (wide ? PF(32, 128, true) : PF(32, 64, true)) : (wide ? PF(32, 128, false) : PF(32, 64, false));
     else
-        st = wide ? launch_prune_fill<FULL, 64, 128>(ctx, fg, pr, n) : launch_prune_fill<FULL, 64, 64>(ctx, fg, pr, n);
+        st = key4 ? (wide ? PF(64, 128, true) : PF(64, 64, true)) : (wide ? PF(64, 128, false) : PF(64, 64, false));
+#undef PF
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);

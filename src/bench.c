@@ -105,9 +105,11 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
 
     /* "cell" is the default (variant by geometry); cell-v1 .. cell-v8 force
      * the numbered variants (nlist_cuda.h). */
-    const mdnl_method methods[] = {
-        MDNL_METHOD_BRUTE_ATOMIC, MDNL_METHOD_BRUTE_NOATOMIC, MDNL_METHOD_CELL, MDNL_METHOD_CELL, MDNL_METHOD_CELL,
-        MDNL_METHOD_CELL,         MDNL_METHOD_CELL,           MDNL_METHOD_CELL, MDNL_METHOD_CELL, MDNL_METHOD_CELL};
+    mdnl_method methods[NMETHODS];
+    methods[0] = MDNL_METHOD_BRUTE_ATOMIC;
+    methods[1] = MDNL_METHOD_BRUTE_NOATOMIC;
+    for (int m = 2; m < NMETHODS; ++m)
+        methods[m] = MDNL_METHOD_CELL;
     method_result res[NMETHODS];
     for (int m = 0; m < NMETHODS; ++m) {
         mdnl_cuda_ctx_set_cell_variant(ctx, m >= 3 ? m - 2 : 0);

@@ -44,10 +44,10 @@ extern "C" mdnl_status mdnl_nlist_download_cuda(void *stream_, const mdnl_nlist_
     MDNL_CUDA_CHECK(cudaMemcpyAsync(out->offsets, dev->d_offsets, (size_t)(dev->natoms + 1) * sizeof(int64_t),
                                     cudaMemcpyDeviceToHost, stream));
     if (dev->npairs > 0) {
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(out->j, dev->d_j, (size_t)dev->npairs * sizeof(int32_t),
-                                        cudaMemcpyDeviceToHost, stream));
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(out->d, dev->d_d, (size_t)dev->npairs * sizeof(float),
-                                        cudaMemcpyDeviceToHost, stream));
+        MDNL_CUDA_CHECK(
+            cudaMemcpyAsync(out->j, dev->d_j, (size_t)dev->npairs * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+        MDNL_CUDA_CHECK(
+            cudaMemcpyAsync(out->d, dev->d_d, (size_t)dev->npairs * sizeof(float), cudaMemcpyDeviceToHost, stream));
     }
     MDNL_CUDA_CHECK(cudaStreamSynchronize(stream));
     out->natoms = dev->natoms;

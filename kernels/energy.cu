@@ -478,8 +478,7 @@ extern "C" mdnl_status mdnl_energy_cuda_launch(mdnl_energy_cuda *e, const mdnl_g
 }
 
 extern "C" mdnl_status mdnl_energy_cuda_launch_dev(mdnl_energy_cuda *e, const mdnl_geom *g, const float *d_pos4,
-                                                   void *ready, const mdnl_potential *p, int ticket,
-                                                   double *h_total)
+                                                   void *ready, const mdnl_potential *p, int ticket, double *h_total)
 {
     if (ticket < 0 || ticket >= MDNL_CUDA_TICKETS)
         return mdnl_error(MDNL_ERR_INTERNAL, "energy: ticket %d out of range", ticket);

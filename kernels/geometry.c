@@ -146,8 +146,8 @@ mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, md
     return MDNL_OK;
 }
 
-mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3],
-                             const double thi[3], int64_t first_bad)
+mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3], const double thi[3],
+                             int64_t first_bad)
 {
     if (first_bad < f->natoms)
         return mdnl_error(MDNL_ERR_INPUT, "frame %lld: atom %lld has a non-finite coordinate", (long long)f->index,

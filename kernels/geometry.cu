@@ -22,10 +22,10 @@ struct wrap_range {
 struct mdnl_wrap_cuda {
     cudaStream_t stream;
     cudaEvent_t ready;
-    mdnl_dbuf dpos;  /* [natoms][3] double, as read */
-    mdnl_dbuf pos4;  /* [natoms] float4, wrapped */
-    mdnl_dbuf part;  /* [blocks] per-block t-range and first bad index */
-    mdnl_dbuf res;   /* the reduced one */
+    mdnl_dbuf dpos;    /* [natoms][3] double, as read */
+    mdnl_dbuf pos4;    /* [natoms] float4, wrapped */
+    mdnl_dbuf part;    /* [blocks] per-block t-range and first bad index */
+    mdnl_dbuf res;     /* the reduced one */
     wrap_range *h_res; /* pinned read-back */
     int64_t natoms;
 };
@@ -145,8 +145,7 @@ extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_fram
     if (st != MDNL_OK)
         return st;
     const int64_t n = f->natoms;
-    const int nb = n > 0 ? (int)((n + WBLOCK - 1) / WBLOCK < WMAX_BLOCKS ? (n + WBLOCK - 1) / WBLOCK : WMAX_BLOCKS)
-                         : 1;
+    const int nb = n > 0 ? (int)((n + WBLOCK - 1) / WBLOCK < WMAX_BLOCKS ? (n + WBLOCK - 1) / WBLOCK : WMAX_BLOCKS) : 1;
     const size_t nn = (size_t)(n > 0 ? n : 1);
     if ((st = mdnl_dbuf_reserve(&w->dpos, nn * 3 * sizeof(double), "positions (double)")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&w->pos4, nn * sizeof(float4), "wrapped positions")) != MDNL_OK ||
@@ -156,20 +155,19 @@ extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_fram
     w->natoms = n;
     wrap_range r;
     if (n > 0) {
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(w->dpos.ptr, f->pos, (size_t)n * 3 * sizeof(double), cudaMemcpyHostToDevice,
-                                        w->stream));
+        MDNL_CUDA_CHECK(
+            cudaMemcpyAsync(w->dpos.ptr, f->pos, (size_t)n * 3 * sizeof(double), cudaMemcpyHostToDevice, w->stream));
         for (int k = 0; k < nwait; ++k)
             if (wait[k])
                 MDNL_CUDA_CHECK(cudaStreamWaitEvent(w->stream, (cudaEvent_t)wait[k], 0));
-        wrap_kernel<<<nb, WBLOCK, 0, w->stream>>>(wp, (long long)n, (const double *)w->dpos.ptr,
-                                                  (float4 *)w->pos4.ptr, (wrap_range *)w->part.ptr);
+        wrap_kernel<<<nb, WBLOCK, 0, w->stream>>>(wp, (long long)n, (const double *)w->dpos.ptr, (float4 *)w->pos4.ptr,
+                                                  (wrap_range *)w->part.ptr);
         MDNL_CUDA_LAUNCHED(w->stream);
         MDNL_CUDA_CHECK(cudaEventRecord(w->ready, w->stream));
         wrap_finish_kernel<<<1, WBLOCK, 0, w->stream>>>((const wrap_range *)w->part.ptr, nb, (long long)n,
                                                         (wrap_range *)w->res.ptr);
         MDNL_CUDA_LAUNCHED(w->stream);
-        MDNL_CUDA_CHECK(
-            cudaMemcpyAsync(w->h_res, w->res.ptr, sizeof(wrap_range), cudaMemcpyDeviceToHost, w->stream));
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(w->h_res, w->res.ptr, sizeof(wrap_range), cudaMemcpyDeviceToHost, w->stream));
         MDNL_CUDA_CHECK(cudaStreamSynchronize(w->stream));
         r = *w->h_res;
     } else {
@@ -188,8 +186,8 @@ extern "C" void *mdnl_wrap_cuda_ready(const mdnl_wrap_cuda *w) { return (void *)
 extern "C" mdnl_status mdnl_wrap_cuda_download(mdnl_wrap_cuda *w, float (*h_pos4)[4])
 {
     if (w->natoms > 0)
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(h_pos4, w->pos4.ptr, (size_t)w->natoms * sizeof(float4),
-                                        cudaMemcpyDeviceToHost, w->stream));
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(h_pos4, w->pos4.ptr, (size_t)w->natoms * sizeof(float4), cudaMemcpyDeviceToHost,
+                                        w->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(w->stream));
     return MDNL_OK;
 }

@@ -81,8 +81,8 @@ typedef struct mdnl_wrap_params {
 } mdnl_wrap_params;
 
 mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, mdnl_wrap_params *w);
-mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3],
-                             const double thi[3], int64_t first_bad);
+mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3], const double thi[3],
+                             int64_t first_bad);
 
 /* The same frame's geometry for another cutoff, without touching the
  * positions: `g` becomes exactly what mdnl_geom_prepare(f, cutoff, ...)

@@ -37,15 +37,15 @@ mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o)
     return MDNL_OK;
 }
 
+#ifdef MDNL_HAVE_CUDA
 static void *start_main(void *arg)
 {
     (void)arg;
-#ifdef MDNL_HAVE_CUDA
     if (mdnl_cuda_device_count() > 0)
         (void)mdnl_cuda_start(); /* a failure shows again, and is reported, in mdnl_engine_init */
-#endif
     return NULL;
 }
+#endif
 
 void mdnl_engine_start_begin(mdnl_engine_starter *s, const mdnl_opts *o)
 {
@@ -255,8 +255,8 @@ mdnl_status mdnl_engine_launch(mdnl_engine *e, int ticket, const float (*pos4)[4
             if (!d_pos4)
                 return MDNL_ERR_INTERNAL;
             void *ready = mdnl_wrap_cuda_ready(e->wrap_cuda);
-            if (pot && (st = mdnl_energy_cuda_launch_dev(e->energy_cuda, g_cut, d_pos4, ready, pot, ticket,
-                                                         h_total)) != MDNL_OK)
+            if (pot && (st = mdnl_energy_cuda_launch_dev(e->energy_cuda, g_cut, d_pos4, ready, pot, ticket, h_total)) !=
+                           MDNL_OK)
                 return st;
             if (spec)
                 return mdnl_hist_cuda_launch(e->hist_cuda, g_rmax, NULL, d_pos4, ready, species, spec, ticket,

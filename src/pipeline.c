@@ -288,16 +288,13 @@ typedef struct compute {
     mdnl_hist_spec spec;
 } compute;
 
-/* Frames are deferred by one: launch_frame builds frame k's list (when
- * asked; synchronous) and queues its energy and histogram, collect_frame
- * waits for them and books the results, so the device works on frame k
- * while the host launches frame k+1. */
 /* CUDA: wraps the slot's frame on the device and lays out its grids (what
  * prepare_slot does on the host for the CPU backend). */
 static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, slot *s)
 {
     const bool cut = c->neighbors || c->energy;
-    mdnl_status st = mdnl_engine_prepare_device(&cs->eng, &s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax);
+    mdnl_status st =
+        mdnl_engine_prepare_device(&cs->eng, &s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax);
     if (st == MDNL_OK && cut && c->hist)
         st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
     if (st == MDNL_ERR_INPUT) {
@@ -308,6 +305,10 @@ static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, sl
     return st;
 }
 
+/* Frames are deferred by one: launch_frame wraps frame k on the device (on
+ * CUDA), builds its list (when asked; synchronous) and queues its energy and histogram, collect_frame
+ * waits for them and books the results, so the device works on frame k
+ * while the host launches frame k+1. */
 static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket,
                                 mdnl_pipeline_stats *stats, double *t_prepare)
 {
@@ -340,8 +341,8 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     }
     if (c->energy && !s->e_host && !(s->e_host = mdnl_engine_host_alloc(&cs->eng, sizeof *s->e_host, "energy")))
         return MDNL_ERR_RESOURCE;
-    return mdnl_engine_launch(&cs->eng, ticket, pos4, &s->g_cut, c->energy ? &c->pot : NULL,
-                              s->e_host, &s->g_rmax, f->species, c->hist ? &cs->spec : NULL, s->counts_host);
+    return mdnl_engine_launch(&cs->eng, ticket, pos4, &s->g_cut, c->energy ? &c->pot : NULL, s->e_host, &s->g_rmax,
+                              f->species, c->hist ? &cs->spec : NULL, s->counts_host);
 }
 
 static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, mdnl_rdf_accum *acc,

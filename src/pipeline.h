@@ -103,8 +103,8 @@ typedef struct mdnl_pipeline_stats {
     uint64_t pairs_counted;        /* histogrammed distances */
     double e_first, e_last, e_sum, e_min, e_max;
     double t_read, t_prepare, t_compute, t_write, t_wall; /* busy seconds per stage; wall of the whole run */
-    double t_init; /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall: what was
-                      left of it when the pipeline started when the caller began it early */
+    double t_init;    /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall: what was
+                         left of it when the pipeline started when the caller began it early */
     double t_startup; /* the whole backend start-up, begun early or not (wall seconds) */
     /* Since the start: when the first and the last frame left the writer.
      * (nframes - 1) / (t_last_done - t_first_done) is the steady-state rate,

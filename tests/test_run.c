@@ -223,8 +223,8 @@ static void write_outside_frames(const char *name)
 Test(run, atoms_outside_a_partly_periodic_triclinic_cell_match_the_single_commands)
 {
     write_outside_frames("out.xyz");
-    cr_assert_eq(mdnl("run out.xyz -c 2.2 --neighbors --pair lj:epsilon=1,sigma=0.8 --rmax 3 --bins 60 -o o/"), 0,
-                 "%s", err_text);
+    cr_assert_eq(mdnl("run out.xyz -c 2.2 --neighbors --pair lj:epsilon=1,sigma=0.8 --rmax 3 --bins 60 -o o/"), 0, "%s",
+                 err_text);
     cr_assert_eq(mdnl("neighbors out.xyz -c 2.2 -o n.tsv"), 0, "%s", err_text);
     cr_assert_eq(mdnl("energy out.xyz -c 2.2 --pair lj:epsilon=1,sigma=0.8 -o e.tsv"), 0, "%s", err_text);
     cr_assert_eq(mdnl("rdf out.xyz --rmax 3 --bins 60 -o r.tsv"), 0, "%s", err_text);

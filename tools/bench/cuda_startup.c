@@ -20,8 +20,8 @@ static double t_last;
 static void step(const char *what, cudaError_t e)
 {
     double t = now();
-    printf("%-44s %9.2f ms%s%s\n", what, 1e3 * (t - t_last), e == cudaSuccess ? "" : "  FAILED: ",
-           e == cudaSuccess ? "" : cudaGetErrorString(e));
+    printf("%-44s %9.2f ms%s%s\n", what, 1e3 * (t - t_last),
+           e == cudaSuccess ? "" : "  FAILED: ", e == cudaSuccess ? "" : cudaGetErrorString(e));
     t_last = t;
 }
 
@@ -45,12 +45,12 @@ int main(void)
     cudaFreeHost(d);
     d = NULL;
     step("cudaMalloc 16 MB", cudaMalloc(&d, 16 << 20));
-    step("cudaMemcpyAsync 2.3 MB H2D + sync",
-         cudaMemcpyAsync(d, h, 2341344, cudaMemcpyHostToDevice, s) == cudaSuccess ? cudaStreamSynchronize(s)
-                                                                                   : cudaErrorUnknown);
+    step("cudaMemcpyAsync 2.3 MB H2D + sync", cudaMemcpyAsync(d, h, 2341344, cudaMemcpyHostToDevice, s) == cudaSuccess
+                                                  ? cudaStreamSynchronize(s)
+                                                  : cudaErrorUnknown);
     step("cudaMemcpyAsync 2.3 MB H2D + sync again",
          cudaMemcpyAsync(d, h, 2341344, cudaMemcpyHostToDevice, s) == cudaSuccess ? cudaStreamSynchronize(s)
-                                                                                   : cudaErrorUnknown);
+                                                                                  : cudaErrorUnknown);
     printf("%-44s %9.2f ms  (%d device(s), driver %d, runtime %d)\n", "total", 1e3 * (now() - t0), n, drv, rt);
     cudaFree(d);
     cudaFreeHost(h);

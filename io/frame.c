@@ -14,9 +14,16 @@ mdnl_status mdnl_frame_reserve(mdnl_frame *f, int64_t n)
     int64_t cap = f->capacity ? f->capacity : 16;
     while (cap < n)
         cap *= 2;
-    double(*pos)[3] = mdnl_realloc(f->pos, (size_t)cap * sizeof *pos, "frame positions");
-    if (!pos)
+    double(*pos)[3];
+    if (f->pos_alloc) {
+        if (!(pos = f->pos_alloc->alloc((size_t)cap * sizeof *pos, "frame positions", f->pos_alloc->ctx)))
+            return MDNL_ERR_RESOURCE;
+        if (f->pos)
+            memcpy(pos, f->pos, (size_t)f->capacity * sizeof *pos);
+        f->pos_alloc->free(f->pos, f->pos_alloc->ctx);
+    } else if (!(pos = mdnl_realloc(f->pos, (size_t)cap * sizeof *pos, "frame positions"))) {
         return MDNL_ERR_RESOURCE;
+    }
     f->pos = pos;
     int32_t *sp = mdnl_realloc(f->species, (size_t)cap * sizeof *sp, "frame species");
     if (!sp)
@@ -48,7 +55,10 @@ void mdnl_frame_free(mdnl_frame *f)
 {
     if (!f)
         return;
-    free(f->pos);
+    if (f->pos_alloc)
+        f->pos_alloc->free(f->pos, f->pos_alloc->ctx);
+    else
+        free(f->pos);
     free(f->species);
     memset(f, 0, sizeof *f);
 }

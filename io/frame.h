@@ -11,6 +11,7 @@
 #include "mdnl.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 MDNL_BEGIN_C
@@ -27,11 +28,23 @@ typedef struct mdnl_box {
     bool has_lattice;
 } mdnl_box;
 
+/* Where a frame's positions are allocated: malloc unless a pipeline asks
+ * for something else (pinned host memory on the CUDA backend, so that the
+ * reader's positions are uploaded by DMA without a staging copy). */
+typedef struct mdnl_frame_allocator {
+    void *(*alloc)(size_t bytes, const char *what, void *ctx); /* NULL with an error recorded on failure */
+    void (*free)(void *p, void *ctx);                          /* NULL is a no-op */
+    void *ctx;
+} mdnl_frame_allocator;
+
 typedef struct mdnl_frame {
     int64_t index;   /* 0-based index of the frame in its file */
     int64_t natoms;
     int64_t capacity; /* atoms the arrays below can hold */
     double (*pos)[3]; /* [natoms][3], owned */
+    /* Allocates pos when not NULL (borrowed; set while the frame holds no
+     * positions yet, i.e. before the first mdnl_frame_reserve). */
+    const mdnl_frame_allocator *pos_alloc;
     int32_t *species; /* [natoms] index into symbols[], owned */
     int32_t nspecies;
     char symbols[MDNL_MAX_SPECIES][MDNL_SYMBOL_LEN]; /* in order of first appearance */

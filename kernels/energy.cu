@@ -477,6 +477,26 @@ extern "C" mdnl_status mdnl_energy_cuda_launch(mdnl_energy_cuda *e, const mdnl_g
     return MDNL_OK;
 }
 
+extern "C" mdnl_status mdnl_energy_cuda_launch_dev(mdnl_energy_cuda *e, const mdnl_geom *g, const float *d_pos4,
+                                                   void *ready, const mdnl_potential *p, int ticket, double *h_total)
+{
+    if (ticket < 0 || ticket >= MDNL_CUDA_TICKETS)
+        return mdnl_error(MDNL_ERR_INTERNAL, "energy: ticket %d out of range", ticket);
+    if (ready)
+        MDNL_CUDA_CHECK(cudaStreamWaitEvent(e->stream, (cudaEvent_t)ready, 0));
+    /* The cell list gathers its own cell-ordered copy: d_pos4 is read by the
+     * build alone, and ev_pos tells its owner when that is over. */
+    mdnl_status st = mdnl_cells_cuda_build(&e->cells, g, (const float4 *)d_pos4, e->stream);
+    if (st != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(cudaEventRecord(e->ev_pos, e->stream));
+    if ((st = mdnl_energy_cuda_run_fused(e, g, p, 0, 0)) != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(h_total, e->total.ptr, sizeof(double), cudaMemcpyDeviceToHost, e->stream));
+    MDNL_CUDA_CHECK(cudaEventRecord(e->done[ticket], e->stream));
+    return MDNL_OK;
+}
+
 extern "C" mdnl_status mdnl_energy_cuda_wait(mdnl_energy_cuda *e, int ticket)
 {
     MDNL_CUDA_CHECK(cudaEventSynchronize(e->done[ticket]));

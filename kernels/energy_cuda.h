@@ -86,7 +86,8 @@ mdnl_status mdnl_energy_cuda_upload_positions(mdnl_energy_cuda *e, const mdnl_ge
  * until the next upload; written on the handle's stream. */
 const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e);
 /* A cudaEvent_t recorded right after that upload (before the cell build and
- * the kernels): other streams wait on it, not on the whole evaluation. */
+ * the kernels): other streams wait on it, not on the whole evaluation. After
+ * mdnl_energy_cuda_launch_dev: recorded once its cell build read d_pos4. */
 void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e);
 
 /* Asynchronous frames for a pipeline (`mdnl run`): upload h_pos4 (pinned;
@@ -98,6 +99,15 @@ void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e);
 mdnl_status mdnl_energy_cuda_launch(mdnl_energy_cuda *e, const mdnl_geom *g, const float (*h_pos4)[4],
                                     const mdnl_potential *p, void *wait_before_upload, int ticket, double *h_total);
 mdnl_status mdnl_energy_cuda_wait(mdnl_energy_cuda *e, int ticket);
+
+/* The same from positions already on the device (d_pos4: natoms float4,
+ * complete when the cudaEvent_t `ready` is, e.g. mdnl_wrap_cuda's): the
+ * cell list is built from them directly, then the fused total is copied
+ * into h_total; mdnl_energy_cuda_wait(ticket) waits for it. Afterwards
+ * mdnl_energy_cuda_positions_ready is recorded once the build has read
+ * d_pos4, after which its owner may overwrite it. */
+mdnl_status mdnl_energy_cuda_launch_dev(mdnl_energy_cuda *e, const mdnl_geom *g, const float *d_pos4, void *ready,
+                                        const mdnl_potential *p, int ticket, double *h_total);
 
 /* Fused evaluation of the uploaded positions. With rebuild_cells, the cell
  * list is rebuilt first (part of the timed work). per_atom: whether to keep

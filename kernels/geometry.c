@@ -53,17 +53,6 @@ static void set_axis(mdnl_geom *g, int k, double span, int64_t n, double rcs, in
         g->stencil[k] = 1; /* cw >= rcs on open axes */
 }
 
-/* floor(x), exactly, without the libm call on machines without SSE4.1's
- * roundsd: truncation is exact for |x| < 2^62 (larger values are integers
- * already, and go through floor). */
-static inline double fast_floor(double x)
-{
-    if (!(fabs(x) < 4.6e18) || x == 0.0)
-        return floor(x); /* and floor(-0.0) = -0.0, which truncation would lose */
-    double t = (double)(int64_t)x;
-    return t > x ? t - 1.0 : t;
-}
-
 /* Lays out the cell grid of a prepared geometry (wrapped positions, t-range
  * in tlo/thi) for `cutoff`. */
 static void set_grid(mdnl_geom *g, double cutoff)
@@ -113,14 +102,14 @@ static void set_grid(mdnl_geom *g, double cutoff)
     g->ncells = (int64_t)g->ncell[0] * g->ncell[1] * g->ncell[2];
 }
 
-mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4])
+mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, mdnl_wrap_params *wp)
 {
     memset(g, 0, sizeof *g);
+    memset(wp, 0, sizeof *wp);
     if (!(cutoff > 0) || !isfinite(cutoff) || cutoff > 1e15)
         return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", cutoff);
-    const int64_t n = f->natoms;
     const mdnl_box *box = &f->box;
-    g->natoms = n;
+    g->natoms = f->natoms;
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
 
@@ -145,67 +134,61 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
     for (int a = 0; a < 3; ++a)
         for (int k = 0; k < 3; ++k)
             g->tmat[a][k] = (float)(hinv[a][k] * w[k]);
+    wp->has_lattice = box->has_lattice;
+    for (int r = 0; r < 3; ++r) {
+        wp->pbc[r] = g->pbc[r];
+        for (int k = 0; k < 3; ++k) {
+            wp->hinv[r][k] = hinv[r][k];
+            wp->h[r][k] = box->h[r][k];
+            wp->tmat[r][k] = (double)g->tmat[r][k];
+        }
+    }
+    return MDNL_OK;
+}
 
-    /* Wrap periodic fractional coordinates into [0, 1) and rebuild the
-     * Cartesian position; track the t-range of the open axes. OpenMP over
-     * atoms: at 100k atoms this is most of a frame's host time. */
+mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3], const double thi[3],
+                             int64_t first_bad)
+{
+    if (first_bad < f->natoms)
+        return mdnl_error(MDNL_ERR_INPUT, "frame %lld: atom %lld has a non-finite coordinate", (long long)f->index,
+                          (long long)first_bad);
+    for (int k = 0; k < 3; ++k)
+        g->tlo[k] = tlo[k], g->thi[k] = thi[k];
+    set_grid(g, cutoff);
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4])
+{
+    mdnl_wrap_params wp;
+    mdnl_status st = mdnl_geom_begin(f, cutoff, g, &wp);
+    if (st != MDNL_OK)
+        return st;
+    /* Wrap every atom (mdnl_wrap_atom, geometry.h) and track the t-range.
+     * OpenMP over atoms: at 100k atoms this is most of a frame's host time.
+     * The parameters are a local copy: through f or g the compiler would
+     * have to reload them after every store to pos4. */
+    const mdnl_wrap_params w = wp;
+    const int64_t n = f->natoms;
     double tmin0 = INFINITY, tmin1 = INFINITY, tmin2 = INFINITY;
     double tmax0 = -INFINITY, tmax1 = -INFINITY, tmax2 = -INFINITY;
     int64_t first_bad = n;
-    const int has_lattice = box->has_lattice;
-    /* Loop constants as locals: through g and box the compiler must reload
-     * them after every store to pos4 (they may alias); the arithmetic and
-     * its order are unchanged. */
-    double hi[3][3], hh[3][3], tm[3][3];
-    int pb[3];
-    for (int r = 0; r < 3; ++r) {
-        pb[r] = g->pbc[r];
-        for (int k = 0; k < 3; ++k) {
-            hi[r][k] = hinv[r][k];
-            hh[r][k] = box->h[r][k];
-            tm[r][k] = (double)g->tmat[r][k];
-        }
-    }
     const double(*pos)[3] = (const double(*)[3])f->pos;
 #pragma omp parallel for schedule(static) if (n > 20000) reduction(min : tmin0, tmin1, tmin2, first_bad)           \
     reduction(max : tmax0, tmax1, tmax2)
     for (int64_t i = 0; i < n; ++i) {
-        const double r0 = pos[i][0], r1 = pos[i][1], r2 = pos[i][2];
-        if (!isfinite(r0) || !isfinite(r1) || !isfinite(r2)) {
+        float p[3];
+        double t[3];
+        if (!mdnl_wrap_atom(&w, pos[i][0], pos[i][1], pos[i][2], p, t)) {
             first_bad = i < first_bad ? i : first_bad;
             continue;
         }
-        double s[3];
-        for (int k = 0; k < 3; ++k) {
-            s[k] = r0 * hi[0][k] + r1 * hi[1][k] + r2 * hi[2][k];
-            if (pb[k]) {
-                s[k] -= fast_floor(s[k]);
-                if (s[k] >= 1.0)
-                    s[k] = 0.0;
-            }
-        }
-        float p[3];
-        if (has_lattice) {
-            for (int a = 0; a < 3; ++a)
-                p[a] = (float)(s[0] * hh[0][a] + s[1] * hh[1][a] + s[2] * hh[2][a]);
-        } else {
-            p[0] = (float)r0, p[1] = (float)r1, p[2] = (float)r2;
-        }
         pos4[i][0] = p[0], pos4[i][1] = p[1], pos4[i][2] = p[2], pos4[i][3] = 0.0f;
-        /* t from the float position, as the kernels will compute it */
-        const double t0 = (double)p[0] * tm[0][0] + (double)p[1] * tm[1][0] + (double)p[2] * tm[2][0];
-        const double t1 = (double)p[0] * tm[0][1] + (double)p[1] * tm[1][1] + (double)p[2] * tm[2][1];
-        const double t2 = (double)p[0] * tm[0][2] + (double)p[1] * tm[1][2] + (double)p[2] * tm[2][2];
-        tmin0 = t0 < tmin0 ? t0 : tmin0, tmin1 = t1 < tmin1 ? t1 : tmin1, tmin2 = t2 < tmin2 ? t2 : tmin2;
-        tmax0 = t0 > tmax0 ? t0 : tmax0, tmax1 = t1 > tmax1 ? t1 : tmax1, tmax2 = t2 > tmax2 ? t2 : tmax2;
+        tmin0 = t[0] < tmin0 ? t[0] : tmin0, tmin1 = t[1] < tmin1 ? t[1] : tmin1, tmin2 = t[2] < tmin2 ? t[2] : tmin2;
+        tmax0 = t[0] > tmax0 ? t[0] : tmax0, tmax1 = t[1] > tmax1 ? t[1] : tmax1, tmax2 = t[2] > tmax2 ? t[2] : tmax2;
     }
-    if (first_bad < n)
-        return mdnl_error(MDNL_ERR_INPUT, "frame %lld: atom %lld has a non-finite coordinate", (long long)f->index,
-                          (long long)first_bad);
-    g->tlo[0] = tmin0, g->tlo[1] = tmin1, g->tlo[2] = tmin2;
-    g->thi[0] = tmax0, g->thi[1] = tmax1, g->thi[2] = tmax2;
-    set_grid(g, cutoff);
-    return MDNL_OK;
+    const double tlo[3] = {tmin0, tmin1, tmin2}, thi[3] = {tmax0, tmax1, tmax2};
+    return mdnl_geom_finish(f, cutoff, g, tlo, thi, first_bad);
 }
 
 mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g)

@@ -58,6 +58,32 @@ typedef struct mdnl_geom {
  * non-finite position (naming the atom), MDNL_ERR_USAGE for a bad cutoff. */
 mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4]);
 
+/* mdnl_geom_prepare in two halves around the per-atom wrap, so that the wrap
+ * can run elsewhere (on the device: geometry_cuda.h) with the same result:
+ *
+ *   mdnl_geom_begin   the box part: checks the cutoff, inverts the cell,
+ *                     fills g's lattice fields and tmat, and `w` with what
+ *                     mdnl_wrap_atom needs (in double);
+ *   mdnl_wrap_atom    per atom: the wrapped float position and its t (below);
+ *   mdnl_geom_finish  the grid, from the atoms' t-range (tlo/thi: the min and
+ *                     max of t over the finite atoms, +inf/-inf when none)
+ *                     and the first atom with a non-finite coordinate
+ *                     (natoms when none: otherwise MDNL_ERR_INPUT naming it).
+ *
+ * begin + mdnl_wrap_atom over every atom + finish is exactly mdnl_geom_prepare
+ * (which is written that way). */
+typedef struct mdnl_wrap_params {
+    double hinv[3][3]; /* s = r · hinv (the identity without a lattice) */
+    double h[3][3];    /* lattice rows */
+    double tmat[3][3]; /* g->tmat as double */
+    int pbc[3];
+    int has_lattice;
+} mdnl_wrap_params;
+
+mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, mdnl_wrap_params *w);
+mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3], const double thi[3],
+                             int64_t first_bad);
+
 /* The same frame's geometry for another cutoff, without touching the
  * positions: `g` becomes exactly what mdnl_geom_prepare(f, cutoff, ...)
  * would give for the frame `src` was prepared from (the positions it wrote
@@ -82,6 +108,64 @@ mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g);
 #define MDNL_FSUB(a, b) ((float)(a) - (float)(b))
 #define MDNL_FMUL(a, b) ((float)(a) * (float)(b))
 #endif
+
+#if defined(__CUDA_ARCH__)
+#define MDNL_DADD(a, b) __dadd_rn((a), (b))
+#define MDNL_DSUB(a, b) __dsub_rn((a), (b))
+#define MDNL_DMUL(a, b) __dmul_rn((a), (b))
+#else
+#define MDNL_DADD(a, b) ((double)(a) + (double)(b))
+#define MDNL_DSUB(a, b) ((double)(a) - (double)(b))
+#define MDNL_DMUL(a, b) ((double)(a) * (double)(b))
+#endif
+
+/* floor(x), exactly. On the host without the libm call on machines without
+ * SSE4.1's roundsd: truncation is exact for |x| < 2^62 (larger values are
+ * integers already, and go through floor). */
+MDNL_HD double mdnl_floor_exact(double x)
+{
+#if defined(__CUDA_ARCH__)
+    return floor(x);
+#else
+    if (!(fabs(x) < 4.6e18) || x == 0.0)
+        return floor(x); /* and floor(-0.0) = -0.0, which truncation would lose */
+    double t = (double)(int64_t)x;
+    return t > x ? t - 1.0 : t;
+#endif
+}
+
+/* One atom of the wrap (the single definition the host loop and the device
+ * kernel share, every double operation spelled out so that nvcc cannot fuse
+ * them): periodic fractional coordinates into [0, 1), the Cartesian position
+ * rebuilt and rounded to float into p, and t (the grid coordinate, from the
+ * float position, as the kernels compute it) into t. Returns 0, writing
+ * nothing, when a coordinate is not finite. */
+MDNL_HD int mdnl_wrap_atom(const mdnl_wrap_params *w, double r0, double r1, double r2, float p[3], double t[3])
+{
+    if (!isfinite(r0) || !isfinite(r1) || !isfinite(r2))
+        return 0;
+    double s[3];
+    for (int k = 0; k < 3; ++k) {
+        s[k] = MDNL_DADD(MDNL_DADD(MDNL_DMUL(r0, w->hinv[0][k]), MDNL_DMUL(r1, w->hinv[1][k])),
+                         MDNL_DMUL(r2, w->hinv[2][k]));
+        if (w->pbc[k]) {
+            s[k] = MDNL_DSUB(s[k], mdnl_floor_exact(s[k]));
+            if (s[k] >= 1.0)
+                s[k] = 0.0;
+        }
+    }
+    if (w->has_lattice) {
+        for (int a = 0; a < 3; ++a)
+            p[a] = (float)MDNL_DADD(MDNL_DADD(MDNL_DMUL(s[0], w->h[0][a]), MDNL_DMUL(s[1], w->h[1][a])),
+                                    MDNL_DMUL(s[2], w->h[2][a]));
+    } else {
+        p[0] = (float)r0, p[1] = (float)r1, p[2] = (float)r2;
+    }
+    for (int k = 0; k < 3; ++k)
+        t[k] = MDNL_DADD(MDNL_DADD(MDNL_DMUL((double)p[0], w->tmat[0][k]), MDNL_DMUL((double)p[1], w->tmat[1][k])),
+                         MDNL_DMUL((double)p[2], w->tmat[2][k]));
+    return 1;
+}
 
 /* The image shift vector S·h, component by component. */
 MDNL_HD void mdnl_shift_vector(const mdnl_geom *g, int s0, int s1, int s2, float v[3])

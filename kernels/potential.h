@@ -71,15 +71,7 @@ const char *mdnl_potential_describe(const mdnl_potential *p, char *buf, size_t s
 
 /* ---- shared host/device arithmetic ---- */
 
-#if defined(__CUDA_ARCH__)
-#define MDNL_DADD(a, b) __dadd_rn((a), (b))
-#define MDNL_DSUB(a, b) __dsub_rn((a), (b))
-#define MDNL_DMUL(a, b) __dmul_rn((a), (b))
-#else
-#define MDNL_DADD(a, b) ((double)(a) + (double)(b))
-#define MDNL_DSUB(a, b) ((double)(a) - (double)(b))
-#define MDNL_DMUL(a, b) ((double)(a) * (double)(b))
-#endif
+/* MDNL_DADD, MDNL_DSUB, MDNL_DMUL (no FMA contraction on the device) are in geometry.h. */
 
 /* Unshifted LJ and Morse energies at distance r (double), in LAMMPS'
  * operation order. Kernels specialised on the kind call these directly. */

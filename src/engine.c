@@ -1,15 +1,19 @@
 /* engine.c — backend dispatch for the commands (see engine.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "engine.h"
 
+#include "device.h"
 #include "energy.h"
 
 #ifdef MDNL_HAVE_CUDA
 #include "cuda_host.h"
 #include "energy_cuda.h"
+#include "geometry_cuda.h"
 #include "nlist_cuda.h"
 #include "rdf_cuda.h"
 #endif
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,11 +37,75 @@ mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o)
     return MDNL_OK;
 }
 
+#ifdef MDNL_HAVE_CUDA
+static void *start_main(void *arg)
+{
+    (void)arg;
+    if (mdnl_cuda_device_count() > 0)
+        (void)mdnl_cuda_start(); /* a failure shows again, and is reported, in mdnl_engine_init */
+    return NULL;
+}
+#endif
+
+void mdnl_engine_start_begin(mdnl_engine_starter *s, const mdnl_opts *o)
+{
+    memset(s, 0, sizeof *s);
+    s->t_begin = mdnl_now();
+#ifdef MDNL_HAVE_CUDA
+    if (o->backend == MDNL_BACKEND_CPU)
+        return;
+    pthread_t *th = malloc(sizeof *th);
+    if (th && pthread_create(th, NULL, start_main, NULL) == 0)
+        s->thread = th;
+    else
+        free(th);
+#else
+    (void)o;
+#endif
+}
+
+void mdnl_engine_start_join(mdnl_engine_starter *s)
+{
+    if (!s->thread)
+        return;
+    pthread_join(*(pthread_t *)s->thread, NULL);
+    free(s->thread);
+    s->thread = NULL;
+    s->seconds = mdnl_now() - s->t_begin;
+}
+
+#ifdef MDNL_HAVE_CUDA
+static void *pinned_alloc(size_t bytes, const char *what, void *ctx)
+{
+    (void)ctx;
+    return mdnl_cuda_host_alloc(bytes, what);
+}
+
+static void pinned_free(void *p, void *ctx)
+{
+    (void)ctx;
+    mdnl_cuda_host_free(p);
+}
+
+static const mdnl_frame_allocator pinned_frames = {pinned_alloc, pinned_free, NULL};
+#endif
+
+const mdnl_frame_allocator *mdnl_engine_frame_allocator(const mdnl_engine *e)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA)
+        return &pinned_frames;
+#endif
+    (void)e;
+    return NULL;
+}
+
 void mdnl_engine_free(mdnl_engine *e)
 {
     if (!e)
         return;
 #ifdef MDNL_HAVE_CUDA
+    mdnl_wrap_cuda_free(e->wrap_cuda);
     mdnl_energy_cuda_free(e->energy_cuda);
     mdnl_hist_cuda_free(e->hist_cuda);
     mdnl_cuda_ctx_free(e->cuda);
@@ -67,15 +135,65 @@ void mdnl_engine_host_free(const mdnl_engine *e, void *p)
     free(p);
 }
 
+mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, double cutoff, mdnl_geom *g)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        if (!e->wrap_cuda) {
+            mdnl_wrap_cuda *w = NULL;
+            mdnl_status st = mdnl_wrap_cuda_create(&w);
+            if (st != MDNL_OK) {
+                mdnl_wrap_cuda_free(w);
+                return st;
+            }
+            e->wrap_cuda = w;
+        }
+        /* The last frame's consumers must have read the device positions
+         * before they are overwritten: the energy's cell build and the
+         * histogram's copy (the list build is synchronous). */
+        void *wait[2] = {e->energy_cuda ? mdnl_energy_cuda_positions_ready(e->energy_cuda) : NULL,
+                         e->hist_cuda ? mdnl_hist_cuda_copied_event(e->hist_cuda) : NULL};
+        return mdnl_geom_prepare_cuda(e->wrap_cuda, f, cutoff, g, wait, 2);
+    }
+#endif
+    (void)e, (void)f, (void)cutoff, (void)g;
+    return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_engine_prepare_device: the CPU backend wraps on the host");
+}
+
+#ifdef MDNL_HAVE_CUDA
+/* The device positions of the last prepare_device, or NULL (recorded). */
+static const float *device_positions(mdnl_engine *e)
+{
+    if (!e->wrap_cuda) {
+        mdnl_error(MDNL_ERR_INTERNAL, "engine: device positions asked for before mdnl_engine_prepare_device");
+        return NULL;
+    }
+    return mdnl_wrap_cuda_positions(e->wrap_cuda);
+}
+#endif
+
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out)
 {
 #ifdef MDNL_HAVE_CUDA
     if (e->backend == MDNL_BACKEND_CUDA) {
         e->last_method = m == MDNL_METHOD_AUTO ? mdnl_nlist_cuda_auto(g) : m;
-        return mdnl_nlist_build_cuda(e->cuda, g, pos4, m, kind, out);
+        if (pos4)
+            return mdnl_nlist_build_cuda(e->cuda, g, pos4, m, kind, out);
+        const float *d_pos4 = device_positions(e);
+        if (!d_pos4)
+            return MDNL_ERR_INTERNAL;
+        void *stream = mdnl_cuda_ctx_stream(e->cuda);
+        mdnl_nlist_dev dev;
+        mdnl_status st;
+        if ((st = mdnl_cuda_stream_wait(stream, mdnl_wrap_cuda_ready(e->wrap_cuda))) != MDNL_OK ||
+            (st = mdnl_nlist_build_cuda_devpos(e->cuda, g, d_pos4, m, kind, &dev)) != MDNL_OK)
+            return st;
+        return mdnl_nlist_download_cuda(stream, &dev, out);
     }
 #endif
+    if (!pos4)
+        return mdnl_error(MDNL_ERR_INTERNAL, "engine: the CPU backend needs host positions");
     e->last_method = m == MDNL_METHOD_AUTO ? MDNL_METHOD_CELL : m;
     return mdnl_nlist_build_cpu(g, pos4, m, kind, out);
 }
@@ -132,6 +250,19 @@ mdnl_status mdnl_engine_launch(mdnl_engine *e, int ticket, const float (*pos4)[4
     if (e->backend == MDNL_BACKEND_CUDA) {
         if ((pot && (st = energy_handle(e)) != MDNL_OK) || (spec && (st = hist_handle(e)) != MDNL_OK))
             return st;
+        if (!pos4) { /* positions on the device (mdnl_engine_prepare_device): both read them there */
+            const float *d_pos4 = device_positions(e);
+            if (!d_pos4)
+                return MDNL_ERR_INTERNAL;
+            void *ready = mdnl_wrap_cuda_ready(e->wrap_cuda);
+            if (pot && (st = mdnl_energy_cuda_launch_dev(e->energy_cuda, g_cut, d_pos4, ready, pot, ticket, h_total)) !=
+                           MDNL_OK)
+                return st;
+            if (spec)
+                return mdnl_hist_cuda_launch(e->hist_cuda, g_rmax, NULL, d_pos4, ready, species, spec, ticket,
+                                             h_counts);
+            return MDNL_OK;
+        }
         /* The energy's upload waits until the last histogram copied the
          * previous positions out of the energy's buffer; the histogram then
          * copies this frame's as soon as they are uploaded. */
@@ -150,6 +281,8 @@ mdnl_status mdnl_engine_launch(mdnl_engine *e, int ticket, const float (*pos4)[4
     }
 #endif
     (void)ticket;
+    if (!pos4)
+        return mdnl_error(MDNL_ERR_INTERNAL, "engine: the CPU backend needs host positions");
     if (pot && (st = mdnl_energy_frame_cpu(g_cut, pos4, pot, h_total, NULL)) != MDNL_OK)
         return st;
     if (spec && (st = mdnl_hist_frame_cpu(g_rmax, pos4, species, spec, h_counts)) != MDNL_OK)

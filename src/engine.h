@@ -15,10 +15,39 @@ typedef struct mdnl_engine {
     mdnl_method last_method; /* what the last build used (auto resolved) */
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
     void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
+    void *wrap_cuda;         /* mdnl_wrap_cuda, created on first use */
 } mdnl_engine;
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);
 void mdnl_engine_free(mdnl_engine *e);
+
+/* Backend start-up on a thread of its own: the CUDA runtime and context take
+ * ~0.2-0.3 s, which the caller can spend opening its input instead of
+ * waiting. mdnl_engine_start_begin starts the thread (nothing for --backend
+ * cpu, nothing when the thread cannot start: mdnl_engine_init then does it
+ * all); mdnl_engine_start_join waits for it (idempotent) and leaves its
+ * wall time in `seconds`. Errors are not reported here: mdnl_engine_init
+ * reports them as before. */
+typedef struct mdnl_engine_starter {
+    void *thread; /* a pthread_t, heap-allocated while running */
+    double t_begin, seconds;
+} mdnl_engine_starter;
+void mdnl_engine_start_begin(mdnl_engine_starter *s, const mdnl_opts *o);
+void mdnl_engine_start_join(mdnl_engine_starter *s);
+
+/* How the frame's positions should be allocated so that uploads from them
+ * are fastest (frame.h): pinned host memory on CUDA, NULL (malloc) on the
+ * CPU. Static storage; thread-safe. */
+const mdnl_frame_allocator *mdnl_engine_frame_allocator(const mdnl_engine *e);
+
+/* CUDA only: wraps frame f on the device (geometry_cuda.h) and lays out g
+ * for `cutoff` exactly as mdnl_geom_prepare would; the positions stay on
+ * the device and the next mdnl_engine_nlist / mdnl_engine_launch given
+ * pos4 == NULL use them (any number of grids of the same frame: regrid g
+ * with mdnl_geom_regrid). The host blocks until the grid is known (upload
+ * and two short kernels), not for earlier frames' work. MDNL_ERR_INTERNAL
+ * on the CPU backend. */
+mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, double cutoff, mdnl_geom *g);
 
 /* Host memory for per-frame inputs: pinned (page-locked) on the CUDA
  * backend, so uploads from it are fast; plain malloc on the CPU. NULL with
@@ -27,6 +56,7 @@ void mdnl_engine_free(mdnl_engine *e);
 void *mdnl_engine_host_alloc(const mdnl_engine *e, size_t bytes, const char *what);
 void mdnl_engine_host_free(const mdnl_engine *e, void *p); /* NULL is a no-op */
 
+/* pos4 == NULL (CUDA): the positions of the last mdnl_engine_prepare_device. */
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out);
 
@@ -37,12 +67,13 @@ mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (
                                double *total, double *per_atom);
 
 /* Deferred frames, so that the host launches frame k+1 while the device
- * still works on frame k (`mdnl run`). _launch queues
- * the energy (pot not NULL, grid g_cut) and the histogram (spec not NULL,
- * grid g_rmax) of pos4 (pinned, engine host memory; unchanged until
- * _collect), with their results copied into h_total / h_counts (engine host
- * memory); _collect(ticket) waits for them. On the CPU _launch does the work
- * and _collect returns at once. Tickets 0..MDNL_ENGINE_TICKETS-1; frames
+ * still works on frame k (`mdnl run`). _launch queues the energy (pot not
+ * NULL, grid g_cut) and the histogram (spec not NULL, grid g_rmax) of pos4
+ * (pinned, engine host memory, unchanged until _collect; NULL on CUDA: the
+ * device positions of the last mdnl_engine_prepare_device), with their
+ * results copied into h_total / h_counts (engine host memory);
+ * _collect(ticket) waits for them. On the CPU _launch does the work and
+ * _collect returns at once. Tickets 0..MDNL_ENGINE_TICKETS-1; frames
  * complete in launch order. After a failure call mdnl_engine_quiesce before
  * freeing any buffer a launch was given. */
 #define MDNL_ENGINE_TICKETS 4

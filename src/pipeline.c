@@ -1,4 +1,4 @@
-/* pipeline.c — the three-stage streaming pipeline of `mdnl run` (see
+/* pipeline.c — the streaming pipeline of `mdnl run` (see
  * pipeline.h for the threads, the ring and who owns what), plus the --pairs
  * helpers shared with `mdnl rdf`. */
 #define _POSIX_C_SOURCE 200809L
@@ -95,7 +95,7 @@ enum slot_state { SLOT_FREE, SLOT_READ, SLOT_PREPARED, SLOT_COMPUTED, SLOT_END }
 typedef struct slot {
     enum slot_state state;
     mdnl_frame f;     /* filled by the reader, read by prepare, compute and writer */
-    float (*pos4)[4]; /* wrapped float positions, by prepare (pinned on CUDA) */
+    float (*pos4)[4]; /* wrapped float positions, by the prepare thread (CPU backend only) */
     int64_t pos_cap;
     mdnl_geom g_cut;  /* the grid for the neighbor/energy cutoff (when used) */
     mdnl_geom g_rmax; /* the grid for r_max (when hist) */
@@ -211,6 +211,8 @@ static mdnl_status prepare_slot(ring *p, slot *s)
     return st;
 }
 
+/* The prepare thread runs on the CPU backend only: on CUDA the compute
+ * stage wraps each frame on the device (mdnl_engine_prepare_device). */
 static void *prepare_main(void *arg)
 {
     ring *p = arg;
@@ -281,22 +283,48 @@ static void *writer_main(void *arg)
 /* The compute stage's state: what lives on the calling thread. */
 typedef struct compute {
     mdnl_engine eng;
+    bool dev_wrap; /* CUDA: frames are wrapped on the device by this stage */
     int32_t ids[MDNL_MAX_RDF_PAIRS][2];
     mdnl_hist_spec spec;
 } compute;
 
-/* Frames are deferred by one: launch_frame builds frame k's list (when
- * asked; synchronous) and queues its energy and histogram, collect_frame
+/* CUDA: wraps the slot's frame on the device and lays out its grids (what
+ * prepare_slot does on the host for the CPU backend). */
+static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, slot *s)
+{
+    const bool cut = c->neighbors || c->energy;
+    mdnl_status st =
+        mdnl_engine_prepare_device(&cs->eng, &s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax);
+    if (st == MDNL_OK && cut && c->hist)
+        st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
+    if (st == MDNL_ERR_INPUT) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
+        st = mdnl_error(st, "%s: %s", c->input, msg);
+    }
+    return st;
+}
+
+/* Frames are deferred by one: launch_frame wraps frame k on the device (on
+ * CUDA), builds its list (when asked; synchronous) and queues its energy and histogram, collect_frame
  * waits for them and books the results, so the device works on frame k
  * while the host launches frame k+1. */
 static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket,
-                                mdnl_pipeline_stats *stats)
+                                mdnl_pipeline_stats *stats, double *t_prepare)
 {
     const mdnl_frame *f = &s->f;
     mdnl_status st;
+    if (cs->dev_wrap) {
+        const double t0 = mdnl_now();
+        st = prepare_device(c, cs, s);
+        *t_prepare += mdnl_now() - t0;
+        if (st != MDNL_OK)
+            return st;
+    }
+    /* NULL: the device positions of prepare_device */
+    const float(*pos4)[4] = cs->dev_wrap ? NULL : (const float(*)[4])s->pos4;
     if (c->neighbors) {
-        if ((st = mdnl_engine_nlist(&cs->eng, &s->g_cut, (const float(*)[4])s->pos4, c->opts->method, c->list,
-                                    &s->list)) != MDNL_OK)
+        if ((st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK)
             return st;
         stats->pairs += s->list.npairs;
     }
@@ -313,8 +341,8 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     }
     if (c->energy && !s->e_host && !(s->e_host = mdnl_engine_host_alloc(&cs->eng, sizeof *s->e_host, "energy")))
         return MDNL_ERR_RESOURCE;
-    return mdnl_engine_launch(&cs->eng, ticket, (const float(*)[4])s->pos4, &s->g_cut, c->energy ? &c->pot : NULL,
-                              s->e_host, &s->g_rmax, f->species, c->hist ? &cs->spec : NULL, s->counts_host);
+    return mdnl_engine_launch(&cs->eng, ticket, pos4, &s->g_cut, c->energy ? &c->pot : NULL, s->e_host, &s->g_rmax,
+                              f->species, c->hist ? &cs->spec : NULL, s->counts_host);
 }
 
 static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, mdnl_rdf_accum *acc,
@@ -363,9 +391,15 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     compute cs;
     memset(&cs, 0, sizeof cs);
     mdnl_status st = MDNL_OK;
+    if (c->starter) /* the CUDA start-up began on a thread of its own while the caller opened the input */
+        mdnl_engine_start_join(c->starter);
     if (!c->read_only && (st = mdnl_engine_init(&cs.eng, c->opts)) != MDNL_OK)
         return st;
     stats->t_init = mdnl_now() - t_start;
+    stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
+    const bool work = !c->read_only && (c->neighbors || c->energy || c->hist);
+    cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA;
+    const bool host_wrap = work && !cs.dev_wrap; /* the prepare thread and its OpenMP team */
     stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
     if (c->hist)
         cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};
@@ -386,6 +420,10 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_mutex_init(&p->io, NULL);
+    /* CUDA: the reader reads straight into pinned memory, which the wrap
+     * uploads by DMA. */
+    for (int k = 0; k < MAX_SLOTS; ++k)
+        p->slots[k].f.pos_alloc = cs.dev_wrap ? mdnl_engine_frame_allocator(&cs.eng) : NULL;
 
     pthread_t reader, preparer, writer;
     bool have_reader = false, have_preparer = false, have_writer = false;
@@ -393,10 +431,10 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the reader thread"));
     } else {
         have_reader = true;
-        if (pthread_create(&preparer, NULL, prepare_main, p) != 0) {
+        if (host_wrap && pthread_create(&preparer, NULL, prepare_main, p) != 0) {
             fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the prepare thread"));
         } else {
-            have_preparer = true;
+            have_preparer = host_wrap;
             if (pthread_create(&writer, NULL, writer_main, p) != 0)
                 fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the writer thread"));
             else
@@ -405,19 +443,21 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     }
 
     /* The compute stage, on this thread (it owns the engine). */
-    double t_compute = 0;
+    double t_compute = 0, t_dev_prepare = 0;
     slot *pend = NULL; /* the launched frame not yet collected */
     int pend_ticket = 0;
+    /* Without a prepare thread, frames come straight from the reader. */
+    const enum slot_state ready = have_preparer ? SLOT_PREPARED : SLOT_READ;
     for (int64_t k = 0; have_writer; ++k) {
         slot *s = &p->slots[k % p->nslots];
-        int seen = wait_slot(p, s, SLOT_PREPARED, true);
+        int seen = wait_slot(p, s, ready, true);
         if (seen < 0)
             break;
         double t0 = mdnl_now();
         const int ticket = (int)(k % MDNL_ENGINE_TICKETS);
         mdnl_status cst = MDNL_OK;
         if (seen != SLOT_END && !c->read_only)
-            cst = launch_frame(c, &cs, s, ticket, stats);
+            cst = launch_frame(c, &cs, s, ticket, stats, &t_dev_prepare);
         if (cst == MDNL_OK && pend && (cst = collect_frame(c, &cs, pend, pend_ticket, acc, stats)) == MDNL_OK)
             set_slot(p, pend, SLOT_COMPUTED);
         pend = NULL;
@@ -453,7 +493,10 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         mdnl_error(st, "%s", p->message);
     }
     stats->t_read = p->t_read;
-    stats->t_prepare = p->t_prepare;
+    /* On CUDA the compute stage prepares (wraps on the device): its time
+     * counts as prepare, not compute, so the stages' times stay disjoint. */
+    stats->t_prepare = p->t_prepare + t_dev_prepare;
+    t_compute -= t_dev_prepare;
     stats->t_first_done = p->t_first_done;
     stats->t_last_done = p->t_last_done;
     stats->t_compute = t_compute;

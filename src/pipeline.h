@@ -1,15 +1,23 @@
 /* pipeline.h — the streaming frame pipeline behind `mdnl run` (SPEC §1):
  * read frame k+1, compute frame k and write frame k−1 at the same time.
  *
- * Four threads share a ring of `nslots` (2 to 4) slots, each owning one
+ * Threads share a ring of `nslots` (2 to 4) slots, each owning one
  * mdnl_frame, its float positions and one neighbor list, so memory is
- * bounded by the largest frame, never by the number of frames:
+ * bounded by the largest frame, never by the number of frames. CUDA backend
+ * (three threads):
  *
  *   reader  (a pthread)      FREE     -> READ      mdnl_frames_next into the slot's frame
- *   prepare (a pthread)      READ     -> PREPARED  wrap once into the slot's pinned float
- *                                                  positions; grids for the cutoff and r_max
- *   compute (calling thread) PREPARED -> COMPUTED  neighbors, energy, histogram
+ *                                                  (positions in pinned host memory)
+ *   compute (calling thread) READ     -> COMPUTED  upload and wrap on the device, grids for
+ *                                                  the cutoff and r_max; neighbors, energy,
+ *                                                  histogram
  *   writer  (a pthread)      COMPUTED -> FREE      the sink: energy values, CSR copies
+ *
+ * CPU backend (four threads): a prepare thread (with an OpenMP team) sits
+ * between reader and compute, READ -> PREPARED, wrapping each frame once
+ * into the slot's float positions (mdnl_geom_prepare) and laying out the
+ * grids; compute then takes PREPARED slots. With --read-only there is no
+ * prepare stage and compute only counts the frames.
  *
  * Slots are visited in ring order by every stage, so frames stay in order.
  * One mutex and one condition variable guard the slot states; a stage waits
@@ -71,6 +79,9 @@ typedef struct mdnl_pipeline_config {
     const mdnl_pair_names *pairs; /* n == 0: the total */
     int nslots;                   /* 2 to 4 (4: full four-stage overlap) */
     bool serialize_io;            /* hold one lock around reads and sink calls (HDF5 in both) */
+    /* The backend's start-up, begun early by the caller (engine.h
+     * mdnl_engine_start_begin) or NULL; joined before the engine is made. */
+    struct mdnl_engine_starter *starter;
 } mdnl_pipeline_config;
 
 /* One computed frame, as the sink sees it. Borrowed: valid during the call. */
@@ -92,7 +103,9 @@ typedef struct mdnl_pipeline_stats {
     uint64_t pairs_counted;        /* histogrammed distances */
     double e_first, e_last, e_sum, e_min, e_max;
     double t_read, t_prepare, t_compute, t_write, t_wall; /* busy seconds per stage; wall of the whole run */
-    double t_init; /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall */
+    double t_init;    /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall: what was
+                         left of it when the pipeline started when the caller began it early */
+    double t_startup; /* the whole backend start-up, begun early or not (wall seconds) */
     /* Since the start: when the first and the last frame left the writer.
      * (nframes - 1) / (t_last_done - t_first_done) is the steady-state rate,
      * free of start-up and of the first frame's latency through the stages. */

@@ -147,3 +147,126 @@ Test(geometry, regrid_equals_prepare_for_every_cutoff_and_box)
     }
     mdnl_frame_free(&f);
 }
+
+/* The four kinds of box the wrap distinguishes: none (open), orthorhombic
+ * periodic in x and y only, triclinic periodic in all three, and a lattice
+ * with no periodic axis. */
+static void set_box(mdnl_frame *f, int box)
+{
+    f->box = (mdnl_box){0};
+    if (box == 0)
+        return;
+    f->box.has_lattice = true;
+    f->box.h[0][0] = 12, f->box.h[1][1] = 9, f->box.h[2][2] = 15;
+    if (box == 2)
+        f->box.h[1][0] = 3, f->box.h[2][0] = -2, f->box.h[2][1] = 1.5;
+    f->box.pbc[0] = f->box.pbc[1] = box != 3;
+    f->box.pbc[2] = box == 2;
+}
+
+/* mdnl_geom_prepare is begin + mdnl_wrap_atom per atom + finish; the device
+ * wrap (geometry.cu) relies on exactly that split. Atoms lie up to two boxes
+ * outside the cell, so every periodic axis really wraps. */
+Test(geometry, begin_wrap_atom_finish_equals_prepare_on_every_box)
+{
+    enum { N = 700 };
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, N), MDNL_OK);
+    f.natoms = N;
+    srand(11);
+    for (int i = 0; i < N; ++i) {
+        for (int a = 0; a < 3; ++a)
+            f.pos[i][a] = 60.0 * rand() / RAND_MAX - 25.0;
+        f.species[i] = mdnl_frame_species_id(&f, "Ar", 2);
+    }
+    float(*p1)[4] = calloc(N, sizeof *p1), (*p2)[4] = calloc(N, sizeof *p2);
+    for (int box = 0; box < 4; ++box) {
+        set_box(&f, box);
+        mdnl_geom want, got;
+        mdnl_wrap_params w;
+        cr_assert_eq(mdnl_geom_prepare(&f, 2.5, &want, p1), MDNL_OK);
+        cr_assert_eq(mdnl_geom_begin(&f, 2.5, &got, &w), MDNL_OK);
+        double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        for (int i = 0; i < N; ++i) {
+            double t[3];
+            cr_assert(mdnl_wrap_atom(&w, f.pos[i][0], f.pos[i][1], f.pos[i][2], p2[i], t));
+            p2[i][3] = 0.0f;
+            for (int k = 0; k < 3; ++k)
+                lo[k] = t[k] < lo[k] ? t[k] : lo[k], hi[k] = t[k] > hi[k] ? t[k] : hi[k];
+        }
+        cr_assert_eq(mdnl_geom_finish(&f, 2.5, &got, lo, hi, N), MDNL_OK);
+        cr_expect(memcmp(p1, p2, sizeof(float[N][4])) == 0, "box %d: positions differ", box);
+        cr_expect(memcmp(&want, &got, sizeof got) == 0, "box %d: geometry differs", box);
+        if (box == 1) /* orthorhombic: x in [0, 12), y in [0, 9), z (open) untouched */
+            for (int i = 0; i < N; ++i) {
+                cr_expect(p1[i][0] >= 0.0f && p1[i][0] <= 12.0f && p1[i][1] >= 0.0f && p1[i][1] <= 9.0f,
+                          "atom %d not wrapped: %g %g", i, p1[i][0], p1[i][1]);
+                cr_expect_eq(p1[i][2], (float)f.pos[i][2]);
+            }
+    }
+    free(p1);
+    free(p2);
+    mdnl_frame_free(&f);
+}
+
+Test(geometry, nonfinite_coordinate_names_the_first_bad_atom)
+{
+    enum { N = 10 };
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, N), MDNL_OK);
+    f.natoms = N;
+    for (int i = 0; i < N; ++i)
+        f.pos[i][0] = f.pos[i][1] = f.pos[i][2] = i;
+    f.pos[7][1] = NAN;
+    f.pos[3][2] = INFINITY;
+    set_box(&f, 2);
+    float pos4[N][4];
+    mdnl_geom g;
+    cr_expect_eq(mdnl_geom_prepare(&f, 1.0, &g, pos4), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "atom 3 ") != NULL, "%s", mdnl_last_error());
+    mdnl_wrap_params w;
+    cr_assert_eq(mdnl_geom_begin(&f, 1.0, &g, &w), MDNL_OK);
+    float p[3];
+    double t[3];
+    cr_expect_eq(mdnl_wrap_atom(&w, 1.0, NAN, 2.0, p, t), 0);
+    cr_expect_eq(mdnl_wrap_atom(&w, 1.0, 2.0, 3.0, p, t), 1);
+    mdnl_frame_free(&f);
+}
+
+/* A frame whose positions come from a caller's allocator (pinned memory in
+ * `mdnl run` on CUDA): growing keeps the content, freeing goes back to it. */
+static int n_alloc, n_free;
+static void *count_alloc(size_t bytes, const char *what, void *ctx)
+{
+    (void)what;
+    ++*(int *)ctx;
+    ++n_alloc;
+    return malloc(bytes);
+}
+static void count_free(void *p, void *ctx)
+{
+    (void)ctx;
+    if (p)
+        ++n_free;
+    free(p);
+}
+
+Test(geometry, frame_positions_use_the_frame_allocator)
+{
+    int calls = 0;
+    const mdnl_frame_allocator a = {count_alloc, count_free, &calls};
+    mdnl_frame f = {0};
+    f.pos_alloc = &a;
+    cr_assert_eq(mdnl_frame_reserve(&f, 10), MDNL_OK);
+    for (int i = 0; i < 10; ++i)
+        f.pos[i][0] = i, f.pos[i][1] = 2 * i, f.pos[i][2] = -i;
+    cr_assert_eq(mdnl_frame_reserve(&f, 5), MDNL_OK); /* fits: no new allocation */
+    cr_expect_eq(calls, 1);
+    cr_assert_eq(mdnl_frame_reserve(&f, 1000), MDNL_OK);
+    cr_expect_eq(calls, 2);
+    for (int i = 0; i < 10; ++i)
+        cr_expect(f.pos[i][0] == i && f.pos[i][1] == 2 * i && f.pos[i][2] == -i, "atom %d lost on growth", i);
+    mdnl_frame_free(&f);
+    cr_expect_eq(n_alloc, 2);
+    cr_expect_eq(n_free, 2, "every allocation returned to the allocator, got %d of 2", n_free);
+}

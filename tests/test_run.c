@@ -200,6 +200,42 @@ Test(run, dir_output_equals_neighbors_energy_and_rdf_byte_for_byte)
     free(e);
 }
 
+/* Three frames of 400 atoms scattered up to a box length outside a
+ * triclinic cell periodic in x and y only, so that the wrap (on the device
+ * in `mdnl run` on CUDA, on the host in the single commands) really moves
+ * atoms and the open z axis spans the atoms. */
+static void write_outside_frames(const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    srand(21);
+    for (int k = 0; k < 3; ++k) {
+        fprintf(fp, "400\nLattice=\"9.5 0 0 2.1 8.7 0 -1.3 0.9 10.2\" Properties=species:S:1:pos:R:3 pbc=\"T T F\"\n");
+        for (int a = 0; a < 400; ++a)
+            fprintf(fp, "%s %.9f %.9f %.9f\n", a % 3 ? "A" : "B", 30.0 * rand() / RAND_MAX - 10.0,
+                    30.0 * rand() / RAND_MAX - 10.0, 20.0 * rand() / RAND_MAX - 5.0);
+    }
+    fclose(fp);
+}
+
+Test(run, atoms_outside_a_partly_periodic_triclinic_cell_match_the_single_commands)
+{
+    write_outside_frames("out.xyz");
+    cr_assert_eq(mdnl("run out.xyz -c 2.2 --neighbors --pair lj:epsilon=1,sigma=0.8 --rmax 3 --bins 60 -o o/"), 0, "%s",
+                 err_text);
+    cr_assert_eq(mdnl("neighbors out.xyz -c 2.2 -o n.tsv"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("energy out.xyz -c 2.2 --pair lj:epsilon=1,sigma=0.8 -o e.tsv"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("rdf out.xyz --rmax 3 --bins 60 -o r.tsv"), 0, "%s", err_text);
+    expect_same_file("o/neighbors.tsv", "n.tsv");
+    expect_same_file("o/energy.tsv", "e.tsv");
+    expect_same_file("o/rdf.tsv", "r.tsv");
+    char *n = read_all("n.tsv");
+    cr_expect_gt(count_lines(n), 1000, "pairs expected below 2.2: %d lines", count_lines(n));
+    free(n);
+}
+
 Test(run, partial_rdfs_full_list_and_h5md_input_match_the_single_commands)
 {
     const char *in = MDNL_DATA_DIR "/rdf/lj_mixture.xyz";

@@ -9,5 +9,6 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 b=${1:-$root/build}
 cmake --build "$b" -j2
 rm -rf "$root/.gpu"
-"$root/../shared/tools/gpu-bundle" "$root/.gpu" "$b/mdnl" "$b"/tests/test_*
+extra=$([ -x "$b/cuda_startup" ] && echo "$b/cuda_startup" || true)
+"$root/../shared/tools/gpu-bundle" "$root/.gpu" "$b/mdnl" "$b"/tests/test_* $extra
 du -sh "$root/.gpu"

@@ -1,0 +1,193 @@
+/* geometry.cu — the wrap of mdnl_geom_prepare on the device (contract and
+ * napkin math in geometry_cuda.h; the host twin is the loop in geometry.c,
+ * and both call mdnl_wrap_atom from geometry.h). tests/test_geometry.c
+ * checks the device positions and grids against mdnl_geom_prepare bit for
+ * bit. */
+#include "cuda_check.cuh"
+#include "geometry_cuda.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+
+#define WBLOCK 256
+#define WMAX_BLOCKS 1024
+
+/* A t-range and the first atom with a non-finite coordinate (n if none). */
+struct wrap_range {
+    double lo[3], hi[3];
+    long long bad;
+};
+
+struct mdnl_wrap_cuda {
+    cudaStream_t stream;
+    cudaEvent_t ready;
+    mdnl_dbuf dpos;    /* [natoms][3] double, as read */
+    mdnl_dbuf pos4;    /* [natoms] float4, wrapped */
+    mdnl_dbuf part;    /* [blocks] per-block t-range and first bad index */
+    mdnl_dbuf res;     /* the reduced one */
+    wrap_range *h_res; /* pinned read-back */
+    int64_t natoms;
+};
+
+/* Reduces one wrap_range per thread into r[0] of the block (shared memory,
+ * sequential addressing). min/max are exact in any order. */
+__device__ static void block_range(wrap_range v, wrap_range *out)
+{
+    __shared__ wrap_range s[WBLOCK];
+    s[threadIdx.x] = v;
+    __syncthreads();
+    for (int h = WBLOCK / 2; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h) {
+            wrap_range &a = s[threadIdx.x];
+            const wrap_range &b = s[threadIdx.x + h];
+            for (int k = 0; k < 3; ++k) {
+                a.lo[k] = b.lo[k] < a.lo[k] ? b.lo[k] : a.lo[k];
+                a.hi[k] = b.hi[k] > a.hi[k] ? b.hi[k] : a.hi[k];
+            }
+            a.bad = b.bad < a.bad ? b.bad : a.bad;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        *out = s[0];
+}
+
+__device__ static wrap_range empty_range(long long n)
+{
+    wrap_range r;
+    for (int k = 0; k < 3; ++k)
+        r.lo[k] = INFINITY, r.hi[k] = -INFINITY;
+    r.bad = n;
+    return r;
+}
+
+/* Grid-stride loop, one thread per atom: wrap (mdnl_wrap_atom, the host's
+ * arithmetic), store the float4, track the t-range; one range per block. */
+__global__ void __launch_bounds__(WBLOCK)
+    wrap_kernel(const __grid_constant__ mdnl_wrap_params w, long long n, const double *__restrict__ pos,
+                float4 *__restrict__ out, wrap_range *__restrict__ part)
+{
+    wrap_range r = empty_range(n);
+    for (long long i = (long long)blockIdx.x * WBLOCK + threadIdx.x; i < n; i += (long long)gridDim.x * WBLOCK) {
+        float p[3];
+        double t[3];
+        if (!mdnl_wrap_atom(&w, pos[3 * i], pos[3 * i + 1], pos[3 * i + 2], p, t)) {
+            r.bad = i < r.bad ? i : r.bad;
+            continue;
+        }
+        out[i] = make_float4(p[0], p[1], p[2], 0.0f);
+        for (int k = 0; k < 3; ++k) {
+            r.lo[k] = t[k] < r.lo[k] ? t[k] : r.lo[k];
+            r.hi[k] = t[k] > r.hi[k] ? t[k] : r.hi[k];
+        }
+    }
+    block_range(r, &part[blockIdx.x]);
+}
+
+/* One block over the per-block ranges. */
+__global__ void __launch_bounds__(WBLOCK)
+    wrap_finish_kernel(const wrap_range *__restrict__ part, int nb, long long n, wrap_range *__restrict__ res)
+{
+    wrap_range r = empty_range(n);
+    for (int b = threadIdx.x; b < nb; b += WBLOCK) {
+        const wrap_range q = part[b];
+        for (int k = 0; k < 3; ++k) {
+            r.lo[k] = q.lo[k] < r.lo[k] ? q.lo[k] : r.lo[k];
+            r.hi[k] = q.hi[k] > r.hi[k] ? q.hi[k] : r.hi[k];
+        }
+        r.bad = q.bad < r.bad ? q.bad : r.bad;
+    }
+    block_range(r, res);
+}
+
+extern "C" mdnl_status mdnl_wrap_cuda_create(mdnl_wrap_cuda **out)
+{
+    *out = NULL;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        (void)cudaGetLastError();
+        return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: no usable device for the wrap");
+    }
+    mdnl_wrap_cuda *w = (mdnl_wrap_cuda *)calloc(1, sizeof *w);
+    if (!w)
+        return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the CUDA wrap handle");
+    *out = w; /* partly made: mdnl_wrap_cuda_free copes */
+    MDNL_CUDA_CHECK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));
+    MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&w->ready, cudaEventDisableTiming));
+    MDNL_CUDA_CHECK(cudaMallocHost((void **)&w->h_res, sizeof *w->h_res));
+    return MDNL_OK;
+}
+
+extern "C" void mdnl_wrap_cuda_free(mdnl_wrap_cuda *w)
+{
+    if (!w)
+        return;
+    if (w->stream)
+        cudaStreamSynchronize(w->stream);
+    mdnl_dbuf *bufs[] = {&w->dpos, &w->pos4, &w->part, &w->res};
+    for (mdnl_dbuf *b : bufs)
+        mdnl_dbuf_free(b);
+    if (w->h_res)
+        cudaFreeHost(w->h_res);
+    if (w->ready)
+        cudaEventDestroy(w->ready);
+    if (w->stream)
+        cudaStreamDestroy(w->stream);
+    free(w);
+}
+
+extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                                              void *const *wait, int nwait)
+{
+    mdnl_wrap_params wp;
+    mdnl_status st = mdnl_geom_begin(f, cutoff, g, &wp);
+    if (st != MDNL_OK)
+        return st;
+    const int64_t n = f->natoms;
+    const int nb = n > 0 ? (int)((n + WBLOCK - 1) / WBLOCK < WMAX_BLOCKS ? (n + WBLOCK - 1) / WBLOCK : WMAX_BLOCKS) : 1;
+    const size_t nn = (size_t)(n > 0 ? n : 1);
+    if ((st = mdnl_dbuf_reserve(&w->dpos, nn * 3 * sizeof(double), "positions (double)")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&w->pos4, nn * sizeof(float4), "wrapped positions")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&w->part, (size_t)nb * sizeof(wrap_range), "wrap block ranges")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&w->res, sizeof(wrap_range), "wrap range")) != MDNL_OK)
+        return st;
+    w->natoms = n;
+    wrap_range r;
+    if (n > 0) {
+        MDNL_CUDA_CHECK(
+            cudaMemcpyAsync(w->dpos.ptr, f->pos, (size_t)n * 3 * sizeof(double), cudaMemcpyHostToDevice, w->stream));
+        for (int k = 0; k < nwait; ++k)
+            if (wait[k])
+                MDNL_CUDA_CHECK(cudaStreamWaitEvent(w->stream, (cudaEvent_t)wait[k], 0));
+        wrap_kernel<<<nb, WBLOCK, 0, w->stream>>>(wp, (long long)n, (const double *)w->dpos.ptr, (float4 *)w->pos4.ptr,
+                                                  (wrap_range *)w->part.ptr);
+        MDNL_CUDA_LAUNCHED(w->stream);
+        MDNL_CUDA_CHECK(cudaEventRecord(w->ready, w->stream));
+        wrap_finish_kernel<<<1, WBLOCK, 0, w->stream>>>((const wrap_range *)w->part.ptr, nb, (long long)n,
+                                                        (wrap_range *)w->res.ptr);
+        MDNL_CUDA_LAUNCHED(w->stream);
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(w->h_res, w->res.ptr, sizeof(wrap_range), cudaMemcpyDeviceToHost, w->stream));
+        MDNL_CUDA_CHECK(cudaStreamSynchronize(w->stream));
+        r = *w->h_res;
+    } else {
+        MDNL_CUDA_CHECK(cudaEventRecord(w->ready, w->stream));
+        for (int k = 0; k < 3; ++k)
+            r.lo[k] = INFINITY, r.hi[k] = -INFINITY;
+        r.bad = 0;
+    }
+    return mdnl_geom_finish(f, cutoff, g, r.lo, r.hi, (int64_t)r.bad);
+}
+
+extern "C" const float *mdnl_wrap_cuda_positions(const mdnl_wrap_cuda *w) { return (const float *)w->pos4.ptr; }
+
+extern "C" void *mdnl_wrap_cuda_ready(const mdnl_wrap_cuda *w) { return (void *)w->ready; }
+
+extern "C" mdnl_status mdnl_wrap_cuda_download(mdnl_wrap_cuda *w, float (*h_pos4)[4])
+{
+    if (w->natoms > 0)
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(h_pos4, w->pos4.ptr, (size_t)w->natoms * sizeof(float4), cudaMemcpyDeviceToHost,
+                                        w->stream));
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(w->stream));
+    return MDNL_OK;
+}

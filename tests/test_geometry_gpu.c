@@ -1,0 +1,161 @@
+/* test_geometry_gpu.c — the device wrap (geometry_cuda.h) against its host
+ * twin mdnl_geom_prepare: the same float positions and the same grid, bit
+ * for bit, on every kind of box, across the kernel's grid-stride and block
+ * boundaries, for an empty frame and a non-finite coordinate. Skips with a
+ * reason when no device is present; CUDA is touched only inside test bodies
+ * (Criterion forks per test). */
+#include "device.h"
+#include "geometry.h"
+#ifdef MDNL_HAVE_CUDA
+#include "geometry_cuda.h"
+#endif
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MDNL_HAVE_CUDA
+
+Test(geometry_gpu, skipped_without_cuda) { cr_skip_test("built without CUDA (MDNL_CUDA=OFF or no nvcc)"); }
+
+#else
+
+static int need_device(void)
+{
+    if (mdnl_cuda_device_count() == 0) {
+        cr_skip_test("no CUDA device present");
+        return 0;
+    }
+    return 1;
+}
+
+/* Boxes: 0 none (open), 1 orthorhombic periodic in x and y, 2 triclinic
+ * periodic in all three, 3 a lattice with no periodic axis, 4 a cubic box
+ * smaller than the cutoff. */
+static void set_box(mdnl_frame *f, int box)
+{
+    f->box = (mdnl_box){0};
+    if (box == 0)
+        return;
+    f->box.has_lattice = true;
+    f->box.h[0][0] = 12, f->box.h[1][1] = 9, f->box.h[2][2] = 15;
+    if (box == 2)
+        f->box.h[1][0] = 3, f->box.h[2][0] = -2, f->box.h[2][1] = 1.5;
+    if (box == 4)
+        f->box.h[0][0] = f->box.h[1][1] = f->box.h[2][2] = 1.7;
+    f->box.pbc[0] = f->box.pbc[1] = box != 3;
+    f->box.pbc[2] = box == 2 || box == 4;
+}
+
+static void random_frame(mdnl_frame *f, int64_t n, unsigned seed)
+{
+    cr_assert_eq(mdnl_frame_reserve(f, n), MDNL_OK);
+    f->natoms = n;
+    srand(seed);
+    for (int64_t i = 0; i < n; ++i) {
+        for (int a = 0; a < 3; ++a)
+            f->pos[i][a] = 60.0 * rand() / RAND_MAX - 25.0;
+        f->species[i] = 0;
+    }
+}
+
+/* tlo/thi are compared by value (a min over +0 and -0 may keep either);
+ * everything else byte for byte. */
+static void expect_same_geom(const mdnl_geom *want, const mdnl_geom *got, const char *what)
+{
+    for (int k = 0; k < 3; ++k)
+        cr_expect(want->tlo[k] == got->tlo[k] && want->thi[k] == got->thi[k],
+                  "%s: t-range %d: host [%.17g, %.17g], device [%.17g, %.17g]", what, k, want->tlo[k], want->thi[k],
+                  got->tlo[k], got->thi[k]);
+    mdnl_geom a = *want, b = *got;
+    memset(a.tlo, 0, sizeof a.tlo), memset(a.thi, 0, sizeof a.thi);
+    memset(b.tlo, 0, sizeof b.tlo), memset(b.thi, 0, sizeof b.thi);
+    cr_expect(memcmp(&a, &b, sizeof a) == 0, "%s: grids differ (ncell host %d %d %d, device %d %d %d)", what,
+              want->ncell[0], want->ncell[1], want->ncell[2], got->ncell[0], got->ncell[1], got->ncell[2]);
+}
+
+static void check_frame(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, const char *what)
+{
+    const int64_t n = f->natoms;
+    float(*want)[4] = calloc((size_t)(n > 0 ? n : 1), sizeof *want);
+    float(*got)[4] = calloc((size_t)(n > 0 ? n : 1), sizeof *got);
+    mdnl_geom gh, gd;
+    cr_assert_eq(mdnl_geom_prepare(f, cutoff, &gh, want), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_geom_prepare_cuda(w, f, cutoff, &gd, NULL, 0), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_wrap_cuda_download(w, got), MDNL_OK, "%s", mdnl_last_error());
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; ++i)
+        if (memcmp(want[i], got[i], sizeof want[i]) != 0)
+            bad = i;
+    cr_expect_eq(bad, -1, "%s: atom %lld: host %.9g %.9g %.9g, device %.9g %.9g %.9g", what, (long long)bad,
+                 bad >= 0 ? want[bad][0] : 0, bad >= 0 ? want[bad][1] : 0, bad >= 0 ? want[bad][2] : 0,
+                 bad >= 0 ? got[bad][0] : 0, bad >= 0 ? got[bad][1] : 0, bad >= 0 ? got[bad][2] : 0);
+    expect_same_geom(&gh, &gd, what);
+    free(want);
+    free(got);
+}
+
+Test(geometry_gpu, device_wrap_equals_host_prepare_on_every_box)
+{
+    if (!need_device())
+        return;
+    mdnl_wrap_cuda *w = NULL;
+    cr_assert_eq(mdnl_wrap_cuda_create(&w), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame f = {0};
+    const double cutoffs[] = {0.9, 2.5, 4.0};
+    random_frame(&f, 5000, 3);
+    for (int box = 0; box < 5; ++box)
+        for (size_t c = 0; c < sizeof cutoffs / sizeof *cutoffs; ++c) {
+            set_box(&f, box);
+            char what[64];
+            snprintf(what, sizeof what, "box %d, cutoff %g", box, cutoffs[c]);
+            check_frame(w, &f, cutoffs[c], what);
+        }
+    mdnl_frame_free(&f);
+    mdnl_wrap_cuda_free(w);
+}
+
+/* More atoms than the kernel's grid has threads (1024 blocks x 256), then
+ * fewer again (the buffers are reused), then none. */
+Test(geometry_gpu, grid_stride_reuse_and_empty_frame)
+{
+    if (!need_device())
+        return;
+    mdnl_wrap_cuda *w = NULL;
+    cr_assert_eq(mdnl_wrap_cuda_create(&w), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame f = {0};
+    random_frame(&f, 300001, 5);
+    set_box(&f, 2);
+    check_frame(w, &f, 2.5, "300001 atoms, triclinic");
+    set_box(&f, 0);
+    check_frame(w, &f, 2.5, "300001 atoms, open");
+    f.natoms = 257;
+    set_box(&f, 1);
+    check_frame(w, &f, 2.5, "257 atoms");
+    f.natoms = 0;
+    check_frame(w, &f, 2.5, "no atoms");
+    mdnl_frame_free(&f);
+    mdnl_wrap_cuda_free(w);
+}
+
+Test(geometry_gpu, nonfinite_coordinate_is_the_hosts_input_error)
+{
+    if (!need_device())
+        return;
+    mdnl_wrap_cuda *w = NULL;
+    cr_assert_eq(mdnl_wrap_cuda_create(&w), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame f = {0};
+    random_frame(&f, 100000, 9);
+    set_box(&f, 2);
+    f.pos[77777][0] = NAN;
+    f.pos[70001][2] = -INFINITY;
+    mdnl_geom g;
+    cr_expect_eq(mdnl_geom_prepare_cuda(w, &f, 2.5, &g, NULL, 0), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "atom 70001 ") != NULL, "%s", mdnl_last_error());
+    mdnl_frame_free(&f);
+    mdnl_wrap_cuda_free(w);
+}
+
+#endif

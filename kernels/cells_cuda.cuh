@@ -99,6 +99,37 @@ __device__ __forceinline__ bool mdnl_cell_wrap(int periodic, int n, int &c, int 
     return c >= 0 && c < n;
 }
 
+/* Tests the candidates in cell-order slots [kb, ke) against the atom at pi
+ * (slot self) with image shift v, calling f for every d2 < cutoff2. With a
+ * zero shift (zero: the atom itself is skipped) the "+ 0" of mdnl_pair_d2 is
+ * left out: it can change only the sign of a zero difference, which the
+ * square erases, so d2 keeps its bits and each candidate costs three adds
+ * fewer (most ranges of a large box have S = 0). */
+template <class F>
+__device__ __forceinline__ void mdnl_scan_range(const float4 &pi, const float4 *__restrict__ pos, int kb, int ke,
+                                                int self, bool zero, const float v[3], float cutoff2, int s0, int s1,
+                                                int s2, F &f)
+{
+    if (zero) {
+#pragma unroll 4
+        for (int k = kb; k < ke; ++k) {
+            const float4 pj = __ldg(pos + k);
+            const float dx = __fsub_rn(pj.x, pi.x), dy = __fsub_rn(pj.y, pi.y), dz = __fsub_rn(pj.z, pi.z);
+            const float d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+            if (d2 < cutoff2 && k != self)
+                f(__float_as_int(pj.w), d2, 0, 0, 0);
+        }
+    } else {
+#pragma unroll 4
+        for (int k = kb; k < ke; ++k) {
+            const float4 pj = __ldg(pos + k);
+            const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+            if (d2 < cutoff2)
+                f(__float_as_int(pj.w), d2, s0, s1, s2);
+        }
+    }
+}
+
 /* Visits every (j, S) with d2 < g.cutoff2 of the atom in sorted slot
  * i_sorted: f(j_original, d2, s0, s1, s2). The stencil is walked as in
  * cells_cpu.c (offsets -stencil..stencil on each axis, periodic wrap with an
@@ -140,15 +171,7 @@ __device__ __forceinline__ void mdnl_for_each_pair(const mdnl_geom &g, const mdn
                 const int zero = s0 == 0 && s1 == 0 && s2 == 0;
                 const int kb = c.start[row + z - s2 * n2];
                 const int ke = c.start[row + zend - s2 * n2 + 1];
-#pragma unroll 4
-                for (int k = kb; k < ke; ++k) {
-                    const float4 pj = c.pos[k];
-                    if (zero && k == i_sorted)
-                        continue;
-                    const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
-                    if (d2 < g.cutoff2)
-                        f(__float_as_int(pj.w), d2, s0, s1, s2);
-                }
+                mdnl_scan_range(pi, c.pos, kb, ke, i_sorted, zero, v, g.cutoff2, s0, s1, s2, f);
                 z = zend + 1;
             }
         }
@@ -294,15 +317,7 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, co
                 const int zero = s0 == 0 && s1 == 0 && s2 == 0;
                 const int kb = c.start[row + z - s2 * n2];
                 const int ke = c.start[row + zend - s2 * n2 + 1];
-#pragma unroll 4
-                for (int k = kb; k < ke; ++k) {
-                    const float4 pj = __ldg(c.pos + k);
-                    if (zero && k == is)
-                        continue;
-                    const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
-                    if (d2 < g.cutoff2)
-                        f(__float_as_int(pj.w), d2, s0, s1, s2);
-                }
+                mdnl_scan_range(pi, c.pos, kb, ke, is, zero, v, g.cutoff2, s0, s1, s2, f);
                 z = zend + 1;
             }
         }

@@ -1998,7 +1998,7 @@ static int cell_variant_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
     if (ctx->cell_variant != 0)
         return ctx->cell_variant;
     const double cand = cell_candidates(g);
-    return cand > 100 ? 8 : cand > 32 ? 6 : 7;
+    return cand > 100 ? 5 : cand > 32 ? 6 : 7;
 }
 
 template <bool FULL>

@@ -47,6 +47,16 @@
  *                   cell list (within a cell, ascending index) and are kept
  *                   as baselines; no variant's output depends on the order
  *                   within a cell, since every row is sorted.
+ *                   Variant 8 (a measured dead end, kept as a baseline): a
+ *                   pruned count and a pruned fill on a grid refined by 2
+ *                   (mdnl_for_each_pair_pruned, shared with the RDF), each
+ *                   thread's row collected in shared memory as 32-bit keys
+ *                   and sorted in registers by a bitonic network, the warp
+ *                   writing its 32 rows coalesced and recomputing distances.
+ *                   On lj-1m it ties variant 5 at best (2.17-2.30 ms): the
+ *                   walks are instruction-bound, and the rows in shared
+ *                   memory cap the fill at ~30% occupancy (tools/bench/
+ *                   RESULTS.md, "Cell variant 8").
  *   auto            cell, except brute-noatomic for tiny frames.
  */
 #ifndef MDNL_NLIST_CUDA_H
@@ -135,7 +145,12 @@ int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
  * coalesced), 4 = warp-per-atom count and fill, 5 = tile fill (sorted
  * candidates per tile of cells), 6 = 2 over the counting-sort binning,
  * 7 = 6 with rows sorted in registers, a plain copy and one synchronisation
- * (its output buffers are sized for every row at the stage capacity).
+ * (its output buffers are sized for every row at the stage capacity),
+ * 8 = pruned count and fill on a grid refined by 2, rows sorted per thread
+ * (falls back to 5 when a refined periodic axis has fewer than 2 stencil + 1
+ * cells or there are 2^26 atoms or more; tuning knobs in the environment:
+ * MDNL_PRUNE_T=64|128, MDNL_PRUNE_KEY4=0|1, MDNL_PRUNE_CARVE=percent,
+ * MDNL_PRUNE_BASE=1 for the unrefined grid).
  * 3 and 4 fall back to 1 when the stencil has more than 32 (cell, shift)
  * columns; 5 falls back to 3 when a periodic axis has fewer than
  * 2 stencil + 1 cells (a tile would meet a cell twice, through two images)

@@ -75,12 +75,6 @@ struct HistArgs {
 /* What the prune kernel needs beyond the grid: whether per-atom pruning is
  * valid (orthogonal t-frame, so |dt_k| = |dr_k|) and its conservative
  * margins. */
-struct PruneArgs {
-    int on;      /* 0: walk the whole stencil (triclinic boxes) */
-    float cw[3]; /* 1 / inv_cell: the cell width along each axis */
-    float reach; /* cutoff + slack: no pair is farther apart than this */
-    float slack; /* subtracted from every gap, added to every half-extent */
-};
 
 template <int V> struct Acc;
 
@@ -325,18 +319,6 @@ __device__ __forceinline__ int table_bin(const float *thr, float d2, float inv_w
     return b;
 }
 
-/* t-frame gap between an atom at coordinate t and cell `c` (unwrapped index)
- * of width cw, shrunk by slack; 0 for the atom's own cell or an overlap. */
-__device__ __forceinline__ float cell_gap(int d, int c, float t, float cw, float slack)
-{
-    float gap = 0.0f;
-    if (d > 0)
-        gap = (float)c * cw - t;
-    else if (d < 0)
-        gap = t - (float)(c + 1) * cw;
-    gap -= slack;
-    return gap > 0.0f ? gap : 0.0f;
-}
 
 /* CELLS_PRUNE: thread per sorted slot `is` (grid-stride) on the refined grid
  * (cells of about r_max / k, stencil k times wider), half traversal (k > is,
@@ -354,7 +336,7 @@ __device__ __forceinline__ float cell_gap(int d, int c, float t, float cw, float
  * array as in hist_cells_kernel. */
 template <int V, int PARTIAL>
 __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                            HistArgs a, PruneArgs pr)
+                                                            HistArgs a, mdnl_prune pr)
 {
     extern __shared__ unsigned sh[];
     float *sthr = reinterpret_cast<float *>(sh + (V != MDNL_HIST_GLOBAL ? a.slot_n : 0));
@@ -385,7 +367,7 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
             int x = cx + dx, s0;
             if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
                 continue;
-            const float gx = pr.on ? cell_gap(dx, cx + dx, t[0], pr.cw[0], pr.slack) : 0.0f;
+            const float gx = pr.on ? mdnl_cell_gap(dx, cx + dx, t[0], pr.cw[0], pr.slack) : 0.0f;
             const float rem_x = reach2 - gx * gx;
             if (rem_x < 0.0f)
                 continue;
@@ -395,7 +377,7 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
                     continue;
                 if (x * n1 + y < home_col)
                     continue; /* every slot of this column is below is */
-                const float gy = pr.on ? cell_gap(dy, cy + dy, t[1], pr.cw[1], pr.slack) : 0.0f;
+                const float gy = pr.on ? mdnl_cell_gap(dy, cy + dy, t[1], pr.cw[1], pr.slack) : 0.0f;
                 const float rem = rem_x - gy * gy;
                 if (rem < 0.0f)
                     continue;
@@ -537,7 +519,7 @@ mdnl_status launch_cells(const mdnl_geom &g, const mdnl_cells_view &c, const His
 }
 
 template <int V, int PARTIAL>
-mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, const PruneArgs &pr, int sms,
+mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, const mdnl_prune &pr, int sms,
                          cudaStream_t stream)
 {
     size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
@@ -567,7 +549,7 @@ static bool trav_prune(int trav)
 
 template <int V>
 mdnl_status launch_variant(int trav, bool partial, const mdnl_geom &g, const mdnl_cells_view &c, const float4 *pos,
-                           const HistArgs &a, const PruneArgs &pr, int sms, cudaStream_t stream)
+                           const HistArgs &a, const mdnl_prune &pr, int sms, cudaStream_t stream)
 {
     if (trav_prune(trav))
         return partial ? launch_prune<V, 1>(g, c, a, pr, sms, stream) : launch_prune<V, 0>(g, c, a, pr, sms, stream);
@@ -588,7 +570,7 @@ struct mdnl_hist_cuda {
     mdnl_dbuf pos, species, pairs, hist;
     mdnl_cells_cuda cells;
     mdnl_geom grid;                /* the geometry the cell list was built for */
-    PruneArgs prune;               /* for grid (CELLS_PRUNE traversals) */
+    mdnl_prune prune;               /* for grid (CELLS_PRUNE traversals) */
     mdnl_dbuf thr;                 /* device threshold table [bins + 1] of thr_key */
     float *thr_host;               /* its host copy (malloc'd, thr_cap floats) */
     int thr_cap;
@@ -675,56 +657,8 @@ extern "C" const char *mdnl_hist_traversal_name(int t)
 
 static bool all_open(const mdnl_geom *g) { return !g->pbc[0] && !g->pbc[1] && !g->pbc[2]; }
 
-/* The geometry's grid with every axis of two or more cells split in k and
- * the stencil k times wider: two atoms closer than the cutoff are at most
- * stencil cells apart, so at most k * stencil sub-cells. For k = 2 the
- * candidates per atom drop from 27 to 125/8 = 15.6 cell volumes (the classic
- * half-cell trick); the pairs found, and their d2, are those of the full
- * grid. Grids of more than max(64, 4 natoms) cells stay as they are. */
-static mdnl_geom refine_grid(const mdnl_geom *g, int k_split)
-{
-    mdnl_geom f = *g;
-    int64_t cells = 1;
-    for (int k = 0; k < 3; ++k) {
-        if (g->ncell[k] >= 2) {
-            f.ncell[k] = k_split * g->ncell[k];
-            f.inv_cell[k] = (float)k_split * g->inv_cell[k];
-            f.stencil[k] = k_split * g->stencil[k];
-        }
-        cells *= f.ncell[k];
-    }
-    f.ncells = cells;
-    return cells <= std::max<int64_t>(64, 4 * g->natoms) ? f : *g;
-}
-
-/* Per-atom pruning of the CELLS_PRUNE traversals needs |dt_k| = |dr_k|: a
- * t-frame that is the identity up to float rounding of the diagonal (every
- * orthorhombic box, and frames without a lattice). The slack, 1e-4 of the
- * largest t magnitude the grid can reach plus 1e-4 of the cutoff, is orders
- * above the float rounding of t, of the cell edges and of d2. */
-static PruneArgs prune_args(const mdnl_geom &f)
-{
-    PruneArgs p{};
-    p.on = 1;
-    double tmax = f.cutoff;
-    for (int a = 0; a < 3; ++a)
-        for (int k = 0; k < 3; ++k) {
-            const float m = f.tmat[a][k];
-            if (a == k ? !(fabsf(m - 1.0f) <= 1e-6f) : m != 0.0f)
-                p.on = 0;
-        }
-    for (int k = 0; k < 3; ++k) {
-        p.cw[k] = (float)(1.0 / (double)f.inv_cell[k]);
-        const double reach = (double)(f.ncell[k] + f.stencil[k] + 1) * p.cw[k];
-        tmax = std::max(tmax, std::max(reach, std::max(fabs(f.tlo[k]), fabs(f.thi[k]))));
-        tmax = std::max(tmax, f.width[k]);
-    }
-    p.slack = (float)(1e-4 * tmax + 1e-4 * f.cutoff);
-    p.reach = (float)(f.cutoff * (1.0 + 1e-4)) + p.slack;
-    if (!(p.slack < 1e30f) || !(p.cw[0] > 0 && p.cw[1] > 0 && p.cw[2] > 0))
-        p.on = 0;
-    return p;
-}
+/* The refined grids (mdnl_geom_refine) and the per-atom pruning
+ * (mdnl_prune_args) are cells_cuda.cuh's, shared with list variant 8. */
 
 /* Uploads the threshold table when (width, cutoff2, bins) changed. */
 static mdnl_status hist_thr_upload(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hist_spec *spec)
@@ -798,13 +732,13 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
                                         cudaMemcpyHostToDevice, c->stream));
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[1], c->stream));
     if (*trav == MDNL_HIST_TRAV_CELLS_HALF_FINE || *trav == MDNL_HIST_TRAV_CELLS_PRUNE2)
-        c->grid = refine_grid(g, 2);
+        c->grid = mdnl_geom_refine(g, 2);
     else if (*trav == MDNL_HIST_TRAV_CELLS_PRUNE3)
-        c->grid = refine_grid(g, 3);
+        c->grid = mdnl_geom_refine(g, 3);
     else
         c->grid = *g;
     if (trav_prune(*trav)) {
-        c->prune = prune_args(c->grid);
+        c->prune = mdnl_prune_args(&c->grid);
         if ((st = hist_thr_upload(c, g, spec)) != MDNL_OK)
             return st;
     }

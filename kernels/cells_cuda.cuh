@@ -258,11 +258,16 @@ __device__ __forceinline__ float mdnl_cell_gap(int d, int c, float t, float cw, 
  * others is trimmed to the cells that meet [t_z - h, t_z + h], h =
  * sqrt(reach^2 - gap_x^2 - gap_y^2). Same pair set, same d2, same order of
  * columns; fewer candidates tested (on a grid refined by 2: about 40% of
- * the 27-cell stencil's for a 3D liquid). */
-template <class F>
+ * the 27-cell stencil's for a 3D liquid). HALF (the RDF's half traversal,
+ * each pair once): only candidates in slots k > is, or k == is with a
+ * lexicographically positive shift; a column whose cells all lie below the
+ * atom's own in memory order holds only slots < is and is skipped before
+ * its range is loaded. */
+template <bool HALF = false, class F>
 __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, const mdnl_cells_view &c,
                                                           const mdnl_prune &pr, int is, F &&f)
 {
+    const int home_col = HALF ? c.cell[is] / g.ncell[2] : 0; /* cx * n1 + cy */
     const float4 pi = c.pos[is];
     const int lin = c.cell[is];
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
@@ -286,6 +291,8 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, co
             int y = cy + dy, s1;
             if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1))
                 continue;
+            if (HALF && x * n1 + y < home_col)
+                continue; /* every slot of this column is below is */
             const float gy = pr.on ? mdnl_cell_gap(dy, cy + dy, t[1], pr.cw[1], pr.slack) : 0.0f;
             const float rem = rem_x - gy * gy;
             if (rem < 0.0f)
@@ -315,8 +322,13 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, co
                 float v[3];
                 mdnl_shift_vector(&g, s0, s1, s2, v);
                 const int zero = s0 == 0 && s1 == 0 && s2 == 0;
-                const int kb = c.start[row + z - s2 * n2];
+                int kb = c.start[row + z - s2 * n2];
                 const int ke = c.start[row + zend - s2 * n2 + 1];
+                if (HALF) { /* k > is, or k == is with a positive shift */
+                    const bool pos_shift = s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
+                    const int kmin = pos_shift ? is : is + 1;
+                    kb = kb > kmin ? kb : kmin;
+                }
                 mdnl_scan_range(pi, c.pos, kb, ke, is, zero, v, g.cutoff2, s0, s1, s2, f);
                 z = zend + 1;
             }

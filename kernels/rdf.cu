@@ -350,88 +350,22 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
     const float *thr = a.thr_shared ? sthr : a.thr;
     Acc<V> acc;
     acc.init(a, sh);
-    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
-    const float reach2 = pr.reach * pr.reach;
     for (int is = blockIdx.x * blockDim.x + threadIdx.x; is < c.natoms; is += gridDim.x * blockDim.x) {
-        const float4 pi = c.pos[is];
-        const int si = PARTIAL ? __ldg(a.species + __float_as_int(pi.w)) : 0;
-        const int lin = c.cell[is];
-        const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
-        const int home_col = cx * n1 + cy;
-        float t[3];
-        for (int k = 0; k < 3; ++k)
-            t[k] = __fsub_rn(__fadd_rn(__fadd_rn(__fmul_rn(pi.x, g.tmat[0][k]), __fmul_rn(pi.y, g.tmat[1][k])),
-                                       __fmul_rn(pi.z, g.tmat[2][k])),
-                             g.t0[k]);
-        for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
-            int x = cx + dx, s0;
-            if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
-                continue;
-            const float gx = pr.on ? mdnl_cell_gap(dx, cx + dx, t[0], pr.cw[0], pr.slack) : 0.0f;
-            const float rem_x = reach2 - gx * gx;
-            if (rem_x < 0.0f)
-                continue;
-            for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
-                int y = cy + dy, s1;
-                if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1))
-                    continue;
-                if (x * n1 + y < home_col)
-                    continue; /* every slot of this column is below is */
-                const float gy = pr.on ? mdnl_cell_gap(dy, cy + dy, t[1], pr.cw[1], pr.slack) : 0.0f;
-                const float rem = rem_x - gy * gy;
-                if (rem < 0.0f)
-                    continue;
-                int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
-                if (pr.on) {
-                    const float h = sqrtf(rem) + pr.slack;
-                    int tlo = (int)floorf((t[2] - h) * g.inv_cell[2]);
-                    int thi = (int)floorf((t[2] + h) * g.inv_cell[2]);
-                    if (!g.pbc[2]) { /* the edge cells of an open axis reach to infinity */
-                        tlo = min(tlo, n2 - 1);
-                        thi = max(thi, 0);
-                    }
-                    zlo = max(zlo, tlo);
-                    zhi = min(zhi, thi);
-                }
-                if (!g.pbc[2]) {
-                    zlo = zlo < 0 ? 0 : zlo;
-                    zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
-                }
-                const int row = (x * n1 + y) * n2;
-                for (int z = zlo; z <= zhi;) {
-                    const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;
-                    int zend = (s2 + 1) * n2 - 1;
-                    if (zend > zhi)
-                        zend = zhi;
-                    float v[3];
-                    mdnl_shift_vector(&g, s0, s1, s2, v);
-                    int kb = c.start[row + z - s2 * n2];
-                    const int ke = c.start[row + zend - s2 * n2 + 1];
-                    const int kmin = shift_positive(s0, s1, s2) ? is : is + 1;
-                    kb = kb > kmin ? kb : kmin;
-#pragma unroll 4
-                    for (int k = kb; k < ke; ++k) {
-                        const float4 pj = __ldg(c.pos + k);
-                        const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
-                        if (d2 < g.cutoff2) {
-                            const int b = table_bin(thr, d2, a.inv_w2, a.bins);
-                            if (!PARTIAL) {
-                                acc.add(b, 2u);
-                            } else {
-                                const int sj = __ldg(a.species + __float_as_int(pj.w));
-                                for (int p = 0; p < a.npairs; ++p) {
-                                    const int2 ab = a.pairs[p];
-                                    const unsigned w = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
-                                    if (w)
-                                        acc.add(p * a.bins + b, w);
-                                }
-                            }
-                        }
-                    }
-                    z = zend + 1;
+        const int si = PARTIAL ? __ldg(a.species + __float_as_int(c.pos[is].w)) : 0;
+        mdnl_for_each_pair_pruned<true>(g, c, pr, is, [&](int j, float d2, int, int, int) {
+            const int b = table_bin(thr, d2, a.inv_w2, a.bins);
+            if (!PARTIAL) {
+                acc.add(b, 2u);
+            } else {
+                const int sj = __ldg(a.species + j);
+                for (int p = 0; p < a.npairs; ++p) {
+                    const int2 ab = a.pairs[p];
+                    const unsigned w = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
+                    if (w)
+                        acc.add(p * a.bins + b, w);
                 }
             }
-        }
+        });
         acc.finish();
     }
     if (V != MDNL_HIST_GLOBAL)

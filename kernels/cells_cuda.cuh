@@ -104,25 +104,29 @@ __device__ __forceinline__ bool mdnl_cell_wrap(int periodic, int n, int &c, int 
  * zero shift (zero: the atom itself is skipped) the "+ 0" of mdnl_pair_d2 is
  * left out: it can change only the sign of a zero difference, which the
  * square erases, so d2 keeps its bits and each candidate costs three adds
- * fewer (most ranges of a large box have S = 0). */
-template <class F>
+ * fewer (most ranges of a large box have S = 0). ZSPLIT = false keeps one
+ * loop for every shift (measured on the RDF, tools/bench/RESULTS.md);
+ * SKIP_SELF = false for walks whose ranges already exclude the atom. */
+template <bool ZSPLIT = true, bool SKIP_SELF = true, class F>
 __device__ __forceinline__ void mdnl_scan_range(const float4 &pi, const float4 *__restrict__ pos, int kb, int ke,
                                                 int self, bool zero, const float v[3], float cutoff2, int s0, int s1,
                                                 int s2, F &f)
 {
-    if (zero) {
+    if (ZSPLIT && zero) {
 #pragma unroll 4
         for (int k = kb; k < ke; ++k) {
             const float4 pj = __ldg(pos + k);
             const float dx = __fsub_rn(pj.x, pi.x), dy = __fsub_rn(pj.y, pi.y), dz = __fsub_rn(pj.z, pi.z);
             const float d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-            if (d2 < cutoff2 && k != self)
+            if (d2 < cutoff2 && (!SKIP_SELF || k != self))
                 f(__float_as_int(pj.w), d2, 0, 0, 0);
         }
     } else {
 #pragma unroll 4
         for (int k = kb; k < ke; ++k) {
             const float4 pj = __ldg(pos + k);
+            if (SKIP_SELF && zero && k == self)
+                continue;
             const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
             if (d2 < cutoff2)
                 f(__float_as_int(pj.w), d2, s0, s1, s2);
@@ -263,7 +267,7 @@ __device__ __forceinline__ float mdnl_cell_gap(int d, int c, float t, float cw, 
  * lexicographically positive shift; a column whose cells all lie below the
  * atom's own in memory order holds only slots < is and is skipped before
  * its range is loaded. */
-template <bool HALF = false, class F>
+template <bool HALF = false, bool ZSPLIT = true, class F>
 __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, const mdnl_cells_view &c,
                                                           const mdnl_prune &pr, int is, F &&f)
 {
@@ -329,7 +333,7 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, co
                     const int kmin = pos_shift ? is : is + 1;
                     kb = kb > kmin ? kb : kmin;
                 }
-                mdnl_scan_range(pi, c.pos, kb, ke, is, zero, v, g.cutoff2, s0, s1, s2, f);
+                mdnl_scan_range<ZSPLIT, !HALF>(pi, c.pos, kb, ke, is, zero, v, g.cutoff2, s0, s1, s2, f);
                 z = zend + 1;
             }
         }

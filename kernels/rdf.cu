@@ -334,7 +334,7 @@ __device__ __forceinline__ int table_bin(const float *thr, float d2, float inv_w
  *   - the bin comes from the threshold table instead of sqrt and division.
  * The candidates of one column range are read from the cell-ordered float4
  * array as in hist_cells_kernel. */
-template <int V, int PARTIAL>
+template <int V, int PARTIAL, bool ZSPLIT>
 __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                             HistArgs a, mdnl_prune pr)
 {
@@ -352,7 +352,7 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
     acc.init(a, sh);
     for (int is = blockIdx.x * blockDim.x + threadIdx.x; is < c.natoms; is += gridDim.x * blockDim.x) {
         const int si = PARTIAL ? __ldg(a.species + __float_as_int(c.pos[is].w)) : 0;
-        mdnl_for_each_pair_pruned<true>(g, c, pr, is, [&](int j, float d2, int, int, int) {
+        mdnl_for_each_pair_pruned<true, ZSPLIT>(g, c, pr, is, [&](int j, float d2, int, int, int) {
             const int b = table_bin(thr, d2, a.inv_w2, a.bins);
             if (!PARTIAL) {
                 acc.add(b, 2u);
@@ -459,7 +459,10 @@ mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const His
     size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
     if (a.thr_shared)
         shmem += (size_t)(a.bins + 1) * sizeof(float);
-    auto k = hist_prune_kernel<V, PARTIAL>;
+    /* MDNL_RDF_ZSPLIT=0|1 (environment, for tuning): one walk loop for
+     * every shift, or the zero shift apart (mdnl_scan_range) */
+    const char *env = getenv("MDNL_RDF_ZSPLIT");
+    auto k = env && atoi(env) == 0 ? hist_prune_kernel<V, PARTIAL, false> : hist_prune_kernel<V, PARTIAL, true>;
     const int work = (c.natoms + kBlock - 1) / kBlock;
     const int grid = resident_grid(k, shmem, work, sms);
     k<<<grid, kBlock, shmem, stream>>>(g, c, a, pr);

@@ -459,10 +459,13 @@ mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const His
     size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
     if (a.thr_shared)
         shmem += (size_t)(a.bins + 1) * sizeof(float);
-    /* MDNL_RDF_ZSPLIT=0|1 (environment, for tuning): one walk loop for
-     * every shift, or the zero shift apart (mdnl_scan_range) */
+    /* One walk loop for every shift: splitting off the zero shift
+     * (mdnl_scan_range), which speeds up the list's count pass and the
+     * fused energy, made this kernel slower on the H100 (lj-1m 1.36-1.39 ms
+     * against 1.24-1.27 ms, tools/bench/RESULTS.md); MDNL_RDF_ZSPLIT=1
+     * (environment) selects it, for the A/B. */
     const char *env = getenv("MDNL_RDF_ZSPLIT");
-    auto k = env && atoi(env) == 0 ? hist_prune_kernel<V, PARTIAL, false> : hist_prune_kernel<V, PARTIAL, true>;
+    auto k = env && atoi(env) == 1 ? hist_prune_kernel<V, PARTIAL, true> : hist_prune_kernel<V, PARTIAL, false>;
     const int work = (c.natoms + kBlock - 1) / kBlock;
     const int grid = resident_grid(k, shmem, work, sms);
     k<<<grid, kBlock, shmem, stream>>>(g, c, a, pr);

@@ -49,6 +49,7 @@ struct mdnl_h5md_reader {
     hid_t fid, gid;
     int64_t nframes, natoms;
     int64_t next;
+    bool skip_finite; /* the caller checks every coordinate (mdnl_h5md_set_finite_check) */
 
     td_elem pos;
 
@@ -1134,6 +1135,8 @@ static bool all_finite(const double *p, int64_t n)
     return (acc >> 63) == 0;
 }
 
+void mdnl_h5md_set_finite_check(mdnl_h5md_reader *r, bool on) { r->skip_finite = !on; }
+
 mdnl_status mdnl_h5md_next(mdnl_h5md_reader *r, mdnl_frame *f)
 {
     quiet_hdf5(); /* per thread: the reader may run on a pipeline thread */
@@ -1160,7 +1163,7 @@ mdnl_status mdnl_h5md_next(mdnl_h5md_reader *r, mdnl_frame *f)
         if (read_slab(r->pos.value, 3, r->pos.dims, k, false, H5T_NATIVE_DOUBLE, f->pos) < 0)
             return bad(r, k, r->pos.vpath, "cannot read the positions (%s)", h5_reason());
         const double *p = &f->pos[0][0];
-        if (!all_finite(p, 3 * r->natoms))
+        if (!r->skip_finite && !all_finite(p, 3 * r->natoms))
             for (int64_t i = 0; i < 3 * r->natoms; ++i)
                 if (!isfinite(p[i]))
                     return bad(r, k, r->pos.vpath, "expected finite coordinates, found %g for atom %" PRId64 " (%c)",

@@ -70,6 +70,12 @@ mdnl_status mdnl_h5md_skip(mdnl_h5md_reader *r);
  * mdnl_h5md_next() reads frame k. MDNL_ERR_USAGE when out of range. */
 mdnl_status mdnl_h5md_seek(mdnl_h5md_reader *r, int64_t k);
 
+/* Whether mdnl_h5md_next checks that every coordinate is finite (on by
+ * default). That pass over the positions costs about as much as reading
+ * them (a 2.4 MB frame leaves the cache between the two): a caller that
+ * checks every coordinate itself anyway (mdnl run: mdnl_geom_prepare or the
+ * device wrap, both naming the frame and the atom) turns it off. */
+void mdnl_h5md_set_finite_check(mdnl_h5md_reader *r, bool on);
 int64_t mdnl_h5md_nframes(const mdnl_h5md_reader *r);
 int64_t mdnl_h5md_natoms(const mdnl_h5md_reader *r);
 /* The selected particle group's name; valid until mdnl_h5md_close(). */

@@ -27,10 +27,13 @@ mdnl_status mdnl_reader_open(const char *path, const mdnl_read_options *opt, mdn
     if (!r)
         return MDNL_ERR_RESOURCE;
     mdnl_status st;
-    if (hdf5_extension(path) || mdnl_h5md_is_hdf5(path))
+    if (hdf5_extension(path) || mdnl_h5md_is_hdf5(path)) {
         st = mdnl_h5md_open(path, opt ? opt->group : NULL, &r->h5);
-    else
+        if (st == MDNL_OK && opt && opt->coords_checked)
+            mdnl_h5md_set_finite_check(r->h5, false);
+    } else {
         st = mdnl_xyz_open(path, &r->xyz);
+    }
     if (st != MDNL_OK) {
         free(r);
         return st;

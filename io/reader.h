@@ -18,6 +18,8 @@ typedef struct mdnl_reader mdnl_reader;
 
 typedef struct mdnl_read_options {
     const char *group; /* H5MD particle group; NULL: the default of SPEC §6 */
+    bool coords_checked; /* the caller checks every coordinate for finiteness itself: the H5MD
+                            reader skips its own pass (XYZ checks while it parses, at no cost) */
 } mdnl_read_options;
 
 /* Opens `path`. Errors: MDNL_ERR_INPUT for a missing file, a directory or an

@@ -434,7 +434,7 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
     fs->path = path;
     fs->spec = o->frames;
     fs->count = -1;
-    mdnl_read_options ro = {.group = o->group};
+    mdnl_read_options ro = {.group = o->group, .coords_checked = o->coords_checked};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);

@@ -39,6 +39,8 @@ typedef struct mdnl_opts {
     bool per_atom;
     bool neighbors; /* run: store the lists */
     bool read_only; /* run: read and parse only */
+    bool coords_checked; /* run: every frame goes through a prepare that rejects non-finite
+                            coordinates, so the reader need not check them (mdnl_read_options) */
     /* rdf */
     double rmax;
     bool has_rmax;

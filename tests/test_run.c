@@ -428,6 +428,30 @@ Test(run, read_only_reads_every_frame_and_writes_nothing)
     expect_one_error_line();
 }
 
+/* A run with work leaves the finiteness check of H5MD coordinates to the
+ * wrap (host or device, whichever backend runs), which must still reject
+ * the frame, name the input, frame and atom, and leave nothing; --read-only
+ * keeps the reader's own check (dataset, value and axis). */
+Test(run, non_finite_h5md_coordinates_exit_3_on_every_path)
+{
+    const char *cases[][3] = {{"bad_nan.h5md", "frame 1", "atom 2"}, {"bad_inf.h5md", "frame 2", "atom 0"}};
+    for (int c = 0; c < 2; ++c) {
+        char in[512];
+        snprintf(in, sizeof in, "%s/h5md/%s", MDNL_DATA_DIR, cases[c][0]);
+        cr_expect_eq(mdnl("run %s -c 2 --pair lj:epsilon=1,sigma=1 --rmax 2 --bins 10 -o out/", in), 3, "%s",
+                     err_text);
+        expect_one_error_line();
+        cr_expect(strstr(err_text, cases[c][0]) && strstr(err_text, cases[c][1]) && strstr(err_text, cases[c][2]) &&
+                      strstr(err_text, "non-finite"),
+                  "expected %s, %s, %s in: %s", cases[c][0], cases[c][1], cases[c][2], err_text);
+        cr_expect_eq(mdnl("run %s -c 2 --neighbors -o res.h5", in), 3, "%s", err_text);
+        expect_one_error_line();
+        cr_expect_eq(dir_entries(), 0, "a failed run must leave nothing");
+        cr_expect_eq(mdnl("run %s --read-only", in), 3, "%s", err_text);
+        cr_expect(strstr(err_text, "/particles/all/position/value") != NULL, "%s", err_text);
+    }
+}
+
 Test(run, help_lists_the_options_and_exits_0)
 {
     cr_expect_eq(mdnl("run --help"), 0);

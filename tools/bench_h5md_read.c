@@ -12,7 +12,11 @@
  * adds a pass over the coordinates (isfinite) and a few small reads per
  * frame (step, time, edges), so it should stay within a few percent of (b).
  *
- * Build and run: tools/bench_h5md_read.sh [T N FILE] (needs build/libmdnl_lib.a).
+ * Build and run: tools/bench_h5md_read.sh [T N FILE] (CMake target
+ * bench_h5md_read). `bench_h5md_read --bare FILE [GROUP]` reads an existing
+ * trajectory instead (tools/bench/bench_run.sh's floor): (b) bare reads of
+ * /particles/GROUP/position/value, frame by frame into doubles, and (a) the
+ * reader with and without its finiteness pass, best of 5 each.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "h5md_reader.h"
@@ -40,8 +44,84 @@ static double now(void)
         }                                                                                                              \
     } while (0)
 
+/* Seconds to read every frame's positions of `path` with bare hyperslab
+ * reads (one H5Dread per frame into a double buffer); frames/atoms out. */
+static double bare_read(const char *path, const char *group, int64_t *T, int64_t *N)
+{
+    char dset[512];
+    snprintf(dset, sizeof dset, "/particles/%s/position/value", group);
+    double t0 = now();
+    hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = fid < 0 ? -1 : H5Dopen2(fid, dset, H5P_DEFAULT);
+    hid_t fs = ds < 0 ? -1 : H5Dget_space(ds);
+    hsize_t dims[3];
+    if (fs < 0 || H5Sget_simple_extent_ndims(fs) != 3 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) {
+        fprintf(stderr, "bench: %s: cannot open %s as [T][N][3]\n", path, dset);
+        exit(1);
+    }
+    *T = (int64_t)dims[0];
+    *N = (int64_t)dims[1];
+    hsize_t count[3] = {1, dims[1], 3};
+    hid_t ms = H5Screate_simple(3, count, NULL);
+    double *buf = malloc((size_t)dims[1] * 3 * sizeof *buf);
+    volatile double sink = 0;
+    for (hsize_t k = 0; k < dims[0]; ++k) {
+        hsize_t start[3] = {k, 0, 0};
+        if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+            H5Dread(ds, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, buf) < 0) {
+            fprintf(stderr, "bench: bare read failed at frame %llu\n", (unsigned long long)k);
+            exit(1);
+        }
+        sink += buf[0];
+    }
+    free(buf);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(ds);
+    H5Fclose(fid);
+    return now() - t0;
+}
+
+/* Seconds to read every frame through mdnl_h5md_next (finiteness pass on or off). */
+static double reader_read(const char *path, const char *group, bool finite)
+{
+    double t0 = now();
+    mdnl_h5md_reader *r;
+    CHECK(mdnl_h5md_open(path, group, &r));
+    mdnl_h5md_set_finite_check(r, finite);
+    mdnl_frame f = {0};
+    mdnl_status st;
+    while ((st = mdnl_h5md_next(r, &f)) == MDNL_OK)
+        ;
+    if (st != MDNL_END)
+        CHECK(st);
+    mdnl_h5md_close(r);
+    mdnl_frame_free(&f);
+    return now() - t0;
+}
+
+static int bare_main(const char *path, const char *group)
+{
+    int64_t T = 0, N = 0;
+    double tb = 1e30, ton = 1e30, toff = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+        double t = bare_read(path, group, &T, &N);
+        tb = t < tb ? t : tb;
+        t = reader_read(path, group, true);
+        ton = t < ton ? t : ton;
+        t = reader_read(path, group, false);
+        toff = t < toff ? t : toff;
+    }
+    printf("{\"file\":\"%s\",\"frames\":%lld,\"atoms\":%lld,\"bare_fps\":%.1f,\"reader_fps\":%.1f,"
+           "\"reader_unchecked_fps\":%.1f}\n",
+           path, (long long)T, (long long)N, (double)T / tb, (double)T / ton, (double)T / toff);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && strcmp(argv[1], "--bare") == 0)
+        return bare_main(argv[2], argc > 3 ? argv[3] : "all");
     int64_t T = argc > 1 ? atoll(argv[1]) : 100;
     int64_t N = argc > 2 ? atoll(argv[2]) : 100000;
     const char *path = argc > 3 ? argv[3] : "/tmp/mdnl_bench.h5md";

@@ -15,7 +15,8 @@
 #        (b) the floor:       mdnl run IN --read-only --json
 #        (a) end to end:      mdnl run IN -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 -o RES.h5 --json
 #      each under /usr/bin/time -f %M (peak RSS, KiB) when available.
-#   3. A table: frames/s of both, their ratio over the whole run, without the
+#   3. The bare HDF5 floor of the H5MD file (build/bench_h5md_read --bare).
+#   4. A table: frames/s of both, their ratio over the whole run, without the
 #      backend start-up, over the whole command (parsing to the last commit,
 #      opening the input included; the CUDA start-up overlaps the opening),
 #      and in steady state (first frame out to last; target for H5MD: >= 0.85),
@@ -73,9 +74,23 @@ for fmt in xyz h5md; do
     run "$fmt end-to-end" "$file" -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 -o "$dir/results_$fmt.h5"
 done
 
-python3 - "$results" <<'EOF'
+# The bare HDF5 floor (issue #7): one H5Dread per frame into a reused buffer,
+# by build/bench_h5md_read --bare (BARE=... to use another); the reader with
+# and without its finiteness pass beside it.
+bare=${BARE:-$(dirname "$mdnl")/bench_h5md_read}
+: >"$dir/bare.json"
+if [ -x "$bare" ]; then
+    "$bare" --bare "$h5" >"$dir/bare.json" || : >"$dir/bare.json"
+fi
+
+python3 - "$results" "$dir/bare.json" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+bare = None
+try:
+    bare = json.loads(open(sys.argv[2]).read())
+except ValueError:
+    pass
 by = {r["label"]: r for r in rows}
 print("%-16s %7s %9s %10s %9s %9s %9s %9s %10s" % ("run", "frames", "atoms/fr", "frames/s", "read s", "compute s",
                                                    "write s", "wall s", "rss MiB"))
@@ -106,5 +121,15 @@ for fmt, target in (("xyz", None), ("h5md", 0.85)):
         mbs = b["file_bytes"] / 1e6 / max(b["seconds"]["read"], 1e-9)
         line += "; XYZ parse %.0f MB/s on the reader thread (target >= 300: %s)" % (mbs, "met" if mbs >= 300 else "NOT met")
     print(line)
+if bare:
+    a = by["h5md end-to-end"]
+    fb = bare["bare_fps"]
+    print("h5md against the bare HDF5 read (%.0f frames/s; mdnl's reader %.0f, %.0f without its finiteness pass): "
+          "end-to-end %.3f whole run, %.3f after start-up, %.3f steady (target >= 0.85: %s)" % (
+              fb, bare["reader_fps"], bare["reader_unchecked_fps"], a["frames_per_second"] / fb,
+              a["frames_per_second_after_init"] / fb, a["frames_per_second_steady"] / fb,
+              "met" if a["frames_per_second_steady"] / fb >= 0.85 else "NOT met"))
+else:
+    print("h5md bare HDF5 floor: not measured (build the bench_h5md_read target)")
 print("backend: %s; JSON lines in %s" % (by["xyz end-to-end"]["backend"], sys.argv[1]))
 EOF

@@ -9,6 +9,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 b=${1:-$root/build}
 cmake --build "$b" -j2
 rm -rf "$root/.gpu"
-extra=$([ -x "$b/cuda_startup" ] && echo "$b/cuda_startup" || true)
+extra=""
+for x in cuda_startup bench_h5md_read; do [ -x "$b/$x" ] && extra="$extra $b/$x"; done
 "$root/../shared/tools/gpu-bundle" "$root/.gpu" "$b/mdnl" "$b"/tests/test_* $extra
 du -sh "$root/.gpu"

@@ -13,6 +13,7 @@ if [ "$here" != /work/main ]; then
   mkdir -p /work && ln -sfn "$here" /work/main
 fi
 mkdir -p build && cp .gpu/bin/mdnl build/mdnl
+[ -x .gpu/bin/bench_h5md_read ] && cp .gpu/bin/bench_h5md_read build/bench_h5md_read
 source .gpu/env.sh
 { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader;
   echo "date $(date -u +%FT%TZ)"; echo "commit $(cat .gpu/COMMIT 2>/dev/null)"; } > "$out/device.txt" 2>&1

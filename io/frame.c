@@ -29,6 +29,7 @@ mdnl_status mdnl_frame_reserve(mdnl_frame *f, int64_t n)
     if (!sp)
         return MDNL_ERR_RESOURCE;
     f->species = sp;
+    f->species_tag = 0;
     f->capacity = cap;
     return MDNL_OK;
 }

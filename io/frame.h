@@ -46,6 +46,11 @@ typedef struct mdnl_frame {
      * positions yet, i.e. before the first mdnl_frame_reserve). */
     const mdnl_frame_allocator *pos_alloc;
     int32_t *species; /* [natoms] index into symbols[], owned */
+    /* Nonzero: species[], nspecies and symbols are what the H5MD reader with
+     * this tag cached, unchanged since it filled this frame (it then skips
+     * copying them again). Whoever else fills species[] sets it to 0, and
+     * mdnl_frame_reserve does when it moves the arrays. */
+    uint64_t species_tag;
     int32_t nspecies;
     char symbols[MDNL_MAX_SPECIES][MDNL_SYMBOL_LEN]; /* in order of first appearance */
     mdnl_box box;

@@ -600,6 +600,7 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
     columns c;
     if ((st = parse_comment(r, s, e, f, &c)) != MDNL_OK)
         return st;
+    f->species_tag = 0; /* species[] is rewritten below */
     if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
         return st;
     /* Columns past the last one we use are not read (nor checked). */

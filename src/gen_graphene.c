@@ -39,6 +39,7 @@ mdnl_status mdnl_gen_graphene(int64_t nx, int64_t ny, double bond, double noise,
         return mdnl_error(MDNL_ERR_USAGE, "--vacuum must be a positive finite number, got %g", vacuum);
     const int64_t n = 4 * nx * ny;
     mdnl_status st = mdnl_frame_reserve(out, n);
+    out->species_tag = 0;
     if (st != MDNL_OK)
         return st;
     const double a = bond * sqrt(3.0), b = 3.0 * bond;

@@ -23,6 +23,7 @@ mdnl_status mdnl_gen_lj_fcc(int64_t nside, double rho, double jitter, uint64_t s
     const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
     const int64_t n = 4 * nside * nside * nside;
     mdnl_status st = mdnl_frame_reserve(f, n);
+    f->species_tag = 0;
     if (st != MDNL_OK)
         return st;
     f->nspecies = 0;

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "h5md_reader.h"
 #include "h5md_writer.h"
+#include "xyz_reader.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -300,6 +301,51 @@ Test(h5md_read, skip_moves_past_a_frame_without_reading_it)
 }
 
 /* --- group selection ------------------------------------------------------ */
+
+/* The reader skips re-copying fixed species into a frame it filled last
+ * (mdnl_frame.species_tag): a frame that another reader filled in between
+ * must get them back. */
+static void expect_same_species(const mdnl_frame *got, const mdnl_frame *want, const char *what)
+{
+    cr_assert_eq(got->natoms, want->natoms, "%s", what);
+    cr_expect_eq(got->nspecies, want->nspecies, "%s", what);
+    cr_expect(memcmp(got->species, want->species, (size_t)want->natoms * sizeof *want->species) == 0,
+              "%s: species differ", what);
+    cr_expect(memcmp(got->symbols, want->symbols, sizeof want->symbols) == 0, "%s: symbols differ", what);
+}
+
+Test(h5md_read, fixed_species_survive_a_frame_shared_between_readers)
+{
+    mdnl_frame a = {0}, b = {0}, f = {0};
+    mdnl_h5md_reader *ra = open_ok(FIX("box_td33.h5md"), NULL), *rb = open_ok(FIX("box_fixed3.h5md"), NULL);
+    next_ok(ra, &a); /* the references, each in a frame of its own */
+    next_ok(rb, &b);
+    mdnl_h5md_reader *ra2 = open_ok(FIX("box_td33.h5md"), NULL), *rb2 = open_ok(FIX("box_fixed3.h5md"), NULL);
+    next_ok(ra2, &f);
+    expect_same_species(&f, &a, "first frame of A");
+    next_ok(ra2, &f);
+    expect_same_species(&f, &a, "second frame of A, copy skipped");
+    next_ok(rb2, &f);
+    expect_same_species(&f, &b, "B into A's frame");
+    next_ok(ra2, &f);
+    expect_same_species(&f, &a, "A again after B");
+    mdnl_xyz_reader *x = NULL;
+    cr_assert_eq(mdnl_xyz_open(FIX("box_td33.extxyz"), &x), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_xyz_next(x, &f), MDNL_OK, "%s", mdnl_last_error());
+    for (int64_t i = 0; i < f.natoms; ++i) /* whatever the XYZ held, scramble it */
+        f.species[i] = 0;
+    f.nspecies = 1;
+    next_ok(ra2, &f);
+    expect_same_species(&f, &a, "A again after an XYZ frame");
+    mdnl_xyz_close(x);
+    mdnl_h5md_close(ra);
+    mdnl_h5md_close(rb);
+    mdnl_h5md_close(ra2);
+    mdnl_h5md_close(rb2);
+    mdnl_frame_free(&a);
+    mdnl_frame_free(&b);
+    mdnl_frame_free(&f);
+}
 
 Test(h5md_groups, two_groups_default_to_all)
 {

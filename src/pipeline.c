@@ -186,6 +186,22 @@ static void *reader_main(void *arg)
     }
 }
 
+/* After a frame was wrapped for its first grid (the cutoff's, or r_max's
+ * when only the histogram runs), on the host (prepare_slot) or the device
+ * (prepare_device): the r_max grid from it when both are needed, and an
+ * input error (a non-finite coordinate) prefixed with the input's name. */
+static mdnl_status grids_done(const mdnl_pipeline_config *c, slot *s, mdnl_status st)
+{
+    if (st == MDNL_OK && (c->neighbors || c->energy) && c->hist)
+        st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
+    if (st == MDNL_ERR_INPUT) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
+        st = mdnl_error(st, "%s: %s", c->input, msg);
+    }
+    return st;
+}
+
 /* Wraps the frame's positions once (into the slot's pinned buffer) and lays
  * out the grids the compute stage needs: the cutoff's and r_max's. */
 static mdnl_status prepare_slot(ring *p, slot *s)
@@ -200,15 +216,7 @@ static mdnl_status prepare_slot(ring *p, slot *s)
         s->pos_cap = f->natoms + 1;
     }
     const bool cut = c->neighbors || c->energy;
-    mdnl_status st = mdnl_geom_prepare(f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, s->pos4);
-    if (st == MDNL_OK && cut && c->hist)
-        st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
-    if (st == MDNL_ERR_INPUT) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
-        st = mdnl_error(st, "%s: %s", c->input, msg);
-    }
-    return st;
+    return grids_done(c, s, mdnl_geom_prepare(f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, s->pos4));
 }
 
 /* The prepare thread runs on the CPU backend only: on CUDA the compute
@@ -293,16 +301,8 @@ typedef struct compute {
 static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, slot *s)
 {
     const bool cut = c->neighbors || c->energy;
-    mdnl_status st =
-        mdnl_engine_prepare_device(&cs->eng, &s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax);
-    if (st == MDNL_OK && cut && c->hist)
-        st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
-    if (st == MDNL_ERR_INPUT) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
-        st = mdnl_error(st, "%s: %s", c->input, msg);
-    }
-    return st;
+    return grids_done(
+        c, s, mdnl_engine_prepare_device(&cs->eng, &s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax));
 }
 
 /* Frames are deferred by one: launch_frame wraps frame k on the device (on

@@ -219,17 +219,15 @@ static H5T_class_t dataset_class(hid_t ds, size_t *size)
     return c;
 }
 
-/* Reads the block of dataset ds at index k of dimension 0 (all of the other
- * dimensions) into buf as memtype. rank 0 or `whole` reads everything. */
-static herr_t read_slab(hid_t ds, int rank, const hsize_t *dims, int64_t k, bool whole, hid_t memtype, void *buf)
+/* Rows [k, k + n) of the first dimension of ds (rank dims; all of the other
+ * dimensions) into buf as memtype. */
+static herr_t read_rows(hid_t ds, int rank, const hsize_t *dims, int64_t k, int64_t n, hid_t memtype, void *buf)
 {
-    if (rank == 0 || whole)
-        return H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
     hsize_t start[MAX_RANK] = {0}, count[MAX_RANK];
     for (int d = 0; d < rank; ++d)
         count[d] = dims[d];
     start[0] = (hsize_t)k;
-    count[0] = 1;
+    count[0] = (hsize_t)n;
     hid_t fs = H5Dget_space(ds);
     if (fs < 0)
         return -1;
@@ -241,6 +239,14 @@ static herr_t read_slab(hid_t ds, int rank, const hsize_t *dims, int64_t k, bool
         H5Sclose(ms);
     H5Sclose(fs);
     return st;
+}
+
+/* Row k as read_rows; rank 0 or `whole` reads everything. */
+static herr_t read_slab(hid_t ds, int rank, const hsize_t *dims, int64_t k, bool whole, hid_t memtype, void *buf)
+{
+    if (rank == 0 || whole)
+        return H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    return read_rows(ds, rank, dims, k, 1, memtype, buf);
 }
 
 /* Reads a string-array attribute (fixed- or variable-length strings, rank 0
@@ -554,22 +560,7 @@ static const void *td_sample(hid_t ds, int rank, const hsize_t *dims, int64_t k,
     n = n > TD_BLOCK ? TD_BLOCK : n;
     if (k < 0 || n < 1)
         return NULL;
-    hsize_t start[MAX_RANK] = {0}, count[MAX_RANK];
-    for (int d = 0; d < rank; ++d)
-        count[d] = dims[d];
-    start[0] = (hsize_t)k;
-    count[0] = (hsize_t)n;
-    hid_t fs = H5Dget_space(ds);
-    if (fs < 0)
-        return NULL;
-    hid_t ms = H5Screate_simple(rank, count, NULL);
-    herr_t st = -1;
-    if (ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
-        st = H5Dread(ds, memtype, ms, fs, H5P_DEFAULT, c->buf);
-    if (ms >= 0)
-        H5Sclose(ms);
-    H5Sclose(fs);
-    if (st < 0) {
+    if (read_rows(ds, rank, dims, k, n, memtype, c->buf) < 0) {
         c->n = 0;
         return NULL;
     }

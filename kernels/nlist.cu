@@ -639,6 +639,7 @@ struct warp_ranges {
     float vx, vy, vz;
     int zero;    /* lane r: shift is 0 */
     int lexpos;  /* lane r: shift lexicographically positive */
+    int code;    /* lane r: shift code (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1) (shifts in -1..1) */
 };
 
 /* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
@@ -704,6 +705,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
     w.vz = v[2];
     w.zero = s0 == 0 && s1 == 0 && s2 == 0;
     w.lexpos = s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
+    w.code = (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1);
     return w;
 }
 
@@ -1283,10 +1285,12 @@ __global__ __launch_bounds__(128) void prune_count_kernel(const __grid_constant_
         atomicMax(maxlen, m);
 }
 
-/* Ascending bitonic sort of one thread's N keys (N a power of two). */
-template <int N>
-__device__ __forceinline__ void thread_bitonic(unsigned (&x)[N])
+/* Ascending bitonic sort of one thread's first N keys (N a power of two,
+ * N <= M). */
+template <int N, int M>
+__device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
 {
+    static_assert(N <= M, "the network sorts a prefix of the array");
 #pragma unroll
     for (int k = 2; k <= N; k <<= 1)
 #pragma unroll
@@ -1421,6 +1425,286 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
 }
 
 /* ------------------------------------------------------------------------ */
+/* Cell variant 9: one walk, a warp per home cell; rows sorted afterwards.
+ *
+ * Walk (v9_walk_kernel). Mapping: a warp per cell of the counting-sort
+ * binning (the home cell), its atoms (32 at a time) in shared memory. The
+ * warp lists the cell's candidate ranges once (warp_list_ranges, as variants
+ * 3 and 4) and takes 32 flat candidates per step: each lane loads one
+ * candidate and tests it against every home atom in turn (a broadcast
+ * shared-memory load and mdnl_pair_d2), setting bit a of a mask for each
+ * home atom a it is a neighbour of. Only then are the hits (about two per
+ * lane and step on a liquid) appended to their home atoms' rows in shared
+ * memory (a shared atomic per hit, so the order within a row is arbitrary),
+ * and once all candidates are done the warp copies each row, coalesced, to
+ * the slab: V9_CAP keys a row, rows in original index order, the key
+ * j << 5 | shift code. A candidate is loaded once per cell instead of once
+ * per atom, every lane works in every step, and the test loop carries no
+ * ballot, shuffle or store. The walk counts every row exactly (counts[i])
+ * and records the longest (flags[1]); keys past V9_CAP are dropped. There
+ * is no count pass: the candidates are walked once.
+ *
+ * Rows (v9_rows_kernel). Mapping: thread per original row i, so a warp's 32
+ * rows are contiguous in the slab and in the CSR. The warp loads its rows
+ * into shared memory with coalesced 16-byte loads; each thread takes its
+ * row into registers, sorts it with a bitonic network (32 or 64 keys,
+ * compile-time indices; the warp's longest row decides), recomputes each
+ * distance from the positions in original order (the floats the walk used,
+ * mdnl_pair_d2: the same bits), and the warp writes its rows through shared
+ * memory with coalesced stores, j then d. A row longer than V9_CAP
+ * (v9_long_kernel, launched only when the longest row says so) is walked
+ * again by one thread, written unsorted into its CSR slots and sorted there.
+ *
+ * The host uses this variant only where an atom appears at most once in a
+ * row with shifts in -1..1 (every periodic axis has at least 2 stencil + 1
+ * cells), the stencil's ranges fit a warp, and j < 2^27: j alone then orders
+ * a row as mdnl_row_key does. */
+#define V9_CAP 64
+#define V9_T 128
+#define V9_WPITCH (V9_CAP + 1) /* walk rows in shared memory: a row per bank offset */
+#define V9_LPITCH (V9_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
+
+template <bool FULL>
+__global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                       unsigned *__restrict__ slab,
+                                                       unsigned long long *__restrict__ counts,
+                                                       int *__restrict__ maxlen)
+{
+    __shared__ float4 home_s[V9_T / 32][32];
+    __shared__ int cnt_s[V9_T / 32][32];
+    __shared__ unsigned row_s[V9_T / 32][32 * V9_WPITCH];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int cell = blockIdx.x * (V9_T / 32) + w;
+    if (cell >= c.ncells)
+        return; /* the whole warp */
+    const int hb = c.start[cell], he = c.start[cell + 1];
+    if (hb == he)
+        return;
+    const warp_ranges r = warp_list_ranges(g, c, cell, lane);
+    float4 *const home = home_s[w];
+    int *const cnt = cnt_s[w];
+    unsigned *const rowbuf = row_s[w];
+    int longest = 0;
+    for (int h0 = hb; h0 < he; h0 += 32) {
+        const int nh = min(32, he - h0);
+        if (lane < nh)
+            home[lane] = c.pos[h0 + lane];
+        cnt[lane] = 0;
+        __syncwarp();
+        int cr = 0; /* first range that may intersect the step (uniform) */
+        for (int base = 0; base < r.total; base += 32) {
+            const int fl = base + lane;
+            while (__shfl_sync(FULLMASK, r.fe, cr) <= base)
+                ++cr;
+            int rr = -1, k = 0;
+            for (int q = cr; q < r.nr; ++q) {
+                const int fs = __shfl_sync(FULLMASK, r.fs, q);
+                if (fs >= base + 32)
+                    break;
+                const int fe = __shfl_sync(FULLMASK, r.fe, q);
+                const int kb = __shfl_sync(FULLMASK, r.kb, q);
+                if (fl >= fs && fl < fe) {
+                    rr = q;
+                    k = kb + (fl - fs);
+                }
+            }
+            const int src = rr < 0 ? 0 : rr;
+            const float v[3] = {__shfl_sync(FULLMASK, r.vx, src), __shfl_sync(FULLMASK, r.vy, src),
+                                __shfl_sync(FULLMASK, r.vz, src)};
+            const int zero = __shfl_sync(FULLMASK, r.zero, src);
+            const int lexpos = __shfl_sync(FULLMASK, r.lexpos, src);
+            const int code = __shfl_sync(FULLMASK, r.code, src);
+            if (rr < 0)
+                continue; /* past the last candidate */
+            const float4 pj = c.pos[k];
+            const int j = __float_as_int(pj.w);
+            const int self = zero ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
+            unsigned hits = 0;
+#pragma unroll 4
+            for (int a = 0; a < nh; ++a) {
+                const float4 pa = home[a];
+                const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
+                bool hit = d2 < g.cutoff2 && self != a;
+                if (!FULL) {
+                    const int ia = __float_as_int(pa.w);
+                    hit = hit && (ia != j ? ia < j : lexpos != 0);
+                }
+                hits |= (unsigned)hit << a;
+            }
+            const unsigned key = ((unsigned)j << 5) | (unsigned)code;
+            while (hits) {
+                const int a = __ffs(hits) - 1;
+                hits &= hits - 1;
+                const int p = atomicAdd(cnt + a, 1);
+                if (p < V9_CAP)
+                    rowbuf[a * V9_WPITCH + p] = key;
+            }
+        }
+        __syncwarp();
+        for (int a = 0; a < nh; ++a) {
+            const int na = min(cnt[a], V9_CAP);
+            unsigned *const dst = slab + (size_t)__float_as_int(home[a].w) * V9_CAP;
+            for (int e = lane; e < na; e += 32)
+                dst[e] = rowbuf[a * V9_WPITCH + e];
+        }
+        if (lane < nh) {
+            counts[__float_as_int(home[lane].w)] = (unsigned long long)cnt[lane];
+            longest = max(longest, cnt[lane]);
+        }
+        __syncwarp(); /* home, cnt and rowbuf are refilled by the next 32 */
+    }
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)longest);
+    if (lane == 0 && m > *(volatile int *)maxlen)
+        atomicMax(maxlen, m);
+}
+
+/* One row's sorted keys out: NET keys in the network (NET >= the warp's
+ * longest row of at most V9_CAP). */
+template <int NET>
+__device__ __forceinline__ void v9_rows_out(unsigned (&x)[V9_CAP], int len, bool mine, long long off,
+                                            long long wbase, int span, bool staged, float4 pi,
+                                            const float4 *__restrict__ opos, const float (*sh)[3],
+                                            unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
+                                            float *__restrict__ d_out)
+{
+    thread_bitonic<NET>(x);
+    const int rel = (int)(off - wbase);
+    if (staged) {
+        if (mine) {
+#pragma unroll
+            for (int e = 0; e < NET; ++e)
+                if (e < len)
+                    st[rel + e] = x[e] >> 5;
+        }
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            j_out[wbase + e] = (int32_t)st[e];
+        __syncwarp();
+    } else if (mine) {
+#pragma unroll
+        for (int e = 0; e < NET; ++e)
+            if (e < len)
+                j_out[off + e] = (int32_t)(x[e] >> 5);
+    }
+    if (mine) {
+#pragma unroll
+        for (int e = 0; e < NET; ++e)
+            if (e < len) {
+                const unsigned key = x[e];
+                const float4 pj = __ldg(opos + (key >> 5));
+                const float *v = sh[key & 31u];
+                const float dv = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v));
+                if (staged)
+                    st[rel + e] = __float_as_uint(dv);
+                else
+                    d_out[off + e] = dv;
+            }
+    }
+    if (staged) {
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            d_out[wbase + e] = __uint_as_float(st[e]);
+    }
+}
+
+__global__ __launch_bounds__(V9_T) void v9_rows_kernel(const __grid_constant__ mdnl_geom g,
+                                                       const unsigned *__restrict__ slab, int n,
+                                                       const int64_t *__restrict__ offsets,
+                                                       const float4 *__restrict__ opos, int32_t *__restrict__ j_out,
+                                                       float *__restrict__ d_out)
+{
+    __shared__ __align__(16) unsigned stage_s[V9_T / 32][32 * V9_LPITCH];
+    __shared__ float sh[27][3];
+    if (threadIdx.x < 27) {
+        const int t = threadIdx.x;
+        mdnl_shift_vector(&g, t / 9 - 1, (t / 3) % 3 - 1, t % 3 - 1, sh[t]);
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int i0 = blockIdx.x * V9_T + (threadIdx.x & ~31);
+    const int i = i0 + lane;
+    if (i0 >= n)
+        return; /* the whole warp */
+    long long off;
+    int len = 0;
+    if (i < n) {
+        off = offsets[i];
+        len = (int)(offsets[i + 1] - off);
+    } else {
+        off = offsets[n];
+    }
+    const long long wbase = __shfl_sync(FULLMASK, off, 0);
+    const long long wend = __shfl_sync(FULLMASK, off + len, 31);
+    /* Rows longer than V9_CAP are v9_long_kernel's; their slots may get
+     * this warp's stale shared memory first, which that kernel overwrites. */
+    const bool mine = len <= V9_CAP;
+    const int wmax = (int)__reduce_max_sync(FULLMASK, mine ? (unsigned)len : 0u);
+    unsigned *const st = stage_s[w];
+    /* the warp's rows, 16 bytes a lane, into shared memory (only the words
+     * up to the longest row) */
+    {
+        const int nrows = min(32, n - i0), qmax = (wmax + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * V9_CAP);
+        for (int e = lane; e < nrows * (V9_CAP / 4); e += 32) {
+            const int row = e / (V9_CAP / 4), q = e % (V9_CAP / 4);
+            if (q < qmax)
+                *reinterpret_cast<uint4 *>(st + row * V9_LPITCH + 4 * q) = __ldcs(src + e);
+        }
+    }
+    __syncwarp();
+    unsigned x[V9_CAP];
+#pragma unroll
+    for (int q = 0; q < V9_CAP / 4; ++q) {
+        uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
+        if (mine && 4 * q < len)
+            u = *reinterpret_cast<const uint4 *>(st + lane * V9_LPITCH + 4 * q);
+        x[4 * q] = 4 * q < len ? u.x : ~0u;
+        x[4 * q + 1] = 4 * q + 1 < len ? u.y : ~0u;
+        x[4 * q + 2] = 4 * q + 2 < len ? u.z : ~0u;
+        x[4 * q + 3] = 4 * q + 3 < len ? u.w : ~0u;
+    }
+    __syncwarp(); /* st is reused for the output */
+    const bool staged = wend - wbase <= 32 * V9_CAP;
+    const int span = staged ? (int)(wend - wbase) : 0;
+    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    if (wmax <= 32)
+        v9_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, lane, j_out, d_out);
+    else
+        v9_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, lane, j_out, d_out);
+}
+
+/* Rows longer than V9_CAP. Mapping: thread per sorted slot s; only the long
+ * rows walk (mdnl_for_each_pair), write their pairs unsorted into the CSR
+ * and sort them in place. A walk that disagrees with the count sets err. */
+template <bool FULL>
+__global__ void v9_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                               const int64_t *__restrict__ offsets, int32_t *__restrict__ j_out,
+                               float *__restrict__ d_out, int *__restrict__ err)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= c.natoms)
+        return;
+    const int i = c.order[s];
+    const long long off = offsets[i];
+    const long long len = offsets[i + 1] - off;
+    if (len <= V9_CAP)
+        return;
+    long long k = 0;
+    mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+            if (k < len) {
+                j_out[off + k] = j;
+                d_out[off + k] = __fsqrt_rn(d2);
+            }
+            ++k;
+        }
+    });
+    if (k != len)
+        atomicOr(err, 1);
+    sort_row(global_row{j_out + off, d_out + off}, len);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The context. */
 
 /* ctx->flags, cleared by every build and read back by its last copy: [0] a
@@ -1541,7 +1825,7 @@ extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->ret
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
 extern "C" void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *c, int v)
 {
-    c->cell_variant = v >= 0 && v <= 8 ? v : 0;
+    c->cell_variant = v >= 0 && v <= 9 ? v : 0;
 }
 extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
 {
@@ -1979,6 +2263,61 @@ static mdnl_status build_pruned(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const f
     return MDNL_OK;
 }
 
+/* Whether variant 9 can build on `g` (see its kernels): each atom at most
+ * once in a row with shifts in -1..1, at most 32 candidate ranges per cell
+ * (a periodic z window splits once at most), j < 2^27. */
+static bool v9_fits(const mdnl_geom *g)
+{
+    if (g->natoms >= (1 << 27))
+        return false;
+    for (int k = 0; k < 3; ++k)
+        if (g->pbc[k] && g->ncell[k] < 2 * g->stencil[k] + 1)
+            return false;
+    return (2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (g->pbc[2] ? 2 : 1) <= 32;
+}
+
+/* Variant 9 (see its kernels): counting-sort binning, one walk into the
+ * slab, scan, rows sorted and written; the long rows last. */
+template <bool FULL>
+static mdnl_status build_v9(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
+{
+    mdnl_status st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    if ((st = build_fast_cells(ctx, g, pos, n)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * V9_CAP * sizeof(unsigned), "neighbor slab")) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    const unsigned wblocks = (unsigned)((g->ncells + V9_T / 32 - 1) / (V9_T / 32));
+    v9_walk_kernel<FULL><<<wblocks, V9_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr,
+                                                           (unsigned long long *)ctx->counts.ptr,
+                                                           (int *)ctx->flags.ptr + 1);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+    int longest = 0;
+    if ((st = scan_and_size(ctx, n, npairs, &longest)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+    STAGE(MDNL_CUDA_STAGE_SORT, 0);
+    v9_rows_kernel<<<(n + V9_T - 1) / V9_T, V9_T, 0, ctx->stream>>>(
+        *g, (const unsigned *)ctx->stage.ptr, n, (const int64_t *)ctx->offsets.ptr, pos, (int32_t *)ctx->j.ptr,
+        (float *)ctx->d.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_SORT, 1);
+    if (longest > V9_CAP) {
+        STAGE(MDNL_CUDA_STAGE_FILL, 0);
+        v9_long_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(*g, ctx->view,
+                                                                       (const int64_t *)ctx->offsets.ptr,
+                                                                       (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+                                                                       (int *)ctx->flags.ptr);
+        MDNL_CUDA_LAUNCHED(ctx->stream);
+        STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    }
+    return MDNL_OK;
+}
+
 /* Candidates per atom of the cell list (the density the default goes by). */
 static double cell_candidates(const mdnl_geom *g)
 {
@@ -1986,6 +2325,17 @@ static double cell_candidates(const mdnl_geom *g)
     for (int k = 0; k < 3; ++k)
         cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
     return cand;
+}
+
+/* The mean row of a full list, from the atoms per cell volume (t-frame
+ * cells: exact for orthorhombic boxes, an estimate for skewed ones). */
+static double v9_row_estimate(const mdnl_geom *g)
+{
+    double vol = 1.0;
+    for (int k = 0; k < 3; ++k)
+        vol *= 1.0 / (double)g->inv_cell[k];
+    const double rc = g->cutoff;
+    return (double)g->natoms / (double)g->ncells / vol * (4.0 / 3.0) * M_PI * rc * rc * rc;
 }
 
 /* The cell variant a build starts with (the context's, or the default by
@@ -1998,7 +2348,9 @@ static int cell_variant_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
     if (ctx->cell_variant != 0)
         return ctx->cell_variant;
     const double cand = cell_candidates(g);
-    return cand > 100 ? 5 : cand > 32 ? 6 : 7;
+    if (cand > 100)
+        return v9_fits(g) && v9_row_estimate(g) <= 0.9 * V9_CAP ? 9 : 5;
+    return cand > 32 ? 6 : 7;
 }
 
 template <bool FULL>
@@ -2013,6 +2365,11 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
      * (0.20-0.23 ms against variant 6's 0.28); rows of up to 100 candidates take variant 6. Staging wins only while
      * rows are short (variant 7's copy sorts rows longer than its registers in global memory: 20 ms on lj-1m). */
     int variant = cell_variant_first(ctx, g);
+    if (variant == 9) {
+        if (v9_fits(g))
+            return build_v9<FULL>(ctx, g, pos, n, npairs);
+        variant = 5; /* images: a row could meet an atom twice */
+    }
     if (variant == 8) {
         mdnl_geom fg;
         if (prune_grid(g, &fg))

@@ -27,9 +27,10 @@
 
 static const char *const system_names[] = {"graphene-17k", "graphene-1m", "lj-1m"};
 #define NSYSTEMS 3
-#define NMETHODS 11
+#define NMETHODS 12
 static const char *const method_labels[NMETHODS] = {"brute-atomic", "brute-noatomic", "cell",    "cell-v1", "cell-v2",
-                                                    "cell-v3",      "cell-v4",        "cell-v5", "cell-v6", "cell-v7", "cell-v8"};
+                                                    "cell-v3",      "cell-v4",        "cell-v5", "cell-v6", "cell-v7", "cell-v8",
+                                                    "cell-v9"};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -103,7 +104,7 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         goto done;
     const double cpu_ms = 1e3 * (wall_seconds() - t0);
 
-    /* "cell" is the default (variant by geometry); cell-v1 .. cell-v8 force
+    /* "cell" is the default (variant by geometry); cell-v1 .. cell-v9 force
      * the numbered variants (nlist_cuda.h). */
     mdnl_method methods[NMETHODS];
     methods[0] = MDNL_METHOD_BRUTE_ATOMIC;

@@ -179,7 +179,7 @@ static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl
             mdnl_nlist_free(&got);
         }
         /* every cell variant forced (the default picks one by density) */
-        for (int v = 1; v <= 8; ++v) {
+        for (int v = 1; v <= 9; ++v) {
             mdnl_nlist got = {0};
             char what[256];
             snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell variant %d", label,
@@ -457,7 +457,7 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
             MDNL_OK, "%s", mdnl_last_error());
         cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
         expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
-        for (int v = 1; v <= 8; ++v) {
+        for (int v = 1; v <= 9; ++v) {
             char what[64];
             snprintf(what, sizeof what, "200k dense, cell variant %d", v);
             mdnl_cuda_ctx_set_cell_variant(ctx, v);

@@ -1460,7 +1460,8 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
  * cells), the stencil's ranges fit a warp, and j < 2^27: j alone then orders
  * a row as mdnl_row_key does. */
 #define V9_CAP 64
-#define V9_T 128
+#define V9_T 128 /* walk: 4 warps, 4 cells a block */
+#define V9_RT 64 /* rows: 2 warps */
 #define V9_WPITCH (V9_CAP + 1) /* walk rows in shared memory: a row per bank offset */
 #define V9_LPITCH (V9_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
@@ -1470,150 +1471,10 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ maxlen)
 {
-    __shared__ float4 home_s[V9_T / 32][32];
-    __shared__ int cnt_s[V9_T / 32][32];
-    __shared__ unsigned row_s[V9_T / 32][32 * V9_WPITCH];
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int cell = blockIdx.x * (V9_T / 32) + w;
-    if (cell >= c.ncells)
-        return; /* the whole warp */
-    const int hb = c.start[cell], he = c.start[cell + 1];
-    if (hb == he)
-        return;
-    const warp_ranges r = warp_list_ranges(g, c, cell, lane);
-    float4 *const home = home_s[w];
-    int *const cnt = cnt_s[w];
-    unsigned *const rowbuf = row_s[w];
-    int longest = 0;
-    for (int h0 = hb; h0 < he; h0 += 32) {
-        const int nh = min(32, he - h0);
-        if (lane < nh)
-            home[lane] = c.pos[h0 + lane];
-        cnt[lane] = 0;
-        __syncwarp();
-        int cr = 0; /* first range that may intersect the step (uniform) */
-        for (int base = 0; base < r.total; base += 32) {
-            const int fl = base + lane;
-            while (__shfl_sync(FULLMASK, r.fe, cr) <= base)
-                ++cr;
-            int rr = -1, k = 0;
-            for (int q = cr; q < r.nr; ++q) {
-                const int fs = __shfl_sync(FULLMASK, r.fs, q);
-                if (fs >= base + 32)
-                    break;
-                const int fe = __shfl_sync(FULLMASK, r.fe, q);
-                const int kb = __shfl_sync(FULLMASK, r.kb, q);
-                if (fl >= fs && fl < fe) {
-                    rr = q;
-                    k = kb + (fl - fs);
-                }
-            }
-            const int src = rr < 0 ? 0 : rr;
-            const float v[3] = {__shfl_sync(FULLMASK, r.vx, src), __shfl_sync(FULLMASK, r.vy, src),
-                                __shfl_sync(FULLMASK, r.vz, src)};
-            const int zero = __shfl_sync(FULLMASK, r.zero, src);
-            const int lexpos = __shfl_sync(FULLMASK, r.lexpos, src);
-            const int code = __shfl_sync(FULLMASK, r.code, src);
-            if (rr < 0)
-                continue; /* past the last candidate */
-            const float4 pj = c.pos[k];
-            const int j = __float_as_int(pj.w);
-            const int self = zero ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
-            unsigned hits = 0;
-#pragma unroll 4
-            for (int a = 0; a < nh; ++a) {
-                const float4 pa = home[a];
-                const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
-                bool hit = d2 < g.cutoff2 && self != a;
-                if (!FULL) {
-                    const int ia = __float_as_int(pa.w);
-                    hit = hit && (ia != j ? ia < j : lexpos != 0);
-                }
-                hits |= (unsigned)hit << a;
-            }
-            const unsigned key = ((unsigned)j << 5) | (unsigned)code;
-            while (hits) {
-                const int a = __ffs(hits) - 1;
-                hits &= hits - 1;
-                const int p = atomicAdd(cnt + a, 1);
-                if (p < V9_CAP)
-                    rowbuf[a * V9_WPITCH + p] = key;
-            }
-        }
-        __syncwarp();
-        for (int a = 0; a < nh; ++a) {
-            const int na = min(cnt[a], V9_CAP);
-            unsigned *const dst = slab + (size_t)__float_as_int(home[a].w) * V9_CAP;
-            for (int e = lane; e < na; e += 32)
-                dst[e] = rowbuf[a * V9_WPITCH + e];
-        }
-        if (lane < nh) {
-            counts[__float_as_int(home[lane].w)] = (unsigned long long)cnt[lane];
-            longest = max(longest, cnt[lane]);
-        }
-        __syncwarp(); /* home, cnt and rowbuf are refilled by the next 32 */
-    }
-    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)longest);
-    if (lane == 0 && m > *(volatile int *)maxlen)
-        atomicMax(maxlen, m);
-}
-
-/* One row's sorted keys out: NET keys in the network (NET >= the warp's
- * longest row of at most V9_CAP). */
-template <int NET>
-__device__ __forceinline__ void v9_rows_out(unsigned (&x)[V9_CAP], int len, bool mine, long long off,
-                                            long long wbase, int span, bool staged, float4 pi,
-                                            const float4 *__restrict__ opos, const float (*sh)[3],
-                                            unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
-                                            float *__restrict__ d_out)
-{
-    thread_bitonic<NET>(x);
-    const int rel = (int)(off - wbase);
-    if (staged) {
-        if (mine) {
-#pragma unroll
-            for (int e = 0; e < NET; ++e)
-                if (e < len)
-                    st[rel + e] = x[e] >> 5;
-        }
-        __syncwarp();
-        for (int e = lane; e < span; e += 32)
-            j_out[wbase + e] = (int32_t)st[e];
-        __syncwarp();
-    } else if (mine) {
-#pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len)
-                j_out[off + e] = (int32_t)(x[e] >> 5);
-    }
-    if (mine) {
-#pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len) {
-                const unsigned key = x[e];
-                const float4 pj = __ldg(opos + (key >> 5));
-                const float *v = sh[key & 31u];
-                const float dv = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v));
-                if (staged)
-                    st[rel + e] = __float_as_uint(dv);
-                else
-                    d_out[off + e] = dv;
-            }
-    }
-    if (staged) {
-        __syncwarp();
-        for (int e = lane; e < span; e += 32)
-            d_out[wbase + e] = __uint_as_float(st[e]);
-    }
-}
-
-__global__ __launch_bounds__(V9_T) void v9_rows_kernel(const __grid_constant__ mdnl_geom g,
-                                                       const unsigned *__restrict__ slab, int n,
-                                                       const int64_t *__restrict__ offsets,
-                                                       const float4 *__restrict__ opos, int32_t *__restrict__ j_out,
-                                                       float *__restrict__ d_out)
-{
-    __shared__ __align__(16) unsigned stage_s[V9_T / 32][32 * V9_LPITCH];
+    constexpr int W = V9_T / 32;
+    __shared__ float4 home_s[W * 32];
+    __shared__ unsigned *rowp_s[W * 32];
+    __shared__ int fe_s[W * 32], kb_s[W * 32], code_s[W * 32];
     __shared__ float sh[27][3];
     if (threadIdx.x < 27) {
         const int t = threadIdx.x;
@@ -1621,7 +1482,144 @@ __global__ __launch_bounds__(V9_T) void v9_rows_kernel(const __grid_constant__ m
     }
     __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int i0 = blockIdx.x * V9_T + (threadIdx.x & ~31);
+    const int cell = blockIdx.x * W + w;
+    if (cell >= c.ncells)
+        return; /* the whole warp */
+    const int hb = c.start[cell], he = c.start[cell + 1];
+    if (hb == he)
+        return;
+    int ntot; /* the cell's candidates */
+    {
+        /* its candidate ranges, flat [fs, fe) from slot kb, in a table */
+        const warp_ranges r = warp_list_ranges(g, c, cell, lane);
+        fe_s[w * 32 + lane] = r.fe; /* 0x7fffffff past the last range */
+        kb_s[w * 32 + lane] = r.kb - r.fs;
+        code_s[w * 32 + lane] = r.code;
+        ntot = r.total;
+    }
+    __syncwarp();
+    const unsigned lt = (1u << lane) - 1u;
+    const int hbase = w * 32;
+    int longest = 0;
+    for (int h0 = hb; h0 < he; h0 += 32) {
+        const int nh = min(32, he - h0);
+        if (lane < nh) {
+            const float4 p = c.pos[h0 + lane];
+            home_s[hbase + lane] = p;
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * V9_CAP;
+        }
+        __syncwarp();
+        int cnt = 0; /* lane a: the row length of home atom a so far */
+        int q = 0;   /* this lane's range (its flat index only grows) */
+        for (int base = 0; base < ntot; base += 32) {
+            const int fl = base + lane;
+            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f); /* past the end: never a neighbour */
+            int k = -1, code = 13;
+            if (fl < ntot) {
+                while (fe_s[hbase + q] <= fl)
+                    ++q;
+                k = kb_s[hbase + q] + fl;
+                code = code_s[hbase + q];
+                pj = c.pos[k];
+            }
+            const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
+            const int j = __float_as_int(pj.w);
+            const int self = code == 13 ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
+            const unsigned key = ((unsigned)j << 5) | (unsigned)code;
+#pragma unroll 4
+            for (int a = 0; a < nh; ++a) {
+                const float4 pa = home_s[hbase + a];
+                const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
+                bool hit = d2 < g.cutoff2 && self != a;
+                if (!FULL) {
+                    const int ia = __float_as_int(pa.w);
+                    hit = hit && (ia != j ? ia < j : code > 13);
+                }
+                const unsigned m = __ballot_sync(FULLMASK, hit);
+                const int ca = __shfl_sync(FULLMASK, cnt, a);
+                const int p = ca + __popc(m & lt);
+                if (hit && p < V9_CAP)
+                    __stcg(rowp_s[hbase + a] + p, key);
+                if (lane == a)
+                    cnt = ca + __popc(m);
+            }
+        }
+        if (lane < nh) {
+            counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
+            longest = max(longest, cnt);
+        }
+        __syncwarp(); /* home_s and rowp_s are refilled by the next 32 */
+    }
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)longest);
+    if (lane == 0 && m > *(volatile int *)maxlen)
+        atomicMax(maxlen, m);
+}
+
+/* One row's sorted keys out: NET keys in the network (NET >= the warp's
+ * longest row of at most V9_CAP). Staged (every row of the warp is the
+ * thread's own and they fit the stage): the sorted keys and their row's lane
+ * go to shared memory in output order, and the warp writes j, then computes
+ * and writes d, entry by entry in output order (coalesced stores, and the
+ * gathers of many entries in flight). Otherwise each thread writes its own
+ * row. */
+template <int NET>
+__device__ __forceinline__ void v9_rows_out(unsigned (&x)[V9_CAP], int len, bool mine, long long off,
+                                            long long wbase, int span, bool staged, float4 pi,
+                                            const float4 *__restrict__ opos, const float (*sh)[3],
+                                            unsigned *__restrict__ st, unsigned char *__restrict__ rid,
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
+                                            float *__restrict__ d_out)
+{
+    thread_bitonic<NET>(x);
+    if (staged) {
+        const int rel = (int)(off - wbase);
+#pragma unroll
+        for (int e = 0; e < NET; ++e)
+            if (e < len) {
+                st[rel + e] = x[e];
+                rid[rel + e] = (unsigned char)lane;
+            }
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            j_out[wbase + e] = (int32_t)(st[e] >> 5);
+#pragma unroll 4
+        for (int e = lane; e < span; e += 32) {
+            const unsigned key = st[e];
+            const float4 p = pis[rid[e]];
+            const float4 pj = __ldg(opos + (key >> 5));
+            d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
+        return;
+    }
+    if (!mine)
+        return;
+#pragma unroll
+    for (int e = 0; e < NET; ++e)
+        if (e < len) {
+            const unsigned key = x[e];
+            const float4 pj = __ldg(opos + (key >> 5));
+            j_out[off + e] = (int32_t)(key >> 5);
+            d_out[off + e] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
+}
+
+__global__ __launch_bounds__(V9_RT) void v9_rows_kernel(const __grid_constant__ mdnl_geom g,
+                                                        const unsigned *__restrict__ slab, int n,
+                                                        const int64_t *__restrict__ offsets,
+                                                        const float4 *__restrict__ opos, int32_t *__restrict__ j_out,
+                                                        float *__restrict__ d_out)
+{
+    __shared__ __align__(16) unsigned stage_s[V9_RT / 32][32 * V9_LPITCH];
+    __shared__ unsigned char rid_s[V9_RT / 32][32 * V9_CAP];
+    __shared__ float4 pi_s[V9_RT / 32][32];
+    __shared__ float sh[27][3];
+    if (threadIdx.x < 27) {
+        const int t = threadIdx.x;
+        mdnl_shift_vector(&g, t / 9 - 1, (t / 3) % 3 - 1, t % 3 - 1, sh[t]);
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int i0 = blockIdx.x * V9_RT + (threadIdx.x & ~31);
     const int i = i0 + lane;
     if (i0 >= n)
         return; /* the whole warp */
@@ -1635,15 +1633,14 @@ __global__ __launch_bounds__(V9_T) void v9_rows_kernel(const __grid_constant__ m
     }
     const long long wbase = __shfl_sync(FULLMASK, off, 0);
     const long long wend = __shfl_sync(FULLMASK, off + len, 31);
-    /* Rows longer than V9_CAP are v9_long_kernel's; their slots may get
-     * this warp's stale shared memory first, which that kernel overwrites. */
+    /* Rows longer than V9_CAP are v9_long_kernel's. */
     const bool mine = len <= V9_CAP;
-    const int wmax = (int)__reduce_max_sync(FULLMASK, mine ? (unsigned)len : 0u);
+    const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
     /* the warp's rows, 16 bytes a lane, into shared memory (only the words
      * up to the longest row) */
     {
-        const int nrows = min(32, n - i0), qmax = (wmax + 3) / 4;
+        const int nrows = min(32, n - i0), qmax = (min(wmax, V9_CAP) + 3) / 4;
         const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * V9_CAP);
         for (int e = lane; e < nrows * (V9_CAP / 4); e += 32) {
             const int row = e / (V9_CAP / 4), q = e % (V9_CAP / 4);
@@ -1663,14 +1660,17 @@ __global__ __launch_bounds__(V9_T) void v9_rows_kernel(const __grid_constant__ m
         x[4 * q + 2] = 4 * q + 2 < len ? u.z : ~0u;
         x[4 * q + 3] = 4 * q + 3 < len ? u.w : ~0u;
     }
-    __syncwarp(); /* st is reused for the output */
-    const bool staged = wend - wbase <= 32 * V9_CAP;
-    const int span = staged ? (int)(wend - wbase) : 0;
     const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    pi_s[w][lane] = pi;
+    __syncwarp(); /* st is reused for the output */
+    const bool staged = wmax <= V9_CAP && wend - wbase <= 32 * V9_CAP;
+    const int span = staged ? (int)(wend - wbase) : 0;
     if (wmax <= 32)
-        v9_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, lane, j_out, d_out);
+        v9_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
     else
-        v9_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, lane, j_out, d_out);
+        v9_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
 }
 
 /* Rows longer than V9_CAP. Mapping: thread per sorted slot s; only the long
@@ -2301,7 +2301,7 @@ static mdnl_status build_v9(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
-    v9_rows_kernel<<<(n + V9_T - 1) / V9_T, V9_T, 0, ctx->stream>>>(
+    v9_rows_kernel<<<(n + V9_RT - 1) / V9_RT, V9_RT, 0, ctx->stream>>>(
         *g, (const unsigned *)ctx->stage.ptr, n, (const int64_t *)ctx->offsets.ptr, pos, (int32_t *)ctx->j.ptr,
         (float *)ctx->d.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);

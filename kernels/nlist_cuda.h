@@ -139,7 +139,8 @@ void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
 
 /* Cell-list variant: 0 = by density (default: 7 up to 32 candidates per
- * atom, 6 up to 100, else 5), 1 = count pass + fused fill, 2 = staged single traversal,
+ * atom, 6 up to 100, else 9 where it fits and rows average at most 90% of
+ * its 64-key slab rows, else 5), 1 = count pass + fused fill, 2 = staged single traversal,
  * 3 = thread-per-atom count pass + warp-per-atom fill (rows compacted by
  * ballot into a per-warp buffer, bitonic-sorted in registers, written
  * coalesced), 4 = warp-per-atom count and fill, 5 = tile fill (sorted
@@ -150,7 +151,13 @@ int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
  * (falls back to 5 when a refined periodic axis has fewer than 2 stencil + 1
  * cells or there are 2^26 atoms or more; tuning knobs in the environment:
  * MDNL_PRUNE_T=64|128, MDNL_PRUNE_KEY4=0|1, MDNL_PRUNE_CARVE=percent,
- * MDNL_PRUNE_BASE=1 for the unrefined grid).
+ * MDNL_PRUNE_BASE=1 for the unrefined grid),
+ * 9 = one walk, a warp per home cell testing 32 candidates at a time against
+ * each home atom, hits into a slab of 64-key rows; then rows sorted in
+ * registers, distances recomputed, written coalesced; rows over 64 walked
+ * again by one thread (falls back to 5 when a periodic axis has fewer than
+ * 2 stencil + 1 cells, the stencil has more than 32 ranges, or there are
+ * 2^27 atoms or more).
  * 3 and 4 fall back to 1 when the stencil has more than 32 (cell, shift)
  * columns; 5 falls back to 3 when a periodic axis has fewer than
  * 2 stencil + 1 cells (a tile would meet a cell twice, through two images)

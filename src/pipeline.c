@@ -302,6 +302,7 @@ static void *writer_main(void *arg)
 typedef struct compute {
     mdnl_engine eng;
     bool dev_wrap; /* CUDA: frames are wrapped on the device by this stage */
+    bool sync_wrap; /* CUDA: wait for every wrap's t-range at once (MDNL_RUN_SYNC_WRAP=1, an A/B) */
     int32_t ids[MDNL_MAX_RDF_PAIRS][2];
     mdnl_hist_spec spec;
 } compute;
@@ -338,6 +339,11 @@ static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, sl
     if (st != MDNL_OK || bound == 0)
         return grids_done(c, s, st);
     s->wrap_pending = true;
+    if (cs->sync_wrap) { /* MDNL_RUN_SYNC_WRAP=1: the synchronous read-back, for the A/B */
+        if ((st = settle_wrap(c, cs, s, ticket)) != MDNL_OK)
+            return st;
+        return grids_done(c, s, MDNL_OK);
+    }
     if (!(cut && c->hist))
         return MDNL_OK;
     if ((st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax)) != MDNL_OK)
@@ -447,6 +453,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
     const bool work = !c->read_only && (c->neighbors || c->energy || c->hist);
     cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA;
+    const char *sync_env = getenv("MDNL_RUN_SYNC_WRAP");
+    cs.sync_wrap = sync_env && sync_env[0] == '1';
     const bool host_wrap = work && !cs.dev_wrap; /* the prepare thread and its OpenMP team */
     stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
     if (c->hist)

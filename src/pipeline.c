@@ -107,7 +107,7 @@ typedef struct slot {
     bool wrap_pending; /* CUDA: grids laid out before the wrap's t-range, settled when collected */
 } slot;
 
-#define MAX_SLOTS 4
+#define MAX_SLOTS 8
 
 typedef struct ring {
     const mdnl_pipeline_config *c;
@@ -307,11 +307,13 @@ typedef struct compute {
     mdnl_hist_spec spec;
 } compute;
 
-/* CUDA: the t-range and first non-finite atom of a frame whose grids were
- * laid out before them (waits for the wrap if it is still running): a
- * non-finite coordinate is the frame's input error; the grids get their
- * real t-range (and must not change: mdnl_geom_settle). */
-static mdnl_status settle_wrap(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket)
+/* CUDA: the t-range and first non-finite atom of a frame whose first grid
+ * was laid out before them (waits for the wrap if it is still running): a
+ * non-finite coordinate is the frame's input error; the grid gets its real
+ * t-range (and must not change: mdnl_geom_settle). The r_max grid, when
+ * both are needed, is settled the same way when it was laid out early too
+ * (rmax_early: the frame's kernels already ran on it), else regridded. */
+static mdnl_status settle_wrap(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, bool rmax_early)
 {
     const bool cut = c->neighbors || c->energy;
     double tlo[3], thi[3];
@@ -321,7 +323,8 @@ static mdnl_status settle_wrap(const mdnl_pipeline_config *c, compute *cs, slot 
     if (st == MDNL_OK)
         st = mdnl_geom_settle(&s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, tlo, thi, bad);
     if (st == MDNL_OK && cut && c->hist)
-        st = mdnl_geom_settle(&s->f, c->rmax, &s->g_rmax, tlo, thi, bad);
+        st = rmax_early ? mdnl_geom_settle(&s->f, c->rmax, &s->g_rmax, tlo, thi, bad)
+                        : mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
     return input_prefixed(c, st);
 }
 
@@ -339,21 +342,16 @@ static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, sl
     if (st != MDNL_OK || bound == 0)
         return grids_done(c, s, st);
     s->wrap_pending = true;
-    if (cs->sync_wrap) { /* MDNL_RUN_SYNC_WRAP=1: the synchronous read-back, for the A/B */
-        if ((st = settle_wrap(c, cs, s, ticket)) != MDNL_OK)
-            return st;
-        return grids_done(c, s, MDNL_OK);
-    }
+    if (cs->sync_wrap) /* MDNL_RUN_SYNC_WRAP=1: the synchronous read-back, for the A/B */
+        return settle_wrap(c, cs, s, ticket, false);
     if (!(cut && c->hist))
         return MDNL_OK;
     if ((st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax)) != MDNL_OK)
         return input_prefixed(c, st);
     if (mdnl_geom_early_certain(&s->g_rmax, c->rmax, bound))
         return MDNL_OK;
-    /* rare: r_max's grid sits on a boundary of the slack */
-    if ((st = settle_wrap(c, cs, s, ticket)) != MDNL_OK)
-        return st;
-    return grids_done(c, s, MDNL_OK);
+    /* rare: r_max's grid sits on a boundary of the slack; wait for it */
+    return settle_wrap(c, cs, s, ticket, false);
 }
 
 /* Frames are deferred by one: launch_frame wraps frame k on the device (on
@@ -402,7 +400,7 @@ static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slo
     const mdnl_frame *f = &s->f;
     mdnl_status st;
     /* the frame's own input error first (a non-finite coordinate) */
-    if (s->wrap_pending && (st = settle_wrap(c, cs, s, ticket)) != MDNL_OK)
+    if (s->wrap_pending && (st = settle_wrap(c, cs, s, ticket, true)) != MDNL_OK)
         return st;
     if ((c->energy || c->hist) && (st = mdnl_engine_collect(&cs->eng, ticket, c->energy, c->hist)) != MDNL_OK)
         return st;
@@ -472,7 +470,11 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     p->progress = progress;
     p->sink = sink;
     p->user = user;
-    p->nslots = c->nslots < 2 ? 2 : c->nslots > MAX_SLOTS ? MAX_SLOTS : c->nslots;
+    int nslots = c->nslots;
+    const char *slots_env = getenv("MDNL_RUN_SLOTS"); /* for the A/B in tools/bench/RESULTS.md */
+    if (slots_env && *slots_env)
+        nslots = atoi(slots_env);
+    p->nslots = nslots < 2 ? 2 : nslots > MAX_SLOTS ? MAX_SLOTS : nslots;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_mutex_init(&p->io, NULL);

@@ -11,8 +11,8 @@
 # BARE (default bench_h5md_read beside it). Each round: the bare read
 # (bench_h5md_read --bare, best of 5), then
 #   mdnl run H5 -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 -o RES.h5 --json
-# and, with AB="ENV=VALUE" set, the same run once more under that environment
-# variable (an A/B on the same machine). Prints one row per run: frames/s
+# and, with AB="ENV=VALUE ..." set, the same run once more under each of those
+# environment variables (A/Bs on the same machine). Prints one row per run: frames/s
 # steady, steady / bare, and the compute thread's time per frame (prepare,
 # launch, collect wait, waiting for the reader); JSON lines in DIR/samples.jsonl.
 set -eu
@@ -29,20 +29,15 @@ out=$dir/samples.jsonl
 i=1
 while [ "$i" -le "$rounds" ]; do
     "$bare" --bare "$h5" >"$dir/.bare.json"
-    for variant in plain ab; do
-        if [ "$variant" = ab ] && [ -z "$ab" ]; then continue; fi
-        if [ "$variant" = ab ]; then
-            env "$ab" "$mdnl" run "$h5" -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 -o "$dir/res.h5" \
-                --json --no-progress >"$dir/.run.json"
-        else
-            "$mdnl" run "$h5" -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 -o "$dir/res.h5" \
-                --json --no-progress >"$dir/.run.json"
-        fi
-        python3 - "$dir/.run.json" "$dir/.bare.json" "$i" "$variant" "$ab" >>"$out" <<'EOF'
+    for variant in default $ab; do
+        if [ "$variant" = default ]; then set --; else set -- env "$variant"; fi
+        "$@" "$mdnl" run "$h5" -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 -o "$dir/res.h5" \
+            --json --no-progress >"$dir/.run.json"
+        python3 - "$dir/.run.json" "$dir/.bare.json" "$i" "$variant" >>"$out" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 b = json.load(open(sys.argv[2]))
-r["round"], r["variant"] = int(sys.argv[3]), sys.argv[5] if sys.argv[4] == "ab" else "default"
+r["round"], r["variant"] = int(sys.argv[3]), sys.argv[4]
 r["bare"] = b
 print(json.dumps(r))
 EOF
@@ -52,17 +47,17 @@ done
 python3 - "$out" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("%5s %-22s %8s %8s %7s %9s %9s %9s %9s %9s" % ("round", "variant", "bare", "steady", "ratio", "prep ms",
-      "launch ms", "collect", "starved", "rd block"))
+print("%5s %-22s %8s %8s %7s %9s %9s %9s %9s %9s %9s" % ("round", "variant", "bare", "steady", "ratio", "read ms",
+      "prep ms", "launch ms", "collect", "starved", "rd block"))
 by = {}
 for r in rows:
     s, n = r["seconds"], max(r["frames"], 1)
     ratio = r["frames_per_second_steady"] / r["bare"]["bare_fps"]
     by.setdefault(r["variant"], []).append(ratio)
     launch = s["compute"] - s.get("collect", 0.0)
-    print("%5d %-22s %8.0f %8.0f %7.3f %9.4f %9.4f %9.4f %9.4f %9.4f" % (
+    print("%5d %-22s %8.0f %8.0f %7.3f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f" % (
         r["round"], r["variant"][:22], r["bare"]["bare_fps"], r["frames_per_second_steady"], ratio,
-        1e3 * s["prepare"] / n, 1e3 * launch / n, 1e3 * s.get("collect", 0.0) / n,
+        1e3 * s["read"] / n, 1e3 * s["prepare"] / n, 1e3 * launch / n, 1e3 * s.get("collect", 0.0) / n,
         1e3 * s.get("compute_starved", 0.0) / n, 1e3 * s.get("read_blocked", 0.0) / n))
 for v, xs in by.items():
     print("%s: steady / bare median %.3f, range %.3f-%.3f over %d rounds (%d >= 0.85)" % (

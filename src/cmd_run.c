@@ -209,7 +209,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         .rmax = o.rmax,
         .bins = (int32_t)o.bins,
         .pairs = &pn,
-        .nslots = 6,
+        .nslots = 4,
     };
     if (o.pair && (st = mdnl_potential_parse(o.pair, o.cutoff, &cfg.pot)) != MDNL_OK)
         return st;

@@ -107,7 +107,7 @@ typedef struct slot {
     bool wrap_pending; /* CUDA: grids laid out before the wrap's t-range, settled when collected */
 } slot;
 
-#define MAX_SLOTS 8
+#define MAX_SLOTS 4
 
 typedef struct ring {
     const mdnl_pipeline_config *c;
@@ -302,7 +302,6 @@ static void *writer_main(void *arg)
 typedef struct compute {
     mdnl_engine eng;
     bool dev_wrap; /* CUDA: frames are wrapped on the device by this stage */
-    bool sync_wrap; /* CUDA: wait for every wrap's t-range at once (MDNL_RUN_SYNC_WRAP=1, an A/B) */
     int32_t ids[MDNL_MAX_RDF_PAIRS][2];
     mdnl_hist_spec spec;
 } compute;
@@ -342,8 +341,6 @@ static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, sl
     if (st != MDNL_OK || bound == 0)
         return grids_done(c, s, st);
     s->wrap_pending = true;
-    if (cs->sync_wrap) /* MDNL_RUN_SYNC_WRAP=1: the synchronous read-back, for the A/B */
-        return settle_wrap(c, cs, s, ticket, false);
     if (!(cut && c->hist))
         return MDNL_OK;
     if ((st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax)) != MDNL_OK)
@@ -451,8 +448,6 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
     const bool work = !c->read_only && (c->neighbors || c->energy || c->hist);
     cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA;
-    const char *sync_env = getenv("MDNL_RUN_SYNC_WRAP");
-    cs.sync_wrap = sync_env && sync_env[0] == '1';
     const bool host_wrap = work && !cs.dev_wrap; /* the prepare thread and its OpenMP team */
     stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
     if (c->hist)
@@ -470,11 +465,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     p->progress = progress;
     p->sink = sink;
     p->user = user;
-    int nslots = c->nslots;
-    const char *slots_env = getenv("MDNL_RUN_SLOTS"); /* for the A/B in tools/bench/RESULTS.md */
-    if (slots_env && *slots_env)
-        nslots = atoi(slots_env);
-    p->nslots = nslots < 2 ? 2 : nslots > MAX_SLOTS ? MAX_SLOTS : nslots;
+    p->nslots = c->nslots < 2 ? 2 : c->nslots > MAX_SLOTS ? MAX_SLOTS : c->nslots;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_mutex_init(&p->io, NULL);

@@ -1,7 +1,7 @@
 /* pipeline.h — the streaming frame pipeline behind `mdnl run` (SPEC §1):
  * read frame k+1, compute frame k and write frame k−1 at the same time.
  *
- * Threads share a ring of `nslots` (2 to 8; `mdnl run` uses 6) slots, each owning one
+ * Threads share a ring of `nslots` (2 to 4) slots, each owning one
  * mdnl_frame, its float positions and one neighbor list, so memory is
  * bounded by the largest frame, never by the number of frames. CUDA backend
  * (three threads):
@@ -77,7 +77,7 @@ typedef struct mdnl_pipeline_config {
     double rmax;
     int32_t bins;
     const mdnl_pair_names *pairs; /* n == 0: the total */
-    int nslots;                   /* 2 to 8 (4: full four-stage overlap; more: slack for the reader) */
+    int nslots;                   /* 2 to 4 (4: full four-stage overlap) */
     bool serialize_io;            /* hold one lock around reads and sink calls (HDF5 in both) */
     /* The backend's start-up, begun early by the caller (engine.h
      * mdnl_engine_start_begin) or NULL; joined before the engine is made. */

@@ -12,9 +12,13 @@
 # (bench_h5md_read --bare, best of 5), then
 #   mdnl run H5 -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 -o RES.h5 --json
 # and, with AB="ENV=VALUE ..." set, the same run once more under each of those
-# environment variables (A/Bs on the same machine). Prints one row per run: frames/s
-# steady, steady / bare, and the compute thread's time per frame (prepare,
-# launch, collect wait, waiting for the reader); JSON lines in DIR/samples.jsonl.
+# environment variables (A/Bs on the same machine), and with WORK="ARGS|ARGS"
+# other work instead of the default (e.g. WORK="--pair lj:epsilon=1,sigma=1|
+# --rmax 4 --bins 200", each with -c 2.5 added) to see which part sets the rate.
+# Prints one row per run: frames/s steady, steady / bare, the reader's and the
+# compute thread's time per frame (prepare, launch, waiting for the device's
+# results, waiting for the reader) and the reader's wait for a free slot;
+# JSON lines in DIR/samples.jsonl.
 set -eu
 h5=$1
 rounds=${2:-5}
@@ -22,6 +26,7 @@ dir=${3:-build/bench_samples}
 mdnl=${MDNL:-build/mdnl}
 bare=${BARE:-$(dirname "$mdnl")/bench_h5md_read}
 ab=${AB:-}
+work=${WORK:-}
 mkdir -p "$dir"
 out=$dir/samples.jsonl
 : >"$out"
@@ -29,10 +34,14 @@ out=$dir/samples.jsonl
 i=1
 while [ "$i" -le "$rounds" ]; do
     "$bare" --bare "$h5" >"$dir/.bare.json"
-    for variant in default $ab; do
-        if [ "$variant" = default ]; then set --; else set -- env "$variant"; fi
-        "$@" "$mdnl" run "$h5" -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 -o "$dir/res.h5" \
-            --json --no-progress >"$dir/.run.json"
+    for variant in default $ab $(echo "$work" | tr ' |' '~ '); do
+        work_args=$(echo "$variant" | tr '~' ' ')
+        case $variant in
+        default) set -- "$mdnl" run "$h5" -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 ;;
+        -*) set -- "$mdnl" run "$h5" -c 2.5 $work_args ;;
+        *) set -- env "$variant" "$mdnl" run "$h5" -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200 ;;
+        esac
+        "$@" -o "$dir/res.h5" --json --no-progress >"$dir/.run.json"
         python3 - "$dir/.run.json" "$dir/.bare.json" "$i" "$variant" >>"$out" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -3,8 +3,6 @@
 #include "cuda_host.h"
 
 #include <cuda_runtime.h>
-#include <stdlib.h>
-#include <string.h>
 
 extern "C" void *mdnl_cuda_host_alloc(size_t bytes, const char *what)
 {
@@ -59,16 +57,6 @@ extern "C" mdnl_status mdnl_nlist_download_cuda(void *stream_, const mdnl_nlist_
 
 extern "C" mdnl_status mdnl_cuda_start(void)
 {
-    /* How a host thread waits for the device (before the context exists):
-     * MDNL_CUDA_SYNC=spin|yield|blocking (environment, for the A/B in
-     * tools/bench/RESULTS.md); unset: the runtime's default (auto). */
-    const char *sync = getenv("MDNL_CUDA_SYNC");
-    if (sync && *sync) {
-        const unsigned flag = !strcmp(sync, "spin")    ? cudaDeviceScheduleSpin
-                              : !strcmp(sync, "yield") ? cudaDeviceScheduleYield
-                                                       : cudaDeviceScheduleBlockingSync;
-        MDNL_CUDA_CHECK(cudaSetDeviceFlags(flag));
-    }
     MDNL_CUDA_CHECK(cudaSetDevice(0));
     MDNL_CUDA_CHECK(cudaFree(0)); /* the documented way to make the runtime create the context now */
     return MDNL_OK;

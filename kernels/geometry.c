@@ -3,6 +3,7 @@
 #include "geometry.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* Slack on cell widths and image ranges that covers float rounding: relative
@@ -174,8 +175,10 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
     double tmax0 = -INFINITY, tmax1 = -INFINITY, tmax2 = -INFINITY;
     int64_t first_bad = n;
     const double(*pos)[3] = (const double(*)[3])f->pos;
-#pragma omp parallel for schedule(static) if (n > 20000) reduction(min : tmin0, tmin1, tmin2, first_bad)           \
-    reduction(max : tmax0, tmax1, tmax2)
+#pragma omp parallel for schedule(static) if (n > 20000) reduction(min                                                 \
+                                                                   : tmin0, tmin1, tmin2, first_bad)                   \
+    reduction(max                                                                                                      \
+              : tmax0, tmax1, tmax2)
     for (int64_t i = 0; i < n; ++i) {
         float p[3];
         double t[3];
@@ -200,5 +203,68 @@ mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g)
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
     set_grid(g, cutoff);
+    return MDNL_OK;
+}
+
+double mdnl_geom_tabs_bound(const mdnl_geom *g, const mdnl_wrap_params *w)
+{
+    if (g->natoms <= 0 || !w->has_lattice || !g->pbc[0] || !g->pbc[1] || !g->pbc[2])
+        return 0.0;
+    double pmax[3], bound = 0;
+    for (int a = 0; a < 3; ++a)
+        pmax[a] = fabs(w->h[0][a]) + fabs(w->h[1][a]) + fabs(w->h[2][a]);
+    for (int k = 0; k < 3; ++k) {
+        double t = 0;
+        for (int a = 0; a < 3; ++a)
+            t += pmax[a] * fabs(w->tmat[a][k]);
+        bound = fmax(bound, t);
+    }
+    return bound * (1.0 + 1e-6);
+}
+
+/* Whether two grids agree in every field but the t-range bookkeeping. */
+static bool same_grid(const mdnl_geom *a, const mdnl_geom *b)
+{
+    mdnl_geom x = *a, y = *b;
+    memset(x.tlo, 0, sizeof x.tlo), memset(x.thi, 0, sizeof x.thi);
+    memset(y.tlo, 0, sizeof y.tlo), memset(y.thi, 0, sizeof y.thi);
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+bool mdnl_geom_early_certain(const mdnl_geom *g, double cutoff, double tabs_bound)
+{
+    if (!(tabs_bound > 0) || !isfinite(tabs_bound))
+        return false;
+    /* set_grid is monotone in max |t| (rcs grows with it; every field is a
+     * floor or ceil of a monotone function of rcs, or does not depend on
+     * it), so equal grids at both ends mean equal grids in between. */
+    mdnl_geom hi = *g;
+    for (int k = 0; k < 3; ++k)
+        hi.tlo[k] = 0, hi.thi[k] = 0;
+    hi.thi[0] = tabs_bound;
+    set_grid(&hi, cutoff);
+    return same_grid(g, &hi);
+}
+
+bool mdnl_geom_finish_early(double cutoff, mdnl_geom *g, double tabs_bound)
+{
+    for (int k = 0; k < 3; ++k)
+        g->tlo[k] = 0, g->thi[k] = 0;
+    set_grid(g, cutoff);
+    return tabs_bound > 0 && mdnl_geom_early_certain(g, cutoff, tabs_bound);
+}
+
+mdnl_status mdnl_geom_settle(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3], const double thi[3],
+                             int64_t first_bad)
+{
+    mdnl_geom real = *g;
+    mdnl_status st = mdnl_geom_finish(f, cutoff, &real, tlo, thi, first_bad);
+    if (st != MDNL_OK)
+        return st;
+    if (!same_grid(g, &real))
+        return mdnl_error(MDNL_ERR_INTERNAL,
+                          "frame %lld: the grid laid out before the t-range differs from the final one",
+                          (long long)f->index);
+    *g = real;
     return MDNL_OK;
 }

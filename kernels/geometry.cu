@@ -22,11 +22,12 @@ struct wrap_range {
 struct mdnl_wrap_cuda {
     cudaStream_t stream;
     cudaEvent_t ready;
-    mdnl_dbuf dpos;    /* [natoms][3] double, as read */
-    mdnl_dbuf pos4;    /* [natoms] float4, wrapped */
-    mdnl_dbuf part;    /* [blocks] per-block t-range and first bad index */
-    mdnl_dbuf res;     /* the reduced one */
-    wrap_range *h_res; /* pinned read-back */
+    cudaEvent_t done[MDNL_CUDA_TICKETS]; /* the ticket's t-range is on the host */
+    mdnl_dbuf dpos;                      /* [natoms][3] double, as read */
+    mdnl_dbuf pos4;                      /* [natoms] float4, wrapped */
+    mdnl_dbuf part;                      /* [blocks] per-block t-range and first bad index */
+    mdnl_dbuf res;                       /* the reduced one */
+    wrap_range *h_res;                   /* pinned read-back, one per ticket */
     int64_t natoms;
 };
 
@@ -73,6 +74,9 @@ __global__ void __launch_bounds__(WBLOCK)
         float p[3];
         double t[3];
         if (!mdnl_wrap_atom(&w, pos[3 * i], pos[3 * i + 1], pos[3 * i + 2], p, t)) {
+            /* the frame fails once its range is read; until then the
+             * kernels queued behind see a harmless atom, not stale memory */
+            out[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             r.bad = i < r.bad ? i : r.bad;
             continue;
         }
@@ -115,7 +119,9 @@ extern "C" mdnl_status mdnl_wrap_cuda_create(mdnl_wrap_cuda **out)
     *out = w; /* partly made: mdnl_wrap_cuda_free copes */
     MDNL_CUDA_CHECK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));
     MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&w->ready, cudaEventDisableTiming));
-    MDNL_CUDA_CHECK(cudaMallocHost((void **)&w->h_res, sizeof *w->h_res));
+    for (cudaEvent_t &e : w->done)
+        MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    MDNL_CUDA_CHECK(cudaMallocHost((void **)&w->h_res, MDNL_CUDA_TICKETS * sizeof *w->h_res));
     return MDNL_OK;
 }
 
@@ -132,14 +138,20 @@ extern "C" void mdnl_wrap_cuda_free(mdnl_wrap_cuda *w)
         cudaFreeHost(w->h_res);
     if (w->ready)
         cudaEventDestroy(w->ready);
+    for (cudaEvent_t e : w->done)
+        if (e)
+            cudaEventDestroy(e);
     if (w->stream)
         cudaStreamDestroy(w->stream);
     free(w);
 }
 
-extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
-                                              void *const *wait, int nwait)
+extern "C" mdnl_status mdnl_wrap_cuda_launch(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                                             void *const *wait, int nwait, int ticket, double *tabs_bound)
 {
+    *tabs_bound = 0;
+    if (ticket < 0 || ticket >= MDNL_CUDA_TICKETS)
+        return mdnl_error(MDNL_ERR_INTERNAL, "wrap: ticket %d out of range", ticket);
     mdnl_wrap_params wp;
     mdnl_status st = mdnl_geom_begin(f, cutoff, g, &wp);
     if (st != MDNL_OK)
@@ -153,7 +165,7 @@ extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_fram
         (st = mdnl_dbuf_reserve(&w->res, sizeof(wrap_range), "wrap range")) != MDNL_OK)
         return st;
     w->natoms = n;
-    wrap_range r;
+    wrap_range *h = &w->h_res[ticket];
     if (n > 0) {
         MDNL_CUDA_CHECK(
             cudaMemcpyAsync(w->dpos.ptr, f->pos, (size_t)n * 3 * sizeof(double), cudaMemcpyHostToDevice, w->stream));
@@ -167,16 +179,50 @@ extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_fram
         wrap_finish_kernel<<<1, WBLOCK, 0, w->stream>>>((const wrap_range *)w->part.ptr, nb, (long long)n,
                                                         (wrap_range *)w->res.ptr);
         MDNL_CUDA_LAUNCHED(w->stream);
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(w->h_res, w->res.ptr, sizeof(wrap_range), cudaMemcpyDeviceToHost, w->stream));
-        MDNL_CUDA_CHECK(cudaStreamSynchronize(w->stream));
-        r = *w->h_res;
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(h, w->res.ptr, sizeof(wrap_range), cudaMemcpyDeviceToHost, w->stream));
+        MDNL_CUDA_CHECK(cudaEventRecord(w->done[ticket], w->stream));
+        /* A frame periodic on every axis: the grid needs no t-range
+         * (geometry.h), which the caller collects later. */
+        const double bound = mdnl_geom_tabs_bound(g, &wp);
+        if (mdnl_geom_finish_early(cutoff, g, bound)) {
+            *tabs_bound = bound;
+            return MDNL_OK;
+        }
+        MDNL_CUDA_CHECK(cudaEventSynchronize(w->done[ticket]));
     } else {
         MDNL_CUDA_CHECK(cudaEventRecord(w->ready, w->stream));
         for (int k = 0; k < 3; ++k)
-            r.lo[k] = INFINITY, r.hi[k] = -INFINITY;
-        r.bad = 0;
+            h->lo[k] = INFINITY, h->hi[k] = -INFINITY;
+        h->bad = 0;
     }
-    return mdnl_geom_finish(f, cutoff, g, r.lo, r.hi, (int64_t)r.bad);
+    return mdnl_geom_finish(f, cutoff, g, h->lo, h->hi, (int64_t)h->bad);
+}
+
+extern "C" mdnl_status mdnl_wrap_cuda_result(mdnl_wrap_cuda *w, int ticket, double tlo[3], double thi[3],
+                                             int64_t *first_bad)
+{
+    if (ticket < 0 || ticket >= MDNL_CUDA_TICKETS)
+        return mdnl_error(MDNL_ERR_INTERNAL, "wrap: ticket %d out of range", ticket);
+    MDNL_CUDA_CHECK(cudaEventSynchronize(w->done[ticket]));
+    const wrap_range *h = &w->h_res[ticket];
+    for (int k = 0; k < 3; ++k)
+        tlo[k] = h->lo[k], thi[k] = h->hi[k];
+    *first_bad = (int64_t)h->bad;
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                                              void *const *wait, int nwait)
+{
+    double bound = 0;
+    mdnl_status st = mdnl_wrap_cuda_launch(w, f, cutoff, g, wait, nwait, 0, &bound);
+    if (st != MDNL_OK || bound == 0)
+        return st;
+    double tlo[3], thi[3];
+    int64_t bad = 0;
+    if ((st = mdnl_wrap_cuda_result(w, 0, tlo, thi, &bad)) != MDNL_OK)
+        return st;
+    return mdnl_geom_settle(f, cutoff, g, tlo, thi, bad);
 }
 
 extern "C" const float *mdnl_wrap_cuda_positions(const mdnl_wrap_cuda *w) { return (const float *)w->pos4.ptr; }

@@ -84,6 +84,34 @@ mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, md
 mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3], const double thi[3],
                              int64_t first_bad);
 
+/* The grid before the t-range is known (`mdnl run` on the device: the wrap's
+ * t-range comes back while the frame's kernels already run). On a frame
+ * periodic on every axis the atoms enter the grid only through the rounding
+ * slack of set_grid, which grows with max |t|; and max |t| lies between the
+ * largest width and mdnl_geom_tabs_bound (each wrapped fractional coordinate
+ * is in [0, 1), so |t_k| <= sum_a |p_a| |tmat[a][k]|, with |p_a| <= sum_j
+ * |h[j][a]|, widened by 1e-6 for the float and double roundings).
+ *
+ *   mdnl_geom_tabs_bound  that bound for a geometry from mdnl_geom_begin;
+ *                         0 when the frame is not periodic on every axis or
+ *                         has no atoms (then the t-range is needed);
+ *   mdnl_geom_finish_early  mdnl_geom_finish with tlo = thi = 0 (the grid of
+ *                         the smallest max |t|); returns true when the grid of
+ *                         the bound has the same bits (everything but
+ *                         tlo/thi), so that every max |t| in between has too:
+ *                         the grid is the one mdnl_geom_finish will give;
+ *   mdnl_geom_early_certain  the same test for a grid regridded
+ *                         (mdnl_geom_regrid) from an early one;
+ *   mdnl_geom_settle      once the t-range and the first non-finite atom are
+ *                         known: mdnl_geom_finish's errors, the real
+ *                         tlo/thi stored, and MDNL_ERR_INTERNAL if the grid
+ *                         differs from the early one (it cannot). */
+double mdnl_geom_tabs_bound(const mdnl_geom *g, const mdnl_wrap_params *w);
+bool mdnl_geom_finish_early(double cutoff, mdnl_geom *g, double tabs_bound);
+bool mdnl_geom_early_certain(const mdnl_geom *g, double cutoff, double tabs_bound);
+mdnl_status mdnl_geom_settle(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3], const double thi[3],
+                             int64_t first_bad);
+
 /* The same frame's geometry for another cutoff, without touching the
  * positions: `g` becomes exactly what mdnl_geom_prepare(f, cutoff, ...)
  * would give for the frame `src` was prepared from (the positions it wrote

@@ -22,6 +22,7 @@
 #ifndef MDNL_GEOMETRY_CUDA_H
 #define MDNL_GEOMETRY_CUDA_H
 
+#include "cuda_host.h"
 #include "frame.h"
 #include "geometry.h"
 #include "mdnl.h"
@@ -37,14 +38,32 @@ typedef struct mdnl_wrap_cuda mdnl_wrap_cuda;
 mdnl_status mdnl_wrap_cuda_create(mdnl_wrap_cuda **out);
 void mdnl_wrap_cuda_free(mdnl_wrap_cuda *w); /* NULL is a no-op */
 
-/* mdnl_geom_prepare(f, cutoff, g, pos4) with pos4 on the device: uploads
- * f->pos (pinned host memory makes the copy a plain DMA; pageable works
- * too), makes the handle's stream wait for the cudaEvent_t's wait[0..nwait)
- * (NULL entries skipped: the other streams' copies of the previous
- * positions) before overwriting the float4 buffer, wraps, reduces the
- * t-range and waits for it (the host blocks for the upload and two short
- * kernels), then lays out g exactly as mdnl_geom_prepare would. Errors as
- * mdnl_geom_prepare's (MDNL_ERR_RESOURCE for CUDA failures). */
+/* mdnl_geom_prepare(f, cutoff, g, pos4) with pos4 on the device, without
+ * waiting where it can (`mdnl run`): uploads f->pos (pinned host memory
+ * makes the copy a plain DMA; pageable works too), makes the handle's
+ * stream wait for the cudaEvent_t's wait[0..nwait) (NULL entries skipped:
+ * the other streams' copies of the previous positions) before overwriting
+ * the float4 buffer, wraps, reduces the t-range and the first non-finite
+ * atom and queues their copy into the ticket's pinned slot
+ * (0..MDNL_CUDA_TICKETS-1). On a frame periodic on every axis whose grid
+ * cannot depend on the t-range (geometry.h, mdnl_geom_finish_early) it
+ * returns at once with g laid out and *tabs_bound > 0: the caller then
+ * collects the t-range with mdnl_wrap_cuda_result(ticket) and settles g
+ * (and any grid regridded from it, checked with mdnl_geom_early_certain
+ * against *tabs_bound) with mdnl_geom_settle, which also reports a
+ * non-finite coordinate. Otherwise (*tabs_bound = 0) it waits for the
+ * t-range and lays out g as mdnl_geom_prepare would, errors included
+ * (MDNL_ERR_RESOURCE for CUDA failures). */
+mdnl_status mdnl_wrap_cuda_launch(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                                  void *const *wait, int nwait, int ticket, double *tabs_bound);
+
+/* Waits for the ticket's t-range and first non-finite atom (natoms when
+ * none) of the last mdnl_wrap_cuda_launch given that ticket. */
+mdnl_status mdnl_wrap_cuda_result(mdnl_wrap_cuda *w, int ticket, double tlo[3], double thi[3], int64_t *first_bad);
+
+/* Synchronous: mdnl_wrap_cuda_launch with ticket 0, then (when the grid was
+ * laid out early) mdnl_wrap_cuda_result and mdnl_geom_settle: g is exactly
+ * mdnl_geom_prepare's, errors included. */
 mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
                                    void *const *wait, int nwait);
 

@@ -135,8 +135,10 @@ void mdnl_engine_host_free(const mdnl_engine *e, void *p)
     free(p);
 }
 
-mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, double cutoff, mdnl_geom *g)
+mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, double cutoff, mdnl_geom *g, int ticket,
+                                       double *tabs_bound)
 {
+    *tabs_bound = 0;
 #ifdef MDNL_HAVE_CUDA
     if (e->backend == MDNL_BACKEND_CUDA) {
         if (!e->wrap_cuda) {
@@ -150,14 +152,25 @@ mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, doub
         }
         /* The last frame's consumers must have read the device positions
          * before they are overwritten: the energy's cell build and the
-         * histogram's copy (the list build is synchronous). */
+         * histogram's copy (the list build is synchronous). The stream waits
+         * for them, the host does not. */
         void *wait[2] = {e->energy_cuda ? mdnl_energy_cuda_positions_ready(e->energy_cuda) : NULL,
                          e->hist_cuda ? mdnl_hist_cuda_copied_event(e->hist_cuda) : NULL};
-        return mdnl_geom_prepare_cuda(e->wrap_cuda, f, cutoff, g, wait, 2);
+        return mdnl_wrap_cuda_launch(e->wrap_cuda, f, cutoff, g, wait, 2, ticket, tabs_bound);
     }
 #endif
-    (void)e, (void)f, (void)cutoff, (void)g;
+    (void)e, (void)f, (void)cutoff, (void)g, (void)ticket;
     return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_engine_prepare_device: the CPU backend wraps on the host");
+}
+
+mdnl_status mdnl_engine_wrap_result(mdnl_engine *e, int ticket, double tlo[3], double thi[3], int64_t *first_bad)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA && e->wrap_cuda)
+        return mdnl_wrap_cuda_result(e->wrap_cuda, ticket, tlo, thi, first_bad);
+#endif
+    (void)e, (void)ticket, (void)tlo, (void)thi, (void)first_bad;
+    return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_engine_wrap_result: no device wrap was launched");
 }
 
 #ifdef MDNL_HAVE_CUDA
@@ -213,6 +226,7 @@ static mdnl_status energy_handle(mdnl_engine *e)
 #endif
 
 mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
+
                                double *total, double *per_atom)
 {
 #ifdef MDNL_HAVE_CUDA
@@ -225,7 +239,6 @@ mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (
 #endif
     return mdnl_energy_frame_cpu(g, pos4, p, total, per_atom);
 }
-
 
 #ifdef MDNL_HAVE_CUDA
 static mdnl_status hist_handle(mdnl_engine *e)

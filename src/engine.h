@@ -40,14 +40,22 @@ void mdnl_engine_start_join(mdnl_engine_starter *s);
  * CPU. Static storage; thread-safe. */
 const mdnl_frame_allocator *mdnl_engine_frame_allocator(const mdnl_engine *e);
 
-/* CUDA only: wraps frame f on the device (geometry_cuda.h) and lays out g
- * for `cutoff` exactly as mdnl_geom_prepare would; the positions stay on
- * the device and the next mdnl_engine_nlist / mdnl_engine_launch given
- * pos4 == NULL use them (any number of grids of the same frame: regrid g
- * with mdnl_geom_regrid). The host blocks until the grid is known (upload
- * and two short kernels), not for earlier frames' work. MDNL_ERR_INTERNAL
- * on the CPU backend. */
-mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, double cutoff, mdnl_geom *g);
+/* CUDA only: wraps frame f on the device (geometry_cuda.h
+ * mdnl_wrap_cuda_launch) and lays out g for `cutoff` exactly as
+ * mdnl_geom_prepare would; the positions stay on the device and the next
+ * mdnl_engine_nlist / mdnl_engine_launch given pos4 == NULL use them (any
+ * number of grids of the same frame: regrid g with mdnl_geom_regrid). The
+ * host does not wait for earlier frames' work. On a frame periodic on every
+ * axis it does not wait for the wrap either: *tabs_bound > 0 says that g was
+ * laid out before the t-range, which mdnl_engine_wrap_result(ticket) gives
+ * later (settle g with mdnl_geom_settle; a regridded grid is valid when
+ * mdnl_geom_early_certain says so). Otherwise *tabs_bound = 0 and g is
+ * final, its errors (a non-finite coordinate) reported here. Tickets
+ * 0..MDNL_ENGINE_TICKETS-1, as mdnl_engine_launch's. MDNL_ERR_INTERNAL on
+ * the CPU backend. */
+mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, double cutoff, mdnl_geom *g, int ticket,
+                                       double *tabs_bound);
+mdnl_status mdnl_engine_wrap_result(mdnl_engine *e, int ticket, double tlo[3], double thi[3], int64_t *first_bad);
 
 /* Host memory for per-frame inputs: pinned (page-locked) on the CUDA
  * backend, so uploads from it are fast; plain malloc on the CPU. NULL with

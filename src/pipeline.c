@@ -104,6 +104,7 @@ typedef struct slot {
     uint64_t *counts_host;
     bool has_energy;
     double energy;
+    bool wrap_pending; /* CUDA: grids laid out before the wrap's t-range, settled when collected */
 } slot;
 
 #define MAX_SLOTS 4
@@ -123,7 +124,8 @@ typedef struct ring {
     bool abort;
     mdnl_status status;
     char message[2048];
-    double t_read, t_prepare, t_write; /* written by their own thread, read after join */
+    double t_read, t_prepare, t_write;         /* written by their own thread, read after join */
+    double t_read_blocked;                     /* the reader waiting for a free slot */
     double t_start, t_first_done, t_last_done; /* writer: when the first and the last frame were drained */
 } ring;
 
@@ -165,9 +167,11 @@ static void *reader_main(void *arg)
     ring *p = arg;
     for (int64_t k = 0;; ++k) {
         slot *s = &p->slots[k % p->nslots];
+        const double tw = mdnl_now();
         if (wait_slot(p, s, SLOT_FREE, false) < 0)
             return NULL;
         double t0 = mdnl_now();
+        p->t_read_blocked += t0 - tw;
         if (p->c->serialize_io)
             pthread_mutex_lock(&p->io);
         mdnl_status st = mdnl_frames_next(p->fs, &s->f);
@@ -186,20 +190,26 @@ static void *reader_main(void *arg)
     }
 }
 
-/* After a frame was wrapped for its first grid (the cutoff's, or r_max's
- * when only the histogram runs), on the host (prepare_slot) or the device
- * (prepare_device): the r_max grid from it when both are needed, and an
- * input error (a non-finite coordinate) prefixed with the input's name. */
-static mdnl_status grids_done(const mdnl_pipeline_config *c, slot *s, mdnl_status st)
+/* An input error (a non-finite coordinate) prefixed with the input's name. */
+static mdnl_status input_prefixed(const mdnl_pipeline_config *c, mdnl_status st)
 {
-    if (st == MDNL_OK && (c->neighbors || c->energy) && c->hist)
-        st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
     if (st == MDNL_ERR_INPUT) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", mdnl_last_error());
         st = mdnl_error(st, "%s: %s", c->input, msg);
     }
     return st;
+}
+
+/* After a frame was wrapped for its first grid (the cutoff's, or r_max's
+ * when only the histogram runs), on the host (prepare_slot) or the device
+ * (prepare_device): the r_max grid from it when both are needed, and an
+ * input error prefixed with the input's name. */
+static mdnl_status grids_done(const mdnl_pipeline_config *c, slot *s, mdnl_status st)
+{
+    if (st == MDNL_OK && (c->neighbors || c->energy) && c->hist)
+        st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
+    return input_prefixed(c, st);
 }
 
 /* Wraps the frame's positions once (into the slot's pinned buffer) and lays
@@ -296,13 +306,49 @@ typedef struct compute {
     mdnl_hist_spec spec;
 } compute;
 
-/* CUDA: wraps the slot's frame on the device and lays out its grids (what
- * prepare_slot does on the host for the CPU backend). */
-static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, slot *s)
+/* CUDA: the t-range and first non-finite atom of a frame whose first grid
+ * was laid out before them (waits for the wrap if it is still running): a
+ * non-finite coordinate is the frame's input error; the grid gets its real
+ * t-range (and must not change: mdnl_geom_settle). The r_max grid, when
+ * both are needed, is settled the same way when it was laid out early too
+ * (rmax_early: the frame's kernels already ran on it), else regridded. */
+static mdnl_status settle_wrap(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, bool rmax_early)
 {
     const bool cut = c->neighbors || c->energy;
-    return grids_done(
-        c, s, mdnl_engine_prepare_device(&cs->eng, &s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax));
+    double tlo[3], thi[3];
+    int64_t bad = 0;
+    s->wrap_pending = false;
+    mdnl_status st = mdnl_engine_wrap_result(&cs->eng, ticket, tlo, thi, &bad);
+    if (st == MDNL_OK)
+        st = mdnl_geom_settle(&s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, tlo, thi, bad);
+    if (st == MDNL_OK && cut && c->hist)
+        st = rmax_early ? mdnl_geom_settle(&s->f, c->rmax, &s->g_rmax, tlo, thi, bad)
+                        : mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
+    return input_prefixed(c, st);
+}
+
+/* CUDA: wraps the slot's frame on the device and lays out its grids (what
+ * prepare_slot does on the host for the CPU backend). On a frame periodic
+ * on every axis neither waits for the wrap: the frame is settled when it is
+ * collected (settle_wrap), unless the r_max grid could still depend on the
+ * t-range, which is then waited for here. */
+static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket)
+{
+    const bool cut = c->neighbors || c->energy;
+    double bound = 0;
+    mdnl_status st = mdnl_engine_prepare_device(&cs->eng, &s->f, cut ? c->cutoff : c->rmax,
+                                                cut ? &s->g_cut : &s->g_rmax, ticket, &bound);
+    if (st != MDNL_OK || bound == 0)
+        return grids_done(c, s, st);
+    s->wrap_pending = true;
+    if (!(cut && c->hist))
+        return MDNL_OK;
+    if ((st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax)) != MDNL_OK)
+        return input_prefixed(c, st);
+    if (mdnl_geom_early_certain(&s->g_rmax, c->rmax, bound))
+        return MDNL_OK;
+    /* rare: r_max's grid sits on a boundary of the slack; wait for it */
+    return settle_wrap(c, cs, s, ticket, false);
 }
 
 /* Frames are deferred by one: launch_frame wraps frame k on the device (on
@@ -316,7 +362,7 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     mdnl_status st;
     if (cs->dev_wrap) {
         const double t0 = mdnl_now();
-        st = prepare_device(c, cs, s);
+        st = prepare_device(c, cs, s, ticket);
         *t_prepare += mdnl_now() - t0;
         if (st != MDNL_OK)
             return st;
@@ -349,8 +395,11 @@ static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slo
                                  mdnl_pipeline_stats *stats)
 {
     const mdnl_frame *f = &s->f;
-    mdnl_status st = c->energy || c->hist ? mdnl_engine_collect(&cs->eng, ticket, c->energy, c->hist) : MDNL_OK;
-    if (st != MDNL_OK)
+    mdnl_status st;
+    /* the frame's own input error first (a non-finite coordinate) */
+    if (s->wrap_pending && (st = settle_wrap(c, cs, s, ticket, true)) != MDNL_OK)
+        return st;
+    if ((c->energy || c->hist) && (st = mdnl_engine_collect(&cs->eng, ticket, c->energy, c->hist)) != MDNL_OK)
         return st;
     s->has_energy = c->energy;
     if (c->energy) {
@@ -443,23 +492,39 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     }
 
     /* The compute stage, on this thread (it owns the engine). */
-    double t_compute = 0, t_dev_prepare = 0;
+    double t_compute = 0, t_dev_prepare = 0, t_collect = 0, t_starved = 0;
     slot *pend = NULL; /* the launched frame not yet collected */
     int pend_ticket = 0;
     /* Without a prepare thread, frames come straight from the reader. */
     const enum slot_state ready = have_preparer ? SLOT_PREPARED : SLOT_READ;
     for (int64_t k = 0; have_writer; ++k) {
         slot *s = &p->slots[k % p->nslots];
+        const double tw = mdnl_now();
         int seen = wait_slot(p, s, ready, true);
         if (seen < 0)
             break;
         double t0 = mdnl_now();
+        t_starved += t0 - tw;
         const int ticket = (int)(k % MDNL_ENGINE_TICKETS);
         mdnl_status cst = MDNL_OK;
         if (seen != SLOT_END && !c->read_only)
             cst = launch_frame(c, &cs, s, ticket, stats, &t_dev_prepare);
-        if (cst == MDNL_OK && pend && (cst = collect_frame(c, &cs, pend, pend_ticket, acc, stats)) == MDNL_OK)
-            set_slot(p, pend, SLOT_COMPUTED);
+        if (pend) {
+            /* Frame k-1 is collected even when frame k failed to launch: its
+             * own error (a non-finite coordinate) comes first. */
+            char launch_msg[2048];
+            if (cst != MDNL_OK)
+                snprintf(launch_msg, sizeof launch_msg, "%s", mdnl_last_error());
+            const double tc = mdnl_now();
+            mdnl_status pst = collect_frame(c, &cs, pend, pend_ticket, acc, stats);
+            t_collect += mdnl_now() - tc;
+            if (pst != MDNL_OK)
+                cst = pst;
+            else if (cst != MDNL_OK)
+                mdnl_error(cst, "%s", launch_msg);
+            else
+                set_slot(p, pend, SLOT_COMPUTED);
+        }
         pend = NULL;
         if (cst == MDNL_OK && seen != SLOT_END) {
             if (c->read_only) { /* nothing to wait for */
@@ -493,6 +558,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         mdnl_error(st, "%s", p->message);
     }
     stats->t_read = p->t_read;
+    stats->t_read_blocked = p->t_read_blocked;
     /* On CUDA the compute stage prepares (wraps on the device): its time
      * counts as prepare, not compute, so the stages' times stay disjoint. */
     stats->t_prepare = p->t_prepare + t_dev_prepare;
@@ -500,6 +566,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     stats->t_first_done = p->t_first_done;
     stats->t_last_done = p->t_last_done;
     stats->t_compute = t_compute;
+    stats->t_collect = t_collect;
+    stats->t_starved = t_starved;
     stats->t_write = p->t_write;
     stats->t_wall = mdnl_now() - t_start;
     if (!stats->nframes)

@@ -106,6 +106,9 @@ typedef struct mdnl_pipeline_stats {
     double t_init;    /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall: what was
                          left of it when the pipeline started when the caller began it early */
     double t_startup; /* the whole backend start-up, begun early or not (wall seconds) */
+    double t_collect; /* of t_compute: waiting for the device's results of the frame before (deferred frames) */
+    double t_starved; /* the compute stage waiting for its next frame (the reader's, or prepare's) */
+    double t_read_blocked; /* the reader waiting for a free slot (the stages after it are behind) */
     /* Since the start: when the first and the last frame left the writer.
      * (nframes - 1) / (t_last_done - t_first_done) is the steady-state rate,
      * free of start-up and of the first frame's latency through the stages. */

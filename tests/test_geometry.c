@@ -209,6 +209,89 @@ Test(geometry, begin_wrap_atom_finish_equals_prepare_on_every_box)
     mdnl_frame_free(&f);
 }
 
+/* The grid laid out before the t-range (mdnl run on the device) is
+ * mdnl_geom_prepare's, on every box periodic on every axis: orthorhombic,
+ * triclinic, strongly skewed, smaller than the cutoff; for the first cutoff
+ * and regridded to a second; the real max |t| stays under the bound. */
+Test(geometry, early_grid_settles_to_prepare_on_periodic_boxes)
+{
+    enum { N = 900 };
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, N), MDNL_OK);
+    f.natoms = N;
+    srand(13);
+    for (int i = 0; i < N; ++i) {
+        for (int a = 0; a < 3; ++a)
+            f.pos[i][a] = 80.0 * rand() / RAND_MAX - 30.0;
+        f.species[i] = mdnl_frame_species_id(&f, "Ar", 2);
+    }
+    const double boxes[][9] = {{12, 0, 0, 0, 9, 0, 0, 0, 15},
+                               {12, 0, 0, 3, 9, 0, -2, 1.5, 15},
+                               {10, 0, 0, 9.5, 4, 0, -8, 7, 6},
+                               {1.7, 0, 0, 0, 1.7, 0, 0, 0, 1.7},
+                               {48.9, 0, 0, 0, 48.9, 0, 0, 0, 48.9}};
+    const double cutoffs[][2] = {{2.5, 4.0}, {0.9, 2.5}, {4.0, 1.1}, {3.3, 7.7}};
+    float(*p1)[4] = calloc(N, sizeof *p1), (*p2)[4] = calloc(N, sizeof *p2);
+    int early = 0;
+    for (size_t b = 0; b < sizeof boxes / sizeof *boxes; ++b)
+        for (size_t c = 0; c < sizeof cutoffs / sizeof *cutoffs; ++c) {
+            f.box = (mdnl_box){0};
+            f.box.has_lattice = true;
+            for (int r = 0; r < 9; ++r)
+                f.box.h[r / 3][r % 3] = boxes[b][r];
+            f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+            const double c1 = cutoffs[c][0], c2 = cutoffs[c][1];
+            mdnl_geom want1, want2, got1, got2;
+            cr_assert_eq(mdnl_geom_prepare(&f, c1, &want1, p1), MDNL_OK);
+            cr_assert_eq(mdnl_geom_prepare(&f, c2, &want2, p1), MDNL_OK);
+            mdnl_wrap_params w;
+            cr_assert_eq(mdnl_geom_begin(&f, c1, &got1, &w), MDNL_OK);
+            const double bound = mdnl_geom_tabs_bound(&got1, &w);
+            cr_expect(bound > 0, "box %zu: no bound", b);
+            double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, tabs = 0;
+            for (int i = 0; i < N; ++i) {
+                double t[3];
+                cr_assert(mdnl_wrap_atom(&w, f.pos[i][0], f.pos[i][1], f.pos[i][2], p2[i], t));
+                for (int k = 0; k < 3; ++k) {
+                    lo[k] = t[k] < lo[k] ? t[k] : lo[k], hi[k] = t[k] > hi[k] ? t[k] : hi[k];
+                    tabs = fabs(t[k]) > tabs ? fabs(t[k]) : tabs;
+                }
+            }
+            cr_expect(tabs <= bound, "box %zu: max |t| %.17g above the bound %.17g", b, tabs, bound);
+            if (!mdnl_geom_finish_early(c1, &got1, bound))
+                continue;
+            ++early;
+            cr_assert_eq(mdnl_geom_regrid(&got1, c2, &got2), MDNL_OK);
+            const bool certain2 = mdnl_geom_early_certain(&got2, c2, bound);
+            cr_assert_eq(mdnl_geom_settle(&f, c1, &got1, lo, hi, N), MDNL_OK, "%s", mdnl_last_error());
+            cr_expect(memcmp(&want1, &got1, sizeof got1) == 0, "box %zu cutoff %g: early grid differs", b, c1);
+            if (certain2) {
+                cr_assert_eq(mdnl_geom_settle(&f, c2, &got2, lo, hi, N), MDNL_OK, "%s", mdnl_last_error());
+                cr_expect(memcmp(&want2, &got2, sizeof got2) == 0, "box %zu cutoff %g: early regrid differs", b, c2);
+            }
+        }
+    cr_expect(early >= 10, "only %d of 20 grids were laid out early", early);
+    /* not periodic on every axis, or no atoms: no bound */
+    f.box.pbc[2] = false;
+    mdnl_geom g;
+    mdnl_wrap_params w;
+    cr_assert_eq(mdnl_geom_begin(&f, 2.5, &g, &w), MDNL_OK);
+    cr_expect_eq(mdnl_geom_tabs_bound(&g, &w), 0.0);
+    /* a bound so loose that the slack changes the grid: not early */
+    f.box.pbc[2] = true;
+    cr_assert_eq(mdnl_geom_begin(&f, 2.5, &g, &w), MDNL_OK);
+    cr_expect(!mdnl_geom_finish_early(2.5, &g, 1e9));
+    /* a non-finite atom is the frame's input error when it settles */
+    cr_assert_eq(mdnl_geom_begin(&f, 2.5, &g, &w), MDNL_OK);
+    cr_assert(mdnl_geom_finish_early(2.5, &g, mdnl_geom_tabs_bound(&g, &w)));
+    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    cr_expect_eq(mdnl_geom_settle(&f, 2.5, &g, lo, hi, 5), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "atom 5 ") != NULL, "%s", mdnl_last_error());
+    free(p1);
+    free(p2);
+    mdnl_frame_free(&f);
+}
+
 Test(geometry, nonfinite_coordinate_names_the_first_bad_atom)
 {
     enum { N = 10 };

@@ -140,6 +140,56 @@ Test(geometry_gpu, grid_stride_reuse_and_empty_frame)
     mdnl_wrap_cuda_free(w);
 }
 
+/* Four frames queued on four tickets before any result is read (what
+ * `mdnl run` does): each ticket's t-range settles its own early grid to the
+ * host's, and the positions are the last frame's. */
+Test(geometry_gpu, queued_tickets_settle_to_the_host_grids)
+{
+    if (!need_device())
+        return;
+    mdnl_wrap_cuda *w = NULL;
+    cr_assert_eq(mdnl_wrap_cuda_create(&w), MDNL_OK, "%s", mdnl_last_error());
+    enum { T = MDNL_CUDA_TICKETS };
+    mdnl_frame f[T];
+    mdnl_geom want[T], got[T];
+    double bound[T];
+    const int boxes[T] = {2, 4, 1, 2};
+    float(*p)[4] = NULL, (*d)[4] = NULL;
+    for (int t = 0; t < T; ++t) {
+        memset(&f[t], 0, sizeof f[t]);
+        random_frame(&f[t], 20000 + 1000 * t, 20 + (unsigned)t);
+        set_box(&f[t], boxes[t]);
+        f[t].index = t;
+        free(p);
+        p = calloc((size_t)f[t].natoms, sizeof *p);
+        cr_assert_eq(mdnl_geom_prepare(&f[t], 2.5, &want[t], p), MDNL_OK);
+        cr_assert_eq(mdnl_wrap_cuda_launch(w, &f[t], 2.5, &got[t], NULL, 0, t, &bound[t]), MDNL_OK, "%s",
+                     mdnl_last_error());
+    }
+    cr_expect(bound[1] > 0, "a cubic periodic box waited for its t-range");
+    cr_expect_eq(bound[2], 0.0, "a box open in z cannot be laid out early");
+    for (int t = 0; t < T; ++t) {
+        if (bound[t] > 0) {
+            double lo[3], hi[3];
+            int64_t bad = -1;
+            cr_assert_eq(mdnl_wrap_cuda_result(w, t, lo, hi, &bad), MDNL_OK, "%s", mdnl_last_error());
+            cr_expect_eq(bad, f[t].natoms);
+            cr_assert_eq(mdnl_geom_settle(&f[t], 2.5, &got[t], lo, hi, bad), MDNL_OK, "%s", mdnl_last_error());
+        }
+        char what[32];
+        snprintf(what, sizeof what, "ticket %d", t);
+        expect_same_geom(&want[t], &got[t], what);
+    }
+    d = calloc((size_t)f[T - 1].natoms, sizeof *d);
+    cr_assert_eq(mdnl_wrap_cuda_download(w, d), MDNL_OK, "%s", mdnl_last_error());
+    cr_expect(memcmp(p, d, (size_t)f[T - 1].natoms * sizeof *d) == 0, "the last frame's positions differ");
+    free(p);
+    free(d);
+    for (int t = 0; t < T; ++t)
+        mdnl_frame_free(&f[t]);
+    mdnl_wrap_cuda_free(w);
+}
+
 Test(geometry_gpu, nonfinite_coordinate_is_the_hosts_input_error)
 {
     if (!need_device())

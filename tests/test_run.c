@@ -204,7 +204,7 @@ Test(run, dir_output_equals_neighbors_energy_and_rdf_byte_for_byte)
  * triclinic cell periodic in x and y only, so that the wrap (on the device
  * in `mdnl run` on CUDA, on the host in the single commands) really moves
  * atoms and the open z axis spans the atoms. */
-static void write_outside_frames(const char *name)
+static void write_outside_frames_pbc(const char *name, const char *pbc)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", tmpdir, name);
@@ -212,13 +212,15 @@ static void write_outside_frames(const char *name)
     cr_assert_not_null(fp);
     srand(21);
     for (int k = 0; k < 3; ++k) {
-        fprintf(fp, "400\nLattice=\"9.5 0 0 2.1 8.7 0 -1.3 0.9 10.2\" Properties=species:S:1:pos:R:3 pbc=\"T T F\"\n");
+        fprintf(fp, "400\nLattice=\"9.5 0 0 2.1 8.7 0 -1.3 0.9 10.2\" Properties=species:S:1:pos:R:3 pbc=\"%s\"\n", pbc);
         for (int a = 0; a < 400; ++a)
             fprintf(fp, "%s %.9f %.9f %.9f\n", a % 3 ? "A" : "B", 30.0 * rand() / RAND_MAX - 10.0,
                     30.0 * rand() / RAND_MAX - 10.0, 20.0 * rand() / RAND_MAX - 5.0);
     }
     fclose(fp);
 }
+
+static void write_outside_frames(const char *name) { write_outside_frames_pbc(name, "T T F"); }
 
 Test(run, atoms_outside_a_partly_periodic_triclinic_cell_match_the_single_commands)
 {
@@ -234,6 +236,27 @@ Test(run, atoms_outside_a_partly_periodic_triclinic_cell_match_the_single_comman
     char *n = read_all("n.tsv");
     cr_expect_gt(count_lines(n), 1000, "pairs expected below 2.2: %d lines", count_lines(n));
     free(n);
+}
+
+/* The same frames periodic on every axis: on CUDA, mdnl run lays out their
+ * grids before the device wrap's t-range is back (geometry.h,
+ * mdnl_geom_finish_early) and settles them when the frame is collected. */
+Test(run, atoms_outside_a_fully_periodic_triclinic_cell_match_the_single_commands)
+{
+    write_outside_frames_pbc("out.xyz", "T T T");
+    cr_assert_eq(mdnl("run out.xyz -c 2.2 --neighbors --pair lj:epsilon=1,sigma=0.8 --rmax 3 --bins 60 -o o/"), 0, "%s",
+                 err_text);
+    cr_assert_eq(mdnl("run out.xyz -c 2.2 --pair lj:epsilon=1,sigma=0.8 --rmax 3.7 --bins 70 -o p/"), 0, "%s",
+                 err_text);
+    cr_assert_eq(mdnl("neighbors out.xyz -c 2.2 -o n.tsv"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("energy out.xyz -c 2.2 --pair lj:epsilon=1,sigma=0.8 -o e.tsv"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("rdf out.xyz --rmax 3 --bins 60 -o r.tsv"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("rdf out.xyz --rmax 3.7 --bins 70 -o r2.tsv"), 0, "%s", err_text);
+    expect_same_file("o/neighbors.tsv", "n.tsv");
+    expect_same_file("o/energy.tsv", "e.tsv");
+    expect_same_file("o/rdf.tsv", "r.tsv");
+    expect_same_file("p/energy.tsv", "e.tsv");
+    expect_same_file("p/rdf.tsv", "r2.tsv");
 }
 
 Test(run, partial_rdfs_full_list_and_h5md_input_match_the_single_commands)

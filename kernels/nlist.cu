@@ -15,6 +15,7 @@
  */
 #include "cells_cuda.cuh"
 #include "cuda_check.cuh"
+#include "cuda_host.h"
 #include "nlist_cuda.h"
 
 #include <cub/block/block_radix_sort.cuh>
@@ -1428,32 +1429,33 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
 /* Cell variant 9: one walk, a warp per home cell; rows sorted afterwards.
  *
  * Walk (v9_walk_kernel). Mapping: a warp per cell of the counting-sort
- * binning (the home cell), its atoms (32 at a time) in shared memory. The
- * warp lists the cell's candidate ranges once (warp_list_ranges, as variants
- * 3 and 4) and takes 32 flat candidates per step: each lane loads one
- * candidate and tests it against every home atom in turn (a broadcast
- * shared-memory load and mdnl_pair_d2), setting bit a of a mask for each
- * home atom a it is a neighbour of. Only then are the hits (about two per
- * lane and step on a liquid) appended to their home atoms' rows in shared
- * memory (a shared atomic per hit, so the order within a row is arbitrary),
- * and once all candidates are done the warp copies each row, coalesced, to
- * the slab: V9_CAP keys a row, rows in original index order, the key
- * j << 5 | shift code. A candidate is loaded once per cell instead of once
- * per atom, every lane works in every step, and the test loop carries no
- * ballot, shuffle or store. The walk counts every row exactly (counts[i])
- * and records the longest (flags[1]); keys past V9_CAP are dropped. There
- * is no count pass: the candidates are walked once.
+ * binning (the home cell), its atoms (32 at a time) in shared memory with a
+ * pointer to each one's slab row. The cell's candidate ranges (as in
+ * warp_list_ranges) go to a small shared table once; the warp then takes 32
+ * flat candidates per step (each lane finds its range by walking forward in
+ * the table, its flat index only grows), each lane loads one candidate, and
+ * the warp tests it against every home atom a in turn: a broadcast shared
+ * load, mdnl_pair_d2, a ballot; the hits of that ballot are appended to a's
+ * slab row together (its running count, held by lane a, plus the hit's rank
+ * in the ballot). A candidate is loaded once per cell instead of once per
+ * atom and every lane works in every step. The slab holds V9_CAP keys a row,
+ * rows in original index order, the key j << 5 | shift code; the walk counts
+ * every row exactly (counts[i]) and records the longest (flags[1]); keys past
+ * V9_CAP are dropped. There is no count pass: the candidates are walked once.
  *
  * Rows (v9_rows_kernel). Mapping: thread per original row i, so a warp's 32
  * rows are contiguous in the slab and in the CSR. The warp loads its rows
  * into shared memory with coalesced 16-byte loads; each thread takes its
- * row into registers, sorts it with a bitonic network (32 or 64 keys,
- * compile-time indices; the warp's longest row decides), recomputes each
- * distance from the positions in original order (the floats the walk used,
- * mdnl_pair_d2: the same bits), and the warp writes its rows through shared
- * memory with coalesced stores, j then d. A row longer than V9_CAP
- * (v9_long_kernel, launched only when the longest row says so) is walked
- * again by one thread, written unsorted into its CSR slots and sorted there.
+ * row into registers and sorts it with a bitonic network (32 or 64 keys,
+ * compile-time indices; the warp's longest row decides); the warp then
+ * writes j and computes and writes d entry by entry in output order, from
+ * the positions in original order (the floats the walk used, mdnl_pair_d2:
+ * the same bits), with coalesced stores. A row longer than V9_CAP is walked
+ * again by one thread (v9_long_kernel, a no-op when the walk saw no such
+ * row), written unsorted into its CSR slots and sorted there. No host
+ * synchronisation inside the build: the output arrays are sized from the
+ * frame before or an estimate, and a CSR that outgrew them is found by the
+ * caller's one read-back and built again.
  *
  * The host uses this variant only where an atom appears at most once in a
  * row with shifts in -1..1 (every periodic axis has at least 2 stencil + 1
@@ -1462,7 +1464,6 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
 #define V9_CAP 64
 #define V9_T 128 /* walk: 4 warps, 4 cells a block */
 #define V9_RT 64 /* rows: 2 warps */
-#define V9_WPITCH (V9_CAP + 1) /* walk rows in shared memory: a row per bank offset */
 #define V9_LPITCH (V9_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
 template <bool FULL>
@@ -1523,6 +1524,7 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
                 pj = c.pos[k];
             }
             const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
+            const int s0 = code / 9 - 1, s1 = (code / 3) % 3 - 1, s2 = code % 3 - 1; /* the half list's rule */
             const int j = __float_as_int(pj.w);
             const int self = code == 13 ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const unsigned key = ((unsigned)j << 5) | (unsigned)code;
@@ -1531,10 +1533,8 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
                 const float4 pa = home_s[hbase + a];
                 const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
                 bool hit = d2 < g.cutoff2 && self != a;
-                if (!FULL) {
-                    const int ia = __float_as_int(pa.w);
-                    hit = hit && (ia != j ? ia < j : code > 13);
-                }
+                if (!FULL)
+                    hit = hit && mdnl_half_keep(__float_as_int(pa.w), j, s0, s1, s2);
                 const unsigned m = __ballot_sync(FULLMASK, hit);
                 const int ca = __shfl_sync(FULLMASK, cnt, a);
                 const int p = ca + __popc(m & lt);
@@ -1603,16 +1603,28 @@ __device__ __forceinline__ void v9_rows_out(unsigned (&x)[V9_CAP], int len, bool
         }
 }
 
+/* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
+ * sets *outgrown and writes nothing (the host grows the output and builds
+ * again). */
 __global__ __launch_bounds__(V9_RT) void v9_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab, int n,
                                                         const int64_t *__restrict__ offsets,
-                                                        const float4 *__restrict__ opos, int32_t *__restrict__ j_out,
-                                                        float *__restrict__ d_out)
+                                                        const float4 *__restrict__ opos, long long cap,
+                                                        int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                        long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     __shared__ __align__(16) unsigned stage_s[V9_RT / 32][32 * V9_LPITCH];
     __shared__ unsigned char rid_s[V9_RT / 32][32 * V9_CAP];
     __shared__ float4 pi_s[V9_RT / 32][32];
     __shared__ float sh[27][3];
+    const long long total = offsets[n];
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        *npairs_out = total;
+        if (total > cap)
+            *outgrown = 1;
+    }
+    if (total > cap)
+        return; /* the whole grid */
     if (threadIdx.x < 27) {
         const int t = threadIdx.x;
         mdnl_shift_vector(&g, t / 9 - 1, (t / 3) % 3 - 1, t % 3 - 1, sh[t]);
@@ -1673,17 +1685,11 @@ __global__ __launch_bounds__(V9_RT) void v9_rows_kernel(const __grid_constant__ 
                         d_out);
 }
 
-/* Rows longer than V9_CAP. Mapping: thread per sorted slot s; only the long
- * rows walk (mdnl_for_each_pair), write their pairs unsorted into the CSR
- * and sort them in place. A walk that disagrees with the count sets err. */
+/* One slot's row, when it is longer than V9_CAP (see v9_long_kernel). */
 template <bool FULL>
-__global__ void v9_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                               const int64_t *__restrict__ offsets, int32_t *__restrict__ j_out,
-                               float *__restrict__ d_out, int *__restrict__ err)
+__device__ void v9_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int s, const int64_t *__restrict__ offsets,
+                            int32_t *__restrict__ j_out, float *__restrict__ d_out, int *__restrict__ err)
 {
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= c.natoms)
-        return;
     const int i = c.order[s];
     const long long off = offsets[i];
     const long long len = offsets[i + 1] - off;
@@ -1704,15 +1710,32 @@ __global__ void v9_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_v
     sort_row(global_row{j_out + off, d_out + off}, len);
 }
 
+/* Rows longer than V9_CAP. Mapping: thread per sorted slot s; only the long
+ * rows walk (mdnl_for_each_pair), write their pairs unsorted into the CSR
+ * and sort them in place. A walk that disagrees with the count sets err. */
+template <bool FULL>
+__global__ void v9_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                               const int64_t *__restrict__ offsets, long long cap, int32_t *__restrict__ j_out,
+                               float *__restrict__ d_out, int *__restrict__ err)
+{
+    /* err[1]: the longest row, from the walk; no long row or no room: nothing to do */
+    if (err[1] <= V9_CAP || offsets[c.natoms] > cap)
+        return;
+    for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < c.natoms; s += gridDim.x * blockDim.x)
+        v9_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
+}
+
+
 /* ------------------------------------------------------------------------ */
 /* The context. */
 
 /* ctx->flags, cleared by every build and read back by its last copy: [0] a
  * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
- * [3] variant 5's oversized regions, [4..5] cell variant 7's pair count
- * (int64). */
+ * [3] variant 5's oversized regions, [4..5] cell variants 7 and 9's pair
+ * count (int64), [6] variant 9's CSR outgrew the output arrays. */
 #define FLAG_INTS 8
 #define FLAG_NPAIRS 4
+#define FLAG_OUTGROWN 6
 
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
@@ -1731,7 +1754,8 @@ struct mdnl_cuda_ctx {
                          3: thread count + warp fill; 4: warp count + warp fill;
                          5: tile fill; 6: 2 over the unstable binning;
                          7: 6 with rows sorted while staged, no mid-build sync */
-    int deferred;     /* variant 7: npairs and the longest row await the caller's one sync */
+    int deferred;     /* 1 (variant 7): npairs and the longest row await the caller's one sync;
+                         2 (variant 9): npairs and whether the output was large enough */
     int smem_optin;  /* the device's opt-in maximum per block */
     int tile_cap;    /* variant 5: most candidates a tile may sort; 0: TILE_MAX_REGION */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* variants 5, 6: unstable binning */
@@ -2194,7 +2218,7 @@ static bool prune_grid(const mdnl_geom *g, mdnl_geom *fg)
 {
     if (g->natoms >= (1 << 26))
         return false;
-    *fg = getenv("MDNL_PRUNE_BASE") && atoi(getenv("MDNL_PRUNE_BASE")) ? *g : mdnl_geom_refine(g, 2);
+    *fg = mdnl_geom_refine(g, 2);
     for (int k = 0; k < 3; ++k)
         if (fg->pbc[k] && fg->ncell[k] < 2 * fg->stencil[k] + 1)
             return false;
@@ -2203,13 +2227,11 @@ static bool prune_grid(const mdnl_geom *g, mdnl_geom *fg)
 
 template <bool FULL, int N, int PT, bool KEY4>
 static mdnl_status launch_prune_fill(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const mdnl_prune &pr,
-                                     const float4 *pos, int n, int carve)
+                                     const float4 *pos, int n)
 {
     const size_t smem = (size_t)PT * (N + 1) * (KEY4 ? 1 : 2) * sizeof(unsigned);
     auto kern = prune_fill_kernel<FULL, N, PT, KEY4>;
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    if (carve >= 0)
-        MDNL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, carve));
     kern<<<(n + PT - 1) / PT, PT, smem, ctx->stream>>>(*fg, ctx->view, pr, pos, (const int64_t *)ctx->offsets.ptr,
                                                        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                                                        (int *)ctx->flags.ptr);
@@ -2217,17 +2239,11 @@ static mdnl_status launch_prune_fill(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, co
     return MDNL_OK;
 }
 
-static int env_int(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
-
 /* Variant 8 (see prune_fill_kernel) on the refined grid fg of prune_grid:
  * counting-sort binning, pruned count pass, scan, pruned fill. N (the
- * network) from the longest row: 32 or 64. For tuning (environment):
- * MDNL_PRUNE_T=64|128 threads per fill block, MDNL_PRUNE_KEY4=0|1 the row
- * layout, MDNL_PRUNE_CARVE=percent the shared-memory carveout. */
+ * network) from the longest row: 32 or 64; 64 threads a fill block and the
+ * 4-byte row layout (KEY4) where j fits, the layout, block size, carveout
+ * and grid that measured best (tools/bench/RESULTS.md, "Cell variant 8"). */
 template <bool FULL>
 static mdnl_status build_pruned(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const float4 *pos, int n, int64_t *npairs)
 {
@@ -2248,15 +2264,13 @@ static mdnl_status build_pruned(mdnl_cuda_ctx *ctx, const mdnl_geom *fg, const f
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    const bool wide = env_int("MDNL_PRUNE_T", 64) == 128;
-    const bool key4 = env_int("MDNL_PRUNE_KEY4", 1) != 0 && n < (1 << 27);
-    const int carve = env_int("MDNL_PRUNE_CARVE", -1);
-#define PF(N_, PT_, K4_) launch_prune_fill<FULL, N_, PT_, K4_>(ctx, fg, pr, pos, n, carve)
+    const bool key4 = n < (1 << 27);
     if (longest <= 32)
-        st = key4 ? (wide ? PF(32, 128, true) : PF(32, 64, true)) : (wide ? PF(32, 128, false) : PF(32, 64, false));
+        st = key4 ? launch_prune_fill<FULL, 32, 64, true>(ctx, fg, pr, pos, n)
+                  : launch_prune_fill<FULL, 32, 64, false>(ctx, fg, pr, pos, n);
     else
-        st = key4 ? (wide ? PF(64, 128, true) : PF(64, 64, true)) : (wide ? PF(64, 128, false) : PF(64, 64, false));
-#undef PF
+        st = key4 ? launch_prune_fill<FULL, 64, 64, true>(ctx, fg, pr, pos, n)
+                  : launch_prune_fill<FULL, 64, 64, false>(ctx, fg, pr, pos, n);
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
@@ -2274,48 +2288,6 @@ static bool v9_fits(const mdnl_geom *g)
         if (g->pbc[k] && g->ncell[k] < 2 * g->stencil[k] + 1)
             return false;
     return (2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (g->pbc[2] ? 2 : 1) <= 32;
-}
-
-/* Variant 9 (see its kernels): counting-sort binning, one walk into the
- * slab, scan, rows sorted and written; the long rows last. */
-template <bool FULL>
-static mdnl_status build_v9(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
-{
-    mdnl_status st;
-    STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = build_fast_cells(ctx, g, pos, n)) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_BIN, 1);
-    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * V9_CAP * sizeof(unsigned), "neighbor slab")) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    const unsigned wblocks = (unsigned)((g->ncells + V9_T / 32 - 1) / (V9_T / 32));
-    v9_walk_kernel<FULL><<<wblocks, V9_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr,
-                                                           (unsigned long long *)ctx->counts.ptr,
-                                                           (int *)ctx->flags.ptr + 1);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
-    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
-    int longest = 0;
-    if ((st = scan_and_size(ctx, n, npairs, &longest)) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
-    STAGE(MDNL_CUDA_STAGE_SORT, 0);
-    v9_rows_kernel<<<(n + V9_RT - 1) / V9_RT, V9_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->stage.ptr, n, (const int64_t *)ctx->offsets.ptr, pos, (int32_t *)ctx->j.ptr,
-        (float *)ctx->d.ptr);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    STAGE(MDNL_CUDA_STAGE_SORT, 1);
-    if (longest > V9_CAP) {
-        STAGE(MDNL_CUDA_STAGE_FILL, 0);
-        v9_long_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(*g, ctx->view,
-                                                                       (const int64_t *)ctx->offsets.ptr,
-                                                                       (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-                                                                       (int *)ctx->flags.ptr);
-        MDNL_CUDA_LAUNCHED(ctx->stream);
-        STAGE(MDNL_CUDA_STAGE_FILL, 1);
-    }
-    return MDNL_OK;
 }
 
 /* Candidates per atom of the cell list (the density the default goes by). */
@@ -2336,6 +2308,63 @@ static double v9_row_estimate(const mdnl_geom *g)
         vol *= 1.0 / (double)g->inv_cell[k];
     const double rc = g->cutoff;
     return (double)g->natoms / (double)g->ncells / vol * (4.0 / 3.0) * M_PI * rc * rc * rc;
+}
+
+/* Variant 9 (see its kernels): counting-sort binning, one walk into the
+ * slab, scan, rows sorted and written, the long rows last. No
+ * synchronisation until the caller's last one: the output arrays keep their
+ * size from the frame before or an estimate (the mean row times 1.2), and a
+ * CSR that outgrew them is detected there and built again. */
+template <bool FULL>
+static mdnl_status build_v9(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
+{
+    mdnl_status st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    if ((st = build_fast_cells(ctx, g, pos, n)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    size_t want = (size_t)((double)n * (1.2 * v9_row_estimate(g) + 1.0)) + 1;
+    if (want > (size_t)n * V9_CAP + 1)
+        want = (size_t)n * V9_CAP + 1;
+    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * V9_CAP * sizeof(unsigned), "neighbor slab")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
+        return st;
+    const size_t cj = ctx->j.cap / sizeof(int32_t), cd = ctx->d.cap / sizeof(float);
+    const long long cap = (long long)(cj < cd ? cj : cd);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    const unsigned wblocks = (unsigned)((g->ncells + V9_T / 32 - 1) / (V9_T / 32));
+    v9_walk_kernel<FULL><<<wblocks, V9_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr,
+                                                           (unsigned long long *)ctx->counts.ptr,
+                                                           (int *)ctx->flags.ptr + 1);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+    unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
+    int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+    size_t bytes = 0;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, n + 1, ctx->stream));
+    if ((st = mdnl_dbuf_reserve(&ctx->temp, bytes, "scan scratch")) != MDNL_OK)
+        return st;
+    bytes = ctx->temp.cap;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+    STAGE(MDNL_CUDA_STAGE_SORT, 0);
+    int *flags = (int *)ctx->flags.ptr;
+    v9_rows_kernel<<<(n + V9_RT - 1) / V9_RT, V9_RT, 0, ctx->stream>>>(
+        *g, (const unsigned *)ctx->stage.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_SORT, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    v9_long_kernel<FULL><<<(n + 127) / 128 < 1056 ? (n + 127) / 128 : 1056, 128, 0, ctx->stream>>>(
+        *g, ctx->view, offsets, cap, (int32_t *)ctx->j.ptr,
+                                                                   (float *)ctx->d.ptr, flags);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
+    *npairs = 0;
+    return MDNL_OK;
 }
 
 /* The cell variant a build starts with (the context's, or the default by
@@ -2674,7 +2703,18 @@ again:
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    if (ctx->deferred) { /* cell variant 7 */
+    if (ctx->deferred == 2) { /* cell variant 9 */
+        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
+        if (h_flags[FLAG_OUTGROWN]) {
+            /* nothing was written: grow the output to the exact size and build again */
+            const size_t np = (size_t)(npairs > 0 ? npairs : 1);
+            if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+                (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
+                return st;
+            ctx->retries++;
+            goto again;
+        }
+    } else if (ctx->deferred) { /* cell variant 7 */
         const int longest = h_flags[1];
         if (longest > ctx->stage_cap) {
             /* the stage overflowed: rows were counted exactly but not all
@@ -2730,18 +2770,5 @@ extern "C" mdnl_status mdnl_nlist_build_cuda(mdnl_cuda_ctx *ctx, const mdnl_geom
     mdnl_status st = mdnl_nlist_build_cuda_dev(ctx, g, h_pos4, method, kind, &dev);
     if (st != MDNL_OK)
         return st;
-    if ((st = mdnl_nlist_reserve(out_host, dev.natoms, dev.npairs)) != MDNL_OK)
-        return st;
-    MDNL_CUDA_CHECK(cudaMemcpyAsync(out_host->offsets, dev.d_offsets, (size_t)(dev.natoms + 1) * sizeof(int64_t),
-                                    cudaMemcpyDeviceToHost, ctx->stream));
-    if (dev.npairs > 0) {
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(out_host->j, dev.d_j, (size_t)dev.npairs * sizeof(int32_t),
-                                        cudaMemcpyDeviceToHost, ctx->stream));
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(out_host->d, dev.d_d, (size_t)dev.npairs * sizeof(float),
-                                        cudaMemcpyDeviceToHost, ctx->stream));
-    }
-    MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    out_host->natoms = dev.natoms;
-    out_host->npairs = dev.npairs;
-    return MDNL_OK;
+    return mdnl_nlist_download_cuda(ctx->stream, &dev, out_host);
 }

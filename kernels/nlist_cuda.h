@@ -149,9 +149,7 @@ int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
  * (its output buffers are sized for every row at the stage capacity),
  * 8 = pruned count and fill on a grid refined by 2, rows sorted per thread
  * (falls back to 5 when a refined periodic axis has fewer than 2 stencil + 1
- * cells or there are 2^26 atoms or more; tuning knobs in the environment:
- * MDNL_PRUNE_T=64|128, MDNL_PRUNE_KEY4=0|1, MDNL_PRUNE_CARVE=percent,
- * MDNL_PRUNE_BASE=1 for the unrefined grid),
+ * cells or there are 2^26 atoms or more),
  * 9 = one walk, a warp per home cell testing 32 candidates at a time against
  * each home atom, hits into a slab of 64-key rows; then rows sorted in
  * registers, distances recomputed, written coalesced; rows over 64 walked

@@ -266,11 +266,18 @@ __device__ __forceinline__ float mdnl_cell_gap(int d, int c, float t, float cw, 
  * each pair once): only candidates in slots k > is, or k == is with a
  * lexicographically positive shift; a column whose cells all lie below the
  * atom's own in memory order holds only slots < is and is skipped before
- * its range is loaded. */
+ * its range is loaded.
+ * Split walks: the columns left after these cuts (those with a z range) are
+ * dealt round-robin to nparts threads; the thread `part` walks only its own,
+ * in the same order. The nparts walks of one atom together visit its pair
+ * set exactly once (each walk a subsequence of the whole walk's order), so
+ * several threads can share an atom's stencil. */
 template <bool HALF = false, bool ZSPLIT = true, class F>
-__device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, const mdnl_cells_view &c,
-                                                          const mdnl_prune &pr, int is, F &&f)
+__device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &g, const mdnl_cells_view &c,
+                                                               const mdnl_prune &pr, int is, int part, int nparts,
+                                                               F &&f)
 {
+    int turn = 0; /* which part takes the next column that has candidates */
     const int home_col = HALF ? c.cell[is] / g.ncell[2] : 0; /* cx * n1 + cy */
     const float4 pi = c.pos[is];
     const int lin = c.cell[is];
@@ -317,6 +324,12 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, co
                 zlo = zlo < 0 ? 0 : zlo;
                 zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
             }
+            if (zlo > zhi)
+                continue;
+            const bool mine = turn == part;
+            turn = turn + 1 == nparts ? 0 : turn + 1;
+            if (!mine)
+                continue;
             const int row = (x * n1 + y) * n2;
             for (int z = zlo; z <= zhi;) {
                 const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;
@@ -338,6 +351,14 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, co
             }
         }
     }
+}
+
+/* The whole walk in one thread (nlist.cu's list variant 8). */
+template <bool HALF = false, bool ZSPLIT = true, class F>
+__device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, const mdnl_cells_view &c,
+                                                          const mdnl_prune &pr, int is, F &&f)
+{
+    mdnl_for_each_pair_pruned_part<HALF, ZSPLIT>(g, c, pr, is, 0, 1, f);
 }
 
 /* ---- building ---- */

@@ -267,17 +267,21 @@ __device__ __forceinline__ float mdnl_cell_gap(int d, int c, float t, float cw, 
  * lexicographically positive shift; a column whose cells all lie below the
  * atom's own in memory order holds only slots < is and is skipped before
  * its range is loaded.
- * Split walks: the columns left after these cuts (those with a z range) are
- * dealt round-robin to nparts threads; the thread `part` walks only its own,
- * in the same order. The nparts walks of one atom together visit its pair
- * set exactly once (each walk a subsequence of the whole walk's order), so
- * several threads can share an atom's stencil. */
+ * Split walks (nparts a power of two): the stencil positions (dx, dy),
+ * numbered row by row, are dealt round-robin to nparts threads; the thread
+ * `part` walks only its own, in the same order. The nparts walks of one atom
+ * together visit its pair set exactly once (each a subsequence of the whole
+ * walk's order), so several threads can share an atom's stencil. Dealing
+ * positions, not the columns an atom keeps after the cuts, keeps a warp's
+ * lanes (neighbouring atoms, one part) on the same columns: dealt by what
+ * each lane keeps, a column ran with ~1/nparts of the lanes active (H100,
+ * lj-100k: 0.33 ms with 4 parts against 0.29 for one). */
 template <bool HALF = false, bool ZSPLIT = true, class F>
 __device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &g, const mdnl_cells_view &c,
                                                                const mdnl_prune &pr, int is, int part, int nparts,
                                                                F &&f)
 {
-    int turn = 0; /* which part takes the next column that has candidates */
+    const int ny = 2 * g.stencil[1] + 1; /* stencil positions per dx */
     const int home_col = HALF ? c.cell[is] / g.ncell[2] : 0; /* cx * n1 + cy */
     const float4 pi = c.pos[is];
     const int lin = c.cell[is];
@@ -299,6 +303,8 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &
         if (rem_x < 0.0f)
             continue;
         for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
+            if ((((dx + g.stencil[0]) * ny + dy + g.stencil[1]) & (nparts - 1)) != part)
+                continue; /* another part's stencil position */
             int y = cy + dy, s1;
             if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1))
                 continue;
@@ -324,12 +330,6 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &
                 zlo = zlo < 0 ? 0 : zlo;
                 zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
             }
-            if (zlo > zhi)
-                continue;
-            const bool mine = turn == part;
-            turn = turn + 1 == nparts ? 0 : turn + 1;
-            if (!mine)
-                continue;
             const int row = (x * n1 + y) * n2;
             for (int z = zlo; z <= zhi;) {
                 const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;

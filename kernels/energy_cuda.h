@@ -60,8 +60,8 @@ const char *mdnl_energy_reduce_name(mdnl_energy_reduce v);
  *   2 prune     the same grid, columns and z ranges cut to the atom's cutoff
  *               sphere (mdnl_for_each_pair_pruned_part): the same pairs in
  *               the same order, so the same bits as 1, fewer candidates.
- *   3, 4 prune-x2, prune-x4   2 with 2 or 4 threads per atom (the columns
- *               dealt round-robin, part sums added in part order).
+ *   3, 4 prune-x2, prune-x4   2 with 2 or 4 threads per atom (the stencil
+ *               columns dealt round-robin, part sums added in part order).
  *   5 fine      2 on g's grid refined by 2 (mdnl_geom_refine: 5^3 stencil of
  *               half cells, ~40% of the 27-cell candidates).
  *   6, 7 fine-x2, fine-x4    5 with 2 or 4 threads per atom. */

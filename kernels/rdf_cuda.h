@@ -62,8 +62,8 @@
  *                              stencil): fewer candidates, more ranges;
  *                              ties PRUNE2 on lj-1m, loses on graphene-1m.
  *   MDNL_HIST_TRAV_CELLS_PRUNE2_X2, _X4, _X8  CELLS_PRUNE2 with 2, 4 or 8
- *                              threads per atom: the columns left after the
- *                              cuts are dealt round-robin to them
+ *                              threads per atom: the stencil columns (dx, dy)
+ *                              are dealt round-robin to them
  *                              (mdnl_for_each_pair_pruned_part), so a frame of
  *                              ~100k atoms, under one wave of thread-per-atom
  *                              blocks, still fills the device.

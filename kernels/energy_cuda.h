@@ -75,7 +75,9 @@ typedef enum mdnl_energy_fused {
     MDNL_FUSED_FINE_X2 = 6,
     MDNL_FUSED_FINE_X4 = 7,
 } mdnl_energy_fused;
-#define MDNL_FUSED_AUTO_IS MDNL_FUSED_FINE_X4
+/* The default: H100, lj-100k 0.131 ms (cells27 0.176, fine-x4 0.128),
+ * lj-1m 0.80 ms (cells27 0.78, fine-x4 0.89); tools/bench/RESULTS.md. */
+#define MDNL_FUSED_AUTO_IS MDNL_FUSED_PRUNE_X2
 
 /* "cells27", "prune", ...; DEFAULT's name for DEFAULT. */
 const char *mdnl_energy_fused_name(int variant);

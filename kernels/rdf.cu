@@ -664,7 +664,9 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
     if (*variant == MDNL_HIST_AUTO)
         *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m (SHARED_CAP ties) */
     if (*trav == MDNL_HIST_TRAV_AUTO)
-        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS : MDNL_HIST_TRAV_CELLS_PRUNE2_X4;
+        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS
+                : g->natoms <= (int64_t)kBlock * 4 * c->sms ? MDNL_HIST_TRAV_CELLS_PRUNE2_X4
+                                                             : MDNL_HIST_TRAV_CELLS_PRUNE2;
     const size_t n = (size_t)g->natoms;
     const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
     if ((st = mdnl_dbuf_reserve(&c->pos, (n ? n : 1) * sizeof(float4), "histogram positions")) != MDNL_OK ||

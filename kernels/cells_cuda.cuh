@@ -266,11 +266,22 @@ __device__ __forceinline__ float mdnl_cell_gap(int d, int c, float t, float cw, 
  * each pair once): only candidates in slots k > is, or k == is with a
  * lexicographically positive shift; a column whose cells all lie below the
  * atom's own in memory order holds only slots < is and is skipped before
- * its range is loaded. */
+ * its range is loaded.
+ * Split walks (nparts a power of two): the stencil positions (dx, dy),
+ * numbered row by row, are dealt round-robin to nparts threads; the thread
+ * `part` walks only its own, in the same order. The nparts walks of one atom
+ * together visit its pair set exactly once (each a subsequence of the whole
+ * walk's order), so several threads can share an atom's stencil. Dealing
+ * positions, not the columns an atom keeps after the cuts, keeps a warp's
+ * lanes (neighbouring atoms, one part) on the same columns: dealt by what
+ * each lane keeps, a column ran with ~1/nparts of the lanes active (H100,
+ * lj-100k: 0.33 ms with 4 parts against 0.29 for one). */
 template <bool HALF = false, bool ZSPLIT = true, class F>
-__device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, const mdnl_cells_view &c,
-                                                          const mdnl_prune &pr, int is, F &&f)
+__device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &g, const mdnl_cells_view &c,
+                                                               const mdnl_prune &pr, int is, int part, int nparts,
+                                                               F &&f)
 {
+    const int ny = 2 * g.stencil[1] + 1; /* stencil positions per dx */
     const int home_col = HALF ? c.cell[is] / g.ncell[2] : 0; /* cx * n1 + cy */
     const float4 pi = c.pos[is];
     const int lin = c.cell[is];
@@ -292,6 +303,8 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, co
         if (rem_x < 0.0f)
             continue;
         for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
+            if ((((dx + g.stencil[0]) * ny + dy + g.stencil[1]) & (nparts - 1)) != part)
+                continue; /* another part's stencil position */
             int y = cy + dy, s1;
             if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1))
                 continue;
@@ -338,6 +351,14 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, co
             }
         }
     }
+}
+
+/* The whole walk in one thread (nlist.cu's list variant 8). */
+template <bool HALF = false, bool ZSPLIT = true, class F>
+__device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, const mdnl_cells_view &c,
+                                                          const mdnl_prune &pr, int is, F &&f)
+{
+    mdnl_for_each_pair_pruned_part<HALF, ZSPLIT>(g, c, pr, is, 0, 1, f);
 }
 
 /* ---- building ---- */

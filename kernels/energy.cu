@@ -27,6 +27,10 @@ struct mdnl_energy_cuda {
     cudaEvent_t ev_pos; /* recorded right after each position upload */
     cudaEvent_t done[MDNL_CUDA_TICKETS]; /* mdnl_energy_cuda_launch: the total is on the host */
     mdnl_cells_cuda cells;
+    int fused;        /* mdnl_energy_fused: the walk of the fused kernel */
+    mdnl_geom grid;   /* the grid the cell list was built for (g's, or refined) */
+    mdnl_prune prune; /* for grid (the pruned walks) */
+    int nparts;       /* threads per atom of the fused kernel (1, 2 or 4) */
     mdnl_dbuf pos, per_atom, block_sums, total;
     mdnl_dbuf offsets, j, d; /* an uploaded host list */
     int64_t natoms;          /* atoms of the last run */
@@ -129,21 +133,42 @@ template <int K> __device__ __forceinline__ double pair_energy_d(const mdnl_pote
     return mdnl_pair_energy_d(&p, d);
 }
 
-/* Thread per sorted slot `is` of the cell list: atom i = order[is] sums its
- * full row as the cell walk finds it, keeps half. Neighbouring threads sit in
- * the same cell, so a warp walks the same 27 cells and its candidate loads
- * hit the same cache lines. */
-template <int V, int K>
+/* Thread per sorted slot `is` of the cell list (nparts = 1): atom i =
+ * order[is] sums its full row as the cell walk finds it, keeps half.
+ * Neighbouring threads sit in the same cell, so a warp walks the same cells
+ * and its candidate loads hit the same cache lines. PRUNED: the walk is
+ * mdnl_for_each_pair_pruned_part (columns and z ranges cut to the atom's
+ * cutoff sphere: the same pairs in the same order, fewer candidates). With
+ * nparts > 1 (PRUNED only), nparts warps share 32 atoms: warp w walks the
+ * columns dealt to part w % nparts of atoms (w / nparts) * 32 + lane, and the
+ * part sums of an atom are added in part order through shared memory, so
+ * the bits depend only on the grid and nparts. */
+template <int V, int K, bool PRUNED>
 __global__ void __launch_bounds__(EBLOCK)
     energy_fused_kernel(const __grid_constant__ mdnl_geom g, const mdnl_cells_view c,
-                        const __grid_constant__ mdnl_potential p, double *__restrict__ per_atom,
-                        double *__restrict__ block_sums, double *__restrict__ total)
+                        const __grid_constant__ mdnl_potential p, const mdnl_prune pr, int nparts,
+                        double *__restrict__ per_atom, double *__restrict__ block_sums, double *__restrict__ total)
 {
-    const int is = blockIdx.x * EBLOCK + threadIdx.x;
-    double e = 0.0;
+    __shared__ double part_sum[EBLOCK];
+    const int warp = threadIdx.x >> 5, part = warp % nparts;
+    const int is = blockIdx.x * (EBLOCK / nparts) + (warp / nparts) * 32 + (threadIdx.x & 31);
+    double s = 0.0;
     if (is < c.natoms) {
-        double s = 0.0;
-        mdnl_for_each_pair(g, c, is, [&](int, float d2, int, int, int) { s += pair_energy_d<K>(p, sqrtf(d2)); });
+        auto add = [&](int, float d2, int, int, int) { s += pair_energy_d<K>(p, sqrtf(d2)); };
+        if (PRUNED)
+            mdnl_for_each_pair_pruned_part(g, c, pr, is, part, nparts, add);
+        else
+            mdnl_for_each_pair(g, c, is, add);
+    }
+    if (nparts > 1) {
+        part_sum[threadIdx.x] = s;
+        __syncthreads();
+        if (part == 0)
+            for (int q = 1; q < nparts; ++q)
+                s += part_sum[threadIdx.x + 32 * q];
+    }
+    double e = 0.0;
+    if (part == 0 && is < c.natoms) {
         e = 0.5 * s;
         if (per_atom)
             per_atom[c.order[is]] = e;
@@ -188,7 +213,41 @@ __global__ void __launch_bounds__(EBLOCK)
 
 /* ---- host side ---- */
 
-static int nblocks_of(int64_t n) { return (int)((n + EBLOCK - 1) / EBLOCK); }
+/* Blocks of the fused and list kernels: EBLOCK atoms each, EBLOCK / nparts
+ * for the split fused walks. */
+static int nblocks_of(int64_t n, int nparts = 1)
+{
+    const int per = EBLOCK / nparts;
+    return (int)((n + per - 1) / per);
+}
+
+extern "C" const char *mdnl_energy_fused_name(int v)
+{
+    switch (v) {
+    case MDNL_FUSED_CELLS27: return "cells27";
+    case MDNL_FUSED_PRUNE: return "prune";
+    case MDNL_FUSED_PRUNE_X2: return "prune-x2";
+    case MDNL_FUSED_PRUNE_X4: return "prune-x4";
+    case MDNL_FUSED_FINE: return "fine";
+    case MDNL_FUSED_FINE_X2: return "fine-x2";
+    case MDNL_FUSED_FINE_X4: return "fine-x4";
+    default: return mdnl_energy_fused_name(MDNL_FUSED_AUTO_IS);
+    }
+}
+
+/* The grid, pruning and threads per atom of the handle's fused walk for g;
+ * then the cell list of d_pos4 on that grid. */
+static mdnl_status fused_cells_build(mdnl_energy_cuda *e, const mdnl_geom *g, const float4 *d_pos4)
+{
+    const int v = e->fused == MDNL_FUSED_DEFAULT ? MDNL_FUSED_AUTO_IS : e->fused;
+    const bool fine = v == MDNL_FUSED_FINE || v == MDNL_FUSED_FINE_X2 || v == MDNL_FUSED_FINE_X4;
+    e->grid = fine ? mdnl_geom_refine(g, 2) : *g;
+    e->prune = mdnl_prune_args(&e->grid);
+    e->nparts = (v == MDNL_FUSED_PRUNE_X2 || v == MDNL_FUSED_FINE_X2)   ? 2
+                : (v == MDNL_FUSED_PRUNE_X4 || v == MDNL_FUSED_FINE_X4) ? 4
+                                                                        : 1;
+    return mdnl_cells_cuda_build(&e->cells, &e->grid, d_pos4, e->stream);
+}
 
 extern "C" mdnl_status mdnl_energy_cuda_create(void *stream, mdnl_energy_cuda **out)
 {
@@ -202,6 +261,7 @@ extern "C" mdnl_status mdnl_energy_cuda_create(void *stream, mdnl_energy_cuda **
     if (!e)
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the CUDA energy handle");
     e->reduce = MDNL_REDUCE_SHUFFLE;
+    e->nparts = 1;
     mdnl_status st = MDNL_OK;
     if (stream) {
         e->stream = (cudaStream_t)stream;
@@ -261,6 +321,11 @@ extern "C" void mdnl_energy_cuda_set_reduce(mdnl_energy_cuda *e, mdnl_energy_red
 
 extern "C" void mdnl_energy_cuda_set_timing(mdnl_energy_cuda *e, int on) { e->timing = on; }
 
+extern "C" void mdnl_energy_cuda_set_fused(mdnl_energy_cuda *e, int variant)
+{
+    e->fused = variant >= MDNL_FUSED_CELLS27 && variant <= MDNL_FUSED_FINE_X4 ? variant : MDNL_FUSED_DEFAULT;
+}
+
 extern "C" mdnl_status mdnl_energy_cuda_last_ms(mdnl_energy_cuda *e, double *ms)
 {
     float f = 0.0f;
@@ -271,10 +336,10 @@ extern "C" mdnl_status mdnl_energy_cuda_last_ms(mdnl_energy_cuda *e, double *ms)
 }
 
 /* Sizes the output buffers for n atoms and clears what the variant adds into. */
-static mdnl_status prepare_outputs(mdnl_energy_cuda *e, int64_t n, int per_atom, int zero_per_atom)
+static mdnl_status prepare_outputs(mdnl_energy_cuda *e, int64_t n, int per_atom, int zero_per_atom, int nparts)
 {
     mdnl_status st;
-    const size_t nb = (size_t)(n > 0 ? nblocks_of(n) : 1);
+    const size_t nb = (size_t)(n > 0 ? nblocks_of(n, nparts) : 1);
     if ((st = mdnl_dbuf_reserve(&e->total, sizeof(double), "energy total")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&e->block_sums, nb * sizeof(double), "energy block sums")) != MDNL_OK)
         return st;
@@ -291,11 +356,11 @@ static mdnl_status prepare_outputs(mdnl_energy_cuda *e, int64_t n, int per_atom,
 }
 
 /* The second pass, for the variants that have one. */
-static mdnl_status finish_total(mdnl_energy_cuda *e, int64_t n)
+static mdnl_status finish_total(mdnl_energy_cuda *e, int64_t n, int nparts)
 {
     if (n == 0 || e->reduce == MDNL_REDUCE_ATOMIC)
         return MDNL_OK;
-    sum_blocks_kernel<<<1, FINAL_BLOCK, 0, e->stream>>>((const double *)e->block_sums.ptr, nblocks_of(n),
+    sum_blocks_kernel<<<1, FINAL_BLOCK, 0, e->stream>>>((const double *)e->block_sums.ptr, nblocks_of(n, nparts),
                                                         (double *)e->total.ptr);
     MDNL_CUDA_LAUNCHED(e->stream);
     return MDNL_OK;
@@ -312,25 +377,34 @@ extern "C" mdnl_status mdnl_energy_cuda_upload_positions(mdnl_energy_cuda *e, co
         MDNL_CUDA_CHECK(cudaMemcpyAsync(e->pos.ptr, h_pos4, (size_t)n * sizeof(float4), cudaMemcpyHostToDevice,
                                         e->stream));
     MDNL_CUDA_CHECK(cudaEventRecord(e->ev_pos, e->stream));
-    return mdnl_cells_cuda_build(&e->cells, g, (const float4 *)e->pos.ptr, e->stream);
+    return fused_cells_build(e, g, (const float4 *)e->pos.ptr);
 }
 
 extern "C" const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e) { return (const float *)e->pos.ptr; }
 
 extern "C" void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e) { return (void *)e->ev_pos; }
 
-template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p, double *pa)
+template <int V, int K> static void launch_fused_k(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa)
 {
-    const int64_t n = g->natoms;
+    const int64_t n = e->grid.natoms;
     double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
-    if (p->kind == MDNL_POTENTIAL_LJ)
-        energy_fused_kernel<V, MDNL_POTENTIAL_LJ><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p, pa,
-                                                                                            bs, tot);
-    else if (p->kind == MDNL_POTENTIAL_MORSE)
-        energy_fused_kernel<V, MDNL_POTENTIAL_MORSE><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p,
-                                                                                               pa, bs, tot);
+    const int v = e->fused == MDNL_FUSED_DEFAULT ? MDNL_FUSED_AUTO_IS : e->fused;
+    if (v == MDNL_FUSED_CELLS27)
+        energy_fused_kernel<V, K, false><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p,
+                                                                                 e->prune, 1, pa, bs, tot);
     else
-        energy_fused_kernel<V, 0><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(*g, e->cells.view, *p, pa, bs, tot);
+        energy_fused_kernel<V, K, true><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
+            e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
+}
+
+template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa)
+{
+    if (p->kind == MDNL_POTENTIAL_LJ)
+        launch_fused_k<V, MDNL_POTENTIAL_LJ>(e, p, pa);
+    else if (p->kind == MDNL_POTENTIAL_MORSE)
+        launch_fused_k<V, MDNL_POTENTIAL_MORSE>(e, p, pa);
+    else
+        launch_fused_k<V, 0>(e, p, pa);
 }
 
 extern "C" mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p,
@@ -346,21 +420,23 @@ extern "C" mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdn
     if (e->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(e->ev0, e->stream));
     mdnl_status st;
-    if (rebuild_cells && (st = mdnl_cells_cuda_build(&e->cells, g, (const float4 *)e->pos.ptr, e->stream)) != MDNL_OK)
+    if (rebuild_cells && (st = fused_cells_build(e, g, (const float4 *)e->pos.ptr)) != MDNL_OK)
         return st;
-    if ((st = prepare_outputs(e, n, per_atom, 0)) != MDNL_OK)
+    if (e->grid.natoms != n || e->grid.cutoff2 != g->cutoff2)
+        return mdnl_error(MDNL_ERR_INTERNAL, "energy: the cell list was built for another geometry");
+    if ((st = prepare_outputs(e, n, per_atom, 0, e->nparts)) != MDNL_OK)
         return st;
     if (n > 0) {
         double *pa = per_atom ? (double *)e->per_atom.ptr : NULL;
         if (e->reduce == MDNL_REDUCE_ATOMIC)
-            launch_fused<MDNL_REDUCE_ATOMIC>(e, g, p, pa);
+            launch_fused<MDNL_REDUCE_ATOMIC>(e, p, pa);
         else if (e->reduce == MDNL_REDUCE_TREE)
-            launch_fused<MDNL_REDUCE_TREE>(e, g, p, pa);
+            launch_fused<MDNL_REDUCE_TREE>(e, p, pa);
         else
-            launch_fused<MDNL_REDUCE_SHUFFLE>(e, g, p, pa);
+            launch_fused<MDNL_REDUCE_SHUFFLE>(e, p, pa);
         MDNL_CUDA_LAUNCHED(e->stream);
     }
-    if ((st = finish_total(e, n)) != MDNL_OK)
+    if ((st = finish_total(e, n, e->nparts)) != MDNL_OK)
         return st;
     if (e->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(e->ev1, e->stream));
@@ -385,7 +461,7 @@ extern "C" mdnl_status mdnl_energy_cuda_run_list_dev(mdnl_energy_cuda *e, int64_
     if (e->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(e->ev0, e->stream));
     const int half = kind == MDNL_LIST_HALF;
-    mdnl_status st = prepare_outputs(e, n, per_atom, half);
+    mdnl_status st = prepare_outputs(e, n, per_atom, half, 1);
     if (st != MDNL_OK)
         return st;
     if (n > 0) {
@@ -412,7 +488,7 @@ extern "C" mdnl_status mdnl_energy_cuda_run_list_dev(mdnl_energy_cuda *e, int64_
         }
         MDNL_CUDA_LAUNCHED(e->stream);
     }
-    if ((st = finish_total(e, n)) != MDNL_OK)
+    if ((st = finish_total(e, n, 1)) != MDNL_OK)
         return st;
     if (e->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(e->ev1, e->stream));
@@ -486,7 +562,7 @@ extern "C" mdnl_status mdnl_energy_cuda_launch_dev(mdnl_energy_cuda *e, const md
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(e->stream, (cudaEvent_t)ready, 0));
     /* The cell list gathers its own cell-ordered copy: d_pos4 is read by the
      * build alone, and ev_pos tells its owner when that is over. */
-    mdnl_status st = mdnl_cells_cuda_build(&e->cells, g, (const float4 *)d_pos4, e->stream);
+    mdnl_status st = fused_cells_build(e, g, (const float4 *)d_pos4);
     if (st != MDNL_OK)
         return st;
     MDNL_CUDA_CHECK(cudaEventRecord(e->ev_pos, e->stream));

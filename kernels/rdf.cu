@@ -334,9 +334,9 @@ __device__ __forceinline__ int table_bin(const float *thr, float d2, float inv_w
  *   - the bin comes from the threshold table instead of sqrt and division.
  * The candidates of one column range are read from the cell-ordered float4
  * array as in hist_cells_kernel. */
-template <int V, int PARTIAL, bool ZSPLIT>
+template <int V, int PARTIAL>
 __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                            HistArgs a, mdnl_prune pr)
+                                                            HistArgs a, mdnl_prune pr, int nparts)
 {
     extern __shared__ unsigned sh[];
     float *sthr = reinterpret_cast<float *>(sh + (V != MDNL_HIST_GLOBAL ? a.slot_n : 0));
@@ -350,9 +350,14 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
     const float *thr = a.thr_shared ? sthr : a.thr;
     Acc<V> acc;
     acc.init(a, sh);
-    for (int is = blockIdx.x * blockDim.x + threadIdx.x; is < c.natoms; is += gridDim.x * blockDim.x) {
+    /* nparts warps share 32 atoms: warp w takes part w % nparts of atoms
+     * (w / nparts) * 32 + lane of the block's kBlock / nparts. */
+    const int warp = threadIdx.x >> 5, part = warp % nparts;
+    const int per_block = kBlock / nparts;
+    for (int is = blockIdx.x * per_block + (warp / nparts) * 32 + (threadIdx.x & 31); is < c.natoms;
+         is += gridDim.x * per_block) {
         const int si = PARTIAL ? __ldg(a.species + __float_as_int(c.pos[is].w)) : 0;
-        mdnl_for_each_pair_pruned<true, ZSPLIT>(g, c, pr, is, [&](int j, float d2, int, int, int) {
+        mdnl_for_each_pair_pruned_part<true, false>(g, c, pr, is, part, nparts, [&](int j, float d2, int, int, int) {
             const int b = table_bin(thr, d2, a.inv_w2, a.bins);
             if (!PARTIAL) {
                 acc.add(b, 2u);
@@ -453,22 +458,21 @@ mdnl_status launch_cells(const mdnl_geom &g, const mdnl_cells_view &c, const His
 }
 
 template <int V, int PARTIAL>
-mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, const mdnl_prune &pr, int sms,
-                         cudaStream_t stream)
+mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, const mdnl_prune &pr,
+                         int nparts, int sms, cudaStream_t stream)
 {
     size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
     if (a.thr_shared)
         shmem += (size_t)(a.bins + 1) * sizeof(float);
-    /* One walk loop for every shift: splitting off the zero shift
-     * (mdnl_scan_range), which speeds up the list's count pass and the
-     * fused energy, made this kernel slower on the H100 (lj-1m 1.36-1.39 ms
-     * against 1.24-1.27 ms, tools/bench/RESULTS.md); MDNL_RDF_ZSPLIT=1
-     * (environment) selects it, for the A/B. */
-    const char *env = getenv("MDNL_RDF_ZSPLIT");
-    auto k = env && atoi(env) == 1 ? hist_prune_kernel<V, PARTIAL, true> : hist_prune_kernel<V, PARTIAL, false>;
-    const int work = (c.natoms + kBlock - 1) / kBlock;
+    /* One walk loop for every shift (mdnl_scan_range's ZSPLIT = false):
+     * splitting off the zero shift, which speeds up the list's count pass
+     * and the fused energy, made this kernel slower on the H100 (lj-1m
+     * 1.36-1.39 ms against 1.24-1.27 ms, tools/bench/RESULTS.md). */
+    auto k = hist_prune_kernel<V, PARTIAL>;
+    const int per_block = kBlock / nparts;
+    const int work = (c.natoms + per_block - 1) / per_block;
     const int grid = resident_grid(k, shmem, work, sms);
-    k<<<grid, kBlock, shmem, stream>>>(g, c, a, pr);
+    k<<<grid, kBlock, shmem, stream>>>(g, c, a, pr, nparts);
     MDNL_CUDA_LAUNCHED(stream);
     return MDNL_OK;
 }
@@ -484,7 +488,18 @@ mdnl_status launch_allpairs(const mdnl_geom &g, const float4 *pos, int n, const 
 
 static bool trav_prune(int trav)
 {
-    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE3;
+    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE3 ||
+           trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X4 ||
+           trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X8;
+}
+
+/* Threads per atom of a pruned traversal. */
+static int trav_parts(int trav)
+{
+    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X2 ? 2
+           : trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X4 ? 4
+           : trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X8 ? 8
+                                                    : 1;
 }
 
 template <int V>
@@ -492,7 +507,8 @@ mdnl_status launch_variant(int trav, bool partial, const mdnl_geom &g, const mdn
                            const HistArgs &a, const mdnl_prune &pr, int sms, cudaStream_t stream)
 {
     if (trav_prune(trav))
-        return partial ? launch_prune<V, 1>(g, c, a, pr, sms, stream) : launch_prune<V, 0>(g, c, a, pr, sms, stream);
+        return partial ? launch_prune<V, 1>(g, c, a, pr, trav_parts(trav), sms, stream)
+                       : launch_prune<V, 0>(g, c, a, pr, trav_parts(trav), sms, stream);
     if (trav == MDNL_HIST_TRAV_ALLPAIRS)
         return partial ? launch_allpairs<V, 1>(g, pos, (int)g.natoms, a, stream)
                        : launch_allpairs<V, 0>(g, pos, (int)g.natoms, a, stream);
@@ -591,6 +607,9 @@ extern "C" const char *mdnl_hist_traversal_name(int t)
     case MDNL_HIST_TRAV_CELLS_HALF_FINE: return "cells-half2";
     case MDNL_HIST_TRAV_CELLS_PRUNE2: return "cells-prune2";
     case MDNL_HIST_TRAV_CELLS_PRUNE3: return "cells-prune3";
+    case MDNL_HIST_TRAV_CELLS_PRUNE2_X2: return "prune2-x2";
+    case MDNL_HIST_TRAV_CELLS_PRUNE2_X4: return "prune2-x4";
+    case MDNL_HIST_TRAV_CELLS_PRUNE2_X8: return "prune2-x8";
     default: return "auto";
     }
 }
@@ -640,12 +659,14 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
     if (spec->npairs > 0 && !species && g->natoms > 0)
         return mdnl_error(MDNL_ERR_INTERNAL, "histogram: partials need the species array");
     if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_CAP || *trav < MDNL_HIST_TRAV_AUTO ||
-        *trav > MDNL_HIST_TRAV_CELLS_PRUNE3)
+        *trav > MDNL_HIST_TRAV_CELLS_PRUNE2_X8)
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
         *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m (SHARED_CAP ties) */
     if (*trav == MDNL_HIST_TRAV_AUTO)
-        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS : MDNL_HIST_TRAV_CELLS_PRUNE2;
+        *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS
+                : g->natoms <= (int64_t)kBlock * 4 * c->sms ? MDNL_HIST_TRAV_CELLS_PRUNE2_X4
+                                                             : MDNL_HIST_TRAV_CELLS_PRUNE2;
     const size_t n = (size_t)g->natoms;
     const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
     if ((st = mdnl_dbuf_reserve(&c->pos, (n ? n : 1) * sizeof(float4), "histogram positions")) != MDNL_OK ||
@@ -671,7 +692,7 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pairs.ptr, spec->pairs, (size_t)spec->npairs * sizeof(int2),
                                         cudaMemcpyHostToDevice, c->stream));
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[1], c->stream));
-    if (*trav == MDNL_HIST_TRAV_CELLS_HALF_FINE || *trav == MDNL_HIST_TRAV_CELLS_PRUNE2)
+    if (*trav == MDNL_HIST_TRAV_CELLS_HALF_FINE || (trav_prune(*trav) && *trav != MDNL_HIST_TRAV_CELLS_PRUNE3))
         c->grid = mdnl_geom_refine(g, 2);
     else if (*trav == MDNL_HIST_TRAV_CELLS_PRUNE3)
         c->grid = mdnl_geom_refine(g, 3);

@@ -61,9 +61,22 @@
  *   MDNL_HIST_TRAV_CELLS_PRUNE3  CELLS_PRUNE2 on cells split in thirds (7^3
  *                              stencil): fewer candidates, more ranges;
  *                              ties PRUNE2 on lj-1m, loses on graphene-1m.
- *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms,
- *                              else CELLS_PRUNE2 (H100: lj-1m 1.24 ms vs
- *                              2.06 ms for CELLS_HALF_FINE).
+ *   MDNL_HIST_TRAV_CELLS_PRUNE2_X2, _X4, _X8  CELLS_PRUNE2 with 2, 4 or 8
+ *                              threads per atom: the stencil columns (dx, dy)
+ *                              are dealt round-robin to them
+ *                              (mdnl_for_each_pair_pruned_part), so a frame of
+ *                              ~100k atoms, under one wave of thread-per-atom
+ *                              blocks, still fills the device.
+ *                              H100: lj-100k 0.185 ms with 4 threads (x2
+ *                              0.243, x8 0.189) against 0.283 for one; but
+ *                              lj-1m 1.38 (x2 1.19) against 1.29, graphene-1m
+ *                              0.545 against 0.458 (tools/bench/RESULTS.md).
+ *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms;
+ *                              else CELLS_PRUNE2_X4 when a thread per atom
+ *                              fills at most one wave (natoms <= 256 x 4
+ *                              blocks x SMs: 135,168 on an H100), else
+ *                              CELLS_PRUNE2 (H100: lj-1m 1.24 ms vs 2.06 ms
+ *                              for CELLS_HALF_FINE).
  * Fused: pairs are binned while traversing; no neighbor list is stored.
  */
 #ifndef MDNL_RDF_CUDA_H
@@ -95,6 +108,9 @@ typedef enum mdnl_hist_traversal {
     MDNL_HIST_TRAV_CELLS_HALF_FINE = 4,
     MDNL_HIST_TRAV_CELLS_PRUNE2 = 5,
     MDNL_HIST_TRAV_CELLS_PRUNE3 = 6,
+    MDNL_HIST_TRAV_CELLS_PRUNE2_X2 = 7,
+    MDNL_HIST_TRAV_CELLS_PRUNE2_X4 = 8,
+    MDNL_HIST_TRAV_CELLS_PRUNE2_X8 = 9,
 } mdnl_hist_traversal;
 
 #define MDNL_HIST_MAX_PASSES 8

@@ -38,10 +38,10 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_ROWS 32
+#define MAX_ROWS 48
 
 typedef struct bench_row {
-    char path[32];
+    char path[40];
     char backend[8];
     char reduce[16];
     double ms;
@@ -78,6 +78,11 @@ static void add_row(bench_row *rows, int *nrows, const char *path, const char *b
     snprintf(r->reduce, sizeof r->reduce, "%s", reduce);
     r->ms = ms;
     r->total = total;
+}
+
+static int row_ok(const bench_row *r, double cpu_total)
+{
+    return fabs(r->total - cpu_total) <= 1e-9 * fabs(cpu_total);
 }
 
 #if defined(MDNL_HAVE_CUDA)
@@ -129,6 +134,22 @@ static mdnl_status bench_gpu(const mdnl_geom *g, const float (*pos4)[4], const m
                 add_row(rows, nrows, names[path], "cuda", mdnl_energy_reduce_name(variants[v]), ms, total);
         }
     }
+    /* Every fused walk (mdnl_energy_fused), shuffle reduction: the kernel
+     * alone, then with its cell-list build. */
+    mdnl_energy_cuda_set_reduce(e, MDNL_REDUCE_SHUFFLE);
+    for (int w = MDNL_FUSED_CELLS27; w <= MDNL_FUSED_FINE_X4 && st == MDNL_OK; ++w) {
+        mdnl_energy_cuda_set_fused(e, w);
+        if ((st = mdnl_energy_cuda_upload_positions(e, g, pos4)) != MDNL_OK)
+            break;
+        for (int path = GPU_FUSED; path <= GPU_FUSED_CELLS && st == MDNL_OK; ++path) {
+            double ms = 0, total = 0;
+            char label[40];
+            snprintf(label, sizeof label, "%s/%s", names[path], mdnl_energy_fused_name(w));
+            st = time_gpu(e, g, p, (gpu_path)path, reps, &ms, &total);
+            if (st == MDNL_OK)
+                add_row(rows, nrows, label, "cuda", "shuffle", ms, total);
+        }
+    }
     mdnl_energy_cuda_free(e);
     return st;
 }
@@ -165,6 +186,7 @@ mdnl_status mdnl_bench_energy_size(FILE *out, int json, int nside)
     }
     if (st == MDNL_OK)
         add_row(rows, &nrows, "fused", "cpu", "ordered", median(t, cpu_reps), total);
+    const double cpu_total = total;
     if (st == MDNL_OK)
         st = mdnl_nlist_build_cpu(&g, cpos, MDNL_METHOD_CELL, MDNL_LIST_FULL, &full);
     if (st == MDNL_OK)
@@ -194,19 +216,26 @@ mdnl_status mdnl_bench_energy_size(FILE *out, int json, int nside)
                     (long long)f.natoms, (long long)f.natoms, cutoff, (long long)half.npairs, device);
             for (int k = 0; k < nrows; ++k)
                 fprintf(out, "%s{\"path\": \"%s\", \"backend\": \"%s\", \"reduce\": \"%s\", \"ms\": %.6f, "
-                             "\"atoms_per_s\": %.6g, \"total\": %.17g}",
+                             "\"atoms_per_s\": %.6g, \"total\": %.17g, \"equals_cpu\": %s}",
                         k ? ", " : "", rows[k].path, rows[k].backend, rows[k].reduce, rows[k].ms,
-                        n / (rows[k].ms * 1e-3), rows[k].total);
+                        n / (rows[k].ms * 1e-3), rows[k].total, row_ok(&rows[k], cpu_total) ? "true" : "false");
             fprintf(out, "]}\n");
         } else {
             fprintf(out, "# energy benchmark: lj, %lld atoms, rc %g, %lld half-list pairs; device: %s\n",
                     (long long)f.natoms, cutoff, (long long)half.npairs, device);
             fprintf(out, "# median ms (GPU: CUDA events, device time only; CPU: wall clock, list building not timed)\n");
-            fprintf(out, "%-12s %-7s %-8s %12s %14s %26s\n", "path", "backend", "reduce", "ms", "atoms/s", "total");
+            fprintf(out, "%-22s %-7s %-8s %12s %14s %26s\n", "path", "backend", "reduce", "ms", "atoms/s", "total");
             for (int k = 0; k < nrows; ++k)
-                fprintf(out, "%-12s %-7s %-8s %12.4f %14.4g %26.17g\n", rows[k].path, rows[k].backend,
-                        rows[k].reduce, rows[k].ms, n / (rows[k].ms * 1e-3), rows[k].total);
+                fprintf(out, "%-22s %-7s %-8s %12.4f %14.4g %26.17g  %s\n", rows[k].path, rows[k].backend,
+                        rows[k].reduce, rows[k].ms, n / (rows[k].ms * 1e-3), rows[k].total,
+                        row_ok(&rows[k], cpu_total) ? "ok" : "DIFFERS FROM CPU");
         }
+        /* Every row against the CPU twin's fused total (1e-9 relative, the
+         * tolerance of tests/test_energy_gpu.c). */
+        for (int k = 0; k < nrows && st == MDNL_OK; ++k)
+            if (!row_ok(&rows[k], cpu_total))
+                st = mdnl_error(MDNL_ERR_INTERNAL, "bench energy: %s %s %s total %.17g, CPU %.17g", rows[k].path,
+                                rows[k].backend, rows[k].reduce, rows[k].total, cpu_total);
     }
     mdnl_nlist_free(&full);
     mdnl_nlist_free(&half);

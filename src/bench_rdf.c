@@ -17,6 +17,10 @@
  *                Carlo over positions in a cell), ~1.4 hits per 4 candidates;
  *                its bin is ~12 instructions (rsqrt guess, two table loads)
  *                instead of ~30 (IEEE sqrt and division).
+ *   lj-100k      the same liquid at 97,556 atoms (`mdnl bench --sizes lj-100k`,
+ *                the size of the `mdnl run` benchmark): a thread per atom is
+ *                382 blocks of 256, under one wave on 132 SMs, which the
+ *                split traversals (prune2-x2/x4/x8) are for.
  *   graphene-1m  perfect periodic rectangular sheet 512 x 488 cells x 4 =
  *                999,424 atoms (C-C 1.42 A), pbc T T F, r_max = 10 A, 500
  *                bins: ~120 neighbours per atom, 1.2e8 ordered pairs, all in
@@ -77,9 +81,11 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
         if ((st = mdnl_hist_cuda_create(&ctx)) != MDNL_OK)
             goto done;
         int n = 0;
-        const int travs[5] = {MDNL_HIST_TRAV_CELLS_FULL, MDNL_HIST_TRAV_CELLS_HALF, MDNL_HIST_TRAV_CELLS_HALF_FINE,
-                              MDNL_HIST_TRAV_CELLS_PRUNE2, MDNL_HIST_TRAV_CELLS_PRUNE3};
-        for (int ti = 0; ti < 5 && st == MDNL_OK; ++ti)
+        const int travs[] = {MDNL_HIST_TRAV_CELLS_FULL,      MDNL_HIST_TRAV_CELLS_HALF,
+                             MDNL_HIST_TRAV_CELLS_HALF_FINE, MDNL_HIST_TRAV_CELLS_PRUNE2,
+                             MDNL_HIST_TRAV_CELLS_PRUNE3,    MDNL_HIST_TRAV_CELLS_PRUNE2_X2,
+                             MDNL_HIST_TRAV_CELLS_PRUNE2_X4, MDNL_HIST_TRAV_CELLS_PRUNE2_X8};
+        for (int ti = 0; ti < (int)(sizeof travs / sizeof travs[0]) && st == MDNL_OK; ++ti)
             for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_CAP && st == MDNL_OK; ++v) {
                 mdnl_hist_cuda_timing t;
                 if ((st = mdnl_hist_cuda_bench(ctx, &g, (const float(*)[4])pos4, NULL, &spec, v, travs[ti], 7, gpu,
@@ -111,16 +117,22 @@ done:
     return st;
 }
 
-mdnl_status mdnl_bench_rdf(FILE *out, int json)
+mdnl_status mdnl_bench_rdf(FILE *out, int json) { return mdnl_bench_rdf_cases(out, json, 0); }
+
+mdnl_status mdnl_bench_rdf_cases(FILE *out, int json, int small)
 {
     mdnl_frame f = {0};
     mdnl_status st;
     if (json)
         fputs("{", out);
-    if ((st = mdnl_system_build("lj-1m", &f)) == MDNL_OK)
+    if (small) {
+        if ((st = mdnl_system_build("lj-100k", &f)) == MDNL_OK)
+            st = bench_case(out, json, 1, "lj-100k", &f, 4.0, 200);
+    } else if ((st = mdnl_system_build("lj-1m", &f)) == MDNL_OK) {
         st = bench_case(out, json, 1, "lj-1m", &f, 4.0, 200);
-    if (st == MDNL_OK && (st = mdnl_system_build("graphene-1m", &f)) == MDNL_OK)
-        st = bench_case(out, json, 0, "graphene-1m", &f, 10.0, 500);
+        if (st == MDNL_OK && (st = mdnl_system_build("graphene-1m", &f)) == MDNL_OK)
+            st = bench_case(out, json, 0, "graphene-1m", &f, 10.0, 500);
+    }
     if (json)
         fputs("}\n", out);
     mdnl_frame_free(&f);

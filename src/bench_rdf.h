@@ -13,6 +13,8 @@ MDNL_BEGIN_C
  * kernel's counts are checked against the CPU twin; a mismatch returns
  * MDNL_ERR_INTERNAL. Without a device only the CPU twin is timed. */
 mdnl_status mdnl_bench_rdf(FILE *out, int json);
+/* small = 1: lj-100k alone instead (97,556 atoms, r_max 4, 200 bins). */
+mdnl_status mdnl_bench_rdf_cases(FILE *out, int json, int small);
 
 MDNL_END_C
 

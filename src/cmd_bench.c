@@ -43,17 +43,14 @@ static mdnl_status bench_nlist(void *arg, FILE *out, int json)
     return mdnl_bench_run(a->names, a->n, json, out);
 }
 
+/* arg: NULL for lj-1m (and graphene-1m for the histograms), non-NULL for
+ * lj-100k alone. */
 static mdnl_status bench_energy(void *arg, FILE *out, int json)
 {
-    (void)arg;
-    return mdnl_bench_energy(out, json);
+    return arg ? mdnl_bench_energy_size(out, json, 29) : mdnl_bench_energy(out, json);
 }
 
-static mdnl_status bench_rdf(void *arg, FILE *out, int json)
-{
-    (void)arg;
-    return mdnl_bench_rdf(out, json);
-}
+static mdnl_status bench_rdf(void *arg, FILE *out, int json) { return mdnl_bench_rdf_cases(out, json, arg != NULL); }
 
 mdnl_status mdnl_cmd_bench(int argc, char **argv)
 {
@@ -74,31 +71,44 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
     const char *names[16];
     int n = 0;
     char buf[256];
-    bool lj = true, rdf = true;
+    bool lj = true, rdf = true, small = false, nlist = true;
     if (o.sizes) {
         snprintf(buf, sizeof buf, "%s", o.sizes);
-        lj = rdf = false;
+        lj = rdf = nlist = false;
         for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (strcmp(t, "lj-100k") == 0) { /* energy and histograms only */
+                small = true;
+                continue;
+            }
             if (n == 16)
                 return mdnl_error(MDNL_ERR_USAGE, "--sizes: at most 16 systems");
             names[n++] = t;
+            nlist = true;
             lj = lj || strcmp(t, "lj-1m") == 0;
             rdf = rdf || strcmp(t, "lj-1m") == 0 || strcmp(t, "graphene-1m") == 0;
         }
     }
     nlist_args na = {names, n};
+    static const int one = 1;
     if (o.json) {
+        int first = 1;
         printf("{");
-        if ((st = run_json("neighbors", 1, bench_nlist, &na)) != MDNL_OK)
+        if (nlist && (st = run_json("neighbors", first, bench_nlist, &na)) != MDNL_OK)
             return st;
-        if (lj && (st = run_json("energy", 0, bench_energy, NULL)) != MDNL_OK)
+        first = first && !nlist;
+        if (lj && (st = run_json("energy", first, bench_energy, NULL)) != MDNL_OK)
             return st;
-        if (rdf && (st = run_json("rdf", 0, bench_rdf, NULL)) != MDNL_OK)
+        first = first && !lj;
+        if (rdf && (st = run_json("rdf", first, bench_rdf, NULL)) != MDNL_OK)
+            return st;
+        first = first && !rdf;
+        if (small && ((st = run_json("energy_100k", first, bench_energy, (void *)&one)) != MDNL_OK ||
+                      (st = run_json("rdf_100k", 0, bench_rdf, (void *)&one)) != MDNL_OK))
             return st;
         printf("}\n");
         return MDNL_OK;
     }
-    if ((st = mdnl_bench_run(names, n, 0, stdout)) != MDNL_OK)
+    if (nlist && (st = mdnl_bench_run(names, n, 0, stdout)) != MDNL_OK)
         return st;
     if (lj) {
         printf("\n");
@@ -107,7 +117,15 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
     }
     if (rdf) { /* the RDF benchmark runs lj-1m and graphene-1m together */
         printf("\n");
-        st = mdnl_bench_rdf(stdout, 0);
+        if ((st = mdnl_bench_rdf(stdout, 0)) != MDNL_OK)
+            return st;
+    }
+    if (small) { /* lj-100k: the size of the `mdnl run` benchmark */
+        printf("\n");
+        if ((st = mdnl_bench_energy_size(stdout, 0, 29)) != MDNL_OK)
+            return st;
+        printf("\n");
+        st = mdnl_bench_rdf_cases(stdout, 0, 1);
     }
     return st;
 }

@@ -55,6 +55,8 @@ mdnl_status mdnl_system_build(const char *name, mdnl_frame *f)
 {
     if (strcmp(name, "lj-1m") == 0)
         return mdnl_gen_lj_fcc(64, 0.8442, 0.05, 2024, f);
+    if (strcmp(name, "lj-100k") == 0)
+        return mdnl_gen_lj_fcc(29, 0.8442, 0.05, 2024, f);
     if (strcmp(name, "graphene-1m") == 0)
         return mdnl_gen_graphene(512, 488, 1.42, 0.0, 0, 20.0, f);
     if (strcmp(name, "graphene-17k") == 0) {
@@ -63,5 +65,5 @@ mdnl_status mdnl_system_build(const char *name, mdnl_frame *f)
             memset(&f->box, 0, sizeof f->box); /* open boundaries */
         return st;
     }
-    return mdnl_error(MDNL_ERR_USAGE, "unknown system \"%s\" (graphene-17k, graphene-1m, lj-1m)", name);
+    return mdnl_error(MDNL_ERR_USAGE, "unknown system \"%s\" (graphene-17k, graphene-1m, lj-1m, lj-100k)", name);
 }

@@ -7,6 +7,8 @@
  *   lj-1m         FCC 64^3 x 4 = 1,048,576 atoms at reduced density 0.8442,
  *                 periodic cube, every coordinate displaced uniformly in
  *                 [-0.05, 0.05] σ by splitmix64 from seed 2024
+ *   lj-100k       the same at 29^3 x 4 = 97,556 atoms: the size of the
+ *                 `mdnl run` benchmark trajectory (tools/bench/bench_run.sh)
  * Graphene comes from mdnl_gen_graphene (bond 1.42 Å, sheet at z = 10). */
 #ifndef MDNL_SYSTEMS_H
 #define MDNL_SYSTEMS_H

@@ -342,8 +342,7 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &
                 int kb = c.start[row + z - s2 * n2];
                 const int ke = c.start[row + zend - s2 * n2 + 1];
                 if (HALF) { /* k > is, or k == is with a positive shift */
-                    const bool pos_shift = s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
-                    const int kmin = pos_shift ? is : is + 1;
+                    const int kmin = mdnl_shift_positive(s0, s1, s2) ? is : is + 1;
                     kb = kb > kmin ? kb : kmin;
                 }
                 mdnl_scan_range<ZSPLIT, !HALF>(pi, c.pos, kb, ke, is, zero, v, g.cutoff2, s0, s1, s2, f);

@@ -212,13 +212,20 @@ MDNL_HD float mdnl_pair_d2(float xi, float yi, float zi, float xj, float yj, flo
     return MDNL_FADD(MDNL_FADD(MDNL_FMUL(dx, dx), MDNL_FMUL(dy, dy)), MDNL_FMUL(dz, dz));
 }
 
+/* Whether the image shift S is lexicographically positive: of each ±S pair
+ * of a self image, the one a half list (and a half traversal) keeps. */
+MDNL_HD int mdnl_shift_positive(int s0, int s1, int s2)
+{
+    return s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
+}
+
 /* Whether (i, j, S) belongs to the half list: i < j, or a self image
  * (i == j) with S lexicographically positive. (i, i, 0) is never a pair. */
 MDNL_HD int mdnl_half_keep(int64_t i, int64_t j, int s0, int s1, int s2)
 {
     if (i != j)
         return i < j;
-    return s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
+    return mdnl_shift_positive(s0, s1, s2);
 }
 
 /* Cell coordinate of a position on axis k, clamped into the grid. */

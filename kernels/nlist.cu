@@ -705,7 +705,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
     w.vy = v[1];
     w.vz = v[2];
     w.zero = s0 == 0 && s1 == 0 && s2 == 0;
-    w.lexpos = s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
+    w.lexpos = mdnl_shift_positive(s0, s1, s2);
     w.code = (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1);
     return w;
 }

@@ -191,12 +191,6 @@ template <> struct Acc<MDNL_HIST_SHARED_CAP> {
     __device__ void finish() {}
 };
 
-/* Positive image shift: the half list keeps a self image once per ±S. */
-__device__ __forceinline__ bool shift_positive(int s0, int s1, int s2)
-{
-    return s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
-}
-
 /* Bins one pair: total (weight w) or each partial it belongs to. With HALF
  * the pair stands for both orientations. */
 template <int HALF, int PARTIAL, class A>
@@ -274,7 +268,7 @@ __global__ void __launch_bounds__(kBlock) hist_cells_kernel(const __grid_constan
                     int kb = c.start[row + z - s2 * n2];
                     const int ke = c.start[row + zend - s2 * n2 + 1];
                     if (HALF) {
-                        const int kmin = shift_positive(s0, s1, s2) ? is : is + 1;
+                        const int kmin = mdnl_shift_positive(s0, s1, s2) ? is : is + 1;
                         kb = kb > kmin ? kb : kmin;
                     }
                     const bool zero = s0 == 0 && s1 == 0 && s2 == 0;
@@ -408,7 +402,7 @@ __global__ void __launch_bounds__(kTile) hist_allpairs_kernel(const __grid_const
                 for (int s2 = -g.image_max[2]; s2 <= g.image_max[2]; ++s2) {
                     float v[3];
                     mdnl_shift_vector(&g, s0, s1, s2, v);
-                    const int jmin = shift_positive(s0, s1, s2) ? i : i + 1;
+                    const int jmin = mdnl_shift_positive(s0, s1, s2) ? i : i + 1;
                     for (int t = max(0, jmin - j0); t < jn; ++t) {
                         const float4 pj = tile[t];
                         const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);

@@ -102,6 +102,30 @@ struct global_row {
 };
 
 /* ------------------------------------------------------------------------ */
+/* Shift codes: the variants that keep a candidate's image shift S (each
+ * component in -1..1) in 5 bits store (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1);
+ * S = 0 is SHIFT_CODE_ZERO, and a larger code is a lexicographically
+ * positive S. */
+#define SHIFT_CODE_ZERO 13
+
+__device__ __forceinline__ int shift_code(int s0, int s1, int s2) { return (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1); }
+
+__device__ __forceinline__ void shift_of_code(int code, int &s0, int &s1, int &s2)
+{
+    s0 = code / 9 - 1;
+    s1 = (code / 3) % 3 - 1;
+    s2 = code % 3 - 1;
+}
+
+/* v = S·h of shift code `code` (mdnl_shift_vector). */
+__device__ __forceinline__ void shift_vector_of_code(const mdnl_geom &g, int code, float v[3])
+{
+    int s0, s1, s2;
+    shift_of_code(code, s0, s1, s2);
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Image shifts for the brute-force kernels: .xyz = S·h (mdnl_shift_vector,
  * device arithmetic), .w = bits of the lexicographic sign of S (-1, 0, 1). */
 
@@ -640,7 +664,7 @@ struct warp_ranges {
     float vx, vy, vz;
     int zero;    /* lane r: shift is 0 */
     int lexpos;  /* lane r: shift lexicographically positive */
-    int code;    /* lane r: shift code (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1) (shifts in -1..1) */
+    int code;    /* lane r: shift_code of S (shifts in -1..1) */
 };
 
 /* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
@@ -706,7 +730,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
     w.vz = v[2];
     w.zero = s0 == 0 && s1 == 0 && s2 == 0;
     w.lexpos = mdnl_shift_positive(s0, s1, s2);
-    w.code = (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1);
+    w.code = shift_code(s0, s1, s2);
     return w;
 }
 
@@ -912,7 +936,6 @@ __global__ __launch_bounds__(WARP_T) void cell_warp_fill_kernel(const __grid_con
 #define TILE_T 128
 #define TILE_MAXCOL 64 /* region columns per tile, one thread each (<= TILE_T) */
 #define TILE_MAXSEG (TILE_MAXCOL * 5)
-#define TILE_ZERO_CODE 13 /* shift code (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1) of S = 0 */
 
 /* Thread per original atom i: its cell's population (atomic slot); the
  * fullest cell's population into *maxcell (one atomic per warp at most). */
@@ -998,7 +1021,7 @@ __device__ __forceinline__ void tile_setup(const mdnl_geom &g, const int *__rest
     const int ncol = (xhi - xlo + 1) * nry; /* <= TILE_MAXCOL, checked by the host */
     if (tid < 27) {
         float v[3];
-        mdnl_shift_vector(&g, tid / 9 - 1, (tid / 3) % 3 - 1, tid % 3 - 1, v);
+        shift_vector_of_code(g, tid, v);
         tf.vtab[tid] = make_float4(v[0], v[1], v[2], 0.f);
     }
     /* z pieces of column tid: [za, zb) with shift sz; piece 0 (the tile's
@@ -1017,7 +1040,7 @@ __device__ __forceinline__ void tile_setup(const mdnl_geom &g, const int *__rest
         za[4] = n2, zb[4] = zhi + 1, sz[4] = 1;
 #pragma unroll
         for (int p = 0; p < 5; ++p) {
-            code[p] = (sx + 1) * 9 + (sy + 1) * 3 + (sz[p] + 1);
+            code[p] = shift_code(sx, sy, sz[p]);
             if (za[p] < zb[p]) {
                 kb[p] = start[row + za[p] - sz[p] * n2];
                 len[p] = start[row + zb[p] - sz[p] * n2] - kb[p];
@@ -1032,7 +1055,7 @@ __device__ __forceinline__ void tile_setup(const mdnl_geom &g, const int *__rest
     if (tid < ncol) {
         tf.kb[tid] = kb[0];
         tf.fs[tid] = fa;
-        tf.code[tid] = TILE_ZERO_CODE;
+        tf.code[tid] = SHIFT_CODE_ZERO;
         int f = ta_tot + fb;
 #pragma unroll
         for (int p = 1; p < 5; ++p) {
@@ -1041,7 +1064,7 @@ __device__ __forceinline__ void tile_setup(const mdnl_geom &g, const int *__rest
             tf.fs[s] = f;
             tf.code[s] = (unsigned char)code[p];
             f += len[p];
-            shifted |= len[p] > 0 && code[p] != TILE_ZERO_CODE;
+            shifted |= len[p] > 0 && code[p] != SHIFT_CODE_ZERO;
         }
     }
     const int any = __syncthreads_or(shifted);
@@ -1343,7 +1366,7 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
                 if (fits) {
                     if (k < N) {
                         if (KEY4) {
-                            mk[k] = ((unsigned)j << 5) | (unsigned)((s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1));
+                            mk[k] = ((unsigned)j << 5) | (unsigned)shift_code(s0, s1, s2);
                         } else {
                             mk[k] = ((unsigned)j << 6) | (unsigned)k;
                             md[k] = __fsqrt_rn(d2);
@@ -1386,7 +1409,7 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
             if (KEY4) {
                 const int j = (int)(key >> 5), code = (int)(key & 31u);
                 float v[3];
-                mdnl_shift_vector(&g, code / 9 - 1, (code / 3) % 3 - 1, code % 3 - 1, v);
+                shift_vector_of_code(g, code, v);
                 const float4 pj = __ldg(opos + j);
                 j_out[orow + e] = j;
                 d_out[orow + e] = __fsqrt_rn(mdnl_pair_d2(px, py, pz, pj.x, pj.y, pj.z, v));
@@ -1473,14 +1496,14 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
                                                        int *__restrict__ maxlen)
 {
     constexpr int W = V9_T / 32;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
     __shared__ float4 home_s[W * 32];
     __shared__ unsigned *rowp_s[W * 32];
     __shared__ int fe_s[W * 32], kb_s[W * 32], code_s[W * 32];
     __shared__ float sh[27][3];
-    if (threadIdx.x < 27) {
-        const int t = threadIdx.x;
-        mdnl_shift_vector(&g, t / 9 - 1, (t / 3) % 3 - 1, t % 3 - 1, sh[t]);
-    }
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int cell = blockIdx.x * W + w;
@@ -1515,7 +1538,7 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
         for (int base = 0; base < ntot; base += 32) {
             const int fl = base + lane;
             float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f); /* past the end: never a neighbour */
-            int k = -1, code = 13;
+            int k = -1, code = SHIFT_CODE_ZERO;
             if (fl < ntot) {
                 while (fe_s[hbase + q] <= fl)
                     ++q;
@@ -1524,9 +1547,10 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
                 pj = c.pos[k];
             }
             const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
-            const int s0 = code / 9 - 1, s1 = (code / 3) % 3 - 1, s2 = code % 3 - 1; /* the half list's rule */
+            int s0, s1, s2; /* for the half list's rule */
+            shift_of_code(code, s0, s1, s2);
             const int j = __float_as_int(pj.w);
-            const int self = code == 13 ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
+            const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const unsigned key = ((unsigned)j << 5) | (unsigned)code;
 #pragma unroll 4
             for (int a = 0; a < nh; ++a) {
@@ -1625,10 +1649,8 @@ __global__ __launch_bounds__(V9_RT) void v9_rows_kernel(const __grid_constant__ 
     }
     if (total > cap)
         return; /* the whole grid */
-    if (threadIdx.x < 27) {
-        const int t = threadIdx.x;
-        mdnl_shift_vector(&g, t / 9 - 1, (t / 3) % 3 - 1, t % 3 - 1, sh[t]);
-    }
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int i0 = blockIdx.x * V9_RT + (threadIdx.x & ~31);
@@ -1710,21 +1732,21 @@ __device__ void v9_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int s,
     sort_row(global_row{j_out + off, d_out + off}, len);
 }
 
-/* Rows longer than V9_CAP. Mapping: thread per sorted slot s; only the long
- * rows walk (mdnl_for_each_pair), write their pairs unsorted into the CSR
- * and sort them in place. A walk that disagrees with the count sets err. */
+/* Rows longer than V9_CAP. Mapping: a grid-stride loop over sorted slots;
+ * only the long rows walk (mdnl_for_each_pair), write their pairs unsorted
+ * into the CSR and sort them in place. A walk that disagrees with the count
+ * sets err. Without a long row (err[1], the walk's longest) or room in the
+ * output, every thread returns at once. */
 template <bool FULL>
 __global__ void v9_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                const int64_t *__restrict__ offsets, long long cap, int32_t *__restrict__ j_out,
                                float *__restrict__ d_out, int *__restrict__ err)
 {
-    /* err[1]: the longest row, from the walk; no long row or no room: nothing to do */
     if (err[1] <= V9_CAP || offsets[c.natoms] > cap)
         return;
     for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < c.natoms; s += gridDim.x * blockDim.x)
         v9_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
 }
-
 
 /* ------------------------------------------------------------------------ */
 /* The context. */
@@ -1879,10 +1901,9 @@ static mdnl_status stage_mark(mdnl_cuda_ctx *c, int s, int end)
             return stage_st_;                                                                                          \
     } while (0)
 
-/* Scans counts[0..n] (counts[n] == 0) into offsets, reads back the pair
- * count (a synchronisation) and sizes the output arrays. */
-static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen = nullptr,
-                                 int *maxregion = nullptr)
+/* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
+ * waiting. */
+static mdnl_status scan_counts(mdnl_cuda_ctx *ctx, int n)
 {
     unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
@@ -1893,6 +1914,18 @@ static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int
         return st;
     bytes = ctx->temp.cap;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
+    return MDNL_OK;
+}
+
+/* scan_counts, then reads back the pair count (a synchronisation) and sizes
+ * the output arrays. */
+static mdnl_status scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen = nullptr,
+                                 int *maxregion = nullptr)
+{
+    int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+    mdnl_status st = scan_counts(ctx, n);
+    if (st != MDNL_OK)
+        return st;
     MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small, offsets + n, sizeof(int64_t), cudaMemcpyDeviceToHost, ctx->stream));
     if (maxlen) /* the longest row, from the count pass, in the same synchronisation */
         MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 3, (int *)ctx->flags.ptr + 1, sizeof(int),
@@ -2340,14 +2373,9 @@ static mdnl_status build_v9(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
-    unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-    size_t bytes = 0;
-    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, n + 1, ctx->stream));
-    if ((st = mdnl_dbuf_reserve(&ctx->temp, bytes, "scan scratch")) != MDNL_OK)
+    if ((st = scan_counts(ctx, n)) != MDNL_OK)
         return st;
-    bytes = ctx->temp.cap;
-    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
@@ -2357,9 +2385,9 @@ static mdnl_status build_v9(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    v9_long_kernel<FULL><<<(n + 127) / 128 < 1056 ? (n + 127) / 128 : 1056, 128, 0, ctx->stream>>>(
-        *g, ctx->view, offsets, cap, (int32_t *)ctx->j.ptr,
-                                                                   (float *)ctx->d.ptr, flags);
+    const int lblocks = (n + 127) / 128 < 8 * 132 ? (n + 127) / 128 : 8 * 132; /* a grid-stride loop */
+    v9_long_kernel<FULL><<<lblocks, 128, 0, ctx->stream>>>(*g, ctx->view, offsets, cap, (int32_t *)ctx->j.ptr,
+                                                           (float *)ctx->d.ptr, flags);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
@@ -2380,6 +2408,14 @@ static int cell_variant_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
     if (cand > 100)
         return v9_fits(g) && v9_row_estimate(g) <= 0.9 * V9_CAP ? 9 : 5;
     return cand > 32 ? 6 : 7;
+}
+
+/* Whether the cell build writes every row count, counts[n] included
+ * (variants 7 and 9), so that the counts need no clearing first. */
+static bool cell_writes_counts(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
+{
+    const int v = cell_variant_first(ctx, g);
+    return v == 7 || (v == 9 && v9_fits(g));
 }
 
 template <bool FULL>
@@ -2480,14 +2516,9 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         MDNL_CUDA_LAUNCHED(ctx->stream);
         STAGE(MDNL_CUDA_STAGE_COUNT, 1);
         STAGE(MDNL_CUDA_STAGE_SCAN, 0);
-        unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
         int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-        size_t bytes = 0;
-        MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, n + 1, ctx->stream));
-        if ((st = mdnl_dbuf_reserve(&ctx->temp, bytes, "scan scratch")) != MDNL_OK)
+        if ((st = scan_counts(ctx, n)) != MDNL_OK)
             return st;
-        bytes = ctx->temp.cap;
-        MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
         STAGE(MDNL_CUDA_STAGE_SCAN, 1);
         STAGE(MDNL_CUDA_STAGE_SORT, 0);
         if (K == 4)
@@ -2667,8 +2698,7 @@ again:
     ctx->total_ms = 0;
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
-    /* cell variant 7 writes every count itself */
-    if (!(method == MDNL_METHOD_CELL && cell_variant_first(ctx, g) == 7))
+    if (!(method == MDNL_METHOD_CELL && cell_writes_counts(ctx, g)))
         MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
     MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
     int64_t npairs = 0;

@@ -1456,8 +1456,12 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
  * pointer to each one's slab row. The cell's candidate ranges (as in
  * warp_list_ranges) go to a small shared table once; the warp then takes 32
  * flat candidates per step (each lane finds its range by walking forward in
- * the table, its flat index only grows), each lane loads one candidate, and
- * the warp tests it against every home atom a in turn: a broadcast shared
+ * the table, its flat index only grows) and each lane loads one candidate.
+ * A candidate whose image is a cutoff or more from the bounding box of the
+ * home atoms is dropped (v9_axis_gap: a bound on every d2 of the test, exact
+ * in float, so no pair is lost); the kept ones go to a per-warp ring of 64
+ * in shared memory, and each time 32 are there the warp takes them (one a
+ * lane) and tests each against every home atom a in turn: a broadcast shared
  * load, mdnl_pair_d2, a ballot; the hits of that ballot are appended to a's
  * slab row together (its running count, held by lane a, plus the hit's rank
  * in the ballot). A candidate is loaded once per cell instead of once per
@@ -1489,6 +1493,17 @@ __global__ __launch_bounds__(PT) void prune_fill_kernel(const __grid_constant__ 
 #define V9_RT 64 /* rows: 2 warps */
 #define V9_LPITCH (V9_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
+/* The smallest |dx| on one axis between a candidate image (xj, shift v) and
+ * any home atom xi in [lo, hi], computed as mdnl_pair_d2 computes dx:
+ * rounding is monotone, so fl(fl(xj - hi) + v) <= fl(fl(xj - xi) + v) <=
+ * fl(fl(xj - lo) + v), and the bound is exact for the float test. */
+__device__ __forceinline__ float v9_axis_gap(float xj, float lo, float hi, float v)
+{
+    const float a = MDNL_FADD(MDNL_FSUB(xj, hi), v);
+    const float b = MDNL_FADD(MDNL_FSUB(xj, lo), v);
+    return a > 0.f ? a : (b < 0.f ? -b : 0.f);
+}
+
 template <bool FULL>
 __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        unsigned *__restrict__ slab,
@@ -1501,6 +1516,8 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
     __shared__ float4 home_s[W * 32];
     __shared__ unsigned *rowp_s[W * 32];
     __shared__ int fe_s[W * 32], kb_s[W * 32], code_s[W * 32];
+    __shared__ float4 cp_s[W * 64]; /* kept candidates, a ring of 64 a warp: x, y, z, key */
+    __shared__ float4 cv_s[W * 64]; /* and their shift vector and self */
     __shared__ float sh[27][3];
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
@@ -1523,35 +1540,35 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
     }
     __syncwarp();
     const unsigned lt = (1u << lane) - 1u;
-    const int hbase = w * 32;
+    const int hbase = w * 32, rbase = w * 64;
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
         const int nh = min(32, he - h0);
+        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
         if (lane < nh) {
             const float4 p = c.pos[h0 + lane];
             home_s[hbase + lane] = p;
             rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * V9_CAP;
+            lo[0] = hi[0] = p.x;
+            lo[1] = hi[1] = p.y;
+            lo[2] = hi[2] = p.z;
         }
+        /* the home atoms' bounding box */
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int k = 0; k < 3; ++k) {
+                lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
+                hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
+            }
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far */
-        int q = 0;   /* this lane's range (its flat index only grows) */
-        for (int base = 0; base < ntot; base += 32) {
-            const int fl = base + lane;
-            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f); /* past the end: never a neighbour */
-            int k = -1, code = SHIFT_CODE_ZERO;
-            if (fl < ntot) {
-                while (fe_s[hbase + q] <= fl)
-                    ++q;
-                k = kb_s[hbase + q] + fl;
-                code = code_s[hbase + q];
-                pj = c.pos[k];
-            }
-            const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
+        /* Tests 32 candidates (one a lane) against every home atom; appends the hits. */
+        auto test = [&](float4 pj, const float v[3], int self) {
+            const unsigned key = __float_as_uint(pj.w);
+            const int j = (int)(key >> 5);
             int s0, s1, s2; /* for the half list's rule */
-            shift_of_code(code, s0, s1, s2);
-            const int j = __float_as_int(pj.w);
-            const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
-            const unsigned key = ((unsigned)j << 5) | (unsigned)code;
+            shift_of_code((int)(key & 31u), s0, s1, s2);
 #pragma unroll 4
             for (int a = 0; a < nh; ++a) {
                 const float4 pa = home_s[hbase + a];
@@ -1567,12 +1584,64 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
                 if (lane == a)
                     cnt = ca + __popc(m);
             }
+        };
+        int q = 0;         /* this lane's range (its flat index only grows) */
+        int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
+        for (int base = 0; base < ntot; base += 32) {
+            const int fl = base + lane;
+            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f); /* past the end: never a neighbour */
+            int k = -1, code = SHIFT_CODE_ZERO;
+            if (fl < ntot) {
+                while (fe_s[hbase + q] <= fl)
+                    ++q;
+                k = kb_s[hbase + q] + fl;
+                code = code_s[hbase + q];
+                pj = c.pos[k];
+            }
+            const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
+            const int j = __float_as_int(pj.w);
+            const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
+            pj.w = __uint_as_float(((unsigned)j << 5) | (unsigned)code);
+            /* Keep the candidate only if it can be within the cutoff of the box (a bound on every d2 below). */
+            const float ex = v9_axis_gap(pj.x, lo[0], hi[0], v[0]);
+            const float ey = v9_axis_gap(pj.y, lo[1], hi[1], v[1]);
+            const float ez = v9_axis_gap(pj.z, lo[2], hi[2], v[2]);
+            const float bd2 = MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
+            const bool keep = fl < ntot && bd2 < g.cutoff2;
+            const unsigned km = __ballot_sync(FULLMASK, keep);
+            if (keep) {
+                const int slot = rbase + ((head + nk + __popc(km & lt)) & 63);
+                cp_s[slot] = pj;
+                cv_s[slot] = make_float4(v[0], v[1], v[2], __int_as_float(self));
+            }
+            nk += __popc(km);
+            if (nk >= 32) {
+                __syncwarp();
+                const int slot = rbase + ((head + lane) & 63);
+                const float4 qp = cp_s[slot], qv = cv_s[slot];
+                __syncwarp(); /* read before the ring's next writes */
+                head = (head + 32) & 63;
+                nk -= 32;
+                const float vq[3] = {qv.x, qv.y, qv.z};
+                test(qp, vq, __float_as_int(qv.w));
+            }
+        }
+        if (nk > 0) {
+            __syncwarp();
+            const int slot = rbase + ((head + lane) & 63);
+            float4 qp = make_float4(INFINITY, INFINITY, INFINITY, 0.f), qv = make_float4(0.f, 0.f, 0.f, __int_as_float(-1));
+            if (lane < nk) {
+                qp = cp_s[slot];
+                qv = cv_s[slot];
+            }
+            const float vq[3] = {qv.x, qv.y, qv.z};
+            test(qp, vq, __float_as_int(qv.w));
         }
         if (lane < nh) {
             counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
         }
-        __syncwarp(); /* home_s and rowp_s are refilled by the next 32 */
+        __syncwarp(); /* home_s, rowp_s and the ring are refilled by the next 32 */
     }
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)longest);
     if (lane == 0 && m > *(volatile int *)maxlen)

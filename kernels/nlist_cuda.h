@@ -150,7 +150,8 @@ int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
  * 8 = pruned count and fill on a grid refined by 2, rows sorted per thread
  * (falls back to 5 when a refined periodic axis has fewer than 2 stencil + 1
  * cells or there are 2^26 atoms or more),
- * 9 = one walk, a warp per home cell testing 32 candidates at a time against
+ * 9 = one walk, a warp per home cell: candidates a cutoff or more from the home
+ * atoms' bounding box dropped, the rest tested 32 at a time against
  * each home atom, hits into a slab of 64-key rows; then rows sorted in
  * registers, distances recomputed, written coalesced; rows over 64 walked
  * again by one thread (falls back to 5 when a periodic axis has fewer than

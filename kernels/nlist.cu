@@ -1563,8 +1563,22 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
             }
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far */
-        /* Tests 32 candidates (one a lane) against every home atom; appends the hits. */
-        auto test = [&](float4 pj, const float v[3], int self) {
+        int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
+        /* Takes up to 32 kept candidates off the ring (one a lane; lanes past `count` hold none) and tests each
+         * against every home atom, appending the hits. */
+        auto take = [&](int count) {
+            __syncwarp(); /* the ring's writes before its reads */
+            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f), pv = make_float4(0.f, 0.f, 0.f, 0.f);
+            int self = -1;
+            if (lane < count) {
+                const int slot = rbase + ((head + lane) & 63);
+                pj = cp_s[slot];
+                pv = cv_s[slot];
+                self = __float_as_int(pv.w);
+            }
+            __syncwarp(); /* its reads before the next writes */
+            head = (head + 32) & 63;
+            const float v[3] = {pv.x, pv.y, pv.z};
             const unsigned key = __float_as_uint(pj.w);
             const int j = (int)(key >> 5);
             int s0, s1, s2; /* for the half list's rule */
@@ -1585,8 +1599,7 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
                     cnt = ca + __popc(m);
             }
         };
-        int q = 0;         /* this lane's range (its flat index only grows) */
-        int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
+        int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {
             const int fl = base + lane;
             float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f); /* past the end: never a neighbour */
@@ -1616,27 +1629,12 @@ __global__ __launch_bounds__(V9_T) void v9_walk_kernel(const __grid_constant__ m
             }
             nk += __popc(km);
             if (nk >= 32) {
-                __syncwarp();
-                const int slot = rbase + ((head + lane) & 63);
-                const float4 qp = cp_s[slot], qv = cv_s[slot];
-                __syncwarp(); /* read before the ring's next writes */
-                head = (head + 32) & 63;
+                take(32);
                 nk -= 32;
-                const float vq[3] = {qv.x, qv.y, qv.z};
-                test(qp, vq, __float_as_int(qv.w));
             }
         }
-        if (nk > 0) {
-            __syncwarp();
-            const int slot = rbase + ((head + lane) & 63);
-            float4 qp = make_float4(INFINITY, INFINITY, INFINITY, 0.f), qv = make_float4(0.f, 0.f, 0.f, __int_as_float(-1));
-            if (lane < nk) {
-                qp = cp_s[slot];
-                qv = cv_s[slot];
-            }
-            const float vq[3] = {qv.x, qv.y, qv.z};
-            test(qp, vq, __float_as_int(qv.w));
-        }
+        if (nk > 0)
+            take(nk);
         if (lane < nh) {
             counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
             longest = max(longest, cnt);

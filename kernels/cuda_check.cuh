@@ -7,8 +7,8 @@
  * return that status. It is meant for functions returning mdnl_status.
  *
  * MDNL_CUDA_LAUNCHED(stream) goes after every kernel launch: it checks the
- * launch error, and when debugging is on (compile with -DMDNL_CUDA_SYNC=1, or
- * run with the environment variable MDNL_CUDA_SYNC=1) it also synchronizes
+ * launch error, and in a debugging build (cmake -DMDNL_CUDA_SYNC=ON) it
+ * also synchronizes
  * the stream, so that an asynchronous fault is reported at the launch that
  * caused it rather than at some later call. (llm.c cudaCheck, GPUMD
  * STRONG_DEBUG; unlike GPUMD, library code never exits.)
@@ -37,19 +37,14 @@ static inline mdnl_status mdnl_cuda_fail(cudaError_t e, const char *call_text, c
         }                                                                                                              \
     } while (0)
 
-/* Whether to synchronize after each launch: the compile flag wins, else the
- * environment variable, read once per process. */
+/* Whether to synchronize after each launch (a debugging build: cmake
+ * -DMDNL_CUDA_SYNC=ON). */
 static inline int mdnl_cuda_sync_debug(void)
 {
 #if defined(MDNL_CUDA_SYNC) && MDNL_CUDA_SYNC
     return 1;
 #else
-    static int cached = -1;
-    if (cached < 0) {
-        const char *v = getenv("MDNL_CUDA_SYNC");
-        cached = (v && v[0] == '1') ? 1 : 0;
-    }
-    return cached;
+    return 0;
 #endif
 }
 

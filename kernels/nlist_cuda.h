@@ -6,58 +6,45 @@
  * float positions, the same mdnl_pair_d2) and rows sorted on the device by
  * mdnl_row_key, whatever order the atomics produced them in.
  *
- * Methods (SPEC §3; the kernels' thread->data mappings are in nlist.cu):
- *   brute-atomic    thread per atom i visits half of the other atoms (a
- *                   balanced circular half, so every thread does N/2) and
- *                   every image shift, and appends each pair to both rows
- *                   through atomic row cursors; count pass, scan, fill pass,
- *                   then a row sort.
- *   brute-noatomic  thread per atom i visits every j and every shift and
- *                   writes only its own row, staged in a transposed layout
- *                   stage[k * N + i] so that a warp's writes coalesce, with a
- *                   capacity that grows and retries on overflow; then
- *                   compacted into CSR and sorted.
- *   cell            the device cell list of cells_cuda.cuh. Variant 5 (the
- *                   default for dense rows, where a tile of cells can hold
- *                   each cell of its stencil once): an atomic counting-sort
- *                   binning, a thread-per-atom count pass, scan, and a tile
- *                   fill: a block per tile of cells stages the tile's
- *                   stencil region in shared memory, sorts it once by
- *                   original index (CUB block radix sort), and its atoms walk
- *                   the sorted candidates writing hits straight into their
- *                   rows, already in order. Variant 6 (the default for sparse
- *                   rows above 32 candidates per atom): variant 2 over the
- *                   same counting-sort binning. Variant 7 (the default up to
- *                   32 candidates per atom): variant 6 with each row's first
- *                   4 or 8 hits kept sorted in registers and staged coalesced
- *                   when the walk ends (on a flat sheet the walk takes the
- *                   consecutive y columns of one x that share an image shift
- *                   as one range), a copy kernel that writes rows straight
- *                   into the CSR (sorting in place only rows longer than the
- *                   registers), and no host synchronisation before the
- *                   build's last: the output is sized for the stage capacity,
- *                   and an overflow seen there builds again.
- *                   Variant 2: one traversal that stages rows transposed
- *                   (capacity grows and retries, as brute-noatomic), scan,
- *                   then compaction: each row sorted in shared memory and
- *                   written warp-cooperatively. Variant 3 (the default for
- *                   dense rows when tiles are ruled out): count traversal
- *                   (thread per atom), scan, and a warp-per-atom fill that
- *                   sorts each row in registers. Variants 1-4 use the stable
- *                   cell list (within a cell, ascending index) and are kept
- *                   as baselines; no variant's output depends on the order
- *                   within a cell, since every row is sorted.
- *                   Variant 8 (a measured dead end, kept as a baseline): a
- *                   pruned count and a pruned fill on a grid refined by 2
- *                   (mdnl_for_each_pair_pruned, shared with the RDF), each
- *                   thread's row collected in shared memory as 32-bit keys
- *                   and sorted in registers by a bitonic network, the warp
- *                   writing its 32 rows coalesced and recomputing distances.
- *                   On lj-1m it ties variant 5 at best (2.17-2.30 ms): the
- *                   walks are instruction-bound, and the rows in shared
- *                   memory cap the fill at ~30% occupancy (tools/bench/
- *                   RESULTS.md, "Cell variant 8").
- *   auto            cell, except brute-noatomic for tiny frames.
+ * Methods (SPEC §3):
+ *   brute-atomic    (nlist_brute.cu) thread per atom i visits half of the
+ *                   other atoms (a balanced circular half) and every image
+ *                   shift, and appends each pair to both rows through atomic
+ *                   row cursors; count pass, scan, fill pass, row sort.
+ *   brute-noatomic  (nlist_brute.cu) thread per atom i visits every j and
+ *                   every shift and writes only its own row, staged
+ *                   transposed (stage[k * N + i], coalesced) with a capacity
+ *                   that grows and retries on overflow; compacted, sorted.
+ *   cell            the device cell list; one of five paths, by density
+ *                   (candidates per atom = atoms per cell x stencil cells):
+ *     sparse-stage  (<= 32; nlist_cell_sparse.cu) one traversal stages each
+ *                   row, its first 4 or 8 hits kept sorted in registers; a
+ *                   copy writes rows straight into the CSR; no host
+ *                   synchronisation before the build's last.
+ *     sparse-rows   (<= 100; nlist_cell_sparse.cu) one staged traversal,
+ *                   scan, rows sorted in shared memory and written
+ *                   warp-cooperatively.
+ *     dense-walk    (> 100, where it fits and rows average at most 90% of
+ *                   its 64-key slab rows; nlist_cell_dense_walk.cu) a warp
+ *                   per home cell walks the stencil once, candidates beyond
+ *                   the home atoms' bounding box dropped, hits into a slab;
+ *                   rows sorted in registers, written coalesced; rows over 64
+ *                   walked again by one thread.
+ *     dense-tiles   (> 100 otherwise; nlist_cell_dense_tiles.cu) a block per
+ *                   tile of cells stages its stencil region in shared memory,
+ *                   sorts it once by original index, and its atoms write hits
+ *                   straight into their rows, already in order.
+ *     dense-rows    (where no tile fits: a periodic axis of fewer than
+ *                   2 stencil + 1 cells) the stable cell list, a count pass,
+ *                   scan, and a warp-per-atom fill sorting rows in registers
+ *                   (the rows kernel's fill when the stencil has more than 32
+ *                   columns).
+ *                   dense-walk falls back to dense-tiles, dense-tiles to
+ *                   dense-rows, where the geometry rules them out (a periodic
+ *                   axis of fewer than 2 stencil + 1 cells would let a row
+ *                   meet an atom twice).
+ *   auto            cell, except brute-noatomic for frames of <= 256 atoms.
+ * Measurements: tools/bench/RESULTS.md.
  */
 #ifndef MDNL_NLIST_CUDA_H
 #define MDNL_NLIST_CUDA_H
@@ -132,48 +119,46 @@ void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *ctx, double ms[MDNL_CUDA_NSTAGE
  * (host synchronisations inside included), with timing on. */
 double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
 
-/* The staging capacity (brute-noatomic, cell variants 2, 6, 7) in pairs per atom (grows on overflow;
- * tests set it to 1 to force the retry path), and how many retries the
- * context has done so far. */
+/* The staging capacity (brute-noatomic, sparse-stage, sparse-rows) in pairs
+ * per atom (grows on overflow; tests set it to 1 to force the retry path),
+ * and how many retries the context has done so far. */
 void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
 
-/* Cell-list variant: 0 = by density (default: 7 up to 32 candidates per
- * atom, 6 up to 100, else 9 where it fits and rows average at most 90% of
- * its 64-key slab rows, else 5), 1 = count pass + fused fill, 2 = staged single traversal,
- * 3 = thread-per-atom count pass + warp-per-atom fill (rows compacted by
- * ballot into a per-warp buffer, bitonic-sorted in registers, written
- * coalesced), 4 = warp-per-atom count and fill, 5 = tile fill (sorted
- * candidates per tile of cells), 6 = 2 over the counting-sort binning,
- * 7 = 6 with rows sorted in registers, a plain copy and one synchronisation
- * (its output buffers are sized for every row at the stage capacity),
- * 8 = pruned count and fill on a grid refined by 2, rows sorted per thread
- * (falls back to 5 when a refined periodic axis has fewer than 2 stencil + 1
- * cells or there are 2^26 atoms or more),
- * 9 = one walk, a warp per home cell: candidates a cutoff or more from the home
- * atoms' bounding box dropped, the rest tested 32 at a time against
- * each home atom, hits into a slab of 64-key rows; then rows sorted in
- * registers, distances recomputed, written coalesced; rows over 64 walked
- * again by one thread (falls back to 5 when a periodic axis has fewer than
- * 2 stencil + 1 cells, the stencil has more than 32 ranges, or there are
- * 2^27 atoms or more).
- * 3 and 4 fall back to 1 when the stencil has more than 32 (cell, shift)
- * columns; 5 falls back to 3 when a periodic axis has fewer than
- * 2 stencil + 1 cells (a tile would meet a cell twice, through two images)
- * or the stencil has more than 64 columns, and its fill to 3's when a
- * region may exceed 2048 candidates (or the tile capacity below). */
-void mdnl_cuda_ctx_set_cell_variant(mdnl_cuda_ctx *ctx, int variant);
+/* The cell method's paths (see the top of this file). */
+typedef enum mdnl_cell_path {
+    MDNL_CELL_PATH_AUTO = 0, /* by density: the default */
+    MDNL_CELL_PATH_SPARSE_STAGE,
+    MDNL_CELL_PATH_SPARSE_ROWS,
+    MDNL_CELL_PATH_DENSE_WALK,
+    MDNL_CELL_PATH_DENSE_TILES,
+    MDNL_CELL_PATH_DENSE_ROWS,
+    MDNL_CELL_NPATHS
+} mdnl_cell_path;
+
+/* "auto", "sparse-stage", "sparse-rows", "dense-walk", "dense-tiles",
+ * "dense-rows"; "?" otherwise. */
+const char *mdnl_cell_path_name(int path);
+
+/* Forces a cell path (tests and the benchmark); AUTO restores the default.
+ * A forced dense-walk or dense-tiles still falls back where the geometry
+ * rules it out. */
+void mdnl_cuda_ctx_set_cell_path(mdnl_cuda_ctx *ctx, int path);
 
 /* Rows whose fill block did not fit in shared memory are written and
  * sorted in global memory instead (slower, same bytes). Tests set the
  * budget to 0 to force that path; -1 restores the default. */
 void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *ctx, int bytes);
 
-/* Cell variant 5: the most candidates one tile may stage (count pass: larger
- * regions are counted in chunks; fill: a larger region sends the whole fill
- * to variant 3's, or 1's, over the stable cell list). Tests set a small
- * value to force both paths; 0 restores the default (shared memory). */
+/* dense-tiles: the most candidates one tile may stage (a larger region sends
+ * the whole fill to dense-rows' warp fill, or the rows kernel's). Tests set a
+ * small value to force both; 0 restores the default (shared memory). */
 void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *ctx, int candidates);
+
+/* dense-tiles: forces the tile shape (t0 x t1 x t2 cells, shrunk to fit the
+ * grid) and the lanes per atom (8 or 32; other values: by density). Tests set
+ * it to cover every shape; 0, 0, 0, 0 restores the default. */
+void mdnl_cuda_ctx_set_tile_shape(mdnl_cuda_ctx *ctx, int t0, int t1, int t2, int lanes);
 
 MDNL_END_C
 

@@ -27,10 +27,12 @@
 
 static const char *const system_names[] = {"graphene-17k", "graphene-1m", "lj-1m"};
 #define NSYSTEMS 3
-#define NMETHODS 12
-static const char *const method_labels[NMETHODS] = {"brute-atomic", "brute-noatomic", "cell",    "cell-v1", "cell-v2",
-                                                    "cell-v3",      "cell-v4",        "cell-v5", "cell-v6", "cell-v7", "cell-v8",
-                                                    "cell-v9"};
+/* brute-atomic vs brute-noatomic (the seed's comparison), "cell" (the
+ * default, path by density), then each shipped cell path forced. */
+#define NMETHODS 8
+static const char *const method_labels[NMETHODS] = {"brute-atomic",      "brute-noatomic",   "cell",
+                                                    "cell-sparse-stage", "cell-sparse-rows", "cell-dense-walk",
+                                                    "cell-dense-tiles",  "cell-dense-rows"};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -104,8 +106,8 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         goto done;
     const double cpu_ms = 1e3 * (wall_seconds() - t0);
 
-    /* "cell" is the default (variant by geometry); cell-v1 .. cell-v9 force
-     * the numbered variants (nlist_cuda.h). */
+    /* "cell" is the default (path by density); cell-<path> forces one of
+     * the shipped paths (nlist_cuda.h). */
     mdnl_method methods[NMETHODS];
     methods[0] = MDNL_METHOD_BRUTE_ATOMIC;
     methods[1] = MDNL_METHOD_BRUTE_NOATOMIC;
@@ -113,7 +115,7 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         methods[m] = MDNL_METHOD_CELL;
     method_result res[NMETHODS];
     for (int m = 0; m < NMETHODS; ++m) {
-        mdnl_cuda_ctx_set_cell_variant(ctx, m >= 3 ? m - 2 : 0);
+        mdnl_cuda_ctx_set_cell_path(ctx, m >= 3 ? m - 2 : MDNL_CELL_PATH_AUTO);
         method_result *r = &res[m];
         memset(r, 0, sizeof *r);
         r->method = methods[m];
@@ -143,7 +145,7 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
                 stages[s][rep - BENCH_WARMUP] = sm[s];
         }
         mdnl_cuda_ctx_set_timing(ctx, 0);
-        mdnl_cuda_ctx_set_cell_variant(ctx, 0);
+        mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
         r->ms = median(tot, BENCH_REPEATS);
         for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
             r->stage_ms[s] = median(stages[s], BENCH_REPEATS);

@@ -178,17 +178,18 @@ static void check_frame(mdnl_cuda_ctx *ctx, const mdnl_frame *f, double rc, mdnl
             expect_same_list(&want, &got, what);
             mdnl_nlist_free(&got);
         }
-        /* every cell variant forced (the default picks one by density) */
-        for (int v = 1; v <= 9; ++v) {
+        /* every shipped cell path forced (the default picks one by density):
+         * sparse and dense paths on every fixture, box and list kind */
+        for (int v = MDNL_CELL_PATH_AUTO + 1; v < MDNL_CELL_NPATHS; ++v) {
             mdnl_nlist got = {0};
             char what[256];
-            snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell variant %d", label,
-                     (long long)f->natoms, rc, kind == MDNL_LIST_FULL ? "full" : "half", v);
-            mdnl_cuda_ctx_set_cell_variant(ctx, v);
+            snprintf(what, sizeof what, "%s, %lld atoms, cutoff %g, %s list, cell path %s", label,
+                     (long long)f->natoms, rc, kind == MDNL_LIST_FULL ? "full" : "half", mdnl_cell_path_name(v));
+            mdnl_cuda_ctx_set_cell_path(ctx, v);
             cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
                                                (mdnl_list_kind)kind, &got),
                          MDNL_OK, "%s: %s", what, mdnl_last_error());
-            mdnl_cuda_ctx_set_cell_variant(ctx, 0);
+            mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
             expect_same_list(&want, &got, what);
             mdnl_nlist_free(&got);
         }
@@ -394,12 +395,12 @@ Test(nlist_gpu, stage_overflow_retries_and_smem_overflow_falls_back_to_global)
 #endif
 }
 
-Test(nlist_gpu, cell_variant7_stage_overflow_builds_again)
+Test(nlist_gpu, cell_sparse_stage_overflow_builds_again)
 {
 #ifdef MDNL_HAVE_CUDA
     SKIP_WITHOUT_DEVICE();
     mdnl_cuda_ctx *ctx = new_ctx();
-    /* Variant 7 learns that its stage overflowed only at the build's last
+    /* sparse-stage learns that its stage overflowed only at the build's last
      * synchronisation and then builds again. Rows here are ~100 pairs: a
      * capacity of 1, then one between the 8 keys kept sorted in registers
      * and the longest row, must each overflow once and still give the
@@ -412,12 +413,12 @@ Test(nlist_gpu, cell_variant7_stage_overflow_builds_again)
         for (int c = 0; c < 2; ++c) {
             mdnl_nlist want = {0}, got = {0};
             char what[128];
-            snprintf(what, sizeof what, "cell variant 7, capacity %d, %s list", caps[c],
+            snprintf(what, sizeof what, "cell path sparse-stage, capacity %d, %s list", caps[c],
                      kind == MDNL_LIST_FULL ? "full" : "half");
             cr_assert_eq(
                 mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &want),
                 MDNL_OK, "%s", mdnl_last_error());
-            mdnl_cuda_ctx_set_cell_variant(ctx, 7);
+            mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_SPARSE_STAGE);
             mdnl_cuda_ctx_set_stage_capacity(ctx, caps[c]);
             const int64_t before = mdnl_cuda_ctx_retries(ctx);
             cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
@@ -457,17 +458,17 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
             MDNL_OK, "%s", mdnl_last_error());
         cr_expect(want.npairs > n * 40 * (kind == MDNL_LIST_FULL ? 2 : 1), "only %lld pairs", (long long)want.npairs);
         expect_same_list(&want, &got, kind == MDNL_LIST_FULL ? "200k dense, full" : "200k dense, half");
-        for (int v = 1; v <= 9; ++v) {
+        for (int v = MDNL_CELL_PATH_AUTO + 1; v < MDNL_CELL_NPATHS; ++v) {
             char what[64];
-            snprintf(what, sizeof what, "200k dense, cell variant %d", v);
-            mdnl_cuda_ctx_set_cell_variant(ctx, v);
+            snprintf(what, sizeof what, "200k dense, cell path %s", mdnl_cell_path_name(v));
+            mdnl_cuda_ctx_set_cell_path(ctx, v);
             cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
                                                (mdnl_list_kind)kind, &got),
                          MDNL_OK, "%s", mdnl_last_error());
-            mdnl_cuda_ctx_set_cell_variant(ctx, 0);
+            mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
             expect_same_list(&want, &got, what);
         }
-        /* the device-resident variant reports the same size */
+        /* the device-resident build reports the same size */
         mdnl_nlist_dev dev;
         cr_assert_eq(
             mdnl_nlist_build_cuda_dev(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &dev),
@@ -484,21 +485,25 @@ Test(nlist_gpu, dense_200k_atoms_cell_equals_cpu_cell_twin)
 #endif
 }
 
-Test(nlist_gpu, tile_variant_every_shape_equals_cpu_twin)
+Test(nlist_gpu, dense_tiles_every_shape_equals_cpu_twin)
 {
 #ifdef MDNL_HAVE_CUDA
     SKIP_WITHOUT_DEVICE();
-    /* variant 5 with tile shapes and lanes per atom forced (MDNL_TILE):
+    /* dense-tiles with tile shapes and lanes per atom forced
+     * (mdnl_cuda_ctx_set_tile_shape):
      * tiles that wrap periodic axes, partial tiles at the grid's end, both
      * group widths (4 and 16 map to 8 and 32); a shape too wide for an axis
      * is shrunk to fit */
     static const char *const shapes[] = {"1,1,1,32", "2,2,2,8", "4,4,1,4", "3,2,5,16", "8,1,3,4", "2,3,1,32"};
+    static const int shape_args[][4] = {{1, 1, 1, 32}, {2, 2, 2, 8}, {4, 4, 1, 4},
+                                        {3, 2, 5, 16}, {8, 1, 3, 4}, {2, 3, 1, 32}};
     static const box_type boxes[] = {BOX_ORTHO, BOX_TRICLINIC, BOX_TTF, BOX_OPEN};
     static const double rcs[] = {2.5, 3.0, 2.2, 2.5};
     mdnl_cuda_ctx *ctx = new_ctx();
     for (unsigned sh = 0; sh < sizeof shapes / sizeof *shapes; ++sh)
         for (int b = 0; b < 4; ++b) {
-            cr_assert_eq(setenv("MDNL_TILE", shapes[sh], 1), 0);
+            mdnl_cuda_ctx_set_tile_shape(ctx, shape_args[sh][0], shape_args[sh][1], shape_args[sh][2],
+                                         shape_args[sh][3]);
             mdnl_frame f;
             random_frame(&f, 2000, boxes[b], 15.0, 31 + sh * 4 + (uint64_t)b);
             prepared p = prepare(&f, rcs[b]);
@@ -510,7 +515,7 @@ Test(nlist_gpu, tile_variant_every_shape_equals_cpu_twin)
                 cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_BRUTE_NOATOMIC,
                                                   (mdnl_list_kind)kind, &want),
                              MDNL_OK);
-                mdnl_cuda_ctx_set_cell_variant(ctx, 5);
+                mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_DENSE_TILES);
                 cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
                                                    (mdnl_list_kind)kind, &got),
                              MDNL_OK, "%s: %s", what, mdnl_last_error());
@@ -521,20 +526,20 @@ Test(nlist_gpu, tile_variant_every_shape_equals_cpu_twin)
             free(p.pos4);
             mdnl_frame_free(&f);
         }
-    unsetenv("MDNL_TILE");
+    mdnl_cuda_ctx_set_tile_shape(ctx, 0, 0, 0, 0);
     mdnl_cuda_ctx_free(ctx);
 #else
     cr_skip_test("built without CUDA");
 #endif
 }
 
-Test(nlist_gpu, tile_variant_oversized_regions_fall_back_to_warp_fill)
+Test(nlist_gpu, dense_tiles_oversized_regions_fall_back_to_warp_fill)
 {
 #ifdef MDNL_HAVE_CUDA
     SKIP_WITHOUT_DEVICE();
     /* a tile capacity of 40 candidates: the bound on every region of this
      * frame (fullest cell x 27 cells, ~23 and ~7 atoms per cell) exceeds it,
-     * so the fill falls back to variant 3's; 4000 takes the tile fill */
+     * so the fill falls back to dense-rows' warp fill; 4000 takes the tile fill */
     mdnl_cuda_ctx *ctx = new_ctx();
     const int64_t n = 20000;
     mdnl_frame f;
@@ -552,7 +557,7 @@ Test(nlist_gpu, tile_variant_oversized_regions_fall_back_to_warp_fill)
                 cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
                                                   (mdnl_list_kind)kind, &want),
                              MDNL_OK);
-                mdnl_cuda_ctx_set_cell_variant(ctx, 5);
+                mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_DENSE_TILES);
                 cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
                                                    (mdnl_list_kind)kind, &got),
                              MDNL_OK, "%s: %s", what, mdnl_last_error());

@@ -1,0 +1,480 @@
+/* nlist_cell_dense_walk.cu — dense-walk, the cell-list path for dense rows
+ * (nlist_cuda.h): one walk, a warp per home cell, hits into a slab of 64-key
+ * rows; then rows sorted in registers and written coalesced. */
+#include "nlist_cuda_common.cuh"
+
+#include <math.h>
+
+
+/* Ascending bitonic sort of one thread's first N keys (N a power of two,
+ * N <= M). */
+template <int N, int M>
+__device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
+{
+    static_assert(N <= M, "the network sorts a prefix of the array");
+#pragma unroll
+    for (int k = 2; k <= N; k <<= 1)
+#pragma unroll
+        for (int jj = k >> 1; jj > 0; jj >>= 1)
+#pragma unroll
+            for (int e = 0; e < N; ++e) {
+                const int p = e ^ jj;
+                if (p > e) {
+                    const unsigned a = x[e], b = x[p];
+                    const unsigned lo = min(a, b), hi = max(a, b);
+                    x[e] = (e & k) == 0 ? lo : hi;
+                    x[p] = (e & k) == 0 ? hi : lo;
+                }
+            }
+}
+
+/* ------------------------------------------------------------------------ */
+/* dense-walk: one walk, a warp per home cell; rows sorted afterwards.
+ *
+ * Walk (walk_walk_kernel). Mapping: a warp per cell of the counting-sort
+ * binning (the home cell), its atoms (32 at a time) in shared memory with a
+ * pointer to each one's slab row. The cell's candidate ranges (as in
+ * warp_list_ranges) go to a small shared table once; the warp then takes 32
+ * flat candidates per step (each lane finds its range by walking forward in
+ * the table, its flat index only grows) and each lane loads one candidate.
+ * A candidate whose image is a cutoff or more from the bounding box of the
+ * home atoms is dropped (walk_axis_gap: a bound on every d2 of the test, exact
+ * in float, so no pair is lost); the kept ones go to a per-warp ring of 64
+ * in shared memory, and each time 32 are there the warp takes them (one a
+ * lane) and tests each against every home atom a in turn: a broadcast shared
+ * load, mdnl_pair_d2, a ballot; the hits of that ballot are appended to a's
+ * slab row together (its running count, held by lane a, plus the hit's rank
+ * in the ballot). A candidate is loaded once per cell instead of once per
+ * atom and every lane works in every step. The slab holds WALK_CAP keys a row,
+ * rows in original index order, the key j << 5 | shift code; the walk counts
+ * every row exactly (counts[i]) and records the longest (flags[1]); keys past
+ * WALK_CAP are dropped. There is no count pass: the candidates are walked once.
+ *
+ * Rows (walk_rows_kernel). Mapping: thread per original row i, so a warp's 32
+ * rows are contiguous in the slab and in the CSR. The warp loads its rows
+ * into shared memory with coalesced 16-byte loads; each thread takes its
+ * row into registers and sorts it with a bitonic network (32 or 64 keys,
+ * compile-time indices; the warp's longest row decides); the warp then
+ * writes j and computes and writes d entry by entry in output order, from
+ * the positions in original order (the floats the walk used, mdnl_pair_d2:
+ * the same bits), with coalesced stores. A row longer than WALK_CAP is walked
+ * again by one thread (walk_long_kernel, a no-op when the walk saw no such
+ * row), written unsorted into its CSR slots and sorted there. No host
+ * synchronisation inside the build: the output arrays are sized from the
+ * frame before or an estimate, and a CSR that outgrew them is found by the
+ * caller's one read-back and built again.
+ *
+ * The host uses this path only where an atom appears at most once in a
+ * row with shifts in -1..1 (every periodic axis has at least 2 stencil + 1
+ * cells), the stencil's ranges fit a warp, and j < 2^27: j alone then orders
+ * a row as mdnl_row_key does. */
+#define WALK_T 128 /* walk: 4 warps, 4 cells a block */
+#define WALK_RT 64 /* rows: 2 warps */
+#define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
+
+/* The smallest |dx| on one axis between a candidate image (xj, shift v) and
+ * any home atom xi in [lo, hi], computed as mdnl_pair_d2 computes dx:
+ * rounding is monotone, so fl(fl(xj - hi) + v) <= fl(fl(xj - xi) + v) <=
+ * fl(fl(xj - lo) + v), and the bound is exact for the float test. */
+__device__ __forceinline__ float walk_axis_gap(float xj, float lo, float hi, float v)
+{
+    const float a = MDNL_FADD(MDNL_FSUB(xj, hi), v);
+    const float b = MDNL_FADD(MDNL_FSUB(xj, lo), v);
+    return a > 0.f ? a : (b < 0.f ? -b : 0.f);
+}
+
+template <bool FULL>
+__global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                       unsigned *__restrict__ slab,
+                                                       unsigned long long *__restrict__ counts,
+                                                       int *__restrict__ maxlen)
+{
+    constexpr int W = WALK_T / 32;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
+    __shared__ float4 home_s[W * 32];
+    __shared__ unsigned *rowp_s[W * 32];
+    __shared__ int fe_s[W * 32], kb_s[W * 32], code_s[W * 32];
+    __shared__ float4 cp_s[W * 64]; /* kept candidates, a ring of 64 a warp: x, y, z, key */
+    __shared__ float4 cv_s[W * 64]; /* and their shift vector and self */
+    __shared__ float sh[27][3];
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+    __syncthreads();
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int cell = blockIdx.x * W + w;
+    if (cell >= c.ncells)
+        return; /* the whole warp */
+    const int hb = c.start[cell], he = c.start[cell + 1];
+    if (hb == he)
+        return;
+    int ntot; /* the cell's candidates */
+    {
+        /* its candidate ranges, flat [fs, fe) from slot kb, in a table */
+        const warp_ranges r = warp_list_ranges(g, c, cell, lane);
+        fe_s[w * 32 + lane] = r.fe; /* 0x7fffffff past the last range */
+        kb_s[w * 32 + lane] = r.kb - r.fs;
+        code_s[w * 32 + lane] = r.code;
+        ntot = r.total;
+    }
+    __syncwarp();
+    const unsigned lt = (1u << lane) - 1u;
+    const int hbase = w * 32, rbase = w * 64;
+    int longest = 0;
+    for (int h0 = hb; h0 < he; h0 += 32) {
+        const int nh = min(32, he - h0);
+        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        if (lane < nh) {
+            const float4 p = c.pos[h0 + lane];
+            home_s[hbase + lane] = p;
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * WALK_CAP;
+            lo[0] = hi[0] = p.x;
+            lo[1] = hi[1] = p.y;
+            lo[2] = hi[2] = p.z;
+        }
+        /* the home atoms' bounding box */
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int k = 0; k < 3; ++k) {
+                lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
+                hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
+            }
+        __syncwarp();
+        int cnt = 0; /* lane a: the row length of home atom a so far */
+        int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
+        /* Takes up to 32 kept candidates off the ring (one a lane; lanes past `count` hold none) and tests each
+         * against every home atom, appending the hits. */
+        auto take = [&](int count) {
+            __syncwarp(); /* the ring's writes before its reads */
+            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f), pv = make_float4(0.f, 0.f, 0.f, 0.f);
+            int self = -1;
+            if (lane < count) {
+                const int slot = rbase + ((head + lane) & 63);
+                pj = cp_s[slot];
+                pv = cv_s[slot];
+                self = __float_as_int(pv.w);
+            }
+            __syncwarp(); /* its reads before the next writes */
+            head = (head + 32) & 63;
+            const float v[3] = {pv.x, pv.y, pv.z};
+            const unsigned key = __float_as_uint(pj.w);
+            const int j = (int)(key >> 5);
+            int s0, s1, s2; /* for the half list's rule */
+            shift_of_code((int)(key & 31u), s0, s1, s2);
+#pragma unroll 4
+            for (int a = 0; a < nh; ++a) {
+                const float4 pa = home_s[hbase + a];
+                const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
+                bool hit = d2 < g.cutoff2 && self != a;
+                if (!FULL)
+                    hit = hit && mdnl_half_keep(__float_as_int(pa.w), j, s0, s1, s2);
+                const unsigned m = __ballot_sync(FULLMASK, hit);
+                const int ca = __shfl_sync(FULLMASK, cnt, a);
+                const int p = ca + __popc(m & lt);
+                if (hit && p < WALK_CAP)
+                    __stcg(rowp_s[hbase + a] + p, key);
+                if (lane == a)
+                    cnt = ca + __popc(m);
+            }
+        };
+        int q = 0; /* this lane's range (its flat index only grows) */
+        for (int base = 0; base < ntot; base += 32) {
+            const int fl = base + lane;
+            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f); /* past the end: never a neighbour */
+            int k = -1, code = SHIFT_CODE_ZERO;
+            if (fl < ntot) {
+                while (fe_s[hbase + q] <= fl)
+                    ++q;
+                k = kb_s[hbase + q] + fl;
+                code = code_s[hbase + q];
+                pj = c.pos[k];
+            }
+            const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
+            const int j = __float_as_int(pj.w);
+            const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
+            pj.w = __uint_as_float(((unsigned)j << 5) | (unsigned)code);
+            /* Keep the candidate only if it can be within the cutoff of the box (a bound on every d2 below). */
+            const float ex = walk_axis_gap(pj.x, lo[0], hi[0], v[0]);
+            const float ey = walk_axis_gap(pj.y, lo[1], hi[1], v[1]);
+            const float ez = walk_axis_gap(pj.z, lo[2], hi[2], v[2]);
+            const float bd2 = MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
+            const bool keep = fl < ntot && bd2 < g.cutoff2;
+            const unsigned km = __ballot_sync(FULLMASK, keep);
+            if (keep) {
+                const int slot = rbase + ((head + nk + __popc(km & lt)) & 63);
+                cp_s[slot] = pj;
+                cv_s[slot] = make_float4(v[0], v[1], v[2], __int_as_float(self));
+            }
+            nk += __popc(km);
+            if (nk >= 32) {
+                take(32);
+                nk -= 32;
+            }
+        }
+        if (nk > 0)
+            take(nk);
+        if (lane < nh) {
+            counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
+            longest = max(longest, cnt);
+        }
+        __syncwarp(); /* home_s, rowp_s and the ring are refilled by the next 32 */
+    }
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)longest);
+    if (lane == 0 && m > *(volatile int *)maxlen)
+        atomicMax(maxlen, m);
+}
+
+/* One row's sorted keys out: NET keys in the network (NET >= the warp's
+ * longest row of at most WALK_CAP). Staged (every row of the warp is the
+ * thread's own and they fit the stage): the sorted keys and their row's lane
+ * go to shared memory in output order, and the warp writes j, then computes
+ * and writes d, entry by entry in output order (coalesced stores, and the
+ * gathers of many entries in flight). Otherwise each thread writes its own
+ * row. */
+template <int NET>
+__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
+                                            long long wbase, int span, bool staged, float4 pi,
+                                            const float4 *__restrict__ opos, const float (*sh)[3],
+                                            unsigned *__restrict__ st, unsigned char *__restrict__ rid,
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
+                                            float *__restrict__ d_out)
+{
+    thread_bitonic<NET>(x);
+    if (staged) {
+        const int rel = (int)(off - wbase);
+#pragma unroll
+        for (int e = 0; e < NET; ++e)
+            if (e < len) {
+                st[rel + e] = x[e];
+                rid[rel + e] = (unsigned char)lane;
+            }
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            j_out[wbase + e] = (int32_t)(st[e] >> 5);
+#pragma unroll 4
+        for (int e = lane; e < span; e += 32) {
+            const unsigned key = st[e];
+            const float4 p = pis[rid[e]];
+            const float4 pj = __ldg(opos + (key >> 5));
+            d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
+        return;
+    }
+    if (!mine)
+        return;
+#pragma unroll
+    for (int e = 0; e < NET; ++e)
+        if (e < len) {
+            const unsigned key = x[e];
+            const float4 pj = __ldg(opos + (key >> 5));
+            j_out[off + e] = (int32_t)(key >> 5);
+            d_out[off + e] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
+}
+
+/* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
+ * sets *outgrown and writes nothing (the host grows the output and builds
+ * again). */
+__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
+                                                        const unsigned *__restrict__ slab, int n,
+                                                        const int64_t *__restrict__ offsets,
+                                                        const float4 *__restrict__ opos, long long cap,
+                                                        int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                        long long *__restrict__ npairs_out, int *__restrict__ outgrown)
+{
+    __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
+    __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
+    __shared__ float4 pi_s[WALK_RT / 32][32];
+    __shared__ float sh[27][3];
+    const long long total = offsets[n];
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        *npairs_out = total;
+        if (total > cap)
+            *outgrown = 1;
+    }
+    if (total > cap)
+        return; /* the whole grid */
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+    __syncthreads();
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int i0 = blockIdx.x * WALK_RT + (threadIdx.x & ~31);
+    const int i = i0 + lane;
+    if (i0 >= n)
+        return; /* the whole warp */
+    long long off;
+    int len = 0;
+    if (i < n) {
+        off = offsets[i];
+        len = (int)(offsets[i + 1] - off);
+    } else {
+        off = offsets[n];
+    }
+    const long long wbase = __shfl_sync(FULLMASK, off, 0);
+    const long long wend = __shfl_sync(FULLMASK, off + len, 31);
+    /* Rows longer than WALK_CAP are walk_long_kernel's. */
+    const bool mine = len <= WALK_CAP;
+    const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
+    unsigned *const st = stage_s[w];
+    /* the warp's rows, 16 bytes a lane, into shared memory (only the words
+     * up to the longest row) */
+    {
+        const int nrows = min(32, n - i0), qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
+        for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
+            const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
+            if (q < qmax)
+                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
+        }
+    }
+    __syncwarp();
+    unsigned x[WALK_CAP];
+#pragma unroll
+    for (int q = 0; q < WALK_CAP / 4; ++q) {
+        uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
+        if (mine && 4 * q < len)
+            u = *reinterpret_cast<const uint4 *>(st + lane * WALK_LPITCH + 4 * q);
+        x[4 * q] = 4 * q < len ? u.x : ~0u;
+        x[4 * q + 1] = 4 * q + 1 < len ? u.y : ~0u;
+        x[4 * q + 2] = 4 * q + 2 < len ? u.z : ~0u;
+        x[4 * q + 3] = 4 * q + 3 < len ? u.w : ~0u;
+    }
+    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    pi_s[w][lane] = pi;
+    __syncwarp(); /* st is reused for the output */
+    const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
+    const int span = staged ? (int)(wend - wbase) : 0;
+    if (wmax <= 32)
+        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
+    else
+        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
+}
+
+/* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
+template <bool FULL>
+__device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int s, const int64_t *__restrict__ offsets,
+                            int32_t *__restrict__ j_out, float *__restrict__ d_out, int *__restrict__ err)
+{
+    const int i = c.order[s];
+    const long long off = offsets[i];
+    const long long len = offsets[i + 1] - off;
+    if (len <= WALK_CAP)
+        return;
+    long long k = 0;
+    mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+            if (k < len) {
+                j_out[off + k] = j;
+                d_out[off + k] = __fsqrt_rn(d2);
+            }
+            ++k;
+        }
+    });
+    if (k != len)
+        atomicOr(err, 1);
+    sort_row(global_row{j_out + off, d_out + off}, len);
+}
+
+/* Rows longer than WALK_CAP. Mapping: a grid-stride loop over sorted slots;
+ * only the long rows walk (mdnl_for_each_pair), write their pairs unsorted
+ * into the CSR and sort them in place. A walk that disagrees with the count
+ * sets err. Without a long row (err[1], the walk's longest) or room in the
+ * output, every thread returns at once. */
+template <bool FULL>
+__global__ void walk_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                               const int64_t *__restrict__ offsets, long long cap, int32_t *__restrict__ j_out,
+                               float *__restrict__ d_out, int *__restrict__ err)
+{
+    if (err[1] <= WALK_CAP || offsets[c.natoms] > cap)
+        return;
+    for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < c.natoms; s += gridDim.x * blockDim.x)
+        walk_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
+}
+
+
+/* Whether dense-walk can build on `g` (see its kernels): each atom at most
+ * once in a row with shifts in -1..1, at most 32 candidate ranges per cell
+ * (a periodic z window splits once at most), j < 2^27. */
+bool nl_dense_walk_fits(const mdnl_geom *g)
+{
+    if (g->natoms >= (1 << 27))
+        return false;
+    for (int k = 0; k < 3; ++k)
+        if (g->pbc[k] && g->ncell[k] < 2 * g->stencil[k] + 1)
+            return false;
+    return (2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (g->pbc[2] ? 2 : 1) <= 32;
+}
+
+
+/* The mean row of a full list, from the atoms per cell volume (t-frame
+ * cells: exact for orthorhombic boxes, an estimate for skewed ones). */
+double nl_dense_walk_row_estimate(const mdnl_geom *g)
+{
+    double vol = 1.0;
+    for (int k = 0; k < 3; ++k)
+        vol *= 1.0 / (double)g->inv_cell[k];
+    const double rc = g->cutoff;
+    return (double)g->natoms / (double)g->ncells / vol * (4.0 / 3.0) * M_PI * rc * rc * rc;
+}
+
+/* dense-walk (see its kernels): counting-sort binning, one walk into the
+ * slab, scan, rows sorted and written, the long rows last. No
+ * synchronisation until the caller's last one: the output arrays keep their
+ * size from the frame before or an estimate (the mean row times 1.2), and a
+ * CSR that outgrew them is detected there and built again. */
+template <bool FULL>
+static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
+{
+    mdnl_status st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    if ((st = nl_bin_unstable(ctx, g, pos, n)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
+    if (want > (size_t)n * WALK_CAP + 1)
+        want = (size_t)n * WALK_CAP + 1;
+    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * WALK_CAP * sizeof(unsigned), "neighbor slab")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
+        return st;
+    const size_t cj = ctx->j.cap / sizeof(int32_t), cd = ctx->d.cap / sizeof(float);
+    const long long cap = (long long)(cj < cd ? cj : cd);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
+    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr,
+                                                           (unsigned long long *)ctx->counts.ptr,
+                                                           (int *)ctx->flags.ptr + 1);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
+    int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+    if ((st = nl_scan_counts(ctx, n)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
+    STAGE(MDNL_CUDA_STAGE_SORT, 0);
+    int *flags = (int *)ctx->flags.ptr;
+    walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
+        *g, (const unsigned *)ctx->stage.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_SORT, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    const int lblocks = (n + 127) / 128 < 8 * 132 ? (n + 127) / 128 : 8 * 132; /* a grid-stride loop */
+    walk_long_kernel<FULL><<<lblocks, 128, 0, ctx->stream>>>(*g, ctx->view, offsets, cap, (int32_t *)ctx->j.ptr,
+                                                           (float *)ctx->d.ptr, flags);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
+    *npairs = 0;
+    return MDNL_OK;
+}
+
+
+mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                int64_t *npairs)
+{
+    return full ? build_dense_walk<true>(ctx, g, pos, n, npairs) : build_dense_walk<false>(ctx, g, pos, n, npairs);
+}

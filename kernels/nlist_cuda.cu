@@ -1,0 +1,447 @@
+/* nlist_cuda.cu — the CUDA neighbor-list context, the choice of path and
+ * the entry points of nlist_cuda.h; the paths themselves are in
+ * nlist_brute.cu, nlist_cell_sparse.cu, nlist_cell_dense_walk.cu and
+ * nlist_cell_dense_tiles.cu (shared pieces: nlist_cuda_common.cuh). */
+#include "nlist_cuda_common.cuh"
+
+extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
+{
+    *out = NULL;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        (void)cudaGetLastError();
+        return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: no usable device");
+    }
+    mdnl_cuda_ctx *c = (mdnl_cuda_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for a CUDA context");
+    c->stage_cap = 32;
+    c->smem_budget = -1;
+    c->cell_path = MDNL_CELL_PATH_AUTO;
+    mdnl_status st = MDNL_OK;
+    cudaError_t e;
+#define CTX_TRY(call)                                                                                                  \
+    if ((e = (call)) != cudaSuccess) {                                                                                 \
+        st = mdnl_cuda_fail(e, #call, __FILE__, __LINE__);                                                             \
+        goto fail;                                                                                                     \
+    }
+    CTX_TRY(cudaSetDevice(0));
+    CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CTX_TRY(cudaMallocHost((void **)&c->h_small, 8 * sizeof(int64_t)));
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        for (int b = 0; b < 2; ++b)
+            CTX_TRY(cudaEventCreate(&c->ev[s][b]));
+    CTX_TRY(cudaEventCreate(&c->ev_total[0]));
+    CTX_TRY(cudaEventCreate(&c->ev_total[1]));
+#undef CTX_TRY
+    *out = c;
+    return MDNL_OK;
+fail:
+    mdnl_cuda_ctx_free(c);
+    return st;
+}
+
+extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
+{
+    if (!c)
+        return;
+    if (c->stream)
+        cudaStreamSynchronize(c->stream);
+    mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
+                         &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp,
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover};
+    for (mdnl_dbuf *b : bufs)
+        mdnl_dbuf_free(b);
+    mdnl_cells_cuda_free(&c->cells);
+    if (c->h_small)
+        cudaFreeHost(c->h_small);
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        for (int b = 0; b < 2; ++b)
+            if (c->ev[s][b])
+                cudaEventDestroy(c->ev[s][b]);
+    for (int b = 0; b < 2; ++b)
+        if (c->ev_total[b])
+            cudaEventDestroy(c->ev_total[b]);
+    if (c->stream)
+        cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+extern "C" void *mdnl_cuda_ctx_stream(mdnl_cuda_ctx *c) { return (void *)c->stream; }
+
+extern "C" const char *mdnl_cuda_stage_name(int s)
+{
+    static const char *const names[MDNL_CUDA_NSTAGES] = {"bin/sort", "count", "scan", "fill", "row sort"};
+    return s >= 0 && s < MDNL_CUDA_NSTAGES ? names[s] : "?";
+}
+
+extern "C" void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *c, int on) { c->timing = on; }
+
+extern "C" void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *c, double ms[MDNL_CUDA_NSTAGES])
+{
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        ms[s] = c->stage_ms[s];
+}
+
+extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->total_ms; }
+
+extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
+extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
+extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
+extern "C" void mdnl_cuda_ctx_set_cell_path(mdnl_cuda_ctx *c, int path)
+{
+    c->cell_path = path > MDNL_CELL_PATH_AUTO && path < MDNL_CELL_NPATHS ? path : MDNL_CELL_PATH_AUTO;
+}
+
+extern "C" const char *mdnl_cell_path_name(int path)
+{
+    static const char *const names[MDNL_CELL_NPATHS] = {"auto", "sparse-stage", "sparse-rows", "dense-walk",
+                                                        "dense-tiles", "dense-rows"};
+    return path >= 0 && path < MDNL_CELL_NPATHS ? names[path] : "?";
+}
+
+extern "C" void mdnl_cuda_ctx_set_tile_shape(mdnl_cuda_ctx *c, int t0, int t1, int t2, int lanes)
+{
+    c->tile_force[0] = t0 > 0 ? t0 : 0;
+    c->tile_force[1] = t1 > 0 ? t1 : 0;
+    c->tile_force[2] = t2 > 0 ? t2 : 0;
+    c->tile_force[3] = lanes > 0 ? lanes : 0;
+}
+extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
+{
+    c->tile_cap = candidates > 0 ? candidates : 0;
+}
+
+extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
+{
+    /* Below a few hundred atoms one brute-force launch beats the cell
+     * list's five (measured: tools/bench/RESULTS.md). */
+    return g->natoms <= 256 ? MDNL_METHOD_BRUTE_NOATOMIC : MDNL_METHOD_CELL;
+}
+
+mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end)
+{
+    if (!c->timing)
+        return MDNL_OK;
+    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[s][end], c->stream));
+    c->used[s] = 1;
+    return MDNL_OK;
+}
+
+/* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
+ * waiting. */
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n)
+{
+    unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
+    int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+    size_t bytes = 0;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, n + 1, ctx->stream));
+    mdnl_status st = mdnl_dbuf_reserve(&ctx->temp, bytes, "scan scratch");
+    if (st != MDNL_OK)
+        return st;
+    bytes = ctx->temp.cap;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
+    return MDNL_OK;
+}
+
+/* nl_scan_counts, then reads back the pair count (a synchronisation) and sizes
+ * the output arrays. */
+mdnl_status nl_scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen, int *maxregion)
+{
+    int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+    mdnl_status st = nl_scan_counts(ctx, n);
+    if (st != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small, offsets + n, sizeof(int64_t), cudaMemcpyDeviceToHost, ctx->stream));
+    if (maxlen) /* the longest row, from the count pass, in the same synchronisation */
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 3, (int *)ctx->flags.ptr + 1, sizeof(int),
+                                        cudaMemcpyDeviceToHost, ctx->stream));
+    if (maxregion) /* the fullest cell (dense-tiles) */
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 4, (int *)ctx->flags.ptr + 2, sizeof(int),
+                                        cudaMemcpyDeviceToHost, ctx->stream));
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    *npairs = ctx->h_small[0];
+    if (maxlen)
+        memcpy(maxlen, ctx->h_small + 3, sizeof *maxlen);
+    if (maxregion)
+        memcpy(maxregion, ctx->h_small + 4, sizeof *maxregion);
+    const size_t np = (size_t)(*npairs > 0 ? *npairs : 1);
+    if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
+        return st;
+    return MDNL_OK;
+}
+
+/* Shared-memory keys per block for the rows kernel, from the average row. */
+long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
+{
+    long long budget = ctx->smem_budget >= 0 ? ctx->smem_budget : 96 * 1024;
+    if (budget > ctx->smem_optin - 1024)
+        budget = ctx->smem_optin - 1024;
+    const double avg = n > 0 ? (double)npairs / n : 0;
+    long long want = (long long)(avg * ROWS_T * 1.25) + 256;
+    long long keys = budget / 8;
+    return want < keys ? want : keys;
+}
+
+/* Thread per original atom i: its cell's population (atomic slot); the
+ * fullest cell's population into *maxcell (one atomic per warp at most). */
+static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int k = 0;
+    if (i < n) {
+        const float4 p = pos[i];
+        k = atomicAdd(&count[mdnl_cell_linear(g, p.x, p.y, p.z)], 1);
+        slot[i] = k;
+    }
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
+    if ((threadIdx.x & 31) == 0 && m > *(volatile int *)maxcell)
+        atomicMax(maxcell, m);
+}
+
+/* Thread per original atom i: position (w = bits of i), original index and
+ * cell into its slot of the cell order. */
+static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                    const int *__restrict__ start, const int *__restrict__ slot,
+                                    float4 *__restrict__ spos, int *__restrict__ order, int *__restrict__ cellof)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    float4 p = pos[i];
+    const int cell = mdnl_cell_linear(g, p.x, p.y, p.z);
+    const int k = start[cell] + slot[i];
+    p.w = __int_as_float(i);
+    spos[k] = p;
+    order[k] = i;
+    cellof[k] = cell;
+}
+
+/* The cell list of ctx->view by an atomic counting sort (bin, CUB scan of
+ * the cell counts, scatter): within a cell the order follows the atomics, so
+ * it is only for kernels whose output does not depend on it (every neighbor
+ * list path sorts its rows; energy and rdf keep the stable list of
+ * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
+mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n)
+{
+    mdnl_status st;
+    const int ncells = (int)g->ncells;
+    if (g->ncells >= INT32_MAX)
+        return mdnl_error(MDNL_ERR_INPUT, "%lld cells: the CUDA cell list handles at most %d", (long long)g->ncells,
+                          INT32_MAX - 1);
+    size_t scan_bytes = 0;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (int *)nullptr, (int *)nullptr, ncells + 1,
+                                                  ctx->stream));
+    if ((st = mdnl_dbuf_reserve(&ctx->tcount, (size_t)(ncells + 1) * sizeof(int), "cell counts")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tstart, (size_t)(ncells + 1) * sizeof(int), "cell offsets")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell slots")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tpos, (size_t)n * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->torder, (size_t)n * sizeof(int), "cell order")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tcell, (size_t)n * sizeof(int), "cell of slot")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->ttemp, scan_bytes, "cell scan scratch")) != MDNL_OK)
+        return st;
+    int *count = (int *)ctx->tcount.ptr, *start = (int *)ctx->tstart.ptr, *slot = (int *)ctx->tslot.ptr;
+    MDNL_CUDA_CHECK(cudaMemsetAsync(count, 0, (size_t)(ncells + 1) * sizeof(int), ctx->stream));
+    fast_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot, (int *)ctx->flags.ptr + 2);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    size_t tb = ctx->ttemp.cap;
+    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
+    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (float4 *)ctx->tpos.ptr,
+                                                                  (int *)ctx->torder.ptr, (int *)ctx->tcell.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    ctx->view.natoms = n;
+    ctx->view.ncells = ncells;
+    ctx->view.start = start;
+    ctx->view.pos = (const float4 *)ctx->tpos.ptr;
+    ctx->view.order = (const int *)ctx->torder.ptr;
+    ctx->view.cell = (const int *)ctx->tcell.ptr;
+    ctx->view.rank = nullptr;
+    return MDNL_OK;
+}
+
+/* Candidates per atom of the cell list (the density the default goes by). */
+double nl_cell_candidates(const mdnl_geom *g)
+{
+    double cand = (double)g->natoms / (double)g->ncells;
+    for (int k = 0; k < 3; ++k)
+        cand *= g->ncell[k] < 2 * g->stencil[k] + 1 ? g->ncell[k] : 2 * g->stencil[k] + 1;
+    return cand;
+}
+
+/* The cell path a build starts with (the context's, or the default by
+ * density); dense-walk and dense-tiles may still fall back. The default
+ * (H100, tools/bench/RESULTS.md): sparse rows up to 32 candidates per atom
+ * (graphene-1m, ~13) take sparse-stage, whose copy sorts rows longer than its
+ * registers in global memory (20 ms on lj-1m), so only while rows are short
+ * (~0.15-0.25 hits per candidate: rows of ~5-8); up to 100, sparse-rows;
+ * denser rows (lj-1m, ~360 candidates) dense-walk where it fits and rows
+ * average at most 90% of its 64-key slab rows, else dense-tiles. */
+static int cell_path_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
+{
+    if (ctx->cell_path != MDNL_CELL_PATH_AUTO)
+        return ctx->cell_path;
+    const double cand = nl_cell_candidates(g);
+    if (cand > 100)
+        return nl_dense_walk_fits(g) && nl_dense_walk_row_estimate(g) <= 0.9 * WALK_CAP ? MDNL_CELL_PATH_DENSE_WALK
+                                                                                         : MDNL_CELL_PATH_DENSE_TILES;
+    return cand > 32 ? MDNL_CELL_PATH_SPARSE_ROWS : MDNL_CELL_PATH_SPARSE_STAGE;
+}
+
+/* Whether the cell build writes every row count, counts[n] included
+ * (sparse-stage and dense-walk), so that the counts need no clearing first. */
+static bool cell_writes_counts(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
+{
+    const int p = cell_path_first(ctx, g);
+    return p == MDNL_CELL_PATH_SPARSE_STAGE || (p == MDNL_CELL_PATH_DENSE_WALK && nl_dense_walk_fits(g));
+}
+
+static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                              int64_t *npairs)
+{
+    switch (cell_path_first(ctx, g)) {
+    case MDNL_CELL_PATH_SPARSE_STAGE:
+        return nl_build_sparse_stage(ctx, g, pos, n, full, npairs);
+    case MDNL_CELL_PATH_SPARSE_ROWS:
+        return nl_build_sparse_rows(ctx, g, pos, n, full, npairs);
+    case MDNL_CELL_PATH_DENSE_WALK:
+        if (nl_dense_walk_fits(g))
+            return nl_build_dense_walk(ctx, g, pos, n, full, npairs);
+        return nl_build_dense_tiles(ctx, g, pos, n, full, npairs); /* images: a row could meet an atom twice */
+    case MDNL_CELL_PATH_DENSE_TILES:
+        return nl_build_dense_tiles(ctx, g, pos, n, full, npairs); /* falls back to dense-rows itself */
+    default:
+        return nl_build_dense_rows(ctx, g, pos, n, full, npairs);
+    }
+}
+extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float *d_pos4,
+                                                    mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out)
+{
+    memset(out, 0, sizeof *out);
+    const int64_t n64 = g->natoms;
+    if (n64 > INT32_MAX - 1)
+        return mdnl_error(MDNL_ERR_INPUT, "%lld atoms in one frame: at most %d are supported", (long long)n64,
+                          INT32_MAX - 1);
+    const int n = (int)n64;
+    if (method == MDNL_METHOD_AUTO)
+        method = mdnl_nlist_cuda_auto(g);
+    mdnl_status st;
+    if ((st = mdnl_dbuf_reserve(&ctx->counts, (size_t)(n + 1) * sizeof(unsigned long long), "row counts")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->offsets, (size_t)(n + 1) * sizeof(int64_t), "row offsets")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->flags, FLAG_INTS * sizeof(int), "flags")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->j, sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->d, sizeof(float), "neighbor distances")) != MDNL_OK)
+        return st;
+again:
+    ctx->deferred = 0;
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
+        ctx->used[s] = 0;
+        ctx->stage_ms[s] = 0;
+    }
+    ctx->total_ms = 0;
+    if (ctx->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
+    if (!(method == MDNL_METHOD_CELL && cell_writes_counts(ctx, g)))
+        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
+    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
+    int64_t npairs = 0;
+    const float4 *pos = (const float4 *)d_pos4;
+    const bool full = kind == MDNL_LIST_FULL;
+    if (n == 0) {
+        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->offsets.ptr, 0, sizeof(int64_t), ctx->stream));
+    } else {
+        switch (method) {
+        case MDNL_METHOD_CELL:
+            st = build_cell(ctx, g, pos, n, full, &npairs);
+            break;
+        case MDNL_METHOD_BRUTE_ATOMIC:
+            st = nl_build_brute_atomic(ctx, g, pos, n, full, &npairs);
+            break;
+        case MDNL_METHOD_BRUTE_NOATOMIC:
+            st = nl_build_brute_noatomic(ctx, g, pos, n, full, &npairs);
+            break;
+        default:
+            return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_nlist_build_cuda: unknown method %d", (int)method);
+        }
+        if (st != MDNL_OK)
+            return st;
+    }
+    /* One more synchronisation: the fill's consistency flag (a count that
+     * disagrees with its fill would be a bug, never silently truncated). */
+    int *h_flags = (int *)(ctx->h_small + 4); /* FLAG_INTS ints, 8-byte aligned */
+    MDNL_CUDA_CHECK(
+        cudaMemcpyAsync(h_flags, ctx->flags.ptr, FLAG_INTS * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+    if (ctx->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
+    MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    if (ctx->deferred == 2) { /* dense-walk */
+        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
+        if (h_flags[FLAG_OUTGROWN]) {
+            /* nothing was written: grow the output to the exact size and build again */
+            const size_t np = (size_t)(npairs > 0 ? npairs : 1);
+            if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+                (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
+                return st;
+            ctx->retries++;
+            goto again;
+        }
+    } else if (ctx->deferred) { /* sparse-stage */
+        const int longest = h_flags[1];
+        if (longest > ctx->stage_cap) {
+            /* the stage overflowed: rows were counted exactly but not all
+             * stored (nothing was written); grow and build again */
+            ctx->retries++;
+            ctx->stage_cap = longest + longest / 8 + 1;
+            goto again;
+        }
+        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
+    }
+    const int flag = h_flags[0];
+    if (flag)
+        return mdnl_error(MDNL_ERR_INTERNAL, "CUDA neighbor list (%s): a row's fill disagreed with its count",
+                          mdnl_method_name(method));
+    if (ctx->timing) {
+        float ms = 0;
+        MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->ev_total[0], ctx->ev_total[1]));
+        ctx->total_ms = ms;
+    }
+    if (ctx->timing)
+        for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+            if (ctx->used[s]) {
+                float ms = 0;
+                MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->ev[s][0], ctx->ev[s][1]));
+                ctx->stage_ms[s] = ms;
+            }
+    out->natoms = n;
+    out->npairs = npairs;
+    out->d_offsets = (const int64_t *)ctx->offsets.ptr;
+    out->d_j = (const int32_t *)ctx->j.ptr;
+    out->d_d = (const float *)ctx->d.ptr;
+    out->d_pos4 = d_pos4;
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_nlist_build_cuda_dev(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float (*h_pos4)[4],
+                                                 mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out)
+{
+    const int64_t n = g->natoms;
+    mdnl_status st = mdnl_dbuf_reserve(&ctx->pos, (size_t)(n > 0 ? n : 1) * 4 * sizeof(float), "positions");
+    if (st != MDNL_OK)
+        return st;
+    if (n > 0)
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->pos.ptr, h_pos4, (size_t)n * 4 * sizeof(float), cudaMemcpyHostToDevice,
+                                        ctx->stream));
+    return mdnl_nlist_build_cuda_devpos(ctx, g, (const float *)ctx->pos.ptr, method, kind, out);
+}
+
+extern "C" mdnl_status mdnl_nlist_build_cuda(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float (*h_pos4)[4],
+                                             mdnl_method method, mdnl_list_kind kind, mdnl_nlist *out_host)
+{
+    mdnl_nlist_dev dev;
+    mdnl_status st = mdnl_nlist_build_cuda_dev(ctx, g, h_pos4, method, kind, &dev);
+    if (st != MDNL_OK)
+        return st;
+    return mdnl_nlist_download_cuda(ctx->stream, &dev, out_host);
+}

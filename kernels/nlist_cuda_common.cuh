@@ -1,0 +1,439 @@
+/* nlist_cuda_common.cuh — what the CUDA neighbor-list paths share (internal
+ * to nlist_*.cu; the public API is nlist_cuda.h, the contract nlist.h).
+ *
+ * Every path produces exactly the CPU twin's bytes (nlist_cpu.c):
+ *   - the same float positions and the same pair arithmetic (mdnl_pair_d2,
+ *     geometry.h; distance = __fsqrt_rn(d2), the host's sqrtf);
+ *   - exact row sizes from a counting pass (or a staged pass whose capacity
+ *     grows and retries), a CUB prefix sum, and a fill that never writes past
+ *     a row's end;
+ *   - every row sorted on the device by mdnl_row_key (j, then distance).
+ *
+ * Here: the row sort helpers, image-shift codes, the warp's candidate ranges,
+ * the rows kernel (fill / compact / sort rows, thread per row), the context,
+ * and the host helpers (stage timing, scan, binning) defined in nlist_cuda.cu.
+ * Files: nlist_brute.cu (brute-atomic, brute-noatomic), nlist_cell_sparse.cu
+ * (sparse rows), nlist_cell_dense_walk.cu and nlist_cell_dense_tiles.cu (dense
+ * rows), nlist_cuda.cu (context, path choice, entry points).
+ */
+#ifndef MDNL_NLIST_CUDA_COMMON_CUH
+#define MDNL_NLIST_CUDA_COMMON_CUH
+
+#include "cells_cuda.cuh"
+#include "cuda_check.cuh"
+#include "cuda_host.h"
+#include "nlist_cuda.h"
+
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda_runtime.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FULLMASK 0xffffffffu
+#define WALK_CAP 64 /* dense-walk: keys per slab row */
+
+/* ------------------------------------------------------------------------ */
+/* Row sorting: keys are mdnl_row_key(j, d); equal keys are identical bytes,
+ * so stability does not matter. */
+
+template <class A>
+__device__ __forceinline__ void sift_down(A &a, long long root, long long end)
+{
+    for (;;) {
+        long long child = 2 * root + 1;
+        if (child >= end)
+            return;
+        uint64_t vc = a.get(child);
+        if (child + 1 < end) {
+            uint64_t vr = a.get(child + 1);
+            if (vr > vc) {
+                vc = vr;
+                ++child;
+            }
+        }
+        uint64_t vroot = a.get(root);
+        if (vroot >= vc)
+            return;
+        a.set(root, vc);
+        a.set(child, vroot);
+        root = child;
+    }
+}
+
+/* Sorts a[0..n) ascending through an accessor with get(k)/set(k, key). */
+template <class A>
+__device__ void sort_row(A a, long long n)
+{
+    if (n <= 128) {
+        for (long long p = 1; p < n; ++p) {
+            uint64_t x = a.get(p);
+            long long q = p;
+            for (; q > 0; --q) {
+                uint64_t y = a.get(q - 1);
+                if (y <= x)
+                    break;
+                a.set(q, y);
+            }
+            a.set(q, x);
+        }
+        return;
+    }
+    for (long long r = n / 2 - 1; r >= 0; --r)
+        sift_down(a, r, n);
+    for (long long e = n - 1; e > 0; --e) {
+        uint64_t top = a.get(0);
+        a.set(0, a.get(e));
+        a.set(e, top);
+        sift_down(a, 0, e);
+    }
+}
+
+struct smem_row {
+    uint64_t *k;
+    __device__ uint64_t get(long long q) const { return k[q]; }
+    __device__ void set(long long q, uint64_t v) const { k[q] = v; }
+};
+
+struct global_row {
+    int32_t *j;
+    float *d;
+    __device__ uint64_t get(long long q) const { return mdnl_row_key(j[q], d[q]); }
+    __device__ void set(long long q, uint64_t v) const
+    {
+        j[q] = (int32_t)(v >> 32);
+        d[q] = __uint_as_float((unsigned)v);
+    }
+};
+
+/* ------------------------------------------------------------------------ */
+/* Shift codes: the paths that keep a candidate's image shift S (each
+ * component in -1..1) in 5 bits store (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1);
+ * S = 0 is SHIFT_CODE_ZERO, and a larger code is a lexicographically
+ * positive S. */
+#define SHIFT_CODE_ZERO 13
+
+__device__ __forceinline__ int shift_code(int s0, int s1, int s2) { return (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1); }
+
+__device__ __forceinline__ void shift_of_code(int code, int &s0, int &s1, int &s2)
+{
+    s0 = code / 9 - 1;
+    s1 = (code / 3) % 3 - 1;
+    s2 = code % 3 - 1;
+}
+
+/* v = S·h of shift code `code` (mdnl_shift_vector). */
+__device__ __forceinline__ void shift_vector_of_code(const mdnl_geom &g, int code, float v[3])
+{
+    int s0, s1, s2;
+    shift_of_code(code, s0, s1, s2);
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Fill, sort and write rows. Mapping: thread per row (MODE 0: sorted slot s,
+ * row order[s]; MODE 1, 2: row s). A block-wide exclusive scan of the row
+ * lengths lays the block's rows out back to back in shared memory; when they
+ * fit, each thread produces its row there, sorts it, and then each warp
+ * writes its 32 rows to the CSR cooperatively, lane q taking entries q,
+ * q + 32, ... of a row (coalesced). When they do not fit, each thread writes
+ * its row straight into the CSR and sorts it there.
+ *   MODE 0 (cell fill): the row comes from the cell-list visitor;
+ *   MODE 1 (brute-noatomic compaction): from the transposed stage;
+ *   MODE 2 (brute-atomic row sort): from the CSR itself (in place); the
+ *          block's rows are one contiguous CSR range, loaded cooperatively;
+ *   MODE 3 (sparse-rows compaction): thread per sorted slot
+ *          s, row order[s], from the cell stage stage[k * n + s]. */
+#define ROWS_T 128
+
+template <int MODE, bool FULL>
+__global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c, int n,
+                                                      const uint64_t *__restrict__ stage, int cap,
+                                                      const unsigned *__restrict__ ccount, int nchunk,
+                                                      const int64_t *__restrict__ offsets, int32_t *__restrict__ j_out,
+                                                      float *__restrict__ d_out, long long smem_keys, int *err)
+{
+    extern __shared__ uint64_t keys[];
+    typedef cub::BlockScan<long long, ROWS_T> Scan;
+    __shared__ typename Scan::TempStorage scan_tmp;
+    const int s = blockIdx.x * ROWS_T + threadIdx.x;
+    int i = -1;
+    if (s < n)
+        i = (MODE == 0 || MODE == 3) ? c.order[s] : s;
+    long long off = 0, len = 0;
+    if (i >= 0) {
+        off = offsets[i];
+        len = offsets[i + 1] - off;
+    }
+    long long lo = 0, tot = 0;
+    Scan(scan_tmp).ExclusiveSum(len, lo, tot);
+    const bool in_smem = tot <= smem_keys;
+
+    if (MODE == 2) {
+        if (in_smem) {
+            /* rows i0.. are contiguous in the CSR: lo == offsets[i] - base */
+            const int64_t base = offsets[blockIdx.x * ROWS_T];
+            for (long long q = threadIdx.x; q < tot; q += ROWS_T)
+                keys[q] = mdnl_row_key(j_out[base + q], d_out[base + q]);
+            __syncthreads();
+            if (i >= 0)
+                sort_row(smem_row{keys + lo}, len);
+            __syncthreads();
+            for (long long q = threadIdx.x; q < tot; q += ROWS_T) {
+                const uint64_t key = keys[q];
+                j_out[base + q] = (int32_t)(key >> 32);
+                d_out[base + q] = __uint_as_float((unsigned)key);
+            }
+        } else if (i >= 0) {
+            sort_row(global_row{j_out + off, d_out + off}, len);
+        }
+        return;
+    }
+
+    long long k = 0;
+    auto emit = [&](uint64_t key) {
+        if (k < len) {
+            if (in_smem) {
+                keys[lo + k] = key;
+            } else {
+                j_out[off + k] = (int32_t)(key >> 32);
+                d_out[off + k] = __uint_as_float((unsigned)key);
+            }
+        }
+        ++k;
+    };
+    if (i >= 0) {
+        if (MODE == 0) {
+            const int ii = i;
+            mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+                if (FULL || mdnl_half_keep(ii, j, s0, s1, s2))
+                    emit(mdnl_row_key(j, __fsqrt_rn(d2)));
+            });
+        } else if (MODE == 3) {
+            for (long long q = 0; q < len && q < cap; ++q)
+                emit(stage[(size_t)q * n + s]);
+        } else {
+            for (int ch = 0; ch < nchunk; ++ch) {
+                const uint64_t *part = stage + (size_t)ch * cap * n + i;
+                const unsigned m = ccount[(size_t)ch * n + i];
+                for (unsigned q = 0; q < m && q < (unsigned)cap; ++q)
+                    emit(part[(size_t)q * n]);
+            }
+        }
+        if (k != len)
+            atomicOr(err, 1);
+        if (in_smem)
+            sort_row(smem_row{keys + lo}, len);
+        else
+            sort_row(global_row{j_out + off, d_out + off}, len);
+    }
+    if (!in_smem) /* uniform over the block */
+        return;
+    __syncwarp();
+    const int lane = threadIdx.x & 31;
+    for (int r = 0; r < 32; ++r) {
+        const long long rlo = __shfl_sync(0xffffffffu, lo, r);
+        const long long rlen = __shfl_sync(0xffffffffu, len, r);
+        const long long roff = __shfl_sync(0xffffffffu, off, r);
+        for (long long q = lane; q < rlen; q += 32) {
+            const uint64_t key = keys[rlo + q];
+            j_out[roff + q] = (int32_t)(key >> 32);
+            d_out[roff + q] = __uint_as_float((unsigned)key);
+        }
+    }
+}
+
+
+struct warp_ranges {
+    int nr;      /* ranges (uniform) */
+    int total;   /* candidates (uniform) */
+    int kb;      /* lane r: first slot of range r */
+    int fs, fe;  /* lane r: flat [fs, fe) */
+    float vx, vy, vz;
+    int zero;    /* lane r: shift is 0 */
+    int lexpos;  /* lane r: shift lexicographically positive */
+    int code;    /* lane r: shift_code of S (shifts in -1..1) */
+};
+
+/* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
+ * mdnl_for_each_pair) and z segment t % nzs, so all the cell-offset loads of
+ * one atom are in flight together (one load latency, not one per range);
+ * empty or skipped ranges have length 0. A warp scan flattens them. */
+__device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin,
+                                                        int lane)
+{
+    warp_ranges w;
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int cz = lin % n2;
+    const int cy = (lin / n2) % n1;
+    const int cx = lin / (n2 * n1);
+    /* z segments (uniform): cz-st..cz+st split where the periodic shift changes */
+    int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+    if (!g.pbc[2]) {
+        zlo = zlo < 0 ? 0 : zlo;
+        zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+    }
+    const int s2lo = g.pbc[2] ? mdnl_floordiv(zlo, n2) : 0;
+    const int s2hi = g.pbc[2] ? mdnl_floordiv(zhi, n2) : 0;
+    const int nzs = s2hi - s2lo + 1;
+    const int w1 = 2 * g.stencil[1] + 1;
+    const int ncol = (2 * g.stencil[0] + 1) * w1;
+    w.nr = ncol * nzs;
+    int len = 0, kb = 0;
+    int s0 = 0, s1 = 0, s2 = 0;
+    if (lane < w.nr) {
+        const int col = lane / nzs, seg = lane % nzs;
+        int x = cx + col / w1 - g.stencil[0];
+        int y = cy + col % w1 - g.stencil[1];
+        const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
+        const bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
+        s2 = s2lo + seg;
+        int z = seg == 0 ? zlo : s2 * n2;
+        int zend = (s2 + 1) * n2 - 1;
+        if (!g.pbc[2])
+            zend = zhi;
+        if (zend > zhi)
+            zend = zhi;
+        if (ok) {
+            const int row = (x * n1 + y) * n2;
+            kb = c.start[row + z - s2 * n2];
+            len = c.start[row + zend - s2 * n2 + 1] - kb;
+        }
+    }
+    int incl = len;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(FULLMASK, incl, o);
+        if (lane >= o)
+            incl += t;
+    }
+    w.total = __shfl_sync(FULLMASK, incl, 31);
+    w.kb = kb;
+    w.fs = lane < w.nr ? incl - len : 0x7fffffff;
+    w.fe = lane < w.nr ? incl : 0x7fffffff;
+    float v[3];
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+    w.vx = v[0];
+    w.vy = v[1];
+    w.vz = v[2];
+    w.zero = s0 == 0 && s1 == 0 && s2 == 0;
+    w.lexpos = mdnl_shift_positive(s0, s1, s2);
+    w.code = shift_code(s0, s1, s2);
+    return w;
+}
+
+/* Calls f(hit, j, d2) once per lane per step of 32 flat candidates, with the
+ * whole warp converged (hit false for lanes without a kept pair). */
+
+/* ------------------------------------------------------------------------ */
+/* The context. */
+
+/* ctx->flags, cleared by every build and read back by its last copy: [0] a
+ * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
+ * [3] dense-tiles' oversized regions, [4..5] sparse-stage's and dense-walk's
+ * pair count (int64), [6] dense-walk's CSR outgrew the output arrays. */
+#define FLAG_INTS 8
+#define FLAG_NPAIRS 4
+#define FLAG_OUTGROWN 6
+
+struct mdnl_cuda_ctx {
+    cudaStream_t stream;
+    mdnl_dbuf pos, counts, offsets, j, d, stage, ccount, images, flags, temp;
+    mdnl_cells_cuda cells;
+    int64_t *h_small; /* pinned read-back: [0] npairs, [1] max row / error flags */
+    int timing;
+    cudaEvent_t ev[MDNL_CUDA_NSTAGES][2], ev_total[2];
+    int used[MDNL_CUDA_NSTAGES];
+    double stage_ms[MDNL_CUDA_NSTAGES];
+    double total_ms;
+    int stage_cap;
+    int64_t retries;
+    int smem_budget; /* bytes; -1: default */
+    int cell_path;    /* mdnl_cell_path; AUTO: by density */
+    int deferred;     /* 1 (sparse-stage): npairs and the longest row await the caller's one sync;
+                         2 (dense-walk): npairs and whether the output was large enough */
+    int smem_optin;  /* the device's opt-in maximum per block */
+    int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */
+    int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
+    mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
+    mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
+};
+
+
+/* ---- host helpers (nlist_cuda.cu) ---- */
+
+/* Records stage s's start (end = 0) or end event when timing is on. */
+mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end);
+
+#define STAGE(s, end)                                                                                                  \
+    do {                                                                                                               \
+        mdnl_status stage_st_ = nl_stage_mark(ctx, (s), (end));                                                        \
+        if (stage_st_ != MDNL_OK)                                                                                      \
+            return stage_st_;                                                                                          \
+    } while (0)
+
+/* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
+ * waiting. */
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n);
+
+/* nl_scan_counts, then reads back the pair count (a synchronisation) and
+ * sizes the output arrays; optionally the longest row (flags[1]) and the
+ * fullest cell (flags[2]) in the same synchronisation. */
+mdnl_status nl_scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen = nullptr,
+                             int *maxregion = nullptr);
+
+/* Shared-memory keys per block for the rows kernel, from the average row. */
+long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs);
+
+/* The cell list of ctx->view by an atomic counting sort (unstable within a
+ * cell; every path sorts its rows). The fullest cell's population goes to
+ * flags[2]. */
+mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n);
+
+/* Candidates per atom of the cell list (the density the default goes by). */
+double nl_cell_candidates(const mdnl_geom *g);
+
+template <int MODE, bool FULL>
+static mdnl_status launch_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs, int cap, int nchunk)
+{
+    const long long keys = nl_rows_smem_keys(ctx, n, npairs);
+    const size_t smem = (size_t)keys * sizeof(uint64_t);
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(rows_kernel<MODE, FULL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem));
+    rows_kernel<MODE, FULL><<<(n + ROWS_T - 1) / ROWS_T, ROWS_T, smem, ctx->stream>>>(
+        *g, ctx->view, n, (const uint64_t *)ctx->stage.ptr, cap, (const unsigned *)ctx->ccount.ptr, nchunk,
+        (const int64_t *)ctx->offsets.ptr,
+        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, keys, (int *)ctx->flags.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    return MDNL_OK;
+}
+
+/* ---- the paths (one file each family); `full`: a full list, else half ---- */
+
+/* nlist_brute.cu */
+mdnl_status nl_build_brute_atomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                  int64_t *npairs);
+mdnl_status nl_build_brute_noatomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                    int64_t *npairs);
+/* nlist_cell_sparse.cu */
+mdnl_status nl_build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                  int64_t *npairs);
+mdnl_status nl_build_sparse_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                 int64_t *npairs);
+/* nlist_cell_dense_walk.cu */
+bool nl_dense_walk_fits(const mdnl_geom *g);
+double nl_dense_walk_row_estimate(const mdnl_geom *g);
+mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                int64_t *npairs);
+/* nlist_cell_dense_tiles.cu: tiles where they fit, else dense rows */
+mdnl_status nl_build_dense_tiles(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                 int64_t *npairs);
+mdnl_status nl_build_dense_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                int64_t *npairs);
+
+#endif

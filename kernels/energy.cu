@@ -17,6 +17,7 @@
 
 #define EBLOCK 256
 #define FINAL_BLOCK 1024
+#define FUSED_PARTS 2 /* threads per atom of the fused walk (energy_cuda.h) */
 
 struct mdnl_energy_cuda {
     cudaStream_t stream;
@@ -27,10 +28,9 @@ struct mdnl_energy_cuda {
     cudaEvent_t ev_pos; /* recorded right after each position upload */
     cudaEvent_t done[MDNL_CUDA_TICKETS]; /* mdnl_energy_cuda_launch: the total is on the host */
     mdnl_cells_cuda cells;
-    int fused;        /* mdnl_energy_fused: the walk of the fused kernel */
-    mdnl_geom grid;   /* the grid the cell list was built for (g's, or refined) */
-    mdnl_prune prune; /* for grid (the pruned walks) */
-    int nparts;       /* threads per atom of the fused kernel (1, 2 or 4) */
+    mdnl_geom grid;   /* the grid the cell list was built for */
+    mdnl_prune prune; /* for grid (the pruned walk) */
+    int nparts;       /* threads per atom of the fused kernel (FUSED_PARTS) */
     mdnl_dbuf pos, per_atom, block_sums, total;
     mdnl_dbuf offsets, j, d; /* an uploaded host list */
     int64_t natoms;          /* atoms of the last run */
@@ -133,17 +133,16 @@ template <int K> __device__ __forceinline__ double pair_energy_d(const mdnl_pote
     return mdnl_pair_energy_d(&p, d);
 }
 
-/* Thread per sorted slot `is` of the cell list (nparts = 1): atom i =
- * order[is] sums its full row as the cell walk finds it, keeps half.
- * Neighbouring threads sit in the same cell, so a warp walks the same cells
- * and its candidate loads hit the same cache lines. PRUNED: the walk is
- * mdnl_for_each_pair_pruned_part (columns and z ranges cut to the atom's
- * cutoff sphere: the same pairs in the same order, fewer candidates). With
- * nparts > 1 (PRUNED only), nparts warps share 32 atoms: warp w walks the
+/* Sorted slot `is` of the cell list: atom i = order[is] sums its full row as
+ * the cell walk finds it, keeps half. Neighbouring threads sit in the same
+ * cell, so a warp walks the same cells and its candidate loads hit the same
+ * cache lines. The walk is mdnl_for_each_pair_pruned_part (columns and z
+ * ranges cut to the atom's cutoff sphere: the same pairs in the same order
+ * as mdnl_for_each_pair, fewer candidates). nparts warps share 32 atoms: warp w walks the
  * columns dealt to part w % nparts of atoms (w / nparts) * 32 + lane, and the
  * part sums of an atom are added in part order through shared memory, so
  * the bits depend only on the grid and nparts. */
-template <int V, int K, bool PRUNED>
+template <int V, int K>
 __global__ void __launch_bounds__(EBLOCK)
     energy_fused_kernel(const __grid_constant__ mdnl_geom g, const mdnl_cells_view c,
                         const __grid_constant__ mdnl_potential p, const mdnl_prune pr, int nparts,
@@ -155,10 +154,7 @@ __global__ void __launch_bounds__(EBLOCK)
     double s = 0.0;
     if (is < c.natoms) {
         auto add = [&](int, float d2, int, int, int) { s += pair_energy_d<K>(p, sqrtf(d2)); };
-        if (PRUNED)
-            mdnl_for_each_pair_pruned_part(g, c, pr, is, part, nparts, add);
-        else
-            mdnl_for_each_pair(g, c, is, add);
+        mdnl_for_each_pair_pruned_part(g, c, pr, is, part, nparts, add);
     }
     if (nparts > 1) {
         part_sum[threadIdx.x] = s;
@@ -214,38 +210,20 @@ __global__ void __launch_bounds__(EBLOCK)
 /* ---- host side ---- */
 
 /* Blocks of the fused and list kernels: EBLOCK atoms each, EBLOCK / nparts
- * for the split fused walks. */
+ * for the split fused walk. */
 static int nblocks_of(int64_t n, int nparts = 1)
 {
     const int per = EBLOCK / nparts;
     return (int)((n + per - 1) / per);
 }
 
-extern "C" const char *mdnl_energy_fused_name(int v)
-{
-    switch (v) {
-    case MDNL_FUSED_CELLS27: return "cells27";
-    case MDNL_FUSED_PRUNE: return "prune";
-    case MDNL_FUSED_PRUNE_X2: return "prune-x2";
-    case MDNL_FUSED_PRUNE_X4: return "prune-x4";
-    case MDNL_FUSED_FINE: return "fine";
-    case MDNL_FUSED_FINE_X2: return "fine-x2";
-    case MDNL_FUSED_FINE_X4: return "fine-x4";
-    default: return mdnl_energy_fused_name(MDNL_FUSED_AUTO_IS);
-    }
-}
-
-/* The grid, pruning and threads per atom of the handle's fused walk for g;
- * then the cell list of d_pos4 on that grid. */
+/* The grid, pruning and threads per atom of the fused walk for g; then the
+ * cell list of d_pos4 on that grid. */
 static mdnl_status fused_cells_build(mdnl_energy_cuda *e, const mdnl_geom *g, const float4 *d_pos4)
 {
-    const int v = e->fused == MDNL_FUSED_DEFAULT ? MDNL_FUSED_AUTO_IS : e->fused;
-    const bool fine = v == MDNL_FUSED_FINE || v == MDNL_FUSED_FINE_X2 || v == MDNL_FUSED_FINE_X4;
-    e->grid = fine ? mdnl_geom_refine(g, 2) : *g;
+    e->grid = *g;
     e->prune = mdnl_prune_args(&e->grid);
-    e->nparts = (v == MDNL_FUSED_PRUNE_X2 || v == MDNL_FUSED_FINE_X2)   ? 2
-                : (v == MDNL_FUSED_PRUNE_X4 || v == MDNL_FUSED_FINE_X4) ? 4
-                                                                        : 1;
+    e->nparts = FUSED_PARTS;
     return mdnl_cells_cuda_build(&e->cells, &e->grid, d_pos4, e->stream);
 }
 
@@ -321,11 +299,6 @@ extern "C" void mdnl_energy_cuda_set_reduce(mdnl_energy_cuda *e, mdnl_energy_red
 
 extern "C" void mdnl_energy_cuda_set_timing(mdnl_energy_cuda *e, int on) { e->timing = on; }
 
-extern "C" void mdnl_energy_cuda_set_fused(mdnl_energy_cuda *e, int variant)
-{
-    e->fused = variant >= MDNL_FUSED_CELLS27 && variant <= MDNL_FUSED_FINE_X4 ? variant : MDNL_FUSED_DEFAULT;
-}
-
 extern "C" mdnl_status mdnl_energy_cuda_last_ms(mdnl_energy_cuda *e, double *ms)
 {
     float f = 0.0f;
@@ -388,13 +361,8 @@ template <int V, int K> static void launch_fused_k(mdnl_energy_cuda *e, const md
 {
     const int64_t n = e->grid.natoms;
     double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
-    const int v = e->fused == MDNL_FUSED_DEFAULT ? MDNL_FUSED_AUTO_IS : e->fused;
-    if (v == MDNL_FUSED_CELLS27)
-        energy_fused_kernel<V, K, false><<<nblocks_of(n), EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p,
-                                                                                 e->prune, 1, pa, bs, tot);
-    else
-        energy_fused_kernel<V, K, true><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
-            e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
+    energy_fused_kernel<V, K><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
+        e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
 }
 
 template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa)

@@ -5,10 +5,17 @@
  * builds, so callers guard their use with MDNL_HAVE_CUDA.
  *
  * Kernels (thread -> data mappings; napkin math in src/bench_energy.c):
- *   fused      thread (or, split, 2 or 4 threads) per atom slot of the device
- *              cell list (cells_cuda.cuh, cell order): walks its stencil
- *              (mdnl_energy_fused below), sums mdnl_pair_energy of its full
- *              row in double, keeps half.
+ *   fused      2 threads per atom slot of the device cell list
+ *              (cells_cuda.cuh, cell order; the stencil columns dealt
+ *              round-robin to them, part sums added in part order): the
+ *              walk cut to the atom's cutoff sphere
+ *              (mdnl_for_each_pair_pruned_part: the same pairs in the same
+ *              order as the 27-cell walk, fewer candidates), sums
+ *              mdnl_pair_energy of its full row in double, keeps half. The
+ *              total's bits depend on the walk's grid and threads per atom,
+ *              so every path (mdnl energy, mdnl run, the tests) uses this one
+ *              walk (H100: lj-100k 0.131 ms, lj-1m 0.80 ms;
+ *              tools/bench/RESULTS.md).
  *   list       thread per CSR row i: sums mdnl_pair_energy_d over the row
  *              in row order. Full list: e_i = half the row. Half list: the
  *              row's sum goes to the total; per-atom energies, when asked,
@@ -52,36 +59,6 @@ typedef enum mdnl_energy_reduce {
 /* "atomic", "tree", "shuffle" ("shuffle" for DEFAULT). */
 const char *mdnl_energy_reduce_name(mdnl_energy_reduce v);
 
-/* The fused kernel's walk (numbered; the benchmark runs them all). The
- * total's bits depend on the walk's grid and threads per atom, so every
- * path (mdnl energy, mdnl run, the tests) uses the default:
- *   1 cells27   g's grid (cells >= the cutoff), the 27-cell stencil through
- *               mdnl_for_each_pair, a thread per atom: the p8 kernel.
- *   2 prune     the same grid, columns and z ranges cut to the atom's cutoff
- *               sphere (mdnl_for_each_pair_pruned_part): the same pairs in
- *               the same order, so the same bits as 1, fewer candidates.
- *   3, 4 prune-x2, prune-x4   2 with 2 or 4 threads per atom (the stencil
- *               columns dealt round-robin, part sums added in part order).
- *   5 fine      2 on g's grid refined by 2 (mdnl_geom_refine: 5^3 stencil of
- *               half cells, ~40% of the 27-cell candidates).
- *   6, 7 fine-x2, fine-x4    5 with 2 or 4 threads per atom. */
-typedef enum mdnl_energy_fused {
-    MDNL_FUSED_DEFAULT = 0, /* = MDNL_FUSED_AUTO_IS */
-    MDNL_FUSED_CELLS27 = 1,
-    MDNL_FUSED_PRUNE = 2,
-    MDNL_FUSED_PRUNE_X2 = 3,
-    MDNL_FUSED_PRUNE_X4 = 4,
-    MDNL_FUSED_FINE = 5,
-    MDNL_FUSED_FINE_X2 = 6,
-    MDNL_FUSED_FINE_X4 = 7,
-} mdnl_energy_fused;
-/* The default: H100, lj-100k 0.131 ms (cells27 0.176, fine-x4 0.128),
- * lj-1m 0.80 ms (cells27 0.78, fine-x4 0.89); tools/bench/RESULTS.md. */
-#define MDNL_FUSED_AUTO_IS MDNL_FUSED_PRUNE_X2
-
-/* "cells27", "prune", ...; DEFAULT's name for DEFAULT. */
-const char *mdnl_energy_fused_name(int variant);
-
 /* Device buffers (positions, cell list, an uploaded list, per-atom energies,
  * block sums, the total) and a stream, reused and grown across frames. One
  * handle per host thread. */
@@ -96,9 +73,6 @@ void mdnl_energy_cuda_free(mdnl_energy_cuda *e); /* NULL is a no-op */
 
 /* The reduction variant used by the calls below (default: shuffle). */
 void mdnl_energy_cuda_set_reduce(mdnl_energy_cuda *e, mdnl_energy_reduce v);
-/* The fused walk (mdnl_energy_fused; the benchmark's A/B) used from the next
- * cell-list build on (an upload, a launch or run_fused with rebuild_cells). */
-void mdnl_energy_cuda_set_fused(mdnl_energy_cuda *e, int variant);
 
 /* ---- one call per frame: host in, host out (synchronous) ---- */
 

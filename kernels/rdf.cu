@@ -15,21 +15,15 @@
  *   SHARED_AGG  as SHARED, but a thread first merges consecutive pairs that
  *               fall into the same slot in registers (slot, run) and issues
  *               one shared atomic per run.
- *   SHARED_WARP as SHARED, one atomic per group of lanes sharing a slot.
- *   SHARED_CAP  as SHARED, a per-thread budget instead of the wrap check.
- * A "slot" is p * bins + bin. A pass handles slots [slot_lo, slot_lo +
+ * * A "slot" is p * bins + bin. A pass handles slots [slot_lo, slot_lo +
  * slot_n); pairs outside are skipped (only when the histogram needs more
  * than one pass of shared memory).
  *
  * Thread->data mappings:
- *   hist_cells_kernel    thread per sorted cell slot `is` (grid-stride), the
- *                        27-cell (or wider) stencil of cells_cuda.cuh, every
- *                        candidate of each stencil cell range read from the
- *                        cell-ordered float4 array (neighbouring threads read
- *                        the same cells: L1 hits). HALF keeps k > is (or
- *                        k == is with a positive shift), weight 2.
- *   hist_prune_kernel    as hist_cells_kernel (HALF) on a grid refined by
- *                        2 or 3, with per-atom pruning of columns and
+ *   hist_prune_kernel    thread (or, split, 4 threads) per sorted cell slot
+ *                        `is` (grid-stride) on the grid refined by 2, half
+ *                        traversal (k > is, or k == is with a positive shift;
+ *                        weight 2), with per-atom pruning of columns and
  *                        z-ranges and the bin from a threshold table (below).
  *   hist_allpairs_kernel thread per atom i of a 256-atom row block; the
  *                        block walks tiles j0 = its own tile .. N, staging 256
@@ -69,7 +63,6 @@ struct HistArgs {
     const float *thr;    /* [bins + 1] bin thresholds (mdnl_hist_thresholds), prune kernel only */
     int thr_shared;      /* 1: the prune kernel stages thr in shared memory after the histogram */
     float inv_w2;        /* 1 / width^2: the first guess of a bin from d2 */
-    unsigned budget;     /* SHARED_CAP: weight a thread may add to shared bins */
 };
 
 /* What the prune kernel needs beyond the grid: whether per-atom pruning is
@@ -140,78 +133,6 @@ template <> struct Acc<MDNL_HIST_SHARED_AGG> {
     }
 };
 
-/* Warp-aggregated: the lanes of a warp that reach add() together and share a
- * slot are found with __match_any_sync; the lowest of them adds the group's
- * summed weight with one shared atomic (the wrap carry as in SHARED). A
- * lattice's pairs crowd into a few shells, so a warp's hits often share a
- * bin and serialize on it; aggregation turns k same-address atomics into 1. */
-template <> struct Acc<MDNL_HIST_SHARED_WARP> {
-    unsigned *sh;
-    unsigned long long *gh;
-    int lo, n;
-    __device__ void init(const HistArgs &a, unsigned *s) { sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n; }
-    __device__ __forceinline__ void add(int slot, unsigned w)
-    {
-        const unsigned active = __activemask();
-        const unsigned peers = __match_any_sync(active, slot);
-        const unsigned sum = __reduce_add_sync(peers, w);
-        if ((threadIdx.x & 31) == __ffs(peers) - 1 && (unsigned)(slot - lo) < (unsigned)n)
-            shared_add(sh, gh, lo, slot, sum);
-    }
-    __device__ void finish() {}
-};
-
-/* SHARED with the wrap ruled out instead of detected: each thread adds at
- * most a.budget = (2^32 - 1) / blockDim of weight to the shared bins, so no
- * 32-bit bin of the block can pass 2^32 - 1; beyond its budget a thread adds
- * to the global 64-bit bins directly (exact, slow, reached only by a thread
- * with ~2^24 pair weights). The atomic's old value is never used, so the
- * warp does not wait for it. */
-template <> struct Acc<MDNL_HIST_SHARED_CAP> {
-    unsigned *sh;
-    unsigned long long *gh;
-    int lo, n;
-    unsigned left;
-    __device__ void init(const HistArgs &a, unsigned *s)
-    {
-        sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n;
-        left = a.budget;
-    }
-    __device__ __forceinline__ void add(int slot, unsigned w)
-    {
-        if ((unsigned)(slot - lo) >= (unsigned)n)
-            return;
-        if (w <= left) {
-            left -= w;
-            atomicAdd(sh + (slot - lo), w);
-        } else {
-            atomicAdd(gh + slot, (unsigned long long)w);
-        }
-    }
-    __device__ void finish() {}
-};
-
-/* Bins one pair: total (weight w) or each partial it belongs to. With HALF
- * the pair stands for both orientations. */
-template <int HALF, int PARTIAL, class A>
-__device__ __forceinline__ void bin_pair(A &acc, const HistArgs &a, float d2, int si, int j)
-{
-    const int b = mdnl_hist_bin(d2, a.width, a.bins);
-    if (!PARTIAL) {
-        acc.add(b, HALF ? 2u : 1u);
-        return;
-    }
-    const int sj = __ldg(a.species + j);
-    for (int p = 0; p < a.npairs; ++p) {
-        const int2 ab = a.pairs[p];
-        unsigned w = (ab.x == si && ab.y == sj);
-        if (HALF)
-            w += (ab.x == sj && ab.y == si);
-        if (w)
-            acc.add(p * a.bins + b, w);
-    }
-}
-
 __device__ __forceinline__ void shared_zero(unsigned *sh, int n)
 {
     for (int s = threadIdx.x; s < n; s += blockDim.x)
@@ -225,69 +146,6 @@ __device__ __forceinline__ void shared_merge(const unsigned *sh, const HistArgs 
     for (int s = threadIdx.x; s < a.slot_n; s += blockDim.x)
         if (sh[s])
             atomicAdd(a.gh + a.slot_lo + s, (unsigned long long)sh[s]);
-}
-
-template <int V, int HALF, int PARTIAL>
-__global__ void __launch_bounds__(kBlock) hist_cells_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                            HistArgs a)
-{
-    extern __shared__ unsigned sh[];
-    if (V != MDNL_HIST_GLOBAL)
-        shared_zero(sh, a.slot_n);
-    Acc<V> acc;
-    acc.init(a, sh);
-    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
-    for (int is = blockIdx.x * blockDim.x + threadIdx.x; is < c.natoms; is += gridDim.x * blockDim.x) {
-        const float4 pi = c.pos[is];
-        const int si = PARTIAL ? __ldg(a.species + __float_as_int(pi.w)) : 0;
-        const int lin = c.cell[is];
-        const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
-        /* The stencil walk of mdnl_for_each_pair (cells_cuda.cuh), with the
-         * range start raised for the half traversal. */
-        for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
-            int x = cx + dx, s0;
-            if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
-                continue;
-            for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
-                int y = cy + dy, s1;
-                if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1))
-                    continue;
-                const int row = (x * n1 + y) * n2;
-                int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
-                if (!g.pbc[2]) {
-                    zlo = zlo < 0 ? 0 : zlo;
-                    zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
-                }
-                for (int z = zlo; z <= zhi;) {
-                    const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;
-                    int zend = (s2 + 1) * n2 - 1;
-                    if (zend > zhi)
-                        zend = zhi;
-                    float v[3];
-                    mdnl_shift_vector(&g, s0, s1, s2, v);
-                    int kb = c.start[row + z - s2 * n2];
-                    const int ke = c.start[row + zend - s2 * n2 + 1];
-                    if (HALF) {
-                        const int kmin = mdnl_shift_positive(s0, s1, s2) ? is : is + 1;
-                        kb = kb > kmin ? kb : kmin;
-                    }
-                    const bool zero = s0 == 0 && s1 == 0 && s2 == 0;
-                    for (int k = kb; k < ke; ++k) {
-                        const float4 pj = c.pos[k];
-                        if (!HALF && zero && k == is)
-                            continue;
-                        const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
-                        if (d2 < g.cutoff2)
-                            bin_pair<HALF, PARTIAL>(acc, a, d2, si, __float_as_int(pj.w));
-                    }
-                    z = zend + 1;
-                }
-            }
-        }
-        acc.finish();
-    }
-    if (V != MDNL_HIST_GLOBAL)
-        shared_merge(sh, a);
 }
 
 /* The exact bin of d2 from the threshold table: thr[b] is the smallest float
@@ -314,10 +172,10 @@ __device__ __forceinline__ int table_bin(const float *thr, float d2, float inv_w
 }
 
 
-/* CELLS_PRUNE: thread per sorted slot `is` (grid-stride) on the refined grid
- * (cells of about r_max / k, stencil k times wider), half traversal (k > is,
- * or k == is with a positive shift; weight 2). Three cuts against
- * hist_cells_kernel:
+/* CELLS_PRUNE2: thread per sorted slot `is` (grid-stride) on the refined grid
+ * (cells of about r_max / 2, stencil twice as wide), half traversal (k > is,
+ * or k == is with a positive shift; weight 2). Three cuts against a plain
+ * stencil walk:
  *   - a column (x, y) whose cells all lie below the atom's own in memory
  *     order holds only slots < is: skipped before its range is loaded;
  *   - with an orthogonal t-frame, a column farther than r_max from the atom
@@ -327,7 +185,7 @@ __device__ __forceinline__ int table_bin(const float *thr, float d2, float inv_w
  *     below the cutoff is ever cut);
  *   - the bin comes from the threshold table instead of sqrt and division.
  * The candidates of one column range are read from the cell-ordered float4
- * array as in hist_cells_kernel. */
+ * array (neighbouring threads read the same cells: L1 hits). */
 template <int V, int PARTIAL>
 __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                             HistArgs a, mdnl_prune pr, int nparts)
@@ -438,19 +296,6 @@ template <class K> int resident_grid(K kernel, size_t shmem, int work_blocks, in
     return std::max(1, std::min(work_blocks, per_sm * sms));
 }
 
-template <int V, int HALF, int PARTIAL>
-mdnl_status launch_cells(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, int sms,
-                         cudaStream_t stream)
-{
-    const size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
-    auto k = hist_cells_kernel<V, HALF, PARTIAL>;
-    const int work = (c.natoms + kBlock - 1) / kBlock;
-    const int grid = V == MDNL_HIST_GLOBAL ? work : resident_grid(k, shmem, work, sms);
-    k<<<grid, kBlock, shmem, stream>>>(g, c, a);
-    MDNL_CUDA_LAUNCHED(stream);
-    return MDNL_OK;
-}
-
 template <int V, int PARTIAL>
 mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, const mdnl_prune &pr,
                          int nparts, int sms, cudaStream_t stream)
@@ -482,19 +327,11 @@ mdnl_status launch_allpairs(const mdnl_geom &g, const float4 *pos, int n, const 
 
 static bool trav_prune(int trav)
 {
-    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE3 ||
-           trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X4 ||
-           trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X8;
+    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X4;
 }
 
 /* Threads per atom of a pruned traversal. */
-static int trav_parts(int trav)
-{
-    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X2 ? 2
-           : trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X4 ? 4
-           : trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X8 ? 8
-                                                    : 1;
-}
+static int trav_parts(int trav) { return trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X4 ? 4 : 1; }
 
 template <int V>
 mdnl_status launch_variant(int trav, bool partial, const mdnl_geom &g, const mdnl_cells_view &c, const float4 *pos,
@@ -503,12 +340,8 @@ mdnl_status launch_variant(int trav, bool partial, const mdnl_geom &g, const mdn
     if (trav_prune(trav))
         return partial ? launch_prune<V, 1>(g, c, a, pr, trav_parts(trav), sms, stream)
                        : launch_prune<V, 0>(g, c, a, pr, trav_parts(trav), sms, stream);
-    if (trav == MDNL_HIST_TRAV_ALLPAIRS)
-        return partial ? launch_allpairs<V, 1>(g, pos, (int)g.natoms, a, stream)
-                       : launch_allpairs<V, 0>(g, pos, (int)g.natoms, a, stream);
-    if (trav == MDNL_HIST_TRAV_CELLS_FULL)
-        return partial ? launch_cells<V, 0, 1>(g, c, a, sms, stream) : launch_cells<V, 0, 0>(g, c, a, sms, stream);
-    return partial ? launch_cells<V, 1, 1>(g, c, a, sms, stream) : launch_cells<V, 1, 0>(g, c, a, sms, stream);
+    return partial ? launch_allpairs<V, 1>(g, pos, (int)g.natoms, a, stream)
+                   : launch_allpairs<V, 0>(g, pos, (int)g.natoms, a, stream);
 }
 
 } // namespace
@@ -526,7 +359,6 @@ struct mdnl_hist_cuda {
     int thr_cap;
     float thr_width, thr_cut2;     /* what the table on the device is for */
     int thr_bins;
-    unsigned budget_override;      /* tests: a smaller SHARED_CAP budget (0: none) */
     cudaEvent_t copied;            /* recorded after the device-to-device position copy */
     cudaEvent_t done[MDNL_CUDA_TICKETS]; /* mdnl_hist_cuda_launch: the counts are on the host */
 };
@@ -578,16 +410,12 @@ extern "C" void mdnl_hist_cuda_free(mdnl_hist_cuda *c)
     delete c;
 }
 
-extern "C" void mdnl_hist_cuda_set_budget(mdnl_hist_cuda *c, unsigned per_thread) { c->budget_override = per_thread; }
-
 extern "C" const char *mdnl_hist_variant_name(int v)
 {
     switch (v) {
     case MDNL_HIST_GLOBAL: return "global";
     case MDNL_HIST_SHARED: return "shared";
     case MDNL_HIST_SHARED_AGG: return "shared-agg";
-    case MDNL_HIST_SHARED_WARP: return "shared-warp";
-    case MDNL_HIST_SHARED_CAP: return "shared-cap";
     default: return "auto";
     }
 }
@@ -595,15 +423,9 @@ extern "C" const char *mdnl_hist_variant_name(int v)
 extern "C" const char *mdnl_hist_traversal_name(int t)
 {
     switch (t) {
-    case MDNL_HIST_TRAV_CELLS_FULL: return "cells-full";
-    case MDNL_HIST_TRAV_CELLS_HALF: return "cells-half";
     case MDNL_HIST_TRAV_ALLPAIRS: return "allpairs";
-    case MDNL_HIST_TRAV_CELLS_HALF_FINE: return "cells-half2";
     case MDNL_HIST_TRAV_CELLS_PRUNE2: return "cells-prune2";
-    case MDNL_HIST_TRAV_CELLS_PRUNE3: return "cells-prune3";
-    case MDNL_HIST_TRAV_CELLS_PRUNE2_X2: return "prune2-x2";
     case MDNL_HIST_TRAV_CELLS_PRUNE2_X4: return "prune2-x4";
-    case MDNL_HIST_TRAV_CELLS_PRUNE2_X8: return "prune2-x8";
     default: return "auto";
     }
 }
@@ -652,11 +474,11 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
                           (long long)g->natoms, INT32_MAX / 2);
     if (spec->npairs > 0 && !species && g->natoms > 0)
         return mdnl_error(MDNL_ERR_INTERNAL, "histogram: partials need the species array");
-    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_CAP || *trav < MDNL_HIST_TRAV_AUTO ||
-        *trav > MDNL_HIST_TRAV_CELLS_PRUNE2_X8)
+    if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_AGG || *trav < MDNL_HIST_TRAV_AUTO ||
+        *trav > MDNL_HIST_TRAV_CELLS_PRUNE2_X4)
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
-        *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m (SHARED_CAP ties) */
+        *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m */
     if (*trav == MDNL_HIST_TRAV_AUTO)
         *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS
                 : g->natoms <= (int64_t)kBlock * 4 * c->sms ? MDNL_HIST_TRAV_CELLS_PRUNE2_X4
@@ -686,10 +508,8 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pairs.ptr, spec->pairs, (size_t)spec->npairs * sizeof(int2),
                                         cudaMemcpyHostToDevice, c->stream));
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[1], c->stream));
-    if (*trav == MDNL_HIST_TRAV_CELLS_HALF_FINE || (trav_prune(*trav) && *trav != MDNL_HIST_TRAV_CELLS_PRUNE3))
+    if (trav_prune(*trav))
         c->grid = mdnl_geom_refine(g, 2);
-    else if (*trav == MDNL_HIST_TRAV_CELLS_PRUNE3)
-        c->grid = mdnl_geom_refine(g, 3);
     else
         c->grid = *g;
     if (trav_prune(*trav)) {
@@ -737,10 +557,6 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
     a.thr = (const float *)c->thr.ptr;
     a.thr_shared = spec->bins + 1 <= 2048; /* with a 40 KB histogram still within 48 KB */
     a.inv_w2 = (float)(1.0 / ((double)a.width * (double)a.width));
-    static_assert(kBlock == kTile, "one SHARED_CAP budget for every kernel");
-    a.budget = 0xFFFFFFFFu / (unsigned)kBlock;
-    if (c->budget_override > 0 && c->budget_override < a.budget)
-        a.budget = c->budget_override;
     const bool partial = spec->npairs > 0;
     const float4 *pos = (const float4 *)c->pos.ptr;
     mdnl_status st = MDNL_OK;
@@ -756,14 +572,8 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
         if (*variant == MDNL_HIST_SHARED)
             st = launch_variant<MDNL_HIST_SHARED>(trav, partial, c->grid, c->cells.view, pos, a, c->prune, c->sms,
                                                   c->stream);
-        else if (*variant == MDNL_HIST_SHARED_AGG)
-            st = launch_variant<MDNL_HIST_SHARED_AGG>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
-                                                      c->sms, c->stream);
-        else if (*variant == MDNL_HIST_SHARED_WARP)
-            st = launch_variant<MDNL_HIST_SHARED_WARP>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
-                                                       c->sms, c->stream);
         else
-            st = launch_variant<MDNL_HIST_SHARED_CAP>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
+            st = launch_variant<MDNL_HIST_SHARED_AGG>(trav, partial, c->grid, c->cells.view, pos, a, c->prune,
                                                       c->sms, c->stream);
     }
     return st;

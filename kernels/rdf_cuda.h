@@ -18,65 +18,43 @@
  *                         MDNL_HIST_MAX_PASSES), beyond that GLOBAL is used.
  *   MDNL_HIST_SHARED_AGG  SHARED, plus each thread keeps (slot, run count) in
  *                         registers and flushes only when the slot changes.
- *   MDNL_HIST_SHARED_WARP SHARED, the lanes of a warp that hit the same slot
- *                         at once (__match_any_sync) add their sum with one
- *                         atomic. Lost everywhere: MATCH.ANY costs more than
- *                         the same-bin conflicts it saves (H100: lj-1m 3.3 vs
- *                         1.24 ms on cells-prune2, graphene-1m 0.95 vs 0.445).
- *   MDNL_HIST_SHARED_CAP  SHARED without the wrap check on the atomic's
- *                         return value: each thread may add at most (2^32 -
- *                         1) / block size to the shared bins (so no 32-bit
- *                         bin can wrap) and adds to the global 64-bit bins
- *                         beyond that. Within noise of SHARED (not waiting
- *                         for the atomic's result is not what limits).
  *   MDNL_HIST_AUTO        SHARED, the benchmark winner (H100, cells-prune2:
  *                         lj-1m 1.24 ms, graphene-1m 0.445 ms vs 14.2 ms for
  *                         GLOBAL).
+ * GLOBAL, SHARED and SHARED_AGG are the seed's technique comparison, kept
+ * for `mdnl bench`.
  * Traversals (which pairs are visited):
- *   MDNL_HIST_TRAV_CELLS_FULL  the device cell list (cells_cuda.cuh), thread per
- *                              atom, every (j, S) of its full list, weight 1.
- *   MDNL_HIST_TRAV_CELLS_HALF  the same stencil, but only (j, S) whose sorted
- *                              slot is above i's (or j = i with S > 0), weight
- *                              2 (partials: both orientations tested): half
- *                              the distance evaluations, same counts.
  *   MDNL_HIST_TRAV_ALLPAIRS    all pairs, positions staged through shared
  *                              memory tiles, half (j > i, weight 2), every
  *                              image shift within image_max: for open frames
  *                              and small periodic ones.
- *   MDNL_HIST_TRAV_CELLS_HALF_FINE  CELLS_HALF on the geometry's grid with
- *                              each axis of >= 2 cells split in halves and the
- *                              stencil doubled (125 half cells instead of 27
- *                              cells: 42% fewer candidates).
- *   MDNL_HIST_TRAV_CELLS_PRUNE2  CELLS_HALF_FINE, plus: columns whose cells
- *                              all precede the atom's in memory are skipped
- *                              before their ranges are read; on orthogonal
- *                              frames (orthorhombic boxes, no lattice) each
- *                              atom skips the columns farther than r_max and
- *                              trims each column's z-range to the cells its
- *                              r_max sphere meets (with a slack far above
- *                              float rounding); the bin comes from a table of
- *                              exact d2 thresholds instead of a square root
- *                              and a division. Triclinic frames walk the
- *                              whole doubled stencil (still the table).
- *   MDNL_HIST_TRAV_CELLS_PRUNE3  CELLS_PRUNE2 on cells split in thirds (7^3
- *                              stencil): fewer candidates, more ranges;
- *                              ties PRUNE2 on lj-1m, loses on graphene-1m.
- *   MDNL_HIST_TRAV_CELLS_PRUNE2_X2, _X4, _X8  CELLS_PRUNE2 with 2, 4 or 8
- *                              threads per atom: the stencil columns (dx, dy)
- *                              are dealt round-robin to them
- *                              (mdnl_for_each_pair_pruned_part), so a frame of
- *                              ~100k atoms, under one wave of thread-per-atom
- *                              blocks, still fills the device.
- *                              H100: lj-100k 0.185 ms with 4 threads (x2
- *                              0.243, x8 0.189) against 0.283 for one; but
- *                              lj-1m 1.38 (x2 1.19) against 1.29, graphene-1m
- *                              0.545 against 0.458 (tools/bench/RESULTS.md).
+ *   MDNL_HIST_TRAV_CELLS_PRUNE2  the device cell list (cells_cuda.cuh) on the
+ *                              geometry's grid with each axis of >= 2 cells
+ *                              split in halves and the stencil doubled, thread
+ *                              per atom, half traversal (weight 2): columns
+ *                              whose cells all precede the atom's in memory
+ *                              are skipped before their ranges are read; on
+ *                              orthogonal frames (orthorhombic boxes, no
+ *                              lattice) each atom skips the columns farther
+ *                              than r_max and trims each column's z-range to
+ *                              the cells its r_max sphere meets (with a slack
+ *                              far above float rounding); the bin comes from a
+ *                              table of exact d2 thresholds instead of a
+ *                              square root and a division. Triclinic frames
+ *                              walk the whole doubled stencil (still the
+ *                              table).
+ *   MDNL_HIST_TRAV_CELLS_PRUNE2_X4  CELLS_PRUNE2 with 4 threads per atom: the
+ *                              stencil columns (dx, dy) are dealt round-robin
+ *                              to them (mdnl_for_each_pair_pruned_part), so a
+ *                              frame of ~100k atoms, under one wave of
+ *                              thread-per-atom blocks, still fills the device.
  *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms;
  *                              else CELLS_PRUNE2_X4 when a thread per atom
  *                              fills at most one wave (natoms <= 256 x 4
  *                              blocks x SMs: 135,168 on an H100), else
- *                              CELLS_PRUNE2 (H100: lj-1m 1.24 ms vs 2.06 ms
- *                              for CELLS_HALF_FINE).
+ *                              CELLS_PRUNE2 (H100: lj-100k 0.185 ms against
+ *                              0.283 for one thread per atom; lj-1m 1.24 ms;
+ *                              tools/bench/RESULTS.md).
  * Fused: pairs are binned while traversing; no neighbor list is stored.
  */
 #ifndef MDNL_RDF_CUDA_H
@@ -96,21 +74,13 @@ typedef enum mdnl_hist_variant {
     MDNL_HIST_GLOBAL = 1,
     MDNL_HIST_SHARED = 2,
     MDNL_HIST_SHARED_AGG = 3,
-    MDNL_HIST_SHARED_WARP = 4,
-    MDNL_HIST_SHARED_CAP = 5,
 } mdnl_hist_variant;
 
 typedef enum mdnl_hist_traversal {
     MDNL_HIST_TRAV_AUTO = 0,
-    MDNL_HIST_TRAV_CELLS_FULL = 1,
-    MDNL_HIST_TRAV_CELLS_HALF = 2,
-    MDNL_HIST_TRAV_ALLPAIRS = 3,
-    MDNL_HIST_TRAV_CELLS_HALF_FINE = 4,
-    MDNL_HIST_TRAV_CELLS_PRUNE2 = 5,
-    MDNL_HIST_TRAV_CELLS_PRUNE3 = 6,
-    MDNL_HIST_TRAV_CELLS_PRUNE2_X2 = 7,
-    MDNL_HIST_TRAV_CELLS_PRUNE2_X4 = 8,
-    MDNL_HIST_TRAV_CELLS_PRUNE2_X8 = 9,
+    MDNL_HIST_TRAV_ALLPAIRS = 1,
+    MDNL_HIST_TRAV_CELLS_PRUNE2 = 2,
+    MDNL_HIST_TRAV_CELLS_PRUNE2_X4 = 3,
 } mdnl_hist_traversal;
 
 #define MDNL_HIST_MAX_PASSES 8
@@ -162,10 +132,6 @@ mdnl_status mdnl_hist_cuda_bench(mdnl_hist_cuda *ctx, const mdnl_geom *g, const 
 
 const char *mdnl_hist_variant_name(int variant);
 
-/* Tests only: caps the weight a thread of MDNL_HIST_SHARED_CAP adds to the
- * shared bins (0 restores the default, (2^32 - 1) / block size), so that the
- * global fallback beyond the budget runs. */
-void mdnl_hist_cuda_set_budget(mdnl_hist_cuda *ctx, unsigned per_thread);
 const char *mdnl_hist_traversal_name(int traversal);
 
 MDNL_END_C

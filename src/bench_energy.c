@@ -134,22 +134,6 @@ static mdnl_status bench_gpu(const mdnl_geom *g, const float (*pos4)[4], const m
                 add_row(rows, nrows, names[path], "cuda", mdnl_energy_reduce_name(variants[v]), ms, total);
         }
     }
-    /* Every fused walk (mdnl_energy_fused), shuffle reduction: the kernel
-     * alone, then with its cell-list build. */
-    mdnl_energy_cuda_set_reduce(e, MDNL_REDUCE_SHUFFLE);
-    for (int w = MDNL_FUSED_CELLS27; w <= MDNL_FUSED_FINE_X4 && st == MDNL_OK; ++w) {
-        mdnl_energy_cuda_set_fused(e, w);
-        if ((st = mdnl_energy_cuda_upload_positions(e, g, pos4)) != MDNL_OK)
-            break;
-        for (int path = GPU_FUSED; path <= GPU_FUSED_CELLS && st == MDNL_OK; ++path) {
-            double ms = 0, total = 0;
-            char label[40];
-            snprintf(label, sizeof label, "%s/%s", names[path], mdnl_energy_fused_name(w));
-            st = time_gpu(e, g, p, (gpu_path)path, reps, &ms, &total);
-            if (st == MDNL_OK)
-                add_row(rows, nrows, label, "cuda", "shuffle", ms, total);
-        }
-    }
     mdnl_energy_cuda_free(e);
     return st;
 }

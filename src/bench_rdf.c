@@ -81,12 +81,12 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
         if ((st = mdnl_hist_cuda_create(&ctx)) != MDNL_OK)
             goto done;
         int n = 0;
-        const int travs[] = {MDNL_HIST_TRAV_CELLS_FULL,      MDNL_HIST_TRAV_CELLS_HALF,
-                             MDNL_HIST_TRAV_CELLS_HALF_FINE, MDNL_HIST_TRAV_CELLS_PRUNE2,
-                             MDNL_HIST_TRAV_CELLS_PRUNE3,    MDNL_HIST_TRAV_CELLS_PRUNE2_X2,
-                             MDNL_HIST_TRAV_CELLS_PRUNE2_X4, MDNL_HIST_TRAV_CELLS_PRUNE2_X8};
+        /* the shipped traversals, each with the seed's accumulation
+         * comparison: global atomics, privatized shared-memory histograms,
+         * and shared with aggregation */
+        const int travs[] = {MDNL_HIST_TRAV_CELLS_PRUNE2, MDNL_HIST_TRAV_CELLS_PRUNE2_X4};
         for (int ti = 0; ti < (int)(sizeof travs / sizeof travs[0]) && st == MDNL_OK; ++ti)
-            for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_CAP && st == MDNL_OK; ++v) {
+            for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_AGG && st == MDNL_OK; ++v) {
                 mdnl_hist_cuda_timing t;
                 if ((st = mdnl_hist_cuda_bench(ctx, &g, (const float(*)[4])pos4, NULL, &spec, v, travs[ti], 7, gpu,
                                                &t)) != MDNL_OK)

@@ -24,9 +24,8 @@
     } while (0)
 
 #ifdef MDNL_HAVE_CUDA
-/* Compares every variant and traversal with the CPU twin on one frame;
- * budget > 0 caps the SHARED_CAP per-thread budget (mdnl_hist_cuda_set_budget). */
-static void variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec, unsigned budget)
+/* Compares every variant and traversal with the CPU twin on one frame. */
+static void variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec)
 {
     mdnl_geom g;
     float(*pos4)[4];
@@ -41,9 +40,8 @@ static void variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl
     cr_assert(total > 0 || f->natoms < 2, "%s: no pairs at all", what);
     mdnl_hist_cuda *ctx = NULL;
     cr_assert_eq(mdnl_hist_cuda_create(&ctx), MDNL_OK, "%s", mdnl_last_error());
-    mdnl_hist_cuda_set_budget(ctx, budget);
-    for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_CAP; ++v)
-        for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_PRUNE3; ++t) {
+    for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_AGG; ++v)
+        for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_PRUNE2_X4; ++t) {
             if (t == MDNL_HIST_TRAV_ALLPAIRS && f->natoms > 20000)
                 continue;
             memset(gpu, 0xff, ns * sizeof *gpu);
@@ -64,7 +62,7 @@ static void variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl
 
 static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const mdnl_hist_spec *spec)
 {
-    variants_equal_cpu(what, f, spec, 0);
+    variants_equal_cpu(what, f, spec);
 }
 #endif
 
@@ -119,11 +117,11 @@ Test(rdf_gpu, histograms_larger_than_shared_memory_use_passes_or_fall_back)
     uint64_t *c = calloc(120000, sizeof *c);
     mdnl_hist_cuda_timing t;
     cr_assert_eq(mdnl_hist_cuda_bench(ctx, &g, (const float(*)[4])pos4, f.species, &two, MDNL_HIST_SHARED,
-                                      MDNL_HIST_TRAV_CELLS_HALF, 1, c, &t), MDNL_OK);
+                                      MDNL_HIST_TRAV_CELLS_PRUNE2, 1, c, &t), MDNL_OK);
     cr_expect_eq(t.passes, 2);
     cr_expect_eq(t.variant, MDNL_HIST_SHARED);
     cr_assert_eq(mdnl_hist_cuda_bench(ctx, &g, (const float(*)[4])pos4, f.species, &many, MDNL_HIST_SHARED,
-                                      MDNL_HIST_TRAV_CELLS_HALF, 1, c, &t), MDNL_OK);
+                                      MDNL_HIST_TRAV_CELLS_PRUNE2, 1, c, &t), MDNL_OK);
     cr_expect_eq(t.variant, MDNL_HIST_GLOBAL);
     mdnl_hist_cuda_free(ctx);
     free(c), free(pos4);
@@ -182,26 +180,6 @@ Test(rdf_gpu, cubic_lattice_bin_edges_and_cutoff_pairs_equal_cpu_twin)
         all_variants_equal_cpu(open ? "open cubic r 2.0" : "cubic r 2.0", &f, &wide);
         mdnl_frame_free(&f);
     }
-#endif
-}
-
-/* SHARED_CAP with a per-thread budget of 7 (weights are 1 or 2): every
- * thread soon spends it, part of a weight-2 add never fits, and the rest of
- * its pairs go to the global bins; the counts must not change. */
-Test(rdf_gpu, shared_cap_beyond_its_budget_equals_cpu_twin)
-{
-    NEED_GPU();
-#ifdef MDNL_HAVE_CUDA
-    const int32_t pairs[3][2] = {{0, 0}, {0, 1}, {1, 1}};
-    mdnl_frame f;
-    rdf_graphene(&f, 40, 24, 1.42);
-    mdnl_hist_spec spec = {6.0, 500, 0, NULL};
-    variants_equal_cpu("graphene, budget 7", &f, &spec, 7);
-    mdnl_frame_free(&f);
-    rdf_random(&f, 3000, 0, 14.0, 0);
-    mdnl_hist_spec par = {3.5, 200, 3, pairs};
-    variants_equal_cpu("random partials, budget 7", &f, &par, 7);
-    mdnl_frame_free(&f);
 #endif
 }
 

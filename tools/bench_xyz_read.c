@@ -13,7 +13,7 @@
  * ~45 ns per number on one core — a strtod per field (~100 ns on glibc for
  * 17 digits) would not fit, the hand-written parser (~10-20 ns) does.
  *
- * Build and run: tools/bench_xyz_read.sh [T N FMT FILE] (needs build/libmdnl_lib.a).
+ * Build and run: tools/bench_xyz_read.sh [T N FMT FILE] (needs the libraries of build/).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "gen_graphene.h"

@@ -1,6 +1,6 @@
 /* cells_cuda.cuh — the device cell list, the CUDA counterpart of cells_cpu.h.
  *
- * The neighbor-list kernels (nlist.cu) and the fused energy and histogram
+ * The neighbor-list kernels (nlist_*.cu) and the fused energy and histogram
  * kernels all enumerate pairs through mdnl_for_each_pair() below, so they
  * agree on the pair set with each other and, bit for bit, with the CPU twin:
  *   - atoms are binned with the same float operations as the host's
@@ -182,7 +182,7 @@ __device__ __forceinline__ void mdnl_for_each_pair(const mdnl_geom &g, const mdn
     }
 }
 
-/* ---- refined grids and the pruned walk (RDF cells-prune, list variant 8) ---- */
+/* ---- refined grids and the pruned walk (RDF cells-prune2, fused energy) ---- */
 
 /* The grid of `g` with every axis of at least two cells split k ways (cells
  * of width >= cutoff / k, stencil k times wider: the half-cell trick). The
@@ -352,13 +352,6 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &
     }
 }
 
-/* The whole walk in one thread (nlist.cu's list variant 8). */
-template <bool HALF = false, bool ZSPLIT = true, class F>
-__device__ __forceinline__ void mdnl_for_each_pair_pruned(const mdnl_geom &g, const mdnl_cells_view &c,
-                                                          const mdnl_prune &pr, int is, F &&f)
-{
-    mdnl_for_each_pair_pruned_part<HALF, ZSPLIT>(g, c, pr, is, 0, 1, f);
-}
 
 /* ---- building ---- */
 

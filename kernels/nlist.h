@@ -8,8 +8,8 @@
  *   MDNL_LIST_HALF: those with mdnl_half_keep(i, j, S) (geometry.h).
  * There is no neighbor limit: rows are sized exactly.
  *
- * CPU twins live in nlist_cpu.c (OpenMP); the CUDA kernels in nlist.cu are
- * reached through nlist_cuda.h. The brute-force CPU twin serves both
+ * CPU twins live in nlist_cpu.c (OpenMP); the CUDA kernels (nlist_brute.cu,
+ * nlist_cell_*.cu) are reached through nlist_cuda.h. The brute-force CPU twin serves both
  * brute-atomic and brute-noatomic: on the CPU the two differ in nothing.
  */
 #ifndef MDNL_NLIST_H

@@ -433,7 +433,7 @@ extern "C" const char *mdnl_hist_traversal_name(int t)
 static bool all_open(const mdnl_geom *g) { return !g->pbc[0] && !g->pbc[1] && !g->pbc[2]; }
 
 /* The refined grids (mdnl_geom_refine) and the per-atom pruning
- * (mdnl_prune_args) are cells_cuda.cuh's, shared with list variant 8. */
+ * (mdnl_prune_args) are cells_cuda.cuh's, shared with the fused energy. */
 
 /* Uploads the threshold table when (width, cutoff2, bins) changed. */
 static mdnl_status hist_thr_upload(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hist_spec *spec)

@@ -9,7 +9,11 @@
  * for byte against the CPU twin (brute force for graphene-17k, the cell list
  * for the 1M systems, where brute force runs only when its O(N²) work is
  * small enough), then timed with CUDA events (warm-up, median of 15) per
- * method and per stage. The napkin math is in tools/bench/README.md.
+ * method and per stage. Methods: brute-atomic vs brute-noatomic (the seed's
+ * comparison), cell (the default: path by density), and each shipped cell
+ * path forced (cell-sparse-stage, cell-sparse-rows, cell-dense-walk,
+ * cell-dense-tiles, cell-dense-rows; nlist_cuda.h). The napkin math is in
+ * tools/bench/README.md.
  */
 #ifndef MDNL_BENCH_H
 #define MDNL_BENCH_H

@@ -1,6 +1,8 @@
 /* bench_rdf.c — times the pair-distance histogram: the CPU twin once, and
- * every CUDA kernel (traversal x histogram variant, rdf_cuda.h), each the
- * median of repeats timed with CUDA events, on two 1M-atom frames:
+ * the shipped CUDA traversals (cells-prune2, prune2-x4) each with the
+ * seed's accumulation comparison (global atomics, privatized shared-memory
+ * histograms, shared with aggregation; rdf_cuda.h), each the median of
+ * repeats timed with CUDA events and validated against the CPU twin:
  *
  *   (both from systems.h)
  *   lj-1m        FCC 64^3 x 4 = 1,048,576 atoms at reduced density 0.8442
@@ -11,8 +13,8 @@
  *                (1.7e9 distances), the half traversal ~805 (8.5e8). Napkin
  *                floor: ~20 instructions per candidate on 132 SMs x 128 lanes
  *                x 1.7 GHz (2.9e13 lane-instr/s) = 0.6 ms half, 1.2 ms full.
- *                cells-half2 (cells of 2.07 sigma, 5^3 stencil): ~940
- *                candidates full, ~470 half; cells-prune2 trims each column
+ *                On cells of 2.07 sigma (5^3 stencil): ~940 candidates
+ *                full, ~470 half; cells-prune2 trims each column
  *                to the atom's r_max sphere: ~630 full, ~320 half (Monte
  *                Carlo over positions in a cell), ~1.4 hits per 4 candidates;
  *                its bin is ~12 instructions (rsqrt guess, two table loads)
@@ -20,7 +22,7 @@
  *   lj-100k      the same liquid at 97,556 atoms (`mdnl bench --sizes lj-100k`,
  *                the size of the `mdnl run` benchmark): a thread per atom is
  *                382 blocks of 256, under one wave on 132 SMs, which the
- *                split traversals (prune2-x2/x4/x8) are for.
+ *                split traversal (prune2-x4) is for.
  *   graphene-1m  perfect periodic rectangular sheet 512 x 488 cells x 4 =
  *                999,424 atoms (C-C 1.42 A), pbc T T F, r_max = 10 A, 500
  *                bins: ~120 neighbours per atom, 1.2e8 ordered pairs, all in

@@ -1,5 +1,5 @@
 /* frame.h — one molecular-dynamics frame as every reader produces it and
- * every kernel's preparation step consumes it (kernels/geometry.h).
+ * every kernel's preparation step consumes it (core/geometry.h).
  *
  * Units are the file's (Å for XYZ and graphene, σ for LJ fixtures); mdnl
  * never converts. Positions are double on the host; the kernels work on a

@@ -4,7 +4,7 @@
  * Plain C: C callers include it freely, but the functions exist only in CUDA
  * builds, so callers guard their use with MDNL_HAVE_CUDA.
  *
- * Kernels (thread -> data mappings; napkin math in src/bench_energy.c):
+ * Kernels (thread -> data mappings; napkin math in bench/bench_energy.c):
  *   fused      2 threads per atom slot of the device cell list
  *              (cells_cuda.cuh, cell order; the stencil columns dealt
  *              round-robin to them, part sums added in part order): the

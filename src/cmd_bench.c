@@ -1,7 +1,7 @@
 /* cmd_bench.c — `mdnl bench`: the benchmarks of every kernel family on
  * systems built in memory, each validated against its CPU twin before it is
- * timed: neighbor lists (src/bench.c), energies (src/bench_energy.c),
- * histograms (src/bench_rdf.c). */
+ * timed: neighbor lists (bench/bench.c), energies (bench/bench_energy.c),
+ * histograms (bench/bench_rdf.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 #include "bench_energy.h"

@@ -1,4 +1,4 @@
-/* test_nlist_gpu.c — the CUDA neighbor lists (nlist.cu) against the CPU twin.
+/* test_nlist_gpu.c — the CUDA neighbor lists (nlist_*.cu) against the CPU twin.
  *
  * Oracle: mdnl_nlist_build_cpu with brute force (the cell twin for the
  * 200k-atom frame, where brute force takes too long on the CPU). Every GPU

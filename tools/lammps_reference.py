@@ -13,7 +13,7 @@ Fixtures (extended XYZ, deterministic: seeded, no numpy):
 
 Every coordinate and box length is a float32 value, written with all the
 digits of its double, and lies inside the cell. mdnl's float copy of the
-positions (kernels/geometry.h) is then exactly what LAMMPS reads, so the only
+positions (core/geometry.h) is then exactly what LAMMPS reads, so the only
 difference between the two is mdnl's float arithmetic on displacements.
 
 For each case the script writes a LAMMPS data file and input (atom_style

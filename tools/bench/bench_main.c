@@ -1,7 +1,7 @@
-/* bench_main.c — a stand-alone driver for mdnl_bench_run (src/bench.c) until
- * `mdnl bench` is wired into src/main.c. Usage:
+/* bench_main.c — a stand-alone driver for mdnl_bench_run (bench/bench.c),
+ * for profiling the neighbor-list kernels under ncu without the CLI. Usage:
  *   bench_main [--sizes graphene-17k,graphene-1m,lj-1m] [--json]
- * Built by hand against build/libmdnl_lib.a (tools/bench/README.md). */
+ * Built by tools/bench/build.sh against the libraries of build/. */
 #include "bench.h"
 
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /* nlist_cell_dense_tiles.cu — dense-tiles and dense-rows, the cell-list
- * paths for dense rows where dense-walk does not fit (nlist_cuda.h).
+ * paths for dense rows where dense-walk does not fit or its 64-key slab rows
+ * would be too short for the mean row (nlist_cuda.h).
  *   dense-tiles  a block per tile of cells stages the tile's stencil region
  *                in shared memory, sorts it once by original index, and its
  *                atoms walk the sorted candidates writing hits straight into
@@ -34,7 +35,6 @@ __global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__
         atomicMax(maxlen, (int)m);
 }
 
-
 /* ------------------------------------------------------------------------ */
 /* dense-rows' warp fill: a warp per atom (sorted slot s, so consecutive warps
  * walk neighbouring atoms and share candidate cache lines).
@@ -43,9 +43,9 @@ __global__ __launch_bounds__(128) void cell_count_kernel(const __grid_constant__
  * image shift, contiguous slots [kb, kb + len) of the cell order, as in
  * mdnl_for_each_pair) with range r held by lane r, flattened back to back;
  * then the 32 lanes take 32 consecutive flat candidates per step, so short
- * ranges do not leave lanes idle. Hits are compacted into a per-warp shared buffer of CAP keys (fill
- * kernel), bitonic-sorted in registers (CAP / 32 keys per lane) and written
- * with coalesced stores. A row longer than CAP is written unsorted straight
+ * ranges do not leave lanes idle. Hits are compacted into a per-warp shared
+ * buffer of CAP keys, bitonic-sorted in registers (CAP / 32 keys per lane)
+ * and written with coalesced stores. A row longer than CAP is written unsorted straight
  * into the CSR and sorted there (slow, rare, same bytes). At most 32 ranges:
  * the host uses this fill only when (2 st0 + 1)(2 st1 + 1)(2 st2 + 1)
  * <= 32, which bounds the ranges (each z segment is at least one offset). */

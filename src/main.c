@@ -2,6 +2,7 @@
  * one line on stderr and exits with the status (SPEC §7). The only place
  * that calls exit. */
 #include "cli.h"
+#include "output_file.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -132,6 +133,7 @@ static void print_usage(FILE *fp)
 
 int main(int argc, char **argv)
 {
+    mdnl_temp_install_signals(); /* SIGINT/SIGTERM/SIGHUP remove the temporary outputs (output_file.h) */
     if (argc < 2) {
         print_usage(stderr);
         return MDNL_ERR_USAGE;

@@ -119,41 +119,63 @@ double mdnl_work_max_pairs(int64_t natoms)
 void mdnl_work_estimate(const mdnl_geom *g, mdnl_work *w)
 {
     const double n = (double)g->natoms, rc = (double)g->cutoff;
-    w->pairs = w->shifts = w->candidates = 0;
+    w->pairs = w->shifts = w->visits = w->candidates = 0;
     if (n <= 0)
         return;
+    /* The t-range is unknown in a grid laid out early (mdnl_geom_finish_early
+     * sets it to zero): periodic axes then count as filled, and the frame is
+     * judged again with its real t-range when it is settled. */
+    bool have_range = false;
+    for (int k = 0; k < 3; ++k)
+        have_range = have_range || g->tlo[k] != 0 || g->thi[k] != 0;
     /* Per axis: the offsets the traversal visits (-stencil..stencil on a
-     * periodic axis, computed here in double: the grid's ints are clamped)
-     * and the extent the atoms fill in t (the width; the atoms' span, at
-     * least the cutoff, on an open axis). */
-    double shifts = 1, extent = 1, wprod = 1;
+     * periodic axis; the grid clamps a stencil at 1e9, beyond any limit
+     * anyway), the extent E the atoms fill in t (the atoms' span, at least
+     * the cutoff, at most the width of a periodic axis: atoms bunched in a
+     * corner of a huge cell are dense) and the cells they occupy. */
+    double shifts = 1, extent = 1, wprod = 1, occupied = 1;
     for (int k = 0; k < 3; ++k) {
         const double ncell = g->ncell[k] > 0 ? (double)g->ncell[k] : 1.0;
+        const double span = g->thi[k] - g->tlo[k];
+        const double e = fmax(isfinite(span) && span > 0 ? span : 0.0, rc);
         if (g->pbc[k] && g->width[k] > 0) {
-            const double s = fmax(1.0, ceil(rc * (1.0 + SLACK) * ncell / g->width[k]));
-            shifts *= 2.0 * s + 1.0;
-            extent *= g->width[k];
+            const double ek = have_range ? fmin(g->width[k], e) : g->width[k];
+            shifts *= 2.0 * (double)g->stencil[k] + 1.0;
+            extent *= ek;
+            occupied *= fmin(ncell, fmax(1.0, ceil(ek / g->width[k] * ncell)));
         } else {
             shifts *= fmin(3.0, ncell);
-            const double span = g->thi[k] - g->tlo[k];
-            extent *= fmax(isfinite(span) ? span : 0.0, rc);
+            extent *= e;
+            occupied *= ncell;
         }
         wprod *= g->width[k];
     }
     /* t is a skewed frame: a box of t-extents E_k holds V / prod(w) * prod(E)
      * of volume (1 without a lattice, where t = r). */
     const double skew = g->volume > 0 && wprod > 0 ? g->volume / wprod : 1.0;
-    const double ncells = g->ncells > 0 ? (double)g->ncells : 1.0;
     w->shifts = shifts;
-    w->candidates = n * shifts * (n / ncells);
+    w->visits = n * shifts;
+    w->candidates = n * shifts * (n / occupied);
     const double sphere = 4.18879020478639098 * rc * rc * rc; /* 4/3 pi r^3 */
     w->pairs = fmin(w->candidates, n * n / (extent * skew) * sphere);
+}
+
+/* The cutoff over the narrowest periodic width (0 without one). */
+static double cutoff_widths(const mdnl_geom *g)
+{
+    double r = 0;
+    for (int k = 0; k < 3; ++k)
+        if (g->pbc[k] && g->width[k] > 0)
+            r = fmax(r, (double)g->cutoff / g->width[k]);
+    return r;
 }
 
 static bool work_within(const mdnl_geom *g, const mdnl_work *w)
 {
     const double limit = mdnl_work_max_pairs(g->natoms);
-    return w->pairs <= limit && w->candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit;
+    if (work_limit == 0 && !(cutoff_widths(g) <= MDNL_WORK_CUTOFF_WIDTHS))
+        return false;
+    return w->pairs <= limit && w->visits <= limit && w->candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit;
 }
 
 mdnl_status mdnl_work_check(const mdnl_geom *g)
@@ -165,13 +187,14 @@ mdnl_status mdnl_work_check(const mdnl_geom *g)
     const double limit = mdnl_work_max_pairs(g->natoms);
     return mdnl_error(MDNL_ERR_INPUT,
                       "frame %lld: cell a=(%g %g %g) b=(%g %g %g) c=(%g %g %g) (widths %.3g %.3g %.3g, pbc %d%d%d) "
-                      "with %lld atoms and cutoff %g: estimated %.3g pairs and %.3g candidate pairs over %.3g image "
-                      "shifts per atom, beyond the limit of %.3g pairs (%.0f candidates per pair); check the Lattice, "
-                      "or raise the limit with --max-pairs N",
+                      "with %lld atoms and cutoff %g (%.3g widths): estimated %.3g pairs, %.3g image shifts per atom "
+                      "and %.3g candidate pairs, beyond the limit of %.3g pairs (as many atom-shift visits, %.0f times "
+                      "as many candidates%s); check the Lattice, or raise the limit with --max-pairs N",
                       (long long)g->frame, g->h[0][0], g->h[0][1], g->h[0][2], g->h[1][0], g->h[1][1], g->h[1][2],
                       g->h[2][0], g->h[2][1], g->h[2][2], g->width[0], g->width[1], g->width[2], g->pbc[0], g->pbc[1],
-                      g->pbc[2], (long long)g->natoms, (double)g->cutoff, w.pairs, w.candidates, w.shifts, limit,
-                      MDNL_WORK_CANDIDATES_PER_PAIR);
+                      g->pbc[2], (long long)g->natoms, (double)g->cutoff, cutoff_widths(g), w.pairs, w.shifts,
+                      w.candidates, limit, MDNL_WORK_CANDIDATES_PER_PAIR,
+                      work_limit == 0 ? ", a cutoff of at most 100 periodic widths" : "");
 }
 
 mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, mdnl_wrap_params *wp)

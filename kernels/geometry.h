@@ -133,23 +133,31 @@ mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g);
  *
  *   pairs       pairs expected from the density and the cutoff, counted in
  *               both directions (the full list): N · N/V · 4/3 π r³, V the
- *               cell's volume on periodic axes and the atoms' extent (at
- *               least r) on open ones; at most `candidates`;
+ *               volume the atoms fill (their extent in t on every axis, at
+ *               least r, on a periodic axis at most the cell's width); at
+ *               most `candidates`;
  *   shifts      (cell, image) offsets the cell traversal visits per atom;
- *   candidates  pairs the traversal tests: N · shifts · N / ncells.
+ *   visits      N · shifts: each costs a cell lookup even when empty;
+ *   candidates  pairs the traversal tests: visits · atoms per occupied cell.
  *
- * Limit: pairs <= max_pairs and candidates <= MDNL_WORK_CANDIDATES_PER_PAIR
- * · max_pairs (a near-degenerate cell has few pairs but billions of image
- * shifts). max_pairs is the process-wide limit (mdnl_work_set_limit, the
+ * Limit: pairs <= max_pairs, visits <= max_pairs and candidates <=
+ * MDNL_WORK_CANDIDATES_PER_PAIR · max_pairs (a near-degenerate cell has few
+ * pairs but billions of image shifts; atoms bunched in a huge cell with a
+ * tiny axis are denser than N/V). By default also the cutoff is at most
+ * MDNL_WORK_CUTOFF_WIDTHS times the narrowest periodic width: beyond, an atom
+ * meets hundreds of its own images along one axis, which no physical cell
+ * does, and the uniform-density estimate misses atoms bunched in the other
+ * directions. max_pairs is the process-wide limit (mdnl_work_set_limit, the
  * command line's --max-pairs) or, by default, MDNL_WORK_PAIRS_PER_ATOM per
  * atom and at least MDNL_WORK_PAIRS_FLOOR: 1M LJ atoms at r_max 4σ expect
  * 2.3e8 of 1e10 allowed, while 3 atoms in a cell of 1e-3 Å expect 3e11. */
 #define MDNL_WORK_PAIRS_PER_ATOM 1e4
 #define MDNL_WORK_PAIRS_FLOOR 1e7
 #define MDNL_WORK_CANDIDATES_PER_PAIR 32.0
+#define MDNL_WORK_CUTOFF_WIDTHS 100.0 /* default only: an explicit --max-pairs lifts it */
 
 typedef struct mdnl_work {
-    double pairs, shifts, candidates;
+    double pairs, shifts, visits, candidates;
 } mdnl_work;
 
 /* The estimate for a laid-out grid g (every field set). */

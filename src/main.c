@@ -52,7 +52,7 @@ static const command commands[] = {
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --method auto|brute-atomic|brute-noatomic|cell\n"
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
-     "                            at least 10^7; a damaged Lattice is refused at once, exit 3)\n"
+     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"
      "  --json summary: frames, atoms, pairs, energy first/last/mean/min/max, busy seconds per\n"
      "  stage (read, compute, write), wall seconds and frames/s.\n"},
     {"neighbors", mdnl_cmd_neighbors,
@@ -67,7 +67,7 @@ static const command commands[] = {
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --method auto|brute-atomic|brute-noatomic|cell\n"
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
-     "                            at least 10^7; a damaged Lattice is refused at once, exit 3)\n"},
+     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"energy", mdnl_cmd_energy,
      "usage: mdnl energy INPUT -c CUT --pair SPEC [--per-atom] [-o OUT.tsv|OUT.h5|-] [options]\n"
      "Pair-potential energy of every selected frame: TSV # frame step energy, or with\n"
@@ -82,7 +82,7 @@ static const command commands[] = {
      "                            /particles/all/potential_energy with --per-atom\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
-     "                            at least 10^7; a damaged Lattice is refused at once, exit 3)\n"},
+     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"rdf", mdnl_cmd_rdf,
      "usage: mdnl rdf INPUT --rmax R --bins B [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--plot OUT.svg]\n"
      "Radial distribution function averaged over the selected frames. Pair distances below R are\n"
@@ -97,7 +97,7 @@ static const command commands[] = {
      "  --plot OUT.svg            an SVG plot of g(r) and n(r)\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
-     "                            at least 10^7; a damaged Lattice is refused at once, exit 3)\n"},
+     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"info", mdnl_cmd_info,
      "usage: mdnl info INPUT [--json]\n"
      "Atoms, frames, species, cell and periodicity of the first frame.\n"},

@@ -321,6 +321,42 @@ Test(guard, estimate_matches_the_density_and_the_default_keeps_the_benchmarks)
     cr_expect_eq(mdnl_geom_regrid(&g, 10.0, &big), MDNL_OK, "%s", mdnl_last_error());
 }
 
+/* What the fuzzer (tools/fuzz_lattice.py) found beyond the density estimate:
+ * 1,152 atoms bunched in 51 Å of a 2.2e5 Å periodic axis, with a second
+ * periodic axis of 0.0044 Å. The uniform density says 2e4 pairs; each atom
+ * really meets ~900 images of each neighbour along the tiny axis (1e8 pairs,
+ * 10+ s on the CPU). The default refuses a cutoff of more than 100 periodic
+ * widths; an explicit limit lifts that rule, keeping the pair counts. */
+Test(guard, cutoff_of_hundreds_of_widths_is_refused_by_default_only)
+{
+    mdnl_frame f = {0};
+    mdnl_geom g;
+    mdnl_wrap_params wp;
+    f.natoms = 1152;
+    f.box.has_lattice = true;
+    f.box.pbc[0] = f.box.pbc[1] = true;
+    f.box.h[0][0] = 0.0044, f.box.h[1][1] = 221896, f.box.h[2][2] = 219;
+    const double tlo[3] = {0, 0, 10}, thi[3] = {0.0044, 51, 10};
+    cr_assert_eq(mdnl_geom_begin(&f, 2.0, &g, &wp), MDNL_OK);
+    cr_expect_eq(mdnl_geom_finish(&f, 2.0, &g, tlo, thi, f.natoms), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "(455 widths)") != NULL, "%s", mdnl_last_error());
+    /* explicit: only the counts, here the bunched atoms' 1e8 pairs (51 Å of
+     * the 2.2e5 Å axis: the density of the cluster, not of the cell) */
+    mdnl_work_set_limit(1e9);
+    cr_expect_eq(mdnl_geom_finish(&f, 2.0, &g, tlo, thi, f.natoms), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_work w;
+    mdnl_work_estimate(&g, &w);
+    cr_expect(w.pairs > 5e7 && w.pairs < 3e8, "pairs %g", w.pairs);
+    mdnl_work_set_limit(1e7);
+    cr_expect_eq(mdnl_geom_finish(&f, 2.0, &g, tlo, thi, f.natoms), MDNL_ERR_INPUT);
+    /* by default, 100 atoms of that cell with a cutoff of 0.4 (91 widths)
+     * pass: 1e7 candidate pairs */
+    mdnl_work_set_limit(0);
+    f.natoms = 100;
+    cr_assert_eq(mdnl_geom_begin(&f, 0.4, &g, &wp), MDNL_OK);
+    cr_expect_eq(mdnl_geom_finish(&f, 0.4, &g, tlo, thi, f.natoms), MDNL_OK, "%s", mdnl_last_error());
+}
+
 /* ---- signals ---- */
 
 /* A 10,000-atom sheet (generated once per test) that takes tens of seconds

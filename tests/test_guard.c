@@ -4,7 +4,8 @@
  *   - the work guard (kernels/geometry.h): damaged cells of data/bad/ are
  *     refused by every computing command with exit 3 and one line naming the
  *     input, the frame and the cell, within a second, leaving no output;
- *     --max-pairs raises the limit (and lowers it);
+ *     --max-pairs raises the limit (and lowers it); a stored list beyond the
+ *     host's memory is exit 4;
  *   - signals (io/output_file.h): SIGINT, SIGTERM and SIGHUP during a long
  *     run exit 130, 143 and 129 and leave neither the temporary nor the final
  *     output (nor a directory the run made);
@@ -519,4 +520,29 @@ Test(guard, stale_temp_in_a_run_directory_is_removed)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
     static const char *const keep[] = {"energy.tsv", NULL};
     cr_expect_eq(leftovers("outdir", keep, left, sizeof left), 0, "left in outdir: %s", left);
+}
+
+/* The memory half: with the pair limit lifted, a stored list that cannot fit
+ * in the host's memory (3e11 pairs of the 1e-3 Å cube, 1.2 TB) is exit 4
+ * (resources), before anything is built; nothing is left. */
+Test(guard, stored_list_beyond_host_memory_is_exit_4)
+{
+    char input[512], err[4096], left[1024];
+    snprintf(input, sizeof input, "%s/bad/tiny-cell.extxyz", MDNL_DATA_DIR);
+    const char *const neighbors[] = {"neighbors", input, "-c", "2.0", "--max-pairs", "1e15",
+                                     "--backend", "cpu", "-o", "out.tsv", NULL};
+    const char *const run[] = {"run", input, "-c", "2.0", "--neighbors", "--max-pairs", "1e15",
+                               "--backend", "cpu", "-o", "out.h5", NULL};
+    const char *const *cmds[] = {neighbors, run};
+    for (int c = 0; c < 2; ++c) {
+        const double t0 = now();
+        int status = wait_for(start(cmds[c]), 10.0);
+        slurp(".stderr", err, sizeof err);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 4, "%s: status %d: %s", cmds[c][0], status, err);
+        cr_expect(strstr(err, "frame 0: the neighbor list would take an estimated") != NULL &&
+                      strchr(err, '\n') == err + strlen(err) - 1,
+                  "%s: %s", cmds[c][0], err);
+        cr_expect(now() - t0 < 1.0, "%s took %.2f s", cmds[c][0], now() - t0);
+        cr_expect_eq(leftovers("", NULL, left, sizeof left), 0, "%s: left %s", cmds[c][0], left);
+    }
 }

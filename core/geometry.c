@@ -49,7 +49,7 @@ static void set_axis(mdnl_geom *g, int k, double span, int64_t n, double rcs, in
     g->ncell[k] = (int)n;
     g->inv_cell[k] = (float)(1.0 / cw);
     double m = ceil(rcs / cw);
-    g->stencil[k] = m < 1 ? 1 : (int)m;
+    g->stencil[k] = m < 1 ? 1 : m > 1e9 ? 1000000000 : (int)m; /* beyond: refused by the work guard */
     if (!periodic)
         g->stencil[k] = 1; /* cw >= rcs on open axes */
 }
@@ -78,7 +78,7 @@ static void set_grid(mdnl_geom *g, double cutoff)
             span[k] = w[k];
             g->t0[k] = 0.0f;
             double q = floor(w[k] / rcs);
-            g->image_max[k] = (int)floor(rcs / w[k]) + 1;
+            g->image_max[k] = (int)fmin(floor(rcs / w[k]), 1e9) + 1; /* beyond: refused by the work guard */
             want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
         } else {
             span[k] = n > 0 ? tmax[k] - tmin[k] : 0.0;
@@ -103,6 +103,100 @@ static void set_grid(mdnl_geom *g, double cutoff)
     g->ncells = (int64_t)g->ncell[0] * g->ncell[1] * g->ncell[2];
 }
 
+/* ---- the work guard (geometry.h) ---- */
+
+static double work_limit; /* --max-pairs; 0: the default */
+
+void mdnl_work_set_limit(double max_pairs) { work_limit = max_pairs > 0 ? max_pairs : 0; }
+
+double mdnl_work_max_pairs(int64_t natoms)
+{
+    if (work_limit > 0)
+        return work_limit;
+    return fmax(MDNL_WORK_PAIRS_FLOOR, MDNL_WORK_PAIRS_PER_ATOM * (double)natoms);
+}
+
+void mdnl_work_estimate(const mdnl_geom *g, mdnl_work *w)
+{
+    const double n = (double)g->natoms, rc = (double)g->cutoff;
+    w->pairs = w->shifts = w->visits = w->candidates = 0;
+    if (n <= 0)
+        return;
+    /* The t-range is unknown in a grid laid out early (mdnl_geom_finish_early
+     * sets it to zero): periodic axes then count as filled, and the frame is
+     * judged again with its real t-range when it is settled. */
+    bool have_range = false;
+    for (int k = 0; k < 3; ++k)
+        have_range = have_range || g->tlo[k] != 0 || g->thi[k] != 0;
+    /* Per axis: the offsets the traversal visits (-stencil..stencil on a
+     * periodic axis; the grid clamps a stencil at 1e9, beyond any limit
+     * anyway), the extent E the atoms fill in t (the atoms' span, at least
+     * the cutoff, at most the width of a periodic axis: atoms bunched in a
+     * corner of a huge cell are dense) and the cells they occupy. */
+    double shifts = 1, extent = 1, wprod = 1, occupied = 1;
+    for (int k = 0; k < 3; ++k) {
+        const double ncell = g->ncell[k] > 0 ? (double)g->ncell[k] : 1.0;
+        const double span = g->thi[k] - g->tlo[k];
+        const double e = fmax(isfinite(span) && span > 0 ? span : 0.0, rc);
+        if (g->pbc[k] && g->width[k] > 0) {
+            const double ek = have_range ? fmin(g->width[k], e) : g->width[k];
+            shifts *= 2.0 * (double)g->stencil[k] + 1.0;
+            extent *= ek;
+            occupied *= fmin(ncell, fmax(1.0, ceil(ek / g->width[k] * ncell)));
+        } else {
+            shifts *= fmin(3.0, ncell);
+            extent *= e;
+            occupied *= ncell;
+        }
+        wprod *= g->width[k];
+    }
+    /* t is a skewed frame: a box of t-extents E_k holds V / prod(w) * prod(E)
+     * of volume (1 without a lattice, where t = r). */
+    const double skew = g->volume > 0 && wprod > 0 ? g->volume / wprod : 1.0;
+    w->shifts = shifts;
+    w->visits = n * shifts;
+    w->candidates = n * shifts * (n / occupied);
+    const double sphere = 4.18879020478639098 * rc * rc * rc; /* 4/3 pi r^3 */
+    w->pairs = fmin(w->candidates, n * n / (extent * skew) * sphere);
+}
+
+/* The cutoff over the narrowest periodic width (0 without one). */
+static double cutoff_widths(const mdnl_geom *g)
+{
+    double r = 0;
+    for (int k = 0; k < 3; ++k)
+        if (g->pbc[k] && g->width[k] > 0)
+            r = fmax(r, (double)g->cutoff / g->width[k]);
+    return r;
+}
+
+static bool work_within(const mdnl_geom *g, const mdnl_work *w)
+{
+    const double limit = mdnl_work_max_pairs(g->natoms);
+    if (work_limit == 0 && !(cutoff_widths(g) <= MDNL_WORK_CUTOFF_WIDTHS))
+        return false;
+    return w->pairs <= limit && w->visits <= limit && w->candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit;
+}
+
+mdnl_status mdnl_work_check(const mdnl_geom *g)
+{
+    mdnl_work w;
+    mdnl_work_estimate(g, &w);
+    if (work_within(g, &w))
+        return MDNL_OK;
+    const double limit = mdnl_work_max_pairs(g->natoms);
+    return mdnl_error(MDNL_ERR_INPUT,
+                      "frame %lld: cell a=(%g %g %g) b=(%g %g %g) c=(%g %g %g) (widths %.3g %.3g %.3g, pbc %d%d%d) "
+                      "with %lld atoms and cutoff %g (%.3g widths): estimated %.3g pairs, %.3g image shifts per atom "
+                      "and %.3g candidate pairs, beyond the limit of %.3g pairs (as many atom-shift visits, %.0f times "
+                      "as many candidates%s); check the Lattice, or raise the limit with --max-pairs N",
+                      (long long)g->frame, g->h[0][0], g->h[0][1], g->h[0][2], g->h[1][0], g->h[1][1], g->h[1][2],
+                      g->h[2][0], g->h[2][1], g->h[2][2], g->width[0], g->width[1], g->width[2], g->pbc[0], g->pbc[1],
+                      g->pbc[2], (long long)g->natoms, (double)g->cutoff, cutoff_widths(g), w.pairs, w.shifts,
+                      w.candidates, limit, MDNL_WORK_CANDIDATES_PER_PAIR,
+                      work_limit == 0 ? ", a cutoff of at most 100 periodic widths" : "");
+}
+
 mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, mdnl_wrap_params *wp)
 {
     memset(g, 0, sizeof *g);
@@ -111,6 +205,7 @@ mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, md
         return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", cutoff);
     const mdnl_box *box = &f->box;
     g->natoms = f->natoms;
+    g->frame = f->index;
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
 
@@ -156,7 +251,7 @@ mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, c
     for (int k = 0; k < 3; ++k)
         g->tlo[k] = tlo[k], g->thi[k] = thi[k];
     set_grid(g, cutoff);
-    return MDNL_OK;
+    return mdnl_work_check(g);
 }
 
 mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4])
@@ -203,7 +298,7 @@ mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g)
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
     set_grid(g, cutoff);
-    return MDNL_OK;
+    return mdnl_work_check(g);
 }
 
 double mdnl_geom_tabs_bound(const mdnl_geom *g, const mdnl_wrap_params *w)
@@ -251,6 +346,12 @@ bool mdnl_geom_finish_early(double cutoff, mdnl_geom *g, double tabs_bound)
     for (int k = 0; k < 3; ++k)
         g->tlo[k] = 0, g->thi[k] = 0;
     set_grid(g, cutoff);
+    /* A frame beyond the work limit is not laid out early: the caller's
+     * mdnl_geom_finish refuses it. */
+    mdnl_work w;
+    mdnl_work_estimate(g, &w);
+    if (!work_within(g, &w))
+        return false;
     return tabs_bound > 0 && mdnl_geom_early_certain(g, cutoff, tabs_bound);
 }
 

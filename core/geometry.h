@@ -50,6 +50,7 @@ typedef struct mdnl_geom {
     int stencil[3];     /* cell offsets visited on each axis: -stencil[k]..stencil[k] */
     int64_t ncells;     /* ncell[0] * ncell[1] * ncell[2] */
     double tlo[3], thi[3]; /* t-range of the atoms (host bookkeeping for mdnl_geom_regrid) */
+    int64_t frame;         /* the frame's index, for messages (the work guard) */
 } mdnl_geom;
 
 /* Prepares `g` for the frame's box and `cutoff` (> 0, finite) and writes the
@@ -118,6 +119,59 @@ mdnl_status mdnl_geom_settle(const mdnl_frame *f, double cutoff, mdnl_geom *g, c
  * do not depend on the cutoff). `mdnl run` wraps a frame once and grids it
  * for the neighbor cutoff and for r_max. MDNL_ERR_USAGE for a bad cutoff. */
 mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g);
+
+/* ---- the work guard: a frame's work is estimated before it is computed ----
+ *
+ * A damaged Lattice (vectors of 1e-3 Å, two nearly parallel vectors) is
+ * still a valid cell, but its images within the cutoff number in the
+ * billions: the traversal would run for hours and the list would not fit in
+ * memory. mdnl_geom_finish and mdnl_geom_regrid (and so mdnl_geom_prepare,
+ * the device wrap and mdnl_geom_settle) estimate the frame's work from its
+ * grid, before any kernel runs or any list is allocated, and refuse the frame
+ * with MDNL_ERR_INPUT when it is beyond the limit (mdnl_geom_finish_early
+ * declines, so that the caller goes on to mdnl_geom_finish, which refuses).
+ *
+ *   pairs       pairs expected from the density and the cutoff, counted in
+ *               both directions (the full list): N · N/V · 4/3 π r³, V the
+ *               volume the atoms fill (their extent in t on every axis, at
+ *               least r, on a periodic axis at most the cell's width); at
+ *               most `candidates`;
+ *   shifts      (cell, image) offsets the cell traversal visits per atom;
+ *   visits      N · shifts: each costs a cell lookup even when empty;
+ *   candidates  pairs the traversal tests: visits · atoms per occupied cell.
+ *
+ * Limit: pairs <= max_pairs, visits <= max_pairs and candidates <=
+ * MDNL_WORK_CANDIDATES_PER_PAIR · max_pairs (a near-degenerate cell has few
+ * pairs but billions of image shifts; atoms bunched in a huge cell with a
+ * tiny axis are denser than N/V). By default also the cutoff is at most
+ * MDNL_WORK_CUTOFF_WIDTHS times the narrowest periodic width: beyond, an atom
+ * meets hundreds of its own images along one axis, which no physical cell
+ * does, and the uniform-density estimate misses atoms bunched in the other
+ * directions. max_pairs is the process-wide limit (mdnl_work_set_limit, the
+ * command line's --max-pairs) or, by default, MDNL_WORK_PAIRS_PER_ATOM per
+ * atom and at least MDNL_WORK_PAIRS_FLOOR: 1M LJ atoms at r_max 4σ expect
+ * 2.3e8 of 1e10 allowed, while 3 atoms in a cell of 1e-3 Å expect 3e11. */
+#define MDNL_WORK_PAIRS_PER_ATOM 1e4
+#define MDNL_WORK_PAIRS_FLOOR 1e7
+#define MDNL_WORK_CANDIDATES_PER_PAIR 32.0
+#define MDNL_WORK_CUTOFF_WIDTHS 100.0 /* default only: an explicit --max-pairs lifts it */
+
+typedef struct mdnl_work {
+    double pairs, shifts, visits, candidates;
+} mdnl_work;
+
+/* The estimate for a laid-out grid g (every field set). */
+void mdnl_work_estimate(const mdnl_geom *g, mdnl_work *w);
+
+/* Sets the process-wide limit on a frame's pairs: max_pairs > 0, or 0 for
+ * the default. Call before frames are prepared (not thread-safe against
+ * them). mdnl_work_max_pairs gives the limit that applies to n atoms. */
+void mdnl_work_set_limit(double max_pairs);
+double mdnl_work_max_pairs(int64_t natoms);
+
+/* MDNL_OK, or MDNL_ERR_INPUT naming the frame, the cell, the cutoff and the
+ * estimate when the grid g is beyond the limit. */
+mdnl_status mdnl_work_check(const mdnl_geom *g);
 
 /* ---- shared host/device arithmetic: the single definition of a pair ---- */
 

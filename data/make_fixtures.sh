@@ -54,3 +54,9 @@ printf '1\nProperties=species:S:1:vel:R:3\nC 0 0 0\n' > bad/properties-no-pos.xy
 printf '1\nframe 0\nC 0 0 0\n3\nframe 1\nC 0 0 0\nC 1.0 abc 0\nC 2 0 0\n' > bad/frame1-nonnumeric.xyz
 printf '2\ncomment\nC 0 0 0\n' > bad/count-beyond-lines.xyz
 printf '2.5\ncomment\nC 0 0 0\nC 1 0 0\n' > bad/fractional-count.xyz
+# valid numbers, damaged cells: refused by the work guard (kernels/geometry.h), tests/test_guard.c
+printf '3\nLattice="0.001 0 0 0 0.001 0 0 0 0.001" Properties=species:S:1:pos:R:3 pbc="T T T"\nC 0 0 0\nC 0.0005 0 0\nC 0 0.0005 0\n' > bad/tiny-cell.extxyz
+printf '3\nLattice="10 0 0 10 0.000001 0 0 0 10" Properties=species:S:1:pos:R:3 pbc="T T T"\nC 0 0 0\nC 1 0 0\nC 0 0 1\n' > bad/near-parallel-cell.extxyz
+printf '3\nLattice="0.001 0 0 0 0.001 0 0 0 10" Properties=species:S:1:pos:R:3 pbc="T T F"\nC 0 0 0\nC 0.0005 0 1\nC 0 0.0005 2\n' > bad/tiny-cell-pbc-ttf.extxyz
+printf '2\nLattice="6 0 0 0 6 0 0 0 6" Properties=species:S:1:pos:R:3 pbc="T T T"\nC 0 0 0\nC 1 0 0\n2\nLattice="6 0 0 0 0.0000001 0 0 0 6" Properties=species:S:1:pos:R:3 pbc="T T T"\nC 0 0 0\nC 1 0 0\n' > bad/tiny-cell-second-frame.extxyz
+printf '2\nLattice="0.02 0 0 0 0.02 0 0 0 0.02" Properties=species:S:1:pos:R:3 pbc="T T T"\nC 0 0 0\nC 0.01 0.01 0.01\n' > bad/dense-cell.extxyz

@@ -259,7 +259,7 @@ static mdnl_status close_and_rename(const char *path, const char *tmp, hid_t *fi
     *fid = H5I_INVALID_HID;
     if (e < 0) {
         mdnl_status st = fail(path, "finish the HDF5 file");
-        unlink(tmp);
+        mdnl_temp_remove(tmp);
         return st;
     }
     return mdnl_commit_rename(tmp, path);
@@ -572,7 +572,7 @@ void mdnl_h5md_traj_abort(mdnl_h5md_traj *w)
     if (w->fid >= 0)
         H5Fclose(w->fid);
     if (w->tmp)
-        unlink(w->tmp);
+        mdnl_temp_remove(w->tmp);
     traj_free(w);
 }
 
@@ -883,6 +883,6 @@ void mdnl_h5md_results_abort(mdnl_h5md_results *w)
     if (w->fid >= 0)
         H5Fclose(w->fid);
     if (w->tmp)
-        unlink(w->tmp);
+        mdnl_temp_remove(w->tmp);
     results_free(w);
 }

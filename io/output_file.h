@@ -29,9 +29,27 @@ void mdnl_ofile_abort(mdnl_ofile *o);
 
 /* A fresh temporary name beside `path` for writers that open files themselves
  * (HDF5): "DIR/.NAME.tmp-PID-N". The caller frees it and renames it with
- * mdnl_commit_rename(). */
+ * mdnl_commit_rename() or removes it with mdnl_temp_remove().
+ *
+ * Every name handed out is kept in a fixed table until it is renamed or
+ * removed, so that a signal (mdnl_temp_install_signals) can remove it. A
+ * name left by a process killed outright (SIGKILL) is removed by the next
+ * mdnl_temp_name for the same `path`: any ".NAME.tmp-PID-N" beside it whose
+ * PID is not a running process. */
 char *mdnl_temp_name(const char *path);
 mdnl_status mdnl_commit_rename(const char *tmp, const char *path);
+void mdnl_temp_remove(const char *tmp); /* unlink and forget */
+
+/* A directory made for outputs (mdnl run -o DIR/): removed, when empty, by a
+ * signal after the files; forgotten when committed or removed. */
+void mdnl_temp_dir_made(const char *dir);
+void mdnl_temp_dir_forget(const char *dir);
+
+/* SIGINT, SIGTERM and SIGHUP: remove every temporary file and directory in
+ * the table and _exit(128 + signal) (130, 143, 129), as shells report a
+ * process killed by the signal. Async-signal-safe: the handler only reads
+ * the table, unlinks, rmdirs and _exits. Called once by main. */
+void mdnl_temp_install_signals(void);
 
 MDNL_END_C
 

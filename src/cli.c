@@ -39,6 +39,22 @@ mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cu
     return st;
 }
 
+mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies)
+{
+    mdnl_work w;
+    mdnl_work_estimate(g, &w);
+    const double pairs = kind == MDNL_LIST_FULL ? w.pairs : 0.5 * w.pairs;
+    const double bytes = (pairs * (sizeof(int32_t) + sizeof(float)) + (double)g->natoms * sizeof(int64_t)) * copies;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+    if (memory > 0 && bytes > memory)
+        return mdnl_error(MDNL_ERR_RESOURCE,
+                          "%s: frame %lld: the neighbor list would take an estimated %.3g GB (%.3g pairs, %d held at "
+                          "once), more than the %.3g GB of memory",
+                          input, (long long)g->frame, bytes / 1e9, pairs, copies, memory / 1e9);
+    return MDNL_OK;
+}
+
 /* ---- option values ---- */
 
 static mdnl_status parse_double(const char *opt, const char *s, double *out)
@@ -155,6 +171,7 @@ static const opt_def defs[] = {
     {"vacuum", 0, DOUBLE_POS, OFF(vacuum), NONE},
     {"seed", 0, UINT, OFF(seed), NONE},
     {"sizes", 0, STRING, OFF(sizes), NONE},
+    {"max-pairs", 0, DOUBLE_POS, OFF(max_pairs), NONE},
 };
 
 static bool allowed_name(const char *allowed, const char *name)
@@ -299,6 +316,7 @@ mdnl_status mdnl_parse_options(const char *command, const char *allowed, int arg
     }
     if (o->json)
         o->quiet = true; /* stdout belongs to the JSON object */
+    mdnl_work_set_limit(o->max_pairs); /* the work guard of every frame prepared from here on (geometry.h) */
     return MDNL_OK;
 }
 

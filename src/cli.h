@@ -39,6 +39,7 @@ typedef struct mdnl_opts {
     bool per_atom;
     bool neighbors; /* run: store the lists */
     bool read_only; /* run: read and parse only */
+    double max_pairs;    /* --max-pairs: the work guard's limit (geometry.h); 0: the default */
     bool coords_checked; /* run: every frame goes through a prepare that rejects non-finite
                             coordinates, so the reader need not check them (mdnl_read_options) */
     /* rdf */
@@ -94,6 +95,13 @@ void mdnl_progress_end(mdnl_progress *p);
  * with the input path. */
 mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cutoff, mdnl_geom *g,
                                float (**pos4)[4], int64_t *cap);
+
+/* The work guard's memory half (geometry.h has the pair limit): the bytes
+ * a stored neighbor list of grid g is estimated to take (8 per pair of the
+ * `kind` list, pairs from mdnl_work_estimate), against `copies` lists held at
+ * once and the host's physical memory. MDNL_ERR_RESOURCE naming the input,
+ * the frame and the estimate when it does not fit. */
+mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies);
 
 /* Wall-clock seconds (monotonic). */
 double mdnl_now(void);

@@ -48,8 +48,8 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
 {
     mdnl_opts o;
     mdnl_status st = mdnl_parse_options(
-        "neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,quiet,json,progress,no-progress", argc,
-        argv, 2, &o);
+        "neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs",
+        argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)
@@ -107,7 +107,8 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         if ((st = mdnl_prepare_frame(input, &f, o.cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
             goto done;
         mdnl_list_kind kind = o.has_list ? o.list : MDNL_LIST_HALF;
-        if ((st = mdnl_engine_nlist(&eng, &g, (const float(*)[4])pos4, o.method, kind, &list)) != MDNL_OK)
+        if ((st = mdnl_check_list_memory(input, &g, kind, 1)) != MDNL_OK ||
+            (st = mdnl_engine_nlist(&eng, &g, (const float(*)[4])pos4, o.method, kind, &list)) != MDNL_OK)
             goto done;
         double t2 = mdnl_now();
         if (h5) {

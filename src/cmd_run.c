@@ -77,6 +77,7 @@ static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff)
         if (mkdir(o->path, 0777) != 0)
             return mdnl_error(MDNL_ERR_INPUT, "%s: cannot create the output directory: %s", o->path, strerror(errno));
         o->made_dir = true;
+        mdnl_temp_dir_made(o->path); /* a signal removes it with the files in it */
     } else if (!S_ISDIR(sb.st_mode)) {
         return mdnl_error(MDNL_ERR_INPUT, "%s: expected a directory, found a file", o->path);
     }
@@ -122,6 +123,8 @@ static mdnl_status commit_outputs(run_out *o)
             return st;
         }
     }
+    if (o->made_dir)
+        mdnl_temp_dir_forget(o->path);
     return MDNL_OK;
 }
 
@@ -131,8 +134,10 @@ static void abort_outputs(run_out *o)
     o->res = NULL;
     for (int k = 0; k < NOUT; ++k)
         mdnl_ofile_abort(&o->tsv[k]);
-    if (o->made_dir)
+    if (o->made_dir) {
         rmdir(o->path);
+        mdnl_temp_dir_forget(o->path);
+    }
 }
 
 static void free_outputs(run_out *o)
@@ -147,7 +152,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     mdnl_opts o;
     mdnl_status st = mdnl_parse_options("run",
                                         "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,"
-                                        "method,frames,box,no-pbc,group,quiet,json,progress,no-progress",
+                                        "method,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs",
                                         argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;

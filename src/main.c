@@ -2,6 +2,7 @@
  * one line on stderr and exits with the status (SPEC §7). The only place
  * that calls exit. */
 #include "cli.h"
+#include "output_file.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +23,8 @@ static const char common_help[] =
     "  --quiet                   no summary on stderr\n"
     "  --json                    a one-object summary on stdout\n"
     "  --progress | --no-progress  progress bar on stderr (default: on a terminal with >1 frame)\n"
-    "  -h, --help                this help\n";
+    "  -h, --help                this help\n"
+    "SIGINT, SIGTERM and SIGHUP remove the temporary outputs (.NAME.tmp-PID-N) and exit 130, 143, 129.\n";
 
 static const command commands[] = {
     {"run", mdnl_cmd_run,
@@ -49,6 +51,8 @@ static const command commands[] = {
      "                            (the I/O floor for benchmarks; also a quick check that every frame parses)\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --method auto|brute-atomic|brute-noatomic|cell\n"
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
+     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"
      "  --json summary: frames, atoms, pairs, energy first/last/mean/min/max, busy seconds per\n"
      "  stage (read, compute, write), wall seconds and frames/s.\n"},
     {"neighbors", mdnl_cmd_neighbors,
@@ -61,7 +65,9 @@ static const command commands[] = {
      "  -o, --output FILE         TSV output (default: standard output; - is standard output),\n"
      "                            or HDF5 (.h5/.h5md/.hdf5): one CSR per frame under /neighbors\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
-     "  --method auto|brute-atomic|brute-noatomic|cell\n"},
+     "  --method auto|brute-atomic|brute-noatomic|cell\n"
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
+     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"energy", mdnl_cmd_energy,
      "usage: mdnl energy INPUT -c CUT --pair SPEC [--per-atom] [-o OUT.tsv|OUT.h5|-] [options]\n"
      "Pair-potential energy of every selected frame: TSV # frame step energy, or with\n"
@@ -74,7 +80,9 @@ static const command commands[] = {
      "  --per-atom                per-atom energies instead of totals\n"
      "  -o, --output FILE         TSV (default standard output) or HDF5: /observables/potential_energy,\n"
      "                            /particles/all/potential_energy with --per-atom\n"
-     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"},
+     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
+     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"rdf", mdnl_cmd_rdf,
      "usage: mdnl rdf INPUT --rmax R --bins B [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--plot OUT.svg]\n"
      "Radial distribution function averaged over the selected frames. Pair distances below R are\n"
@@ -87,7 +95,9 @@ static const command commands[] = {
      "  --volume V                normalisation volume (open frames; overrides the cell volume)\n"
      "  -o, --output FILE         TSV (default standard output) or HDF5 /rdf/<total|A-B>/{r_lo,r_hi,r,g,n,counts}\n"
      "  --plot OUT.svg            an SVG plot of g(r) and n(r)\n"
-     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"},
+     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
+     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"info", mdnl_cmd_info,
      "usage: mdnl info INPUT [--json]\n"
      "Atoms, frames, species, cell and periodicity of the first frame.\n"},
@@ -132,6 +142,7 @@ static void print_usage(FILE *fp)
 
 int main(int argc, char **argv)
 {
+    mdnl_temp_install_signals(); /* SIGINT/SIGTERM/SIGHUP remove the temporary outputs (output_file.h) */
     if (argc < 2) {
         print_usage(stderr);
         return MDNL_ERR_USAGE;

@@ -370,7 +370,8 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     /* NULL: the device positions of prepare_device */
     const float(*pos4)[4] = cs->dev_wrap ? NULL : (const float(*)[4])s->pos4;
     if (c->neighbors) {
-        if ((st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK)
+        if ((st = mdnl_check_list_memory(c->input, &s->g_cut, c->list, c->nslots > 1 ? c->nslots : 2)) != MDNL_OK ||
+            (st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK)
             return st;
         stats->pairs += s->list.npairs;
     }

@@ -110,6 +110,9 @@ Test(geometry, sparse_open_frame_grid_is_capped)
  * what a fresh prepare gives, field for field, on every kind of box. */
 Test(geometry, regrid_equals_prepare_for_every_cutoff_and_box)
 {
+    /* 500 atoms in 1620 Å^3 with a cutoff of 25: 2e4 pairs per atom, beyond
+     * the work guard's default; these grids are compared, never traversed. */
+    mdnl_work_set_limit(1e15);
     enum { N = 500 };
     mdnl_frame f = {0};
     cr_assert_eq(mdnl_frame_reserve(&f, N), MDNL_OK);
@@ -215,6 +218,10 @@ Test(geometry, begin_wrap_atom_finish_equals_prepare_on_every_box)
  * and regridded to a second; the real max |t| stays under the bound. */
 Test(geometry, early_grid_settles_to_prepare_on_periodic_boxes)
 {
+    /* 900 atoms in a 1.7 Å cube with cutoffs up to 7.7: 3.5e5 pairs per atom,
+     * beyond the work guard's default; these grids are compared, never
+     * traversed. */
+    mdnl_work_set_limit(1e15);
     enum { N = 900 };
     mdnl_frame f = {0};
     cr_assert_eq(mdnl_frame_reserve(&f, N), MDNL_OK);

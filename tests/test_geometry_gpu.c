@@ -4,6 +4,7 @@
  * boundaries, for an empty frame and a non-finite coordinate. Skips with a
  * reason when no device is present; CUDA is touched only inside test bodies
  * (Criterion forks per test). */
+#define _POSIX_C_SOURCE 200809L
 #include "device.h"
 #include "geometry.h"
 #ifdef MDNL_HAVE_CUDA
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef MDNL_HAVE_CUDA
 
@@ -101,6 +103,9 @@ Test(geometry_gpu, device_wrap_equals_host_prepare_on_every_box)
 {
     if (!need_device())
         return;
+    /* box 4: thousands of atoms in a 1.7 Å cube, beyond the work guard's
+     * default (geometry.h); these grids are compared, never traversed */
+    mdnl_work_set_limit(1e15);
     mdnl_wrap_cuda *w = NULL;
     cr_assert_eq(mdnl_wrap_cuda_create(&w), MDNL_OK, "%s", mdnl_last_error());
     mdnl_frame f = {0};
@@ -147,6 +152,9 @@ Test(geometry_gpu, queued_tickets_settle_to_the_host_grids)
 {
     if (!need_device())
         return;
+    /* box 4: thousands of atoms in a 1.7 Å cube, beyond the work guard's
+     * default (geometry.h); these grids are compared, never traversed */
+    mdnl_work_set_limit(1e15);
     mdnl_wrap_cuda *w = NULL;
     cr_assert_eq(mdnl_wrap_cuda_create(&w), MDNL_OK, "%s", mdnl_last_error());
     enum { T = MDNL_CUDA_TICKETS };
@@ -206,6 +214,91 @@ Test(geometry_gpu, nonfinite_coordinate_is_the_hosts_input_error)
     cr_expect(strstr(mdnl_last_error(), "atom 70001 ") != NULL, "%s", mdnl_last_error());
     mdnl_frame_free(&f);
     mdnl_wrap_cuda_free(w);
+}
+
+/* The work guard on the device path: a frame whose cell is tiny is refused
+ * by the device wrap (mdnl_geom_finish after the early layout declines) as
+ * by the host prepare, with the same message; and the `mdnl` commands on
+ * --backend cuda refuse data/bad/ fixtures with exit 3 within a second. */
+Test(geometry_gpu, tiny_cell_is_refused_by_the_work_guard_like_the_host)
+{
+    if (!need_device())
+        return;
+    mdnl_wrap_cuda *w = NULL;
+    cr_assert_eq(mdnl_wrap_cuda_create(&w), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame f = {0};
+    random_frame(&f, 3, 11);
+    f.box = (mdnl_box){0};
+    f.box.has_lattice = true;
+    f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 1e-3;
+    f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+    f.index = 4;
+    float p[3][4];
+    mdnl_geom gh, gd;
+    cr_expect_eq(mdnl_geom_prepare(&f, 2.0, &gh, p), MDNL_ERR_INPUT);
+    char host_msg[1024];
+    snprintf(host_msg, sizeof host_msg, "%s", mdnl_last_error());
+    cr_expect_eq(mdnl_geom_prepare_cuda(w, &f, 2.0, &gd, NULL, 0), MDNL_ERR_INPUT);
+    cr_expect_str_eq(mdnl_last_error(), host_msg);
+    cr_expect(strstr(host_msg, "frame 4: cell a=(0.001 0 0)") != NULL, "%s", host_msg);
+    /* raised, the same frame is laid out on both paths */
+    mdnl_work_set_limit(1e15);
+    cr_expect_eq(mdnl_geom_prepare(&f, 2.0, &gh, p), MDNL_OK, "%s", mdnl_last_error());
+    cr_expect_eq(mdnl_geom_prepare_cuda(w, &f, 2.0, &gd, NULL, 0), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame_free(&f);
+    mdnl_wrap_cuda_free(w);
+}
+
+Test(geometry_gpu, mdnl_commands_on_cuda_refuse_degenerate_cells_quickly)
+{
+    if (!need_device())
+        return;
+    static const char *const files[] = {"tiny-cell.extxyz", "near-parallel-cell.extxyz", "tiny-cell-pbc-ttf.extxyz"};
+    static const char *const cmds[] = {"neighbors %s -c 2.0 -o %s/out.tsv", "rdf %s --rmax 2 --bins 10 -o %s/out.tsv",
+                                       "energy %s -c 2 --pair lj:epsilon=1,sigma=1 -o %s/out.tsv",
+                                       "run %s -c 2 --pair lj:epsilon=1,sigma=1 --rmax 3 --bins 10 -o %s/out.h5"};
+    char dir[] = "/tmp/mdnl-guard-gpu-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    for (size_t i = 0; i < sizeof files / sizeof *files; ++i)
+        for (size_t c = 0; c < sizeof cmds / sizeof *cmds; ++c) {
+            char input[512], args[1024], cmd[2048];
+            snprintf(input, sizeof input, "%s/bad/%s", MDNL_DATA_DIR, files[i]);
+            snprintf(args, sizeof args, cmds[c], input, dir);
+            snprintf(cmd, sizeof cmd, "'%s' %s --backend cuda 2>'%s/err'; echo $? >'%s/rc'; ls -A '%s' | grep -c out",
+                     MDNL_BINARY, args, dir, dir, dir);
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            FILE *fp = popen(cmd, "r");
+            int left = -1;
+            cr_assert(fp && fscanf(fp, "%d", &left) == 1);
+            pclose(fp);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+            char path[600], err[4096] = "", rc[16] = "";
+            snprintf(path, sizeof path, "%s/err", dir);
+            FILE *e = fopen(path, "r");
+            size_t n = e ? fread(err, 1, sizeof err - 1, e) : 0;
+            err[n] = '\0';
+            if (e)
+                fclose(e);
+            snprintf(path, sizeof path, "%s/rc", dir);
+            e = fopen(path, "r");
+            if (e) {
+                if (!fgets(rc, sizeof rc, e))
+                    rc[0] = '\0';
+                fclose(e);
+            }
+            cr_expect_eq(atoi(rc), 3, "%s: exit %s, stderr %s", args, rc, err);
+            cr_expect(strncmp(err, "mdnl: error: ", 13) == 0 && strstr(err, input) && strstr(err, "frame 0: cell") &&
+                          strchr(err, '\n') == err + n - 1,
+                      "%s: expected one line naming the input, the frame and the cell, got %s", args, err);
+            cr_expect_eq(left, 0, "%s: %d output file(s) left", args, left);
+            /* the CUDA start-up (~0.3 s) included */
+            cr_expect(secs < 2.0, "%s: took %.2f s", args, secs);
+        }
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    cr_expect_eq(system(rm), 0);
 }
 
 #endif

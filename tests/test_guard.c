@@ -1,0 +1,548 @@
+/* test_guard.c — the guards against runaway work and leftover files, on the
+ * CPU backend, through the built binary (MDNL_BINARY) as a user runs it:
+ *
+ *   - the work guard (core/geometry.h): damaged cells of data/bad/ are
+ *     refused by every computing command with exit 3 and one line naming the
+ *     input, the frame and the cell, within a second, leaving no output;
+ *     --max-pairs raises the limit (and lowers it); a stored list beyond the
+ *     host's memory is exit 4;
+ *   - signals (io/output_file.h): SIGINT, SIGTERM and SIGHUP during a long
+ *     run exit 130, 143 and 129 and leave neither the temporary nor the final
+ *     output (nor a directory the run made);
+ *   - SIGKILL leaves a ".NAME.tmp-PID-N" that the next run to the same output
+ *     removes, while a temporary name of a live process is kept.
+ *
+ * The GPU twin of the first part is in test_geometry_gpu.c. */
+#define _POSIX_C_SOURCE 200809L
+#include "geometry.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mdnl-test-guard-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(guard, .init = make_tmpdir, .fini = remove_tmpdir);
+
+static void nap(long microseconds)
+{
+    struct timespec ts = {microseconds / 1000000, (microseconds % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Starts `mdnl ARGV...` in tmpdir with stdout and stderr to files there;
+ * returns the child's pid. */
+static pid_t start(const char *const *args)
+{
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        char path[512];
+        if (chdir(tmpdir) != 0)
+            _exit(120);
+        snprintf(path, sizeof path, "%s/.stdout", tmpdir);
+        int out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        snprintf(path, sizeof path, "%s/.stderr", tmpdir);
+        int err = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+            _exit(121);
+        char *argv[40];
+        int n = 0;
+        argv[n++] = (char *)MDNL_BINARY;
+        for (; args[n - 1] && n < 39; ++n)
+            argv[n] = (char *)args[n - 1];
+        argv[n] = NULL;
+        execv(MDNL_BINARY, argv);
+        _exit(122);
+    }
+    return pid;
+}
+
+/* Waits for pid at most `limit` seconds (then kills it and fails); returns
+ * the raw wait status. */
+static int wait_for(pid_t pid, double limit)
+{
+    const double t0 = now();
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return status;
+        cr_assert(r == 0, "waitpid: %s", strerror(errno));
+        if (now() - t0 > limit) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cr_assert_fail("mdnl still ran after %.0f s", limit);
+        }
+        nap(2000);
+    }
+}
+
+static void slurp(const char *name, char *buf, size_t cap)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(path, "rb");
+    size_t n = fp ? fread(buf, 1, cap - 1, fp) : 0;
+    buf[n] = '\0';
+    if (fp)
+        fclose(fp);
+}
+
+/* Names in `dir` (relative to tmpdir, "" for tmpdir itself) other than the
+ * test's own .stdout/.stderr and inputs named in `keep` (NULL-terminated),
+ * space-separated into buf; returns their count. */
+static int leftovers(const char *dir, const char *const *keep, char *buf, size_t cap)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, dir);
+    buf[0] = '\0';
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *s = e->d_name;
+        if (!strcmp(s, ".") || !strcmp(s, "..") || !strcmp(s, ".stdout") || !strcmp(s, ".stderr"))
+            continue;
+        bool kept = false;
+        for (int k = 0; keep && keep[k]; ++k)
+            kept = kept || strcmp(s, keep[k]) == 0;
+        if (kept)
+            continue;
+        ++n;
+        strncat(buf, s, cap - strlen(buf) - 2);
+        strncat(buf, " ", cap - strlen(buf) - 1);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Whether a temporary name of `pid` ("..tmp-PID-") exists in tmpdir/dir. */
+static bool temp_of(const char *dir, pid_t pid)
+{
+    char path[512], tag[64];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, dir);
+    snprintf(tag, sizeof tag, ".tmp-%ld-", (long)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL)
+        found = e->d_name[0] == '.' && strstr(e->d_name, tag) != NULL;
+    closedir(d);
+    return found;
+}
+
+/* ---- the work guard ---- */
+
+static const char *const damaged[] = {"tiny-cell.extxyz", "near-parallel-cell.extxyz", "tiny-cell-pbc-ttf.extxyz",
+                                      "tiny-cell-second-frame.extxyz", "dense-cell.extxyz"};
+
+/* Runs one command on a data/bad/ fixture; expects exit 3 within a second,
+ * one stderr line naming the input, the frame and the cell, and no file. */
+static void expect_refused(const char *file, int frame, const char *const *cmd)
+{
+    char input[512];
+    snprintf(input, sizeof input, "%s/bad/%s", MDNL_DATA_DIR, file);
+    const char *args[24];
+    int n = 0;
+    args[n++] = cmd[0];
+    args[n++] = input;
+    for (int k = 1; cmd[k]; ++k)
+        args[n++] = cmd[k];
+    args[n++] = "--backend";
+    args[n++] = "cpu";
+    args[n] = NULL;
+    const double t0 = now();
+    int status = wait_for(start(args), 10.0);
+    const double secs = now() - t0;
+    char err[4096], left[1024], want[600];
+    slurp(".stderr", err, sizeof err);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3, "%s %s: status %d, stderr %s", cmd[0], file, status,
+              err);
+    snprintf(want, sizeof want, "mdnl: error: %s: frame %d: cell a=(", input, frame);
+    cr_expect(strncmp(err, want, strlen(want)) == 0, "%s %s: expected \"%s...\", got %s", cmd[0], file, want, err);
+    cr_expect(strstr(err, "--max-pairs") != NULL && strchr(err, '\n') == err + strlen(err) - 1,
+              "%s %s: expected one line pointing at --max-pairs, got %s", cmd[0], file, err);
+    cr_expect(secs < 1.0, "%s %s: refused after %.2f s", cmd[0], file, secs);
+    cr_expect_eq(leftovers("", NULL, left, sizeof left), 0, "%s %s: left %s", cmd[0], file, left);
+}
+
+Test(guard, damaged_cells_are_refused_by_every_command_within_a_second)
+{
+    const char *const neighbors[] = {"neighbors", "-c", "2.0", "-o", "out.tsv", NULL};
+    const char *const neighbors_h5[] = {"neighbors", "-c", "2.0", "-o", "out.h5", NULL};
+    const char *const energy[] = {"energy", "-c", "2.0", "--pair", "lj:epsilon=1,sigma=1", "-o", "out.tsv", NULL};
+    const char *const rdf[] = {"rdf", "--rmax", "2.0", "--bins", "20", "-o", "out.tsv", "--plot", "out.svg", NULL};
+    const char *const run_h5[] = {"run", "-c", "2.0", "--neighbors", "--pair", "lj:epsilon=1,sigma=1",
+                                  "--rmax", "3", "--bins", "30", "-o", "out.h5", NULL};
+    const char *const run_rdf_only[] = {"run", "--rmax", "2.0", "--bins", "30", "-o", "outdir/", NULL};
+    const char *const *cmds[] = {neighbors, neighbors_h5, energy, rdf, run_h5, run_rdf_only};
+    for (size_t f = 0; f < sizeof damaged / sizeof *damaged; ++f)
+        for (size_t c = 0; c < sizeof cmds / sizeof *cmds; ++c)
+            expect_refused(damaged[f], strstr(damaged[f], "second-frame") ? 1 : 0, cmds[c]);
+}
+
+/* dense-cell.extxyz: 2 atoms in a 0.02 Å cube expect 1.68e7 pairs below
+ * 2.0, over the default of 1e7; raised, they run, and the histogram holds
+ * what the estimate said (~the ideal-gas count: g = 1 in every bin). */
+Test(guard, max_pairs_raises_the_limit)
+{
+    char input[512], out[1 << 14], err[4096];
+    snprintf(input, sizeof input, "%s/bad/dense-cell.extxyz", MDNL_DATA_DIR);
+    const char *const args[] = {"rdf", input, "--rmax", "2.0", "--bins", "4", "--max-pairs", "1e8",
+                                "--backend", "cpu", "-o", "rdf.tsv", NULL};
+    int status = wait_for(start(args), 30.0);
+    slurp(".stderr", err, sizeof err);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
+    slurp("rdf.tsv", out, sizeof out);
+    double lo, hi, r, g, n, sum = 0;
+    int rows = 0;
+    const char *p = strchr(out, '\n');
+    while (p && sscanf(p + 1, "%lf %lf %lf %lf %lf", &lo, &hi, &r, &g, &n) == 5) {
+        cr_expect(g > 0.99 && g < 1.01, "bin [%g, %g): g = %g", lo, hi, g);
+        sum = n;
+        ++rows;
+        p = strchr(p + 1, '\n');
+    }
+    cr_expect_eq(rows, 4, "%s", out);
+    /* n at r_max: ordered pairs per atom, estimated 1.68e7 / 2 */
+    cr_expect(sum > 0.95 * 8.38e6 && sum < 1.05 * 8.38e6, "n(r_max) = %g", sum);
+
+    /* the same with energy, and --max-pairs=VALUE */
+    const char *const energy[] = {"energy", input, "-c", "2", "--pair", "lj:epsilon=1,sigma=1", "--max-pairs=2e7",
+                                  "--backend", "cpu", "-o", "e.tsv", NULL};
+    status = wait_for(start(energy), 30.0);
+    slurp(".stderr", err, sizeof err);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
+}
+
+Test(guard, max_pairs_lowers_the_limit_and_rejects_bad_values)
+{
+    char input[512], err[4096];
+    snprintf(input, sizeof input, "%s/graphene-periodic.extxyz", MDNL_DATA_DIR);
+    /* 1,152 atoms at 2.0 Å: 3 neighbours each, about 3.5e3 pairs; a limit
+     * of 100 refuses the frame, one of 1e5 keeps it */
+    const char *const low[] = {"neighbors", input, "-c", "2.0", "--max-pairs", "100", "--backend", "cpu",
+                               "-o", "nl.tsv", NULL};
+    int status = wait_for(start(low), 10.0);
+    slurp(".stderr", err, sizeof err);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3, "status %d: %s", status, err);
+    cr_expect(strstr(err, "frame 0: cell a=(59.0283 0 0)") && strstr(err, "limit of 100 pairs"), "%s", err);
+    const char *const ok[] = {"neighbors", input, "-c", "2.0", "--max-pairs", "1e5", "--backend", "cpu",
+                              "-o", "nl.tsv", NULL};
+    status = wait_for(start(ok), 10.0);
+    slurp(".stderr", err, sizeof err);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
+    static const char *const bad[] = {"0", "-5", "nan", "abc", "inf"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
+        const char *const args[] = {"neighbors", input, "-c", "2.0", "--max-pairs", bad[k], "-o", "x.tsv", NULL};
+        status = wait_for(start(args), 10.0);
+        slurp(".stderr", err, sizeof err);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 2, "--max-pairs %s: status %d: %s", bad[k], status,
+                  err);
+        cr_expect(strstr(err, "--max-pairs") != NULL, "--max-pairs %s: %s", bad[k], err);
+    }
+}
+
+/* The estimate itself: a 1M-atom LJ liquid at r_max 4σ (the RDF benchmark)
+ * expects ~2.3e8 ordered pairs, within the default limit; 3 atoms in a
+ * 1e-3 Å cube expect 3e11, beyond it. No positions are needed: the grid of
+ * a periodic frame depends on the box only. */
+Test(guard, estimate_matches_the_density_and_the_default_keeps_the_benchmarks)
+{
+    mdnl_frame f = {0};
+    mdnl_geom g;
+    mdnl_wrap_params wp;
+    f.natoms = 1000000;
+    f.box.has_lattice = true;
+    f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+    const double L = cbrt(1000000 / 0.8442);
+    f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = L;
+    const double tlo[3] = {0, 0, 0}, thi[3] = {L, L, L};
+    cr_assert_eq(mdnl_geom_begin(&f, 4.0, &g, &wp), MDNL_OK);
+    cr_assert_eq(mdnl_geom_finish(&f, 4.0, &g, tlo, thi, f.natoms), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_work w;
+    mdnl_work_estimate(&g, &w);
+    const double want = 1e6 * 0.8442 * 4.0 / 3.0 * 3.14159265358979 * 64.0;
+    cr_expect(w.pairs > 0.999 * want && w.pairs < 1.001 * want, "pairs %g, want %g", w.pairs, want);
+    cr_expect(w.shifts == 27.0, "shifts %g", w.shifts);
+    cr_expect(w.candidates < MDNL_WORK_CANDIDATES_PER_PAIR * mdnl_work_max_pairs(f.natoms), "candidates %g",
+              w.candidates);
+    /* the neighbour benchmark: 2.5σ */
+    cr_assert_eq(mdnl_geom_begin(&f, 2.5, &g, &wp), MDNL_OK);
+    cr_expect_eq(mdnl_geom_finish(&f, 2.5, &g, tlo, thi, f.natoms), MDNL_OK, "%s", mdnl_last_error());
+
+    f.natoms = 3;
+    f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 1e-3;
+    const double t3[3] = {1e-3, 1e-3, 1e-3};
+    cr_assert_eq(mdnl_geom_begin(&f, 2.0, &g, &wp), MDNL_OK);
+    cr_expect_eq(mdnl_geom_finish(&f, 2.0, &g, tlo, t3, f.natoms), MDNL_ERR_INPUT);
+    mdnl_work_estimate(&g, &w);
+    cr_expect(w.pairs > 2.9e11 && w.pairs < 3.1e11, "pairs %g", w.pairs);
+    /* regrid is guarded too (mdnl run grids r_max from the cutoff's grid) */
+    f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 1.0;
+    cr_assert_eq(mdnl_geom_begin(&f, 0.5, &g, &wp), MDNL_OK);
+    cr_assert_eq(mdnl_geom_finish(&f, 0.5, &g, tlo, t3, f.natoms), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_geom big;
+    cr_expect_eq(mdnl_geom_regrid(&g, 300.0, &big), MDNL_ERR_INPUT); /* 9 / 1 * 1.1e8 = 1e9 pairs */
+    cr_expect_eq(mdnl_geom_regrid(&g, 10.0, &big), MDNL_OK, "%s", mdnl_last_error());
+}
+
+/* What the fuzzer (tools/fuzz_lattice.py) found beyond the density estimate:
+ * 1,152 atoms bunched in 51 Å of a 2.2e5 Å periodic axis, with a second
+ * periodic axis of 0.0044 Å. The uniform density says 2e4 pairs; each atom
+ * really meets ~900 images of each neighbour along the tiny axis (1e8 pairs,
+ * 10+ s on the CPU). The default refuses a cutoff of more than 100 periodic
+ * widths; an explicit limit lifts that rule, keeping the pair counts. */
+Test(guard, cutoff_of_hundreds_of_widths_is_refused_by_default_only)
+{
+    mdnl_frame f = {0};
+    mdnl_geom g;
+    mdnl_wrap_params wp;
+    f.natoms = 1152;
+    f.box.has_lattice = true;
+    f.box.pbc[0] = f.box.pbc[1] = true;
+    f.box.h[0][0] = 0.0044, f.box.h[1][1] = 221896, f.box.h[2][2] = 219;
+    const double tlo[3] = {0, 0, 10}, thi[3] = {0.0044, 51, 10};
+    cr_assert_eq(mdnl_geom_begin(&f, 2.0, &g, &wp), MDNL_OK);
+    cr_expect_eq(mdnl_geom_finish(&f, 2.0, &g, tlo, thi, f.natoms), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "(455 widths)") != NULL, "%s", mdnl_last_error());
+    /* explicit: only the counts, here the bunched atoms' 1e8 pairs (51 Å of
+     * the 2.2e5 Å axis: the density of the cluster, not of the cell) */
+    mdnl_work_set_limit(1e9);
+    cr_expect_eq(mdnl_geom_finish(&f, 2.0, &g, tlo, thi, f.natoms), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_work w;
+    mdnl_work_estimate(&g, &w);
+    cr_expect(w.pairs > 5e7 && w.pairs < 3e8, "pairs %g", w.pairs);
+    mdnl_work_set_limit(1e7);
+    cr_expect_eq(mdnl_geom_finish(&f, 2.0, &g, tlo, thi, f.natoms), MDNL_ERR_INPUT);
+    /* by default, 100 atoms of that cell with a cutoff of 0.4 (91 widths)
+     * pass: 1e7 candidate pairs */
+    mdnl_work_set_limit(0);
+    f.natoms = 100;
+    cr_assert_eq(mdnl_geom_begin(&f, 0.4, &g, &wp), MDNL_OK);
+    cr_expect_eq(mdnl_geom_finish(&f, 0.4, &g, tlo, thi, f.natoms), MDNL_OK, "%s", mdnl_last_error());
+}
+
+/* ---- signals ---- */
+
+/* A 10,000-atom sheet (generated once per test) that takes tens of seconds
+ * to finish with the large cutoffs below: signals always land mid-run. */
+static void make_sheet(void)
+{
+    const char *const args[] = {"gen", "graphene", "--nx", "50", "--ny", "50", "-o", "sheet.extxyz", NULL};
+    int status = wait_for(start(args), 30.0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "mdnl gen failed: %d", status);
+}
+
+/* Starts args, waits until its temporary output exists in `dir` and a little
+ * longer (so that the run is computing), sends sig; expects exit 128 + sig
+ * and nothing left but the input (a directory the run made removed too). */
+static void signal_mid_run(const char *const *args, const char *dir, int sig)
+{
+    pid_t pid = start(args);
+    const double t0 = now();
+    while (!temp_of(dir, pid)) {
+        int status;
+        cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "%s ended before its output was opened (status %d)", args[0],
+                     status);
+        if (now() - t0 > 20) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cr_assert_fail("%s: no temporary output in %s after 20 s", args[0], *dir ? dir : ".");
+        }
+        nap(5000);
+    }
+    nap(300000);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "%s finished before the signal", args[0]);
+    cr_assert_eq(kill(pid, sig), 0);
+    status = wait_for(pid, 10.0);
+    char err[4096], left[1024];
+    slurp(".stderr", err, sizeof err);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig, "%s, signal %d: status %d (exit %d), stderr %s",
+              args[0], sig, status, WIFEXITED(status) ? WEXITSTATUS(status) : -1, err);
+    static const char *const keep[] = {"sheet.extxyz", NULL};
+    cr_expect_eq(leftovers("", keep, left, sizeof left), 0, "%s, signal %d: left %s", args[0], sig, left);
+}
+
+Test(guard, sigint_during_neighbors_removes_the_temporary_tsv_and_exits_130)
+{
+    make_sheet();
+    /* ~4,300 neighbours per atom: a 2e7-row table that takes long to write */
+    const char *const args[] = {"neighbors", "sheet.extxyz", "-c", "60", "--max-pairs", "1e12",
+                                "--backend", "cpu", "-o", "out.tsv", NULL};
+    signal_mid_run(args, "", SIGINT);
+}
+
+Test(guard, sigterm_during_run_removes_the_temporary_h5_and_exits_143)
+{
+    make_sheet();
+    /* pipeline threads busy with a 2e9-pair histogram while HDF5 holds the file open */
+    const char *const args[] = {"run", "sheet.extxyz", "-c", "2", "--pair", "lj:epsilon=1,sigma=1", "--rmax", "400",
+                                "--bins", "100", "--max-pairs", "1e13", "--backend", "cpu", "-o", "out.h5", NULL};
+    signal_mid_run(args, "", SIGTERM);
+}
+
+Test(guard, sighup_during_run_to_a_directory_removes_it_and_exits_129)
+{
+    make_sheet();
+    const char *const args[] = {"run", "sheet.extxyz", "-c", "60", "--neighbors", "--rmax", "400", "--bins", "100",
+                                "--max-pairs", "1e13", "--backend", "cpu", "-o", "outdir/", NULL};
+    signal_mid_run(args, "outdir", SIGHUP);
+}
+
+Test(guard, sigint_during_rdf_to_stdout_exits_130)
+{
+    make_sheet();
+    const char *const args[] = {"rdf", "sheet.extxyz", "--rmax", "400", "--bins", "100", "--max-pairs", "1e13",
+                                "--backend", "cpu", "--plot", "g.svg", NULL};
+    pid_t pid = start(args);
+    nap(700000); /* no temporary file to wait for: rdf opens its outputs at the end */
+    int status;
+    cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "rdf finished before the signal");
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    status = wait_for(pid, 10.0);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
+}
+
+/* ---- SIGKILL and stale names ---- */
+
+Test(guard, sigkill_leaves_a_prefixed_temp_that_the_next_run_removes)
+{
+    make_sheet();
+    const char *const slow[] = {"neighbors", "sheet.extxyz", "-c", "60", "--max-pairs", "1e12",
+                                "--backend", "cpu", "-o", "out.tsv", NULL};
+    pid_t pid = start(slow);
+    const double t0 = now();
+    while (!temp_of("", pid)) {
+        cr_assert(now() - t0 < 20, "no temporary output after 20 s");
+        nap(5000);
+    }
+    kill(pid, SIGKILL);
+    int status = wait_for(pid, 10.0);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    char name[128], path[512];
+    snprintf(name, sizeof name, ".out.tsv.tmp-%ld-0", (long)pid);
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    struct stat sb;
+    cr_assert_eq(stat(path, &sb), 0, "SIGKILL left no %s", name);
+
+    /* a temporary name of a live process (this test) stays */
+    char live[512];
+    snprintf(live, sizeof live, "%s/.out.tsv.tmp-%ld-3", tmpdir, (long)getpid());
+    FILE *fp = fopen(live, "w");
+    cr_assert_not_null(fp);
+    fclose(fp);
+    /* names that only look alike stay too */
+    const char *const lookalikes[] = {".out.tsv.tmp-x-0", ".out.tsv.tmp-99999999-0-extra", ".other.tsv.tmp-1-0"};
+    for (size_t k = 0; k < sizeof lookalikes / sizeof *lookalikes; ++k) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, lookalikes[k]);
+        fp = fopen(path, "w");
+        cr_assert_not_null(fp);
+        fclose(fp);
+    }
+
+    char input[512], err[4096];
+    snprintf(input, sizeof input, "%s/graphene-periodic.extxyz", MDNL_DATA_DIR);
+    const char *const quick[] = {"neighbors", input, "-c", "2.0", "--backend", "cpu", "-o", "out.tsv", NULL};
+    status = wait_for(start(quick), 10.0);
+    slurp(".stderr", err, sizeof err);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    cr_expect_neq(stat(path, &sb), 0, "the stale %s is still there", name);
+    cr_expect_eq(stat(live, &sb), 0, "the live process's temporary name was removed");
+    for (size_t k = 0; k < sizeof lookalikes / sizeof *lookalikes; ++k) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, lookalikes[k]);
+        cr_expect_eq(stat(path, &sb), 0, "%s was removed", lookalikes[k]);
+    }
+    snprintf(path, sizeof path, "%s/out.tsv", tmpdir);
+    cr_expect_eq(stat(path, &sb), 0, "no out.tsv");
+}
+
+/* The same in a directory output of mdnl run: a dead PID's temporary table
+ * inside DIR/ is removed when a run writes that table again. */
+Test(guard, stale_temp_in_a_run_directory_is_removed)
+{
+    pid_t dead = fork();
+    cr_assert(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/outdir", tmpdir);
+    cr_assert_eq(mkdir(path, 0777), 0);
+    snprintf(path, sizeof path, "%s/outdir/.energy.tsv.tmp-%ld-0", tmpdir, (long)dead);
+    FILE *fp = fopen(path, "w");
+    cr_assert_not_null(fp);
+    fputs("partial", fp);
+    fclose(fp);
+    char input[512], err[4096], left[1024];
+    snprintf(input, sizeof input, "%s/trajectory-3frames.extxyz", MDNL_DATA_DIR);
+    const char *const args[] = {"run", input, "-c", "2.5", "--pair", "lj:epsilon=1,sigma=1",
+                                "--backend", "cpu", "-o", "outdir/", NULL};
+    int status = wait_for(start(args), 10.0);
+    slurp(".stderr", err, sizeof err);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
+    static const char *const keep[] = {"energy.tsv", NULL};
+    cr_expect_eq(leftovers("outdir", keep, left, sizeof left), 0, "left in outdir: %s", left);
+}
+
+/* The memory half: with the pair limit lifted, a stored list that cannot fit
+ * in the host's memory (3e11 pairs of the 1e-3 Å cube, 1.2 TB) is exit 4
+ * (resources), before anything is built; nothing is left. */
+Test(guard, stored_list_beyond_host_memory_is_exit_4)
+{
+    char input[512], err[4096], left[1024];
+    snprintf(input, sizeof input, "%s/bad/tiny-cell.extxyz", MDNL_DATA_DIR);
+    const char *const neighbors[] = {"neighbors", input, "-c", "2.0", "--max-pairs", "1e15",
+                                     "--backend", "cpu", "-o", "out.tsv", NULL};
+    const char *const run[] = {"run", input, "-c", "2.0", "--neighbors", "--max-pairs", "1e15",
+                               "--backend", "cpu", "-o", "out.h5", NULL};
+    const char *const *cmds[] = {neighbors, run};
+    for (int c = 0; c < 2; ++c) {
+        const double t0 = now();
+        int status = wait_for(start(cmds[c]), 10.0);
+        slurp(".stderr", err, sizeof err);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 4, "%s: status %d: %s", cmds[c][0], status, err);
+        cr_expect(strstr(err, "frame 0: the neighbor list would take an estimated") != NULL &&
+                      strchr(err, '\n') == err + strlen(err) - 1,
+                  "%s: %s", cmds[c][0], err);
+        cr_expect(now() - t0 < 1.0, "%s took %.2f s", cmds[c][0], now() - t0);
+        cr_expect_eq(leftovers("", NULL, left, sizeof left), 0, "%s: left %s", cmds[c][0], left);
+    }
+}

@@ -1,6 +1,7 @@
 /* cuda_host.cu — pinned host memory (see cuda_host.h). */
 #include "cuda_check.cuh"
 #include "cuda_host.h"
+#include "device.h"
 
 #include <cuda_runtime.h>
 
@@ -57,7 +58,7 @@ extern "C" mdnl_status mdnl_nlist_download_cuda(void *stream_, const mdnl_nlist_
 
 extern "C" mdnl_status mdnl_cuda_start(void)
 {
-    MDNL_CUDA_CHECK(cudaSetDevice(0));
+    MDNL_CUDA_CHECK(cudaSetDevice(mdnl_cuda_device_index()));
     MDNL_CUDA_CHECK(cudaFree(0)); /* the documented way to make the runtime create the context now */
     return MDNL_OK;
 }

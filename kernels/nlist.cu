@@ -15,6 +15,7 @@
  */
 #include "cells_cuda.cuh"
 #include "cuda_check.cuh"
+#include "device.h"
 #include "cuda_host.h"
 #include "nlist_cuda.h"
 
@@ -1872,8 +1873,8 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
         st = mdnl_cuda_fail(e, #call, __FILE__, __LINE__);                                                             \
         goto fail;                                                                                                     \
     }
-    CTX_TRY(cudaSetDevice(0));
-    CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    CTX_TRY(cudaSetDevice(mdnl_cuda_device_index()));
+    CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, mdnl_cuda_device_index()));
     CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CTX_TRY(cudaMallocHost((void **)&c->h_small, 8 * sizeof(int64_t)));
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)

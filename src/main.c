@@ -2,6 +2,7 @@
  * one line on stderr and exits with the status (SPEC §7). The only place
  * that calls exit. */
 #include "cli.h"
+#include "mpi_split.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -50,7 +51,10 @@ static const command commands[] = {
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --method auto|brute-atomic|brute-noatomic|cell\n"
      "  --json summary: frames, atoms, pairs, energy first/last/mean/min/max, busy seconds per\n"
-     "  stage (read, compute, write), wall seconds and frames/s.\n"},
+     "  stage (read, compute, write), wall seconds and frames/s; ranks and frames_per_rank.\n"
+     "Under mpirun -n P (or srun) the selected frames are split into P contiguous blocks, one\n"
+     "per rank (GPU: local rank mod devices); rank 0 writes the one result, the same as one\n"
+     "process's (README: running on a cluster).\n"},
     {"neighbors", mdnl_cmd_neighbors,
      "usage: mdnl neighbors INPUT -c CUT [--list half|full] [-o OUT.tsv|OUT.h5|-] [options]\n"
      "Every pair closer than CUT in every selected frame, as a TSV table\n"
@@ -148,13 +152,18 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], commands[k].name) != 0)
             continue;
         mdnl_status st = commands[k].run(argc, argv);
+        /* under mpirun every rank agrees on the outcome; rank 0 alone speaks */
+        const bool speak = mdnl_mpi_end(&st);
         if (st == MDNL_END) { /* -h / --help */
-            fputs(commands[k].help, stdout);
-            fputs(common_help, stdout);
+            if (speak) {
+                fputs(commands[k].help, stdout);
+                fputs(common_help, stdout);
+            }
             return 0;
         }
         if (st != MDNL_OK) {
-            fprintf(stderr, "mdnl: error: %s\n", mdnl_last_error());
+            if (speak)
+                fprintf(stderr, "mdnl: error: %s\n", mdnl_last_error());
             return st;
         }
         return 0;

@@ -159,14 +159,12 @@ int main(int argc, char **argv)
                 fputs(commands[k].help, stdout);
                 fputs(common_help, stdout);
             }
-            return 0;
+            st = MDNL_OK;
         }
-        if (st != MDNL_OK) {
-            if (speak)
-                fprintf(stderr, "mdnl: error: %s\n", mdnl_last_error());
-            return st;
-        }
-        return 0;
+        if (st != MDNL_OK && speak)
+            fprintf(stderr, "mdnl: error: %s\n", mdnl_last_error());
+        mdnl_mpi_finish(); /* after rank 0 spoke: no rank exits (and ends the job) before */
+        return st == MDNL_OK ? 0 : st;
     }
     fprintf(stderr, "mdnl: error: unknown command \"%s\" (see mdnl --help)\n", argv[1]);
     return MDNL_ERR_USAGE;

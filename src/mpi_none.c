@@ -62,6 +62,8 @@ void mdnl_mpi_json(FILE *fp, int64_t nframes)
     fprintf(fp, ",\"ranks\":1,\"frames_per_rank\":[%lld]", (long long)nframes);
 }
 
+void mdnl_mpi_finish(void) {}
+
 bool mdnl_mpi_end(mdnl_status *st)
 {
     (void)st;

@@ -714,6 +714,16 @@ bool mdnl_mpi_end(mdnl_status *st)
         if (M.spool)
             fclose(M.spool);
     }
-    MPI_Finalize();
     return M.rank == 0;
+}
+
+void mdnl_mpi_finish(void)
+{
+    if (!M.started)
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    M.started = false;
 }

@@ -89,8 +89,13 @@ mdnl_status mdnl_mpi_gather(mdnl_status st, mdnl_pipeline_stats *stats);
 void mdnl_mpi_json(FILE *fp, int64_t nframes);
 
 /* In main, after any command: agrees on the final status (rank 0's, or the
- * lowest failing rank's before that), finalises MPI. Returns whether this
- * process prints (rank 0, or not under MPI); *st is the agreed status. */
+ * lowest failing rank's before that). Returns whether this process prints
+ * (rank 0, or not under MPI); *st is the agreed status. */
 bool mdnl_mpi_end(mdnl_status *st);
+
+/* Then, after rank 0 printed: flushes, waits for every rank, finalises MPI,
+ * so that no rank's exit (which makes mpirun end the job) comes before rank
+ * 0's message is out. */
+void mdnl_mpi_finish(void);
 
 #endif

@@ -258,7 +258,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
                        !mdnl_hdf5_threadsafe();
     if (mdnl_mpi_root())
         mdnl_progress_start(&prog, &o, fs); /* before the split: counts every rank's frames */
-    if ((st = mdnl_mpi_split(st, fs, &prog)) != MDNL_OK)
+    if ((st = mdnl_mpi_split(st, fs)) != MDNL_OK)
         goto done;
     t_open = mdnl_now() - t_open;
     {

@@ -37,10 +37,9 @@ bool mdnl_mpi_root(void) { return true; }
 
 void mdnl_mpi_choose_device(const mdnl_opts *o) { (void)o; }
 
-mdnl_status mdnl_mpi_split(mdnl_status st, mdnl_frames *fs, mdnl_progress *prog)
+mdnl_status mdnl_mpi_split(mdnl_status st, mdnl_frames *fs)
 {
     (void)fs;
-    (void)prog;
     return st;
 }
 

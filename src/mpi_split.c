@@ -182,9 +182,8 @@ static mdnl_status open_spool(void)
     return MDNL_OK;
 }
 
-mdnl_status mdnl_mpi_split(mdnl_status st, mdnl_frames *fs, mdnl_progress *prog)
+mdnl_status mdnl_mpi_split(mdnl_status st, mdnl_frames *fs)
 {
-    (void)prog;
     if (!M.active)
         return st;
     int64_t n = -1;
@@ -664,6 +663,7 @@ mdnl_status mdnl_mpi_gather(mdnl_status st, mdnl_pipeline_stats *stats)
         stats->e_min = stats->e_max = 0;
     M.t_merge = mdnl_now() - t1;
     stats->t_wall += M.t_wait + M.t_merge;
+    stats->t_last_done = stats->t_wall; /* the last frame is out when the last rank's is merged */
     return st;
 }
 

@@ -68,10 +68,10 @@ void mdnl_mpi_choose_device(const mdnl_opts *o);
 
 /* After the input (and on rank 0 the outputs) opened with status st on
  * this rank: agrees on it with every rank and, when all succeeded,
- * restricts fs to this rank's block. Rank 0 sets prog->total to all the
- * selected frames. Returns the agreed status (the lowest failing rank's,
- * its message recorded on rank 0). */
-mdnl_status mdnl_mpi_split(mdnl_status st, mdnl_frames *fs, mdnl_progress *prog);
+ * restricts fs to this rank's block (start rank 0's progress bar before:
+ * it counts every selected frame). Returns the agreed status (the lowest
+ * failing rank's, its message recorded on rank 0). */
+mdnl_status mdnl_mpi_split(mdnl_status st, mdnl_frames *fs);
 
 /* Wraps the pipeline's sink: rank 0 writes through *sink and listens to the
  * other ranks; the others spool. *acc becomes NULL on ranks other than 0. */
@@ -81,7 +81,8 @@ mdnl_status mdnl_mpi_wrap(const mdnl_pipeline_config *c, mdnl_pipeline_sink *sin
 /* After the pipeline returned st on this rank: agrees on the outcome and,
  * when every rank succeeded, merges the other ranks' results on rank 0
  * through the wrapped sink into acc and stats (which then count every
- * frame; t_wall includes the merge). Returns the agreed status. */
+ * frame; t_wall includes the merge, t_last_done is its end). Returns the
+ * agreed status. */
 mdnl_status mdnl_mpi_gather(mdnl_status st, mdnl_pipeline_stats *stats);
 
 /* The JSON fields of the split: ,"ranks":P,"frames_per_rank":[...] and the

@@ -8,7 +8,11 @@
 extern "C" void *mdnl_cuda_host_alloc(size_t bytes, const char *what)
 {
     void *p = NULL;
-    cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+    /* any thread (the reader's frames): on this process's device, so that an
+     * MPI rank on device k never makes a context on device 0 */
+    cudaError_t e = cudaSetDevice(mdnl_cuda_device_index());
+    if (e == cudaSuccess)
+        e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         mdnl_error(MDNL_ERR_RESOURCE, "CUDA: cannot pin %zu bytes of host memory for %s: %s", bytes, what,
@@ -20,8 +24,10 @@ extern "C" void *mdnl_cuda_host_alloc(size_t bytes, const char *what)
 
 extern "C" void mdnl_cuda_host_free(void *p)
 {
-    if (p)
+    if (p) {
+        (void)cudaSetDevice(mdnl_cuda_device_index());
         (void)cudaFreeHost(p);
+    }
 }
 
 extern "C" void mdnl_cuda_device_sync(void)

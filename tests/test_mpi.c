@@ -369,6 +369,21 @@ Test(mpi, output_failure_said_once)
     cr_expect_str_eq(err_text, one);
 }
 
+/* A resource failure on ranks other than 0 only (no spool file in $TMPDIR):
+ * exit 4 with their message, said once by rank 0, no output left. */
+Test(mpi, resource_failure_on_other_ranks)
+{
+    fixtures();
+    cr_assert_eq(sh("touch blocker && rm traj.extxyz"), 0);
+    int rc = sh("%s 3 -x TMPDIR=%s/blocker/tmp '%s' run traj.h5 %s -o r.h5", MPIRUN, tmpdir, MDNL_BINARY,
+                WORK);
+    cr_expect_eq(rc, 4, "%s", err_text);
+    cr_expect_not_null(strstr(err_text, "mdnl: error: "), "%s", err_text);
+    cr_expect_not_null(strstr(err_text, "/blocker/tmp: cannot create the rank's spool file"), "%s", err_text);
+    cr_expect_eq(strchr(err_text, '\n'), err_text + strlen(err_text) - 1, "one line: %s", err_text);
+    cr_expect(dir_has_only("traj.h5", "blocker"));
+}
+
 #else /* no MPI in this build */
 
 TestSuite(mpi, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 60);

@@ -91,6 +91,8 @@ export PMIX_MCA_mca_base_component_path="\$_mpi/lib/x86_64-linux-gnu/pmix2/lib/p
 export PATH="\$_mpi/bin:\$PATH"
 export LD_LIBRARY_PATH="\$_mpi/lib:\$_mpi/lib/x86_64-linux-gnu/openmpi/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 export OMPI_MCA_mca_base_component_show_load_errors=0
+# one host: launch with fork (the isolated launcher), no ssh needed (the GPU host may have none)
+export OMPI_MCA_plm=isolated
 ${conf_env}
 ENV
 echo "bundle_mpi.sh: $out holds $(du -sh "$out" | cut -f1) ($(find "$out" -type f | wc -l) files)"
@@ -113,6 +115,7 @@ if [ $check = 1 ]; then
     done
     ! /usr/bin/orterun --version >/dev/null 2>&1 || { echo 'system mpirun still works' >&2; exit 1; }
     source '$out/env.sh'
+    export OMPI_MCA_plm_rsh_agent=/nonexistent/ssh # as on a host without ssh
     echo \"check: mpirun = \$(command -v mpirun); \$(mpirun --version | head -1)\"
     echo \"check: mdnl loads libmpi from \$(ldd '$mdnl' | awk '/libmpi.so/ {print \$3}')\"
     mpirun --allow-run-as-root --oversubscribe --bind-to none -n 2 '$mdnl' run '$work/t.extxyz' $args -o '$work/two/' --json > '$work/two.json'

@@ -354,6 +354,28 @@ Test(mpi, h5md_bad_frame_in_the_middle)
     bad_frame("traj.h5", "rm traj.extxyz", -1, -1, "r.h5");
 }
 
+/* Files whose frames cannot be counted (a truncated XYZ frame): rank 0
+ * takes every frame and stops where one process stops; --read-only too. */
+Test(mpi, uncountable_and_read_only)
+{
+    static const char *const bad[] = {"second-frame-truncated.xyz", "truncated.xyz", "count-beyond-lines.xyz"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
+        int rc1 = sh("'%s' run '%s/bad/%s' --backend cpu -c 2 --neighbors -o r.h5", MDNL_BINARY, MDNL_DATA_DIR, bad[k]);
+        static char one[sizeof err_text];
+        snprintf(one, sizeof one, "%s", err_text);
+        cr_assert_eq(rc1, 3, "%s", one);
+        int rc = sh("%s 3 '%s' run '%s/bad/%s' --backend cpu -c 2 --neighbors -o r.h5", MPIRUN, MDNL_BINARY,
+                    MDNL_DATA_DIR, bad[k]);
+        cr_expect_eq(rc, 3, "%s: %s", bad[k], err_text);
+        cr_expect_str_eq(err_text, one, "%s", bad[k]);
+        cr_expect(dir_has_only("", ""), "%s left a file", bad[k]);
+    }
+    fixtures();
+    cr_assert_eq(sh("%s 2 '%s' run traj.extxyz --read-only --json", MPIRUN, MDNL_BINARY), 0, "%s", err_text);
+    cr_expect_not_null(strstr(out_text, "\"frames\":9,\"atoms\":972"), "%s", out_text);
+    cr_expect_not_null(strstr(out_text, "\"ranks\":2,\"frames_per_rank\":[5,4]"), "%s", out_text);
+}
+
 /* A failure before the split on one rank only is still agreed: an output
  * directory that cannot be made stops every rank, said once. */
 Test(mpi, output_failure_said_once)

@@ -1,13 +1,18 @@
 /* cuda_host.cu — pinned host memory (see cuda_host.h). */
 #include "cuda_check.cuh"
 #include "cuda_host.h"
+#include "device.h"
 
 #include <cuda_runtime.h>
 
 extern "C" void *mdnl_cuda_host_alloc(size_t bytes, const char *what)
 {
     void *p = NULL;
-    cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+    /* any thread (the reader's frames): on this process's device, so that an
+     * MPI rank on device k never makes a context on device 0 */
+    cudaError_t e = cudaSetDevice(mdnl_cuda_device_index());
+    if (e == cudaSuccess)
+        e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         mdnl_error(MDNL_ERR_RESOURCE, "CUDA: cannot pin %zu bytes of host memory for %s: %s", bytes, what,
@@ -19,8 +24,10 @@ extern "C" void *mdnl_cuda_host_alloc(size_t bytes, const char *what)
 
 extern "C" void mdnl_cuda_host_free(void *p)
 {
-    if (p)
+    if (p) {
+        (void)cudaSetDevice(mdnl_cuda_device_index());
         (void)cudaFreeHost(p);
+    }
 }
 
 extern "C" void mdnl_cuda_device_sync(void)
@@ -57,7 +64,7 @@ extern "C" mdnl_status mdnl_nlist_download_cuda(void *stream_, const mdnl_nlist_
 
 extern "C" mdnl_status mdnl_cuda_start(void)
 {
-    MDNL_CUDA_CHECK(cudaSetDevice(0));
+    MDNL_CUDA_CHECK(cudaSetDevice(mdnl_cuda_device_index()));
     MDNL_CUDA_CHECK(cudaFree(0)); /* the documented way to make the runtime create the context now */
     return MDNL_OK;
 }

@@ -14,11 +14,17 @@ extern "C" int mdnl_cuda_device_count(void)
     return n;
 }
 
+static int device_index;
+
+extern "C" int mdnl_cuda_device_index(void) { return device_index; }
+
+extern "C" void mdnl_cuda_set_device_index(int k) { device_index = k; }
+
 extern "C" const char *mdnl_cuda_device_name(void)
 {
     static char name[320];
     cudaDeviceProp p;
-    if (mdnl_cuda_device_count() < 1 || cudaGetDeviceProperties(&p, 0) != cudaSuccess)
+    if (mdnl_cuda_device_count() < 1 || cudaGetDeviceProperties(&p, device_index) != cudaSuccess)
         return "none";
     snprintf(name, sizeof name, "%s, sm_%d%d, %.0f GiB", p.name, p.major, p.minor,
              (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));

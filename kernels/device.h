@@ -11,7 +11,12 @@ MDNL_BEGIN_C
  * or device is present, or when the runtime reports an error. */
 int mdnl_cuda_device_count(void);
 
-/* One line naming device 0 (e.g. "NVIDIA H100 80GB HBM3, sm_90"), or
+/* The device this process computes on (0 unless chosen: an MPI rank takes
+ * local rank mod devices, src/mpi_split.c). Set before the first context. */
+int mdnl_cuda_device_index(void);
+void mdnl_cuda_set_device_index(int k);
+
+/* One line naming the chosen device (e.g. "NVIDIA H100 80GB HBM3, sm_90"), or
  * "none". The string is static. */
 const char *mdnl_cuda_device_name(void);
 

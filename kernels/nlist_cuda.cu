@@ -3,6 +3,7 @@
  * nlist_brute.cu, nlist_cell_sparse.cu, nlist_cell_dense_walk.cu and
  * nlist_cell_dense_tiles.cu (shared pieces: nlist_cuda_common.cuh). */
 #include "nlist_cuda_common.cuh"
+#include "device.h"
 
 extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
 {
@@ -25,8 +26,8 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
         st = mdnl_cuda_fail(e, #call, __FILE__, __LINE__);                                                             \
         goto fail;                                                                                                     \
     }
-    CTX_TRY(cudaSetDevice(0));
-    CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    CTX_TRY(cudaSetDevice(mdnl_cuda_device_index()));
+    CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, mdnl_cuda_device_index()));
     CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CTX_TRY(cudaMallocHost((void **)&c->h_small, 8 * sizeof(int64_t)));
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)

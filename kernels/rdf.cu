@@ -36,6 +36,7 @@
 
 #include "cells_cuda.cuh"
 #include "cuda_check.cuh"
+#include "device.h"
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -375,8 +376,8 @@ extern "C" mdnl_status mdnl_hist_cuda_create(mdnl_hist_cuda **out)
     if (!c)
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for a CUDA histogram context");
     *out = c;
-    MDNL_CUDA_CHECK(cudaSetDevice(0));
-    MDNL_CUDA_CHECK(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, 0));
+    MDNL_CUDA_CHECK(cudaSetDevice(mdnl_cuda_device_index()));
+    MDNL_CUDA_CHECK(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, mdnl_cuda_device_index()));
     MDNL_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     for (cudaEvent_t &e : c->ev)
         MDNL_CUDA_CHECK(cudaEventCreate(&e));

@@ -513,6 +513,13 @@ mdnl_status mdnl_frames_count(mdnl_frames *fs, int64_t *n)
     return MDNL_OK;
 }
 
+void mdnl_frames_restrict(mdnl_frames *fs, int64_t first, int64_t count)
+{
+    fs->start += first * fs->step;
+    fs->stop = count > 0 ? fs->start + count * fs->step : 0; /* 0: at the end before the first frame */
+    fs->count = count;
+}
+
 void mdnl_frames_close(mdnl_frames *fs)
 {
     if (!fs)

@@ -76,6 +76,9 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
 mdnl_status mdnl_frames_next(mdnl_frames *fs, mdnl_frame *f);
 /* Number of frames that will be yielded (scans an XYZ file once). */
 mdnl_status mdnl_frames_count(mdnl_frames *fs, int64_t *n);
+/* Keeps `count` selected frames from the `first`-th (0-based, in selection
+ * order): an MPI rank's block (mpi_split.h). Indices stay the file's. */
+void mdnl_frames_restrict(mdnl_frames *fs, int64_t first, int64_t count);
 void mdnl_frames_close(mdnl_frames *fs);
 const mdnl_reader *mdnl_frames_reader(const mdnl_frames *fs);
 

@@ -3,12 +3,14 @@
  * in one pass of the streaming pipeline (pipeline.h), into one HDF5 results
  * file or a directory of TSV tables in the formats of the single commands.
  * Every output is written under a temporary name and renamed only when the
- * whole run succeeded. */
+ * whole run succeeded. Under mpirun the frames are split over the ranks and
+ * rank 0 writes the one result (mpi_split.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "engine.h"
 #include "h5md_reader.h"
 #include "h5md_writer.h"
+#include "mpi_split.h"
 #include "output_file.h"
 #include "pipeline.h"
 #include "rdf_table.h"
@@ -150,7 +152,10 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
 {
     const double t_cmd = mdnl_now();
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("run",
+    mdnl_status st = mdnl_mpi_begin();
+    if (st != MDNL_OK)
+        return st;
+    st = mdnl_parse_options("run",
                                         "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,"
                                         "method,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs",
                                         argc, argv, 2, &o);
@@ -232,6 +237,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
      * input and outputs are opened; the pipeline joins it. */
     mdnl_engine_starter starter;
     memset(&starter, 0, sizeof starter);
+    mdnl_mpi_choose_device(&o);
     if (!o.read_only) {
         mdnl_engine_start_begin(&starter, &o);
         cfg.starter = &starter;
@@ -247,7 +253,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     o.coords_checked = !o.read_only;
     if ((st = mdnl_frames_open(&o, cfg.input, &fs)) != MDNL_OK)
         goto done;
-    if (o.output && (st = open_outputs(&out, cfg.list, o.cutoff)) != MDNL_OK)
+    if (o.output && mdnl_mpi_root() && (st = open_outputs(&out, cfg.list, o.cutoff)) != MDNL_OK)
         goto done;
     /* HDF5 on both sides with a library built without thread safety: one
      * lock keeps the reader's and the writer's HDF5 calls apart. A
@@ -255,11 +261,21 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
      * never waits for a whole frame read just to buffer an energy. */
     cfg.serialize_io = out.h5 && strcmp(mdnl_reader_format(mdnl_frames_reader(fs)), "h5md") == 0 &&
                        !mdnl_hdf5_threadsafe();
-    mdnl_progress_start(&prog, &o, fs);
-    t_open = mdnl_now() - t_open;
-    if ((st = mdnl_pipeline_run(&cfg, fs, &prog, o.output ? sink : NULL, &out, hist ? &acc : NULL, &stats)) !=
-        MDNL_OK)
+    if (mdnl_mpi_root())
+        mdnl_progress_start(&prog, &o, fs); /* before the split: counts every rank's frames */
+    if ((st = mdnl_mpi_split(st, fs)) != MDNL_OK)
         goto done;
+    t_open = mdnl_now() - t_open;
+    {
+        mdnl_pipeline_sink psink = o.output ? sink : NULL;
+        void *puser = &out;
+        mdnl_rdf_accum *pacc = hist ? &acc : NULL;
+        mdnl_mpi_wrap(&cfg, &psink, &puser, &pacc, &prog);
+        st = mdnl_pipeline_run(&cfg, fs, &prog, psink, puser, pacc, &stats);
+        /* every rank, failed or not: the outcome is agreed, rank 0 merges the others' frames */
+        if ((st = mdnl_mpi_gather(st, &stats)) != MDNL_OK || !mdnl_mpi_root())
+            goto done;
+    }
     mdnl_progress_end(&prog);
     if (hist) {
         double t0 = mdnl_now();
@@ -298,6 +314,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
             const double steady = stats.t_wall - stats.t_init;
             /* init: the start-up left to wait for inside wall; startup: all of it (begun before the
              * input was opened: open); command: the whole command, parsing to the last commit */
+            mdnl_mpi_json(stdout, stats.nframes);
             printf(",\"seconds\":{\"init\":%.6f,\"startup\":%.6f,\"open\":%.6f,\"read\":%.6f,\"prepare\":%.6f,"
                    "\"compute\":%.6f,\"collect\":%.6f,\"compute_starved\":%.6f,\"read_blocked\":%.6f,\"write\":%.6f,"
                    "\"wall\":%.6f,\"command\":%.6f,\"first_frame_done\":%.6f,"

@@ -2,6 +2,7 @@
  * one line on stderr and exits with the status (SPEC §7). The only place
  * that calls exit. */
 #include "cli.h"
+#include "mpi_split.h"
 #include "output_file.h"
 
 #include <stdio.h>
@@ -54,7 +55,10 @@ static const command commands[] = {
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
      "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"
      "  --json summary: frames, atoms, pairs, energy first/last/mean/min/max, busy seconds per\n"
-     "  stage (read, compute, write), wall seconds and frames/s.\n"},
+     "  stage (read, compute, write), wall seconds and frames/s; ranks and frames_per_rank.\n"
+     "Under mpirun -n P (or srun) the selected frames are split into P contiguous blocks, one\n"
+     "per rank (GPU: local rank mod devices); rank 0 writes the one result, the same as one\n"
+     "process's (README: running on a cluster).\n"},
     {"neighbors", mdnl_cmd_neighbors,
      "usage: mdnl neighbors INPUT -c CUT [--list half|full] [-o OUT.tsv|OUT.h5|-] [options]\n"
      "Every pair closer than CUT in every selected frame, as a TSV table\n"
@@ -159,16 +163,19 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], commands[k].name) != 0)
             continue;
         mdnl_status st = commands[k].run(argc, argv);
+        /* under mpirun every rank agrees on the outcome; rank 0 alone speaks */
+        const bool speak = mdnl_mpi_end(&st);
         if (st == MDNL_END) { /* -h / --help */
-            fputs(commands[k].help, stdout);
-            fputs(common_help, stdout);
-            return 0;
+            if (speak) {
+                fputs(commands[k].help, stdout);
+                fputs(common_help, stdout);
+            }
+            st = MDNL_OK;
         }
-        if (st != MDNL_OK) {
+        if (st != MDNL_OK && speak)
             fprintf(stderr, "mdnl: error: %s\n", mdnl_last_error());
-            return st;
-        }
-        return 0;
+        mdnl_mpi_finish(); /* after rank 0 spoke: no rank exits (and ends the job) before */
+        return st == MDNL_OK ? 0 : st;
     }
     fprintf(stderr, "mdnl: error: unknown command \"%s\" (see mdnl --help)\n", argv[1]);
     return MDNL_ERR_USAGE;

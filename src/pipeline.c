@@ -104,6 +104,8 @@ typedef struct slot {
     uint64_t *counts_host;
     bool has_energy;
     double energy;
+    int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS]; /* the frame's A and B atoms per histogram */
+    double volume;                                         /* its RDF volume (0: open) */
     bool wrap_pending; /* CUDA: grids laid out before the wrap's t-range, settled when collected */
 } slot;
 
@@ -238,8 +240,9 @@ static void *prepare_main(void *arg)
     /* mdnl_geom_prepare's OpenMP team: half the cores, leaving the rest to
      * the reader, compute and writer threads and the CUDA driver (idle
      * OpenMP threads spin for a while and would slow them). */
-    int procs = omp_get_num_procs();
-    omp_set_num_threads(procs >= 4 ? procs / 2 : 1);
+    int procs = omp_get_num_procs(), team = procs >= 4 ? procs / 2 : 1;
+    /* OMP_NUM_THREADS caps it (MPI ranks sharing a node's cores set it) */
+    omp_set_num_threads(team < omp_get_max_threads() ? team : omp_get_max_threads());
 #endif
     const bool work = !p->c->read_only && (p->c->neighbors || p->c->energy || p->c->hist);
     for (int64_t k = 0;; ++k) {
@@ -277,6 +280,10 @@ static void *writer_main(void *arg)
                 .has_energy = s->has_energy,
                 .energy = s->energy,
                 .list = p->c->neighbors ? &s->list : NULL,
+                .counts = p->c->hist && !p->c->read_only ? s->counts_host : NULL,
+                .na = s->na,
+                .nb = s->nb,
+                .volume = s->volume,
             };
             if (p->c->serialize_io)
                 pthread_mutex_lock(&p->io);
@@ -414,14 +421,15 @@ static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slo
         stats->e_max = total > stats->e_max ? total : stats->e_max;
     }
     if (c->hist) {
-        int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS];
+        int64_t *na = s->na, *nb = s->nb;
         /* the ids are this frame's: species ids of a frame are fixed by its own symbol table */
         if ((st = mdnl_pair_names_resolve(c->pairs, c->input, f, cs->ids)) != MDNL_OK)
             return st;
         mdnl_hist_species_counts(&cs->spec, f->species, f->natoms, na, nb);
         const double volume =
             f->box.has_lattice && (f->box.pbc[0] || f->box.pbc[1] || f->box.pbc[2]) ? s->g_rmax.volume : 0.0;
-        if ((st = mdnl_rdf_accum_add(acc, s->counts_host, na, nb, volume)) != MDNL_OK)
+        s->volume = volume;
+        if (acc && (st = mdnl_rdf_accum_add(acc, s->counts_host, na, nb, volume)) != MDNL_OK)
             return st;
         for (int64_t k = 0; k < (int64_t)mdnl_hist_nhist(&cs->spec) * cs->spec.bins; ++k)
             stats->pairs_counted += s->counts_host[k];

@@ -91,6 +91,13 @@ typedef struct mdnl_frame_result {
     bool has_energy;
     double energy;
     const mdnl_nlist *list; /* NULL unless config.neighbors */
+    /* config.hist: the frame's histogram counts[nhist * bins] with the A and
+     * B atom counts na/nb[nhist] and the normalisation volume (0: open) that
+     * mdnl_rdf_accum_add takes; NULL otherwise (an MPI rank ships them to
+     * rank 0, which adds them in frame order: mpi_split.h). */
+    const uint64_t *counts;
+    const int64_t *na, *nb;
+    double volume;
 } mdnl_frame_result;
 
 /* Called on the writer thread, in frame order; a non-OK status stops the
@@ -117,8 +124,8 @@ typedef struct mdnl_pipeline_stats {
 
 /* Runs every frame of fs through the pipeline. fs is used by the reader
  * thread only until this returns; progress (may be NULL) is stepped on the
- * writer thread; acc (initialised by the caller when config.hist) receives
- * every frame's histogram. The caller still owns fs, acc and the sink's
+ * writer thread; acc (initialised by the caller when config.hist, or NULL)
+ * receives every frame's histogram. The caller still owns fs, acc and the sink's
  * outputs and commits or aborts them by the returned status. */
 mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, mdnl_progress *progress,
                               mdnl_pipeline_sink sink, void *user, mdnl_rdf_accum *acc, mdnl_pipeline_stats *stats);

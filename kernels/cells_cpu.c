@@ -26,6 +26,13 @@ mdnl_status mdnl_cells_cpu_build(const mdnl_geom *g, const float (*pos4)[4], mdn
         if (!co)
             return MDNL_ERR_RESOURCE;
         c->cell_of = co;
+        for (int ax = 0; ax < 3; ++ax) {
+            float **slot = ax == 0 ? &c->x : ax == 1 ? &c->y : &c->z;
+            float *p = mdnl_realloc(*slot, (size_t)n * sizeof *p, "cell-order positions");
+            if (!p)
+                return MDNL_ERR_RESOURCE;
+            *slot = p;
+        }
         c->cap_atoms = n;
     }
     c->ncells = g->ncells;
@@ -52,6 +59,13 @@ mdnl_status mdnl_cells_cpu_build(const mdnl_geom *g, const float (*pos4)[4], mdn
     for (int64_t k = g->ncells; k > 0; --k)
         start[k] = start[k - 1];
     start[0] = 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; ++k) {
+        const int32_t i = c->atoms[k];
+        c->x[k] = pos4[i][0];
+        c->y[k] = pos4[i][1];
+        c->z[k] = pos4[i][2];
+    }
     return MDNL_OK;
 }
 
@@ -62,6 +76,9 @@ void mdnl_cells_cpu_free(mdnl_cells_cpu *c)
     free(c->start);
     free(c->atoms);
     free(c->cell_of);
+    free(c->x);
+    free(c->y);
+    free(c->z);
     memset(c, 0, sizeof *c);
 }
 
@@ -83,14 +100,50 @@ static inline int wrap_axis(const mdnl_geom *g, int k, int x, int *cell, int *sh
     return 1;
 }
 
-void mdnl_cells_cpu_visit(const mdnl_geom *g, const float (*pos4)[4], const mdnl_cells_cpu *c, int64_t i,
-                          mdnl_pair_fn fn, void *ctx)
+static mdnl_status hood_reserve(mdnl_cells_hood *h, int64_t n)
 {
-    const int32_t lin = c->cell_of[i];
-    const int cz = lin % g->ncell[2];
-    const int cy = (lin / g->ncell[2]) % g->ncell[1];
-    const int cx = lin / (g->ncell[2] * g->ncell[1]);
-    const float xi = pos4[i][0], yi = pos4[i][1], zi = pos4[i][2];
+    if (h->cap >= n)
+        return MDNL_OK;
+    int64_t cap = n + n / 2 + 64;
+    void **arr[] = {(void **)&h->x,  (void **)&h->y,    (void **)&h->z,   (void **)&h->vx,
+                    (void **)&h->vy, (void **)&h->vz,   (void **)&h->j,   (void **)&h->self,
+                    (void **)&h->pos, (void **)&h->sidx, (void **)&h->d2, (void **)&h->hit};
+    size_t size[] = {4, 4, 4, 4, 4, 4, 4, 4, 1, 4, 4, 4};
+    for (size_t a = 0; a < sizeof arr / sizeof arr[0]; ++a) {
+        void *p = mdnl_realloc(*arr[a], (size_t)cap * size[a], "cell neighbourhood");
+        if (!p)
+            return MDNL_ERR_RESOURCE;
+        *arr[a] = p;
+    }
+    h->cap = cap;
+    return MDNL_OK;
+}
+
+void mdnl_cells_hood_free(mdnl_cells_hood *h)
+{
+    if (!h)
+        return;
+    free(h->x), free(h->y), free(h->z), free(h->vx), free(h->vy), free(h->vz);
+    free(h->j), free(h->self), free(h->pos), free(h->sidx), free(h->d2), free(h->hit);
+    free(h->shift);
+    memset(h, 0, sizeof *h);
+}
+
+mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_hood *h)
+{
+    const int cz = (int)(cell % g->ncell[2]);
+    const int cy = (int)((cell / g->ncell[2]) % g->ncell[1]);
+    const int cx = (int)(cell / ((int64_t)g->ncell[2] * g->ncell[1]));
+    const int64_t nst = (int64_t)(2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1);
+    if (h->cap_shift < nst) {
+        int(*s)[3] = mdnl_realloc(h->shift, (size_t)nst * sizeof *s, "cell stencil");
+        if (!s)
+            return MDNL_ERR_RESOURCE;
+        h->shift = s;
+        h->cap_shift = nst;
+    }
+    h->n = 0;
+    h->nshift = 0;
     for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx) {
         int ax, s0;
         if (!wrap_axis(g, 0, cx + dx, &ax, &s0))
@@ -105,17 +158,56 @@ void mdnl_cells_cpu_visit(const mdnl_geom *g, const float (*pos4)[4], const mdnl
                     continue;
                 float v[3];
                 mdnl_shift_vector(g, s0, s1, s2, v);
-                const int is_zero_shift = s0 == 0 && s1 == 0 && s2 == 0;
-                const int64_t cell = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
-                for (int64_t k = c->start[cell]; k < c->start[cell + 1]; ++k) {
-                    const int32_t j = c->atoms[k];
-                    if (j == i && is_zero_shift)
-                        continue;
-                    float d2 = mdnl_pair_d2(xi, yi, zi, pos4[j][0], pos4[j][1], pos4[j][2], v);
-                    if (d2 < g->cutoff2)
-                        fn(ctx, i, j, d2, s0, s1, s2);
+                const int zero = s0 == 0 && s1 == 0 && s2 == 0;
+                const uint8_t positive = (uint8_t)mdnl_shift_positive(s0, s1, s2);
+                const int64_t nb = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
+                const int64_t b = c->start[nb], e = c->start[nb + 1];
+                mdnl_status st = hood_reserve(h, h->n + (e - b));
+                if (st != MDNL_OK)
+                    return st;
+                const int32_t si = (int32_t)h->nshift;
+                h->shift[si][0] = s0, h->shift[si][1] = s1, h->shift[si][2] = s2;
+                h->nshift++;
+                int64_t q = h->n;
+                for (int64_t k = b; k < e; ++k, ++q) {
+                    h->x[q] = c->x[k];
+                    h->y[q] = c->y[k];
+                    h->z[q] = c->z[k];
+                    h->vx[q] = v[0];
+                    h->vy[q] = v[1];
+                    h->vz[q] = v[2];
+                    h->j[q] = c->atoms[k];
+                    h->self[q] = zero ? (int32_t)k : -1;
+                    h->pos[q] = positive;
+                    h->sidx[q] = si;
                 }
+                h->n = q;
             }
         }
     }
+    return MDNL_OK;
+}
+
+int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)
+{
+    const int64_t n = h->n;
+    const float cut2 = g->cutoff2;
+    const float *restrict x = h->x, *restrict y = h->y, *restrict z = h->z;
+    const float *restrict vx = h->vx, *restrict vy = h->vy, *restrict vz = h->vz;
+    float *restrict d2 = h->d2;
+    /* mdnl_pair_d2, spelled out so that the loop vectorises (same operations, same order) */
+    for (int64_t q = 0; q < n; ++q) {
+        float dx = (x[q] - xi) + vx[q];
+        float dy = (y[q] - yi) + vy[q];
+        float dz = (z[q] - zi) + vz[q];
+        d2[q] = (dx * dx + dy * dy) + dz * dz;
+    }
+    const int32_t *restrict self = h->self;
+    int32_t *restrict hit = h->hit;
+    int64_t m = 0;
+    for (int64_t q = 0; q < n; ++q) {
+        hit[m] = (int32_t)q;
+        m += (d2[q] < cut2) & (self[q] != (int32_t)k);
+    }
+    return m;
 }

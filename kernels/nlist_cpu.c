@@ -5,13 +5,21 @@
  *
  *   brute: every atom i visits every j and every image shift S in the box
  *          [-image_max, image_max] (geometry.h): O(N^2 * images).
- *   cell:  every atom visits the stencil of surrounding cells (cells_cpu.h).
+ *   cell:  one pass in cell order (cells_cpu.h): each home cell's atoms test
+ *          the cell's neighbourhood; each thread appends its rows, sorted, to
+ *          its own buffer, and the rows are then copied to their place in
+ *          atom order. The result does not depend on the atom order or the
+ *          number of threads.
  */
 #include "cells_cpu.h"
 #include "nlist.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Called once per pair (i, j, S) of atom i's FULL list with d2 < g->cutoff2. */
+typedef void (*mdnl_pair_fn)(void *ctx, int64_t i, int32_t j, float d2, int s0, int s1, int s2);
 
 typedef struct row_ctx {
     mdnl_list_kind kind;
@@ -60,10 +68,43 @@ static void brute_visit(const mdnl_geom *g, const float (*pos4)[4], int64_t i, m
                 }
 }
 
-static int cmp_key(const void *a, const void *b)
+/* Sorts keys ascending: insertion sort for short runs, else quicksort
+ * (median of three) over them. Inline comparisons: rows are short. */
+static void sort_keys(uint64_t *a, int64_t n)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    while (n > 24) {
+        uint64_t x = a[0], y = a[n / 2], z = a[n - 1];
+        uint64_t piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        int64_t lo = 0, hi = n - 1;
+        for (;;) {
+            while (a[lo] < piv)
+                ++lo;
+            while (a[hi] > piv)
+                --hi;
+            if (lo >= hi)
+                break;
+            uint64_t t = a[lo];
+            a[lo++] = a[hi];
+            a[hi--] = t;
+        }
+        /* [0, hi] <= piv <= [hi + 1, n): recurse into the smaller part */
+        int64_t left = hi + 1;
+        if (left < n - left) {
+            sort_keys(a, left);
+            a += left;
+            n -= left;
+        } else {
+            sort_keys(a + left, n - left);
+            n = left;
+        }
+    }
+    for (int64_t i = 1; i < n; ++i) {
+        uint64_t x = a[i];
+        int64_t b = i;
+        for (; b > 0 && a[b - 1] > x; --b)
+            a[b] = a[b - 1];
+        a[b] = x;
+    }
 }
 
 /* Sorts one row by mdnl_row_key; `keys` is scratch of at least n entries. */
@@ -71,17 +112,7 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
 {
     for (int64_t k = 0; k < n; ++k)
         keys[k] = mdnl_row_key(j[k], d[k]);
-    if (n < 32) {
-        for (int64_t a = 1; a < n; ++a) {
-            uint64_t x = keys[a];
-            int64_t b = a;
-            for (; b > 0 && keys[b - 1] > x; --b)
-                keys[b] = keys[b - 1];
-            keys[b] = x;
-        }
-    } else {
-        qsort(keys, (size_t)n, sizeof *keys, cmp_key);
-    }
+    sort_keys(keys, n);
     for (int64_t k = 0; k < n; ++k) {
         union {
             uint32_t u;
@@ -90,6 +121,109 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
         j[k] = (int32_t)(keys[k] >> 32);
         d[k] = bits.f;
     }
+}
+
+/* The cell method (see the top of the file). */
+static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
+{
+    const int64_t n = g->natoms;
+    mdnl_cells_cpu cells = {0};
+    mdnl_status st = mdnl_cells_cpu_build(g, pos4, &cells);
+    if (st != MDNL_OK)
+        return st;
+    const int nthreads = omp_get_max_threads();
+    uint64_t **bufs = mdnl_calloc((size_t)nthreads, sizeof *bufs, "neighbor row buffers");
+    int64_t *src = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *src, "neighbor row sources");
+    int32_t *thr = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *thr, "neighbor row threads");
+    int64_t *off = out->offsets;
+    off[0] = 0;
+    int failed = !bufs || !src || !thr;
+    const int full = kind == MDNL_LIST_FULL;
+    if (!failed) {
+#pragma omp parallel num_threads(nthreads)
+        {
+            const int t = omp_get_thread_num();
+            mdnl_cells_hood h = {0};
+            uint64_t *buf = NULL;
+            int64_t len = 0, cap = 0;
+#pragma omp for schedule(dynamic, 16)
+            for (int64_t cell = 0; cell < cells.ncells; ++cell) {
+                const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
+                int bad;
+#pragma omp atomic read
+                bad = failed;
+                if (kb == ke || bad)
+                    continue;
+                if (mdnl_cells_hood_gather(g, &cells, cell, &h) != MDNL_OK) {
+#pragma omp atomic write
+                    failed = 1;
+                    continue;
+                }
+                for (int64_t k = kb; k < ke; ++k) {
+                    const int32_t i = cells.atoms[k];
+                    const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
+                    if (len + m > cap) {
+                        int64_t nc = cap + cap / 2 + m + 4096;
+                        uint64_t *nb = mdnl_realloc(buf, (size_t)nc * sizeof *nb, "neighbor row buffer");
+                        if (!nb) {
+#pragma omp atomic write
+                            failed = 1;
+                            break;
+                        }
+                        buf = nb;
+                        cap = nc;
+                    }
+                    uint64_t *row = buf + len;
+                    int64_t r = 0;
+                    for (int64_t a = 0; a < m; ++a) {
+                        const int32_t q = h.hit[a];
+                        const int32_t j = h.j[q];
+                        row[r] = mdnl_row_key(j, sqrtf(h.d2[q]));
+                        /* mdnl_half_keep without a branch (the atom itself is not a hit) */
+                        r += full | (j > i) | ((j == i) & h.pos[q]);
+                    }
+                    sort_keys(row, r);
+                    src[i] = len;
+                    thr[i] = t;
+                    off[i + 1] = r;
+                    len += r;
+                }
+            }
+            bufs[t] = buf;
+            mdnl_cells_hood_free(&h);
+        }
+    }
+    if (!failed) {
+        for (int64_t i = 0; i < n; ++i)
+            off[i + 1] += off[i];
+        out->natoms = n;
+        out->npairs = off[n];
+        if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+            for (int64_t i = 0; i < n; ++i) {
+                const uint64_t *row = bufs[thr[i]] + src[i];
+                int32_t *oj = out->j + off[i];
+                float *od = out->d + off[i];
+                for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
+                    const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
+                    float dv;
+                    memcpy(&dv, &u, sizeof dv);
+                    oj[a] = (int32_t)(row[a] >> 32);
+                    od[a] = dv;
+                }
+            }
+        }
+    } else {
+        st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);
+    }
+    if (bufs)
+        for (int t = 0; t < nthreads; ++t)
+            free(bufs[t]);
+    free(bufs);
+    free(src);
+    free(thr);
+    mdnl_cells_cpu_free(&cells);
+    return st;
 }
 
 mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdnl_method method, mdnl_list_kind kind,
@@ -101,10 +235,8 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
     mdnl_status st = mdnl_nlist_reserve(out, n, 0);
     if (st != MDNL_OK)
         return st;
-    const int use_cells = method == MDNL_METHOD_AUTO || method == MDNL_METHOD_CELL;
-    mdnl_cells_cpu cells = {0};
-    if (use_cells && (st = mdnl_cells_cpu_build(g, pos4, &cells)) != MDNL_OK)
-        return st;
+    if (method == MDNL_METHOD_AUTO || method == MDNL_METHOD_CELL)
+        return build_cells(g, pos4, kind, out);
 
     /* Pass 1: row lengths. */
     int64_t *off = out->offsets;
@@ -112,10 +244,7 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
 #pragma omp parallel for schedule(dynamic, 256)
     for (int64_t i = 0; i < n; ++i) {
         row_ctx r = {.kind = kind};
-        if (use_cells)
-            mdnl_cells_cpu_visit(g, pos4, &cells, i, count_pair, &r);
-        else
-            brute_visit(g, pos4, i, count_pair, &r);
+        brute_visit(g, pos4, i, count_pair, &r);
         off[i + 1] = r.count;
     }
     int64_t longest = 0;
@@ -126,10 +255,8 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
     }
     out->natoms = n;
     out->npairs = off[n];
-    if ((st = mdnl_nlist_reserve(out, n, off[n])) != MDNL_OK) {
-        mdnl_cells_cpu_free(&cells);
+    if ((st = mdnl_nlist_reserve(out, n, off[n])) != MDNL_OK)
         return st;
-    }
 
     /* Pass 2: fill and sort each row. */
     int failed = 0;
@@ -145,15 +272,11 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
             if (!keys)
                 continue;
             row_ctx r = {.kind = kind, .j = out->j + off[i], .d = out->d + off[i]};
-            if (use_cells)
-                mdnl_cells_cpu_visit(g, pos4, &cells, i, fill_pair, &r);
-            else
-                brute_visit(g, pos4, i, fill_pair, &r);
+            brute_visit(g, pos4, i, fill_pair, &r);
             sort_row(r.j, r.d, r.count, keys);
         }
         free(keys);
     }
-    mdnl_cells_cpu_free(&cells);
     if (failed)
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for neighbor-list sort scratch (%lld entries)",
                           (long long)longest);

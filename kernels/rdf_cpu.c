@@ -3,7 +3,8 @@
  * the twin itself.
  *
  * The twin traverses the full list of every atom through cells_cpu.h (the
- * same pairs the neighbor list finds) and bins with mdnl_hist_bin(). OpenMP
+ * same pairs the neighbor list finds), home cell by home cell, and bins
+ * with mdnl_hist_bin(). OpenMP
  * threads own private uint64 histograms, summed at the end, so the result
  * does not depend on the schedule.
  */
@@ -95,12 +96,6 @@ static inline void hist_add(hist_ctx *c, int32_t j, float d2)
             c->h[(int64_t)p * c->bins + b]++;
 }
 
-static void hist_visit(void *ctx, int64_t i, int32_t j, float d2, int s0, int s1, int s2)
-{
-    (void)i, (void)s0, (void)s1, (void)s2;
-    hist_add((hist_ctx *)ctx, j, d2);
-}
-
 mdnl_status mdnl_hist_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
                                 const mdnl_hist_spec *spec, uint64_t *counts)
 {
@@ -123,22 +118,44 @@ mdnl_status mdnl_hist_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], cons
         return MDNL_ERR_RESOURCE;
     }
     const float width = mdnl_hist_width(spec);
-    const int64_t n = g->natoms;
+    int failed = 0;
 #pragma omp parallel num_threads(nthreads)
     {
-        hist_ctx c = {priv + (size_t)omp_get_thread_num() * nslots, species, spec, width, spec->bins, 0};
-#pragma omp for schedule(dynamic, 256)
-        for (int64_t i = 0; i < n; ++i) {
-            c.spi = species ? species[i] : 0;
-            mdnl_cells_cpu_visit(g, pos4, &cells, i, hist_visit, &c);
+            hist_ctx c = {priv + (size_t)omp_get_thread_num() * nslots, species, spec, width, spec->bins, 0};
+        mdnl_cells_hood h = {0};
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t cell = 0; cell < cells.ncells; ++cell) {
+            const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
+            int bad;
+#pragma omp atomic read
+            bad = failed;
+            if (kb == ke || bad)
+                continue;
+            if (mdnl_cells_hood_gather(g, &cells, cell, &h) != MDNL_OK) {
+#pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            for (int64_t k = kb; k < ke; ++k) {
+                const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
+                c.spi = species ? species[cells.atoms[k]] : 0;
+                if (spec->npairs == 0) {
+                    for (int64_t a = 0; a < m; ++a)
+                        c.h[mdnl_hist_bin(h.d2[h.hit[a]], width, c.bins)]++;
+                } else {
+                    for (int64_t a = 0; a < m; ++a)
+                        hist_add(&c, h.j[h.hit[a]], h.d2[h.hit[a]]);
+                }
+            }
         }
+        mdnl_cells_hood_free(&h);
     }
     for (int t = 0; t < nthreads; ++t)
         for (size_t s = 0; s < nslots; ++s)
             counts[s] += priv[(size_t)t * nslots + s];
     free(priv);
     mdnl_cells_cpu_free(&cells);
-    return MDNL_OK;
+    return failed ? MDNL_ERR_RESOURCE : MDNL_OK;
 }
 
 mdnl_status mdnl_hist_frame_brute(const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,

@@ -68,11 +68,37 @@ static void brute_visit(const mdnl_geom *g, const float (*pos4)[4], int64_t i, m
                 }
 }
 
-/* Sorts keys ascending: insertion sort for short runs, else quicksort
- * (median of three) over them. Inline comparisons: rows are short. */
-static void sort_keys(uint64_t *a, int64_t n)
+/* Sorts keys ascending: quicksort (median of three) down to runs of 64 or
+ * fewer, which rank_sort places. Comparisons are inline: rows are short. */
+static void quick_keys(uint64_t *a, int64_t n, uint64_t *tmp);
+
+/* Short runs by rank, without a data-dependent branch (rows of a liquid are
+ * ~27 or ~55 keys in random order, where insertion sort mispredicts at every
+ * step): each key's place is the number of keys below it, ties broken by
+ * position (equal keys are equal bits, so their order does not show). The
+ * loops vectorise; the AVX-512 and AVX2 clones are picked at load time. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+static void rank_sort(uint64_t *a, int64_t n, uint64_t *tmp)
 {
-    while (n > 24) {
+    for (int64_t x = 0; x < n; ++x) {
+        const uint64_t v = a[x];
+        int64_t r = 0;
+        for (int64_t b = 0; b < x; ++b)
+            r += a[b] <= v;
+        for (int64_t b = x + 1; b < n; ++b)
+            r += a[b] < v;
+        tmp[r] = v;
+    }
+    memcpy(a, tmp, (size_t)n * sizeof *a);
+}
+
+static void quick_keys(uint64_t *a, int64_t n, uint64_t *tmp)
+{
+    while (n > 64) {
         uint64_t x = a[0], y = a[n / 2], z = a[n - 1];
         uint64_t piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
         int64_t lo = 0, hi = n - 1;
@@ -90,21 +116,21 @@ static void sort_keys(uint64_t *a, int64_t n)
         /* [0, hi] <= piv <= [hi + 1, n): recurse into the smaller part */
         int64_t left = hi + 1;
         if (left < n - left) {
-            sort_keys(a, left);
+            quick_keys(a, left, tmp);
             a += left;
             n -= left;
         } else {
-            sort_keys(a + left, n - left);
+            quick_keys(a + left, n - left, tmp);
             n = left;
         }
     }
-    for (int64_t i = 1; i < n; ++i) {
-        uint64_t x = a[i];
-        int64_t b = i;
-        for (; b > 0 && a[b - 1] > x; --b)
-            a[b] = a[b - 1];
-        a[b] = x;
-    }
+    rank_sort(a, n, tmp);
+}
+
+/* Sorts keys ascending; tmp: scratch of 64 keys. */
+static void sort_keys(uint64_t *a, int64_t n, uint64_t *tmp)
+{
+    quick_keys(a, n, tmp);
 }
 
 /* Sorts one row by mdnl_row_key; `keys` is scratch of at least n entries. */
@@ -112,7 +138,8 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
 {
     for (int64_t k = 0; k < n; ++k)
         keys[k] = mdnl_row_key(j[k], d[k]);
-    sort_keys(keys, n);
+    uint64_t tmp[64];
+    sort_keys(keys, n, tmp);
     for (int64_t k = 0; k < n; ++k) {
         union {
             uint32_t u;
@@ -144,7 +171,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         {
             const int t = omp_get_thread_num();
             mdnl_cells_hood h = {0};
-            uint64_t *buf = NULL;
+            uint64_t *buf = NULL, tmp[64];
             int64_t len = 0, cap = 0;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
@@ -182,7 +209,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                         /* mdnl_half_keep without a branch (the atom itself is not a hit) */
                         r += full | (j > i) | ((j == i) & h.pos[q]);
                     }
-                    sort_keys(row, r);
+                    sort_keys(row, r, tmp);
                     src[i] = len;
                     thr[i] = t;
                     off[i + 1] = r;

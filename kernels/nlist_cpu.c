@@ -166,6 +166,14 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     off[0] = 0;
     int failed = !bufs || !src || !thr;
     const int full = kind == MDNL_LIST_FULL;
+    /* First guess of a thread's row buffer: its share of the pairs of a
+     * uniform density (grown as needed). */
+    int64_t guess = 0;
+    if (g->volume > 0.0) {
+        double per_atom = 4.18879 * (double)g->cutoff * g->cutoff * g->cutoff * (double)n / g->volume;
+        double est = 1.1 * per_atom * (double)n / (full ? 1.0 : 2.0) / nthreads;
+        guess = est < 1e10 ? (int64_t)est : 0;
+    }
     if (!failed) {
 #pragma omp parallel num_threads(nthreads)
         {
@@ -191,6 +199,8 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                     const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
                     if (len + m > cap) {
                         int64_t nc = cap + cap / 2 + m + 4096;
+                        if (cap == 0 && guess > nc)
+                            nc = guess;
                         uint64_t *nb = mdnl_realloc(buf, (size_t)nc * sizeof *nb, "neighbor row buffer");
                         if (!nb) {
 #pragma omp atomic write

@@ -125,7 +125,7 @@ void mdnl_cells_hood_free(mdnl_cells_hood *h)
         return;
     free(h->x), free(h->y), free(h->z), free(h->vx), free(h->vy), free(h->vz);
     free(h->j), free(h->self), free(h->pos), free(h->sidx), free(h->d2), free(h->hit);
-    free(h->shift);
+    free(h->shift), free(h->seg), free(h->segcell);
     memset(h, 0, sizeof *h);
 }
 
@@ -140,10 +140,21 @@ mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, 
         if (!s)
             return MDNL_ERR_RESOURCE;
         h->shift = s;
+        int64_t *sg = mdnl_realloc(h->seg, (size_t)(nst + 1) * sizeof *sg, "cell stencil");
+        if (!sg)
+            return MDNL_ERR_RESOURCE;
+        h->seg = sg;
+        int64_t *sc = mdnl_realloc(h->segcell, (size_t)nst * sizeof *sc, "cell stencil");
+        if (!sc)
+            return MDNL_ERR_RESOURCE;
+        h->segcell = sc;
         h->cap_shift = nst;
     }
     h->n = 0;
     h->nshift = 0;
+    h->cell = cell;
+    h->home_start = c->start[cell];
+    h->seg[0] = 0;
     for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx) {
         int ax, s0;
         if (!wrap_axis(g, 0, cx + dx, &ax, &s0))
@@ -167,6 +178,7 @@ mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, 
                     return st;
                 const int32_t si = (int32_t)h->nshift;
                 h->shift[si][0] = s0, h->shift[si][1] = s1, h->shift[si][2] = s2;
+                h->segcell[si] = nb;
                 h->nshift++;
                 int64_t q = h->n;
                 for (int64_t k = b; k < e; ++k, ++q) {
@@ -182,6 +194,7 @@ mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, 
                     h->sidx[q] = si;
                 }
                 h->n = q;
+                h->seg[h->nshift] = q;
             }
         }
     }
@@ -193,14 +206,14 @@ mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, 
  * mdnl_pair_d2 with the same IEEE operations in the same order (no
  * contraction: -ffp-contract=off, and no FMA intrinsics), so all three give
  * the same bits and the same hits in the same order. */
-static int64_t hits_c(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)
+static int64_t hits_c(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi, int64_t qb,
+                      int64_t n, int64_t m)
 {
-    const int64_t n = h->n;
     const float cut2 = g->cutoff2;
     const float *restrict x = h->x, *restrict y = h->y, *restrict z = h->z;
     const float *restrict vx = h->vx, *restrict vy = h->vy, *restrict vz = h->vz;
     float *restrict d2 = h->d2;
-    for (int64_t q = 0; q < n; ++q) {
+    for (int64_t q = qb; q < n; ++q) {
         float dx = (x[q] - xi) + vx[q];
         float dy = (y[q] - yi) + vy[q];
         float dz = (z[q] - zi) + vz[q];
@@ -208,8 +221,7 @@ static int64_t hits_c(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float x
     }
     const int32_t *restrict self = h->self;
     int32_t *restrict hit = h->hit;
-    int64_t m = 0;
-    for (int64_t q = 0; q < n; ++q) {
+    for (int64_t q = qb; q < n; ++q) {
         hit[m] = (int32_t)q;
         m += (d2[q] < cut2) & (self[q] != (int32_t)k);
     }
@@ -221,16 +233,16 @@ static int64_t hits_c(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float x
 #include <immintrin.h>
 
 __attribute__((target("avx512f"))) static int64_t hits_avx512(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k,
-                                                              float xi, float yi, float zi)
+                                                              float xi, float yi, float zi, int64_t qb, int64_t n,
+                                                              int64_t m)
 {
-    const int64_t n = h->n;
     const __m512 vxi = _mm512_set1_ps(xi), vyi = _mm512_set1_ps(yi), vzi = _mm512_set1_ps(zi);
     const __m512 cut2 = _mm512_set1_ps(g->cutoff2);
     const __m512i vk = _mm512_set1_epi32((int32_t)k);
-    __m512i vq = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i vq = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                  _mm512_set1_epi32((int32_t)qb));
     const __m512i sixteen = _mm512_set1_epi32(16);
-    int64_t m = 0;
-    for (int64_t q = 0; q < n; q += 16) {
+    for (int64_t q = qb; q < n; q += 16) {
         const __mmask16 lm = n - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - q)) - 1u);
         __m512 dx = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, h->x + q), vxi),
                                   _mm512_maskz_loadu_ps(lm, h->vx + q));
@@ -251,13 +263,13 @@ __attribute__((target("avx512f"))) static int64_t hits_avx512(const mdnl_geom *g
 }
 
 __attribute__((target("avx2,bmi"))) static int64_t hits_avx2(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k,
-                                                             float xi, float yi, float zi)
+                                                             float xi, float yi, float zi, int64_t qb, int64_t n,
+                                                             int64_t m)
 {
-    const int64_t n = h->n;
     const float cut2 = g->cutoff2;
     const __m256 vxi = _mm256_set1_ps(xi), vyi = _mm256_set1_ps(yi), vzi = _mm256_set1_ps(zi);
     const __m256 vcut = _mm256_set1_ps(cut2);
-    int64_t m = 0, q = 0;
+    int64_t q = qb;
     for (; q + 8 <= n; q += 8) {
         __m256 dx = _mm256_add_ps(_mm256_sub_ps(_mm256_loadu_ps(h->x + q), vxi), _mm256_loadu_ps(h->vx + q));
         __m256 dy = _mm256_add_ps(_mm256_sub_ps(_mm256_loadu_ps(h->y + q), vyi), _mm256_loadu_ps(h->vy + q));
@@ -284,13 +296,34 @@ __attribute__((target("avx2,bmi"))) static int64_t hits_avx2(const mdnl_geom *g,
 }
 #endif
 
-int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)
+static int64_t hits_range(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi, int64_t qb,
+                          int64_t qe, int64_t m)
 {
 #ifdef MDNL_HITS_X86
     if (__builtin_cpu_supports("avx512f"))
-        return hits_avx512(g, h, k, xi, yi, zi);
+        return hits_avx512(g, h, k, xi, yi, zi, qb, qe, m);
     if (__builtin_cpu_supports("avx2"))
-        return hits_avx2(g, h, k, xi, yi, zi);
+        return hits_avx2(g, h, k, xi, yi, zi, qb, qe, m);
 #endif
-    return hits_c(g, h, k, xi, yi, zi);
+    return hits_c(g, h, k, xi, yi, zi, qb, qe, m);
+}
+
+int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)
+{
+    return hits_range(g, h, k, xi, yi, zi, 0, h->n, 0);
+}
+
+int64_t mdnl_cells_hood_hits_half(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)
+{
+    int64_t m = 0;
+    for (int64_t s = 0; s < h->nshift; ++s) {
+        int64_t qb = h->seg[s];
+        const int64_t qe = h->seg[s + 1];
+        if (h->segcell[s] < h->cell || qb == qe)
+            continue;
+        if (h->segcell[s] == h->cell) /* the home cell: from atom k on, k itself only at a positive shift */
+            qb += (k - h->home_start) + (h->pos[qb] ? 0 : 1);
+        m = hits_range(g, h, k, xi, yi, zi, qb, qe, m);
+    }
+    return m;
 }

@@ -53,6 +53,9 @@ typedef struct mdnl_cells_hood {
     uint8_t *pos;        /* S lexicographically positive (mdnl_shift_positive) */
     int32_t *sidx;       /* its stencil entry: shift[sidx] is S */
     int (*shift)[3];     /* [nshift] */
+    int64_t *seg;        /* [nshift + 1]: stencil entry s holds candidates seg[s] .. seg[s+1] */
+    int64_t *segcell;    /* [nshift]: its cell */
+    int64_t cell, home_start; /* the home cell and its first cell-order index */
     float *d2;           /* [n] scratch of mdnl_cells_hood_hits */
     int32_t *hit;        /* [n] scratch of mdnl_cells_hood_hits */
     int64_t cap, nshift, cap_shift;
@@ -68,6 +71,15 @@ void mdnl_cells_hood_free(mdnl_cells_hood *h); /* NULL is a no-op */
  * mdnl_pair_d2 is below g->cutoff2 (h->d2[q] holds it), the atom itself
  * (h->self[q] == k) excluded; returns m. */
 int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi);
+
+/* The same for a half traversal: only the candidates of cell-order index k'
+ * with (k' > k) or (k' == k and S positive) when they share a cell, and all
+ * of the stencil cells after the home cell (none before it); every pair
+ * (k, k', S) of the full traversal is then found once, from k or from k' as
+ * (k', k, -S), with the same d2 bits either way (the float subtraction and
+ * addition are symmetric under negation). Whole stencil entries are skipped,
+ * so the distance loop does about half the work. */
+int64_t mdnl_cells_hood_hits_half(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi);
 
 MDNL_END_C
 

@@ -2,9 +2,10 @@
  * oracle of the CUDA kernels in rdf.cu, and an O(N²) brute force that checks
  * the twin itself.
  *
- * The twin traverses the full list of every atom through cells_cpu.h (the
- * same pairs the neighbor list finds), home cell by home cell, and bins
- * with mdnl_hist_bin(). OpenMP
+ * The twin traverses the pairs through cells_cpu.h (the same pairs the
+ * neighbor list finds), home cell by home cell, each pair once (the half
+ * traversal) counted for both of its directions, and bins with
+ * mdnl_hist_bin(). OpenMP
  * threads own private uint64 histograms, summed at the end, so the result
  * does not depend on the schedule.
  */
@@ -96,14 +97,14 @@ static inline void hist_add(hist_ctx *c, int32_t j, float d2)
             c->h[(int64_t)p * c->bins + b]++;
 }
 
-/* Bins the hits of one atom into the total histogram h: mdnl_hist_bin of
- * each, sixteen at a time with AVX-512 where the machine has it (the vector
+/* Bins the hits of one atom's half traversal into the total histogram h,
+ * twice each (the pair and its reverse): mdnl_hist_bin of each, sixteen at a time with AVX-512 where the machine has it (the vector
  * sqrt and divide round as sqrtf and '/' do, and truncation is floor for
  * q >= 0: the same bins), else one by one. */
 static void bin_hits_c(uint64_t *h, const float *d2, const int32_t *hit, int64_t m, float width, int32_t bins)
 {
     for (int64_t a = 0; a < m; ++a)
-        h[mdnl_hist_bin(d2[hit[a]], width, bins)]++;
+        h[mdnl_hist_bin(d2[hit[a]], width, bins)] += 2;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -122,7 +123,7 @@ __attribute__((target("avx512f"))) static void bin_hits_avx512(uint64_t *h, cons
         __m512i bi = _mm512_min_epi32(_mm512_cvttps_epi32(_mm512_div_ps(_mm512_sqrt_ps(v), w)), top);
         _mm512_storeu_si512((void *)b, bi);
         for (int l = 0; l < 16; ++l)
-            h[b[l]]++;
+            h[b[l]] += 2;
     }
     bin_hits_c(h, d2, hit + a, m - a, width, bins);
 }
@@ -180,13 +181,20 @@ mdnl_status mdnl_hist_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], cons
                 continue;
             }
             for (int64_t k = kb; k < ke; ++k) {
-                const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
-                c.spi = species ? species[cells.atoms[k]] : 0;
+                /* each pair once; it counts for (i, j, S) and (j, i, -S), whose d2 are equal */
+                const int64_t m = mdnl_cells_hood_hits_half(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
                 if (spec->npairs == 0) {
                     bin_hits(c.h, h.d2, h.hit, m, width, c.bins);
                 } else {
-                    for (int64_t a = 0; a < m; ++a)
-                        hist_add(&c, h.j[h.hit[a]], h.d2[h.hit[a]]);
+                    const int32_t i = cells.atoms[k];
+                    for (int64_t a = 0; a < m; ++a) {
+                        const int32_t j = h.j[h.hit[a]];
+                        const float d2 = h.d2[h.hit[a]];
+                        c.spi = species[i];
+                        hist_add(&c, j, d2);
+                        c.spi = species[j];
+                        hist_add(&c, i, d2);
+                    }
                 }
             }
         }

@@ -211,19 +211,13 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                         cap = nc;
                     }
                     uint64_t *row = buf + len;
-                    int64_t r = m;
-                    if (!full) { /* mdnl_half_keep without a branch (the atom itself is not a hit) */
-                        r = 0;
-                        for (int64_t a = 0; a < m; ++a) {
-                            const int32_t q = h.hit[a];
-                            const int32_t j = h.j[q];
-                            h.hit[r] = q;
-                            r += (j > i) | ((j == i) & h.pos[q]);
-                        }
-                    }
-                    for (int64_t a = 0; a < r; ++a) {
+                    int64_t r = 0;
+                    for (int64_t a = 0; a < m; ++a) {
                         const int32_t q = h.hit[a];
-                        row[a] = mdnl_row_key(h.j[q], sqrtf(h.d2[q]));
+                        const int32_t j = h.j[q];
+                        row[r] = mdnl_row_key(j, sqrtf(h.d2[q]));
+                        /* mdnl_half_keep without a branch (the atom itself is not a hit) */
+                        r += full | (j > i) | ((j == i) & h.pos[q]);
                     }
                     sort_keys(row, r, tmp);
                     src[i] = len;

@@ -1,21 +1,9 @@
 /* cells_cpu.c — CPU cell list and pair visitor (contract in cells_cpu.h; the
  * grid's invariants in geometry.h). */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include "cells_cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-
-void mdnl_advise_huge(void *p, size_t bytes)
-{
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (!p || bytes < 2 * huge)
-        return;
-    uintptr_t b = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
-    if (e > b)
-        (void)madvise((void *)b, (size_t)(e - b), MADV_HUGEPAGE);
-}
 
 mdnl_status mdnl_cells_cpu_build(const mdnl_geom *g, const float (*pos4)[4], mdnl_cells_cpu *c)
 {

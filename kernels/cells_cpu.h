@@ -23,7 +23,6 @@
 #include "geometry.h"
 #include "mdnl.h"
 
-#include <stddef.h>
 #include <stdint.h>
 
 MDNL_BEGIN_C
@@ -72,10 +71,6 @@ void mdnl_cells_hood_free(mdnl_cells_hood *h); /* NULL is a no-op */
  * mdnl_pair_d2 is below g->cutoff2 (h->d2[q] holds it), the atom itself
  * (h->self[q] == k) excluded; returns m. */
 int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi);
-
-/* Asks the kernel to back [p, p + bytes) with transparent huge pages where
- * it can (Linux madvise(MADV_HUGEPAGE)). */
-void mdnl_advise_huge(void *p, size_t bytes);
 
 /* The same for a half traversal: only the candidates of cell-order index k'
  * with (k' > k) or (k' == k and S positive) when they share a cell, and all

@@ -1,8 +1,6 @@
 /* nlist.c — the backend-independent parts of nlist.h: storage and names. */
 #include "nlist.h"
 
-#include "cells_cpu.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +24,6 @@ mdnl_status mdnl_nlist_reserve(mdnl_nlist *l, int64_t natoms, int64_t npairs)
             return MDNL_ERR_RESOURCE;
         l->d = d;
         l->cap_pairs = cap;
-        mdnl_advise_huge(l->j, (size_t)cap * sizeof *j);
-        mdnl_advise_huge(l->d, (size_t)cap * sizeof *d);
     }
     return MDNL_OK;
 }

@@ -209,7 +209,6 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                         }
                         buf = nb;
                         cap = nc;
-                        mdnl_advise_huge(buf, (size_t)cap * sizeof *buf);
                     }
                     uint64_t *row = buf + len;
                     int64_t r = 0;

@@ -26,6 +26,13 @@ mdnl_status mdnl_cells_cpu_build(const mdnl_geom *g, const float (*pos4)[4], mdn
         if (!co)
             return MDNL_ERR_RESOURCE;
         c->cell_of = co;
+        for (int ax = 0; ax < 3; ++ax) {
+            float **slot = ax == 0 ? &c->x : ax == 1 ? &c->y : &c->z;
+            float *p = mdnl_realloc(*slot, (size_t)n * sizeof *p, "cell-order positions");
+            if (!p)
+                return MDNL_ERR_RESOURCE;
+            *slot = p;
+        }
         c->cap_atoms = n;
     }
     c->ncells = g->ncells;
@@ -52,6 +59,13 @@ mdnl_status mdnl_cells_cpu_build(const mdnl_geom *g, const float (*pos4)[4], mdn
     for (int64_t k = g->ncells; k > 0; --k)
         start[k] = start[k - 1];
     start[0] = 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; ++k) {
+        const int32_t i = c->atoms[k];
+        c->x[k] = pos4[i][0];
+        c->y[k] = pos4[i][1];
+        c->z[k] = pos4[i][2];
+    }
     return MDNL_OK;
 }
 
@@ -62,6 +76,9 @@ void mdnl_cells_cpu_free(mdnl_cells_cpu *c)
     free(c->start);
     free(c->atoms);
     free(c->cell_of);
+    free(c->x);
+    free(c->y);
+    free(c->z);
     memset(c, 0, sizeof *c);
 }
 
@@ -83,14 +100,61 @@ static inline int wrap_axis(const mdnl_geom *g, int k, int x, int *cell, int *sh
     return 1;
 }
 
-void mdnl_cells_cpu_visit(const mdnl_geom *g, const float (*pos4)[4], const mdnl_cells_cpu *c, int64_t i,
-                          mdnl_pair_fn fn, void *ctx)
+static mdnl_status hood_reserve(mdnl_cells_hood *h, int64_t n)
 {
-    const int32_t lin = c->cell_of[i];
-    const int cz = lin % g->ncell[2];
-    const int cy = (lin / g->ncell[2]) % g->ncell[1];
-    const int cx = lin / (g->ncell[2] * g->ncell[1]);
-    const float xi = pos4[i][0], yi = pos4[i][1], zi = pos4[i][2];
+    if (h->cap >= n)
+        return MDNL_OK;
+    int64_t cap = n + n / 2 + 64; /* and 16 spare slots of hit[] for the AVX-512 store */
+    void **arr[] = {(void **)&h->x,  (void **)&h->y,    (void **)&h->z,   (void **)&h->vx,
+                    (void **)&h->vy, (void **)&h->vz,   (void **)&h->j,   (void **)&h->self,
+                    (void **)&h->pos, (void **)&h->sidx, (void **)&h->d2, (void **)&h->hit};
+    size_t size[] = {4, 4, 4, 4, 4, 4, 4, 4, 1, 4, 4, 4};
+    for (size_t a = 0; a < sizeof arr / sizeof arr[0]; ++a) {
+        void *p = mdnl_realloc(*arr[a], (size_t)(cap + 16) * size[a], "cell neighbourhood");
+        if (!p)
+            return MDNL_ERR_RESOURCE;
+        *arr[a] = p;
+    }
+    h->cap = cap;
+    return MDNL_OK;
+}
+
+void mdnl_cells_hood_free(mdnl_cells_hood *h)
+{
+    if (!h)
+        return;
+    free(h->x), free(h->y), free(h->z), free(h->vx), free(h->vy), free(h->vz);
+    free(h->j), free(h->self), free(h->pos), free(h->sidx), free(h->d2), free(h->hit);
+    free(h->shift), free(h->seg), free(h->segcell);
+    memset(h, 0, sizeof *h);
+}
+
+mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_hood *h)
+{
+    const int cz = (int)(cell % g->ncell[2]);
+    const int cy = (int)((cell / g->ncell[2]) % g->ncell[1]);
+    const int cx = (int)(cell / ((int64_t)g->ncell[2] * g->ncell[1]));
+    const int64_t nst = (int64_t)(2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1);
+    if (h->cap_shift < nst) {
+        int(*s)[3] = mdnl_realloc(h->shift, (size_t)nst * sizeof *s, "cell stencil");
+        if (!s)
+            return MDNL_ERR_RESOURCE;
+        h->shift = s;
+        int64_t *sg = mdnl_realloc(h->seg, (size_t)(nst + 1) * sizeof *sg, "cell stencil");
+        if (!sg)
+            return MDNL_ERR_RESOURCE;
+        h->seg = sg;
+        int64_t *sc = mdnl_realloc(h->segcell, (size_t)nst * sizeof *sc, "cell stencil");
+        if (!sc)
+            return MDNL_ERR_RESOURCE;
+        h->segcell = sc;
+        h->cap_shift = nst;
+    }
+    h->n = 0;
+    h->nshift = 0;
+    h->cell = cell;
+    h->home_start = c->start[cell];
+    h->seg[0] = 0;
     for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx) {
         int ax, s0;
         if (!wrap_axis(g, 0, cx + dx, &ax, &s0))
@@ -105,17 +169,161 @@ void mdnl_cells_cpu_visit(const mdnl_geom *g, const float (*pos4)[4], const mdnl
                     continue;
                 float v[3];
                 mdnl_shift_vector(g, s0, s1, s2, v);
-                const int is_zero_shift = s0 == 0 && s1 == 0 && s2 == 0;
-                const int64_t cell = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
-                for (int64_t k = c->start[cell]; k < c->start[cell + 1]; ++k) {
-                    const int32_t j = c->atoms[k];
-                    if (j == i && is_zero_shift)
-                        continue;
-                    float d2 = mdnl_pair_d2(xi, yi, zi, pos4[j][0], pos4[j][1], pos4[j][2], v);
-                    if (d2 < g->cutoff2)
-                        fn(ctx, i, j, d2, s0, s1, s2);
+                const int zero = s0 == 0 && s1 == 0 && s2 == 0;
+                const uint8_t positive = (uint8_t)mdnl_shift_positive(s0, s1, s2);
+                const int64_t nb = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
+                const int64_t b = c->start[nb], e = c->start[nb + 1];
+                mdnl_status st = hood_reserve(h, h->n + (e - b));
+                if (st != MDNL_OK)
+                    return st;
+                const int32_t si = (int32_t)h->nshift;
+                h->shift[si][0] = s0, h->shift[si][1] = s1, h->shift[si][2] = s2;
+                h->segcell[si] = nb;
+                h->nshift++;
+                int64_t q = h->n;
+                for (int64_t k = b; k < e; ++k, ++q) {
+                    h->x[q] = c->x[k];
+                    h->y[q] = c->y[k];
+                    h->z[q] = c->z[k];
+                    h->vx[q] = v[0];
+                    h->vy[q] = v[1];
+                    h->vz[q] = v[2];
+                    h->j[q] = c->atoms[k];
+                    h->self[q] = zero ? (int32_t)k : -1;
+                    h->pos[q] = positive;
+                    h->sidx[q] = si;
                 }
+                h->n = q;
+                h->seg[h->nshift] = q;
             }
         }
     }
+    return MDNL_OK;
+}
+
+/* The distance test, three ways: AVX-512 and AVX2 (chosen at run time on
+ * x86-64 machines that have them) and portable C. Each computes
+ * mdnl_pair_d2 with the same IEEE operations in the same order (no
+ * contraction: -ffp-contract=off, and no FMA intrinsics), so all three give
+ * the same bits and the same hits in the same order. */
+static int64_t hits_c(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi, int64_t qb,
+                      int64_t n, int64_t m)
+{
+    const float cut2 = g->cutoff2;
+    const float *restrict x = h->x, *restrict y = h->y, *restrict z = h->z;
+    const float *restrict vx = h->vx, *restrict vy = h->vy, *restrict vz = h->vz;
+    float *restrict d2 = h->d2;
+    for (int64_t q = qb; q < n; ++q) {
+        float dx = (x[q] - xi) + vx[q];
+        float dy = (y[q] - yi) + vy[q];
+        float dz = (z[q] - zi) + vz[q];
+        d2[q] = (dx * dx + dy * dy) + dz * dz;
+    }
+    const int32_t *restrict self = h->self;
+    int32_t *restrict hit = h->hit;
+    for (int64_t q = qb; q < n; ++q) {
+        hit[m] = (int32_t)q;
+        m += (d2[q] < cut2) & (self[q] != (int32_t)k);
+    }
+    return m;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MDNL_HITS_X86 1
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static int64_t hits_avx512(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k,
+                                                              float xi, float yi, float zi, int64_t qb, int64_t n,
+                                                              int64_t m)
+{
+    const __m512 vxi = _mm512_set1_ps(xi), vyi = _mm512_set1_ps(yi), vzi = _mm512_set1_ps(zi);
+    const __m512 cut2 = _mm512_set1_ps(g->cutoff2);
+    const __m512i vk = _mm512_set1_epi32((int32_t)k);
+    __m512i vq = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                  _mm512_set1_epi32((int32_t)qb));
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    for (int64_t q = qb; q < n; q += 16) {
+        const __mmask16 lm = n - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - q)) - 1u);
+        __m512 dx = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, h->x + q), vxi),
+                                  _mm512_maskz_loadu_ps(lm, h->vx + q));
+        __m512 dy = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, h->y + q), vyi),
+                                  _mm512_maskz_loadu_ps(lm, h->vy + q));
+        __m512 dz = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, h->z + q), vzi),
+                                  _mm512_maskz_loadu_ps(lm, h->vz + q));
+        __m512 d2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
+        _mm512_mask_storeu_ps(h->d2 + q, lm, d2);
+        __mmask16 in = _mm512_mask_cmp_ps_mask(lm, d2, cut2, _CMP_LT_OQ);
+        in = _mm512_mask_cmpneq_epi32_mask(in, _mm512_maskz_loadu_epi32(lm, h->self + q), vk);
+        /* compress in a register, then a plain store (h->hit has 16 spare slots) */
+        _mm512_storeu_si512((void *)(h->hit + m), _mm512_maskz_compress_epi32(in, vq));
+        m += __builtin_popcount((unsigned)in);
+        vq = _mm512_add_epi32(vq, sixteen);
+    }
+    return m;
+}
+
+__attribute__((target("avx2,bmi"))) static int64_t hits_avx2(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k,
+                                                             float xi, float yi, float zi, int64_t qb, int64_t n,
+                                                             int64_t m)
+{
+    const float cut2 = g->cutoff2;
+    const __m256 vxi = _mm256_set1_ps(xi), vyi = _mm256_set1_ps(yi), vzi = _mm256_set1_ps(zi);
+    const __m256 vcut = _mm256_set1_ps(cut2);
+    int64_t q = qb;
+    for (; q + 8 <= n; q += 8) {
+        __m256 dx = _mm256_add_ps(_mm256_sub_ps(_mm256_loadu_ps(h->x + q), vxi), _mm256_loadu_ps(h->vx + q));
+        __m256 dy = _mm256_add_ps(_mm256_sub_ps(_mm256_loadu_ps(h->y + q), vyi), _mm256_loadu_ps(h->vy + q));
+        __m256 dz = _mm256_add_ps(_mm256_sub_ps(_mm256_loadu_ps(h->z + q), vzi), _mm256_loadu_ps(h->vz + q));
+        __m256 d2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
+        _mm256_storeu_ps(h->d2 + q, d2);
+        unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d2, vcut, _CMP_LT_OQ));
+        while (bits) {
+            const int l = __builtin_ctz(bits);
+            bits &= bits - 1;
+            h->hit[m] = (int32_t)(q + l);
+            m += h->self[q + l] != (int32_t)k;
+        }
+    }
+    for (; q < n; ++q) {
+        float dx = (h->x[q] - xi) + h->vx[q];
+        float dy = (h->y[q] - yi) + h->vy[q];
+        float dz = (h->z[q] - zi) + h->vz[q];
+        h->d2[q] = (dx * dx + dy * dy) + dz * dz;
+        h->hit[m] = (int32_t)q;
+        m += (h->d2[q] < cut2) & (h->self[q] != (int32_t)k);
+    }
+    return m;
+}
+#endif
+
+static int64_t hits_range(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi, int64_t qb,
+                          int64_t qe, int64_t m)
+{
+#ifdef MDNL_HITS_X86
+    if (__builtin_cpu_supports("avx512f"))
+        return hits_avx512(g, h, k, xi, yi, zi, qb, qe, m);
+    if (__builtin_cpu_supports("avx2"))
+        return hits_avx2(g, h, k, xi, yi, zi, qb, qe, m);
+#endif
+    return hits_c(g, h, k, xi, yi, zi, qb, qe, m);
+}
+
+int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)
+{
+    return hits_range(g, h, k, xi, yi, zi, 0, h->n, 0);
+}
+
+int64_t mdnl_cells_hood_hits_half(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)
+{
+    int64_t m = 0;
+    for (int64_t s = 0; s < h->nshift; ++s) {
+        int64_t qb = h->seg[s];
+        const int64_t qe = h->seg[s + 1];
+        if (h->segcell[s] < h->cell || qb == qe)
+            continue;
+        if (h->segcell[s] == h->cell) /* the home cell: from atom k on, k itself only at a positive shift */
+            qb += (k - h->home_start) + (h->pos[qb] ? 0 : 1);
+        m = hits_range(g, h, k, xi, yi, zi, qb, qe, m);
+    }
+    return m;
 }

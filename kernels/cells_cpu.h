@@ -1,9 +1,22 @@
 /* cells_cpu.h — the CPU cell list: atoms binned by mdnl_cell_coord (geometry.h)
- * with a stable counting sort, and a visitor that enumerates every (j, S)
- * within the geometry's cutoff of an atom i. The neighbor list, the fused
- * energy and the fused histogram CPU twins all traverse pairs through it, so
- * they agree on the pair set by construction. Its CUDA counterpart is
- * cells_cuda.cuh. */
+ * with a stable counting sort, their positions copied into cell order, and a
+ * per-cell "neighbourhood" that enumerates every (j, S) within the
+ * geometry's cutoff of the cell's atoms. The neighbor list, the fused energy
+ * and the fused histogram CPU twins all traverse pairs through it, so they
+ * agree on the pair set by construction. Its CUDA counterpart is
+ * cells_cuda.cuh.
+ *
+ * Work runs in cell order whatever the atoms' order in the frame: a home
+ * cell's atoms and its stencil's candidates are contiguous in the cell-order
+ * copy, so the distance loop streams through memory (and vectorises) instead
+ * of gathering positions by atom index.
+ *
+ * Candidate order. mdnl_cells_hood_gather lists a home cell's candidates as
+ * the stencil offsets dx, dy, dz (each -stencil..stencil, dz fastest) and,
+ * within a cell, the atoms in ascending index; so an atom's pairs come in
+ * the same order for every atom of the cell, and summing them in candidate
+ * order (the fused energy) gives the same bits on every run and thread
+ * count. */
 #ifndef MDNL_CELLS_CPU_H
 #define MDNL_CELLS_CPU_H
 
@@ -19,7 +32,8 @@ typedef struct mdnl_cells_cpu {
     int64_t natoms;
     int64_t *start;   /* [ncells + 1]: cell c holds atoms[start[c] .. start[c+1]) */
     int32_t *atoms;   /* [natoms] atom indices in cell order, ascending within a cell */
-    int32_t *cell_of; /* [natoms] linear cell index (cx * ncell[1] + cy) * ncell[2] + cz */
+    int32_t *cell_of; /* [natoms] linear cell index (cx * ncell[1] + cy) * ncell[2] + cz, by atom */
+    float *x, *y, *z; /* [natoms] positions in cell order: x[k] is pos4[atoms[k]][0] */
     int64_t cap_cells, cap_atoms;
 } mdnl_cells_cpu;
 
@@ -28,13 +42,44 @@ typedef struct mdnl_cells_cpu {
 mdnl_status mdnl_cells_cpu_build(const mdnl_geom *g, const float (*pos4)[4], mdnl_cells_cpu *c);
 void mdnl_cells_cpu_free(mdnl_cells_cpu *c); /* NULL is a no-op */
 
-/* Called once per pair (i, j, S) of atom i's FULL list with d2 < g->cutoff2. */
-typedef void (*mdnl_pair_fn)(void *ctx, int64_t i, int32_t j, float d2, int s0, int s1, int s2);
+/* The candidates of one home cell, in candidate order (above). One per
+ * thread; zero-initialise, free with mdnl_cells_hood_free(). */
+typedef struct mdnl_cells_hood {
+    int64_t n;           /* candidates */
+    float *x, *y, *z;    /* candidate position */
+    float *vx, *vy, *vz; /* its image shift vector S·h (mdnl_shift_vector) */
+    int32_t *j;          /* its atom index */
+    int32_t *self;       /* its cell-order index when S = 0, else -1: equals the home atom's k only for itself */
+    uint8_t *pos;        /* S lexicographically positive (mdnl_shift_positive) */
+    int32_t *sidx;       /* its stencil entry: shift[sidx] is S */
+    int (*shift)[3];     /* [nshift] */
+    int64_t *seg;        /* [nshift + 1]: stencil entry s holds candidates seg[s] .. seg[s+1] */
+    int64_t *segcell;    /* [nshift]: its cell */
+    int64_t cell, home_start; /* the home cell and its first cell-order index */
+    float *d2;           /* [n] scratch of mdnl_cells_hood_hits */
+    int32_t *hit;        /* [n] scratch of mdnl_cells_hood_hits */
+    int64_t cap, nshift, cap_shift;
+} mdnl_cells_hood;
 
-/* Visits every neighbor (j, S) of atom i, in cell order (not sorted). Safe to
- * call concurrently for different i. */
-void mdnl_cells_cpu_visit(const mdnl_geom *g, const float (*pos4)[4], const mdnl_cells_cpu *c, int64_t i,
-                          mdnl_pair_fn fn, void *ctx);
+/* Lists the candidates of home cell `cell`. MDNL_ERR_RESOURCE when out of
+ * memory (reported). */
+mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_hood *h);
+void mdnl_cells_hood_free(mdnl_cells_hood *h); /* NULL is a no-op */
+
+/* The pairs of the home cell's atom at cell-order index k (position xi, yi,
+ * zi): fills h->hit[0..m) with the candidates q, in candidate order, whose
+ * mdnl_pair_d2 is below g->cutoff2 (h->d2[q] holds it), the atom itself
+ * (h->self[q] == k) excluded; returns m. */
+int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi);
+
+/* The same for a half traversal: only the candidates of cell-order index k'
+ * with (k' > k) or (k' == k and S positive) when they share a cell, and all
+ * of the stencil cells after the home cell (none before it); every pair
+ * (k, k', S) of the full traversal is then found once, from k or from k' as
+ * (k', k, -S), with the same d2 bits either way (the float subtraction and
+ * addition are symmetric under negation). Whole stencil entries are skipped,
+ * so the distance loop does about half the work. */
+int64_t mdnl_cells_hood_hits_half(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi);
 
 MDNL_END_C
 

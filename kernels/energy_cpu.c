@@ -49,18 +49,6 @@ mdnl_status mdnl_energy_list_cpu(const mdnl_nlist *l, mdnl_list_kind kind, const
     return MDNL_OK;
 }
 
-typedef struct fused_ctx {
-    const mdnl_potential *p;
-    double sum;
-} fused_ctx;
-
-static void add_pair(void *vctx, int64_t i, int32_t j, float d2, int s0, int s1, int s2)
-{
-    fused_ctx *c = vctx;
-    (void)i, (void)j, (void)s0, (void)s1, (void)s2;
-    c->sum += mdnl_pair_energy(c->p, d2);
-}
-
 static mdnl_status check_cutoff(const mdnl_geom *g, const mdnl_potential *p)
 {
     if ((float)p->cutoff != g->cutoff)
@@ -86,13 +74,37 @@ mdnl_status mdnl_energy_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], co
     if (st == MDNL_OK && !e)
         st = MDNL_ERR_RESOURCE;
     if (st == MDNL_OK) {
-#pragma omp parallel for schedule(dynamic, 256)
-        for (int64_t i = 0; i < n; ++i) {
-            fused_ctx c = {p, 0.0};
-            mdnl_cells_cpu_visit(g, pos4, &cells, i, add_pair, &c);
-            e[i] = 0.5 * c.sum;
+        int failed = 0;
+#pragma omp parallel
+        {
+            mdnl_cells_hood h = {0};
+#pragma omp for schedule(dynamic, 16)
+            for (int64_t cell = 0; cell < cells.ncells; ++cell) {
+                const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
+                int bad;
+#pragma omp atomic read
+                bad = failed;
+                if (kb == ke || bad)
+                    continue;
+                if (mdnl_cells_hood_gather(g, &cells, cell, &h) != MDNL_OK) {
+#pragma omp atomic write
+                    failed = 1;
+                    continue;
+                }
+                for (int64_t k = kb; k < ke; ++k) {
+                    const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
+                    double sum = 0.0; /* in candidate order (cells_cpu.h) */
+                    for (int64_t a = 0; a < m; ++a)
+                        sum += mdnl_pair_energy(p, h.d2[h.hit[a]]);
+                    e[cells.atoms[k]] = 0.5 * sum;
+                }
+            }
+            mdnl_cells_hood_free(&h);
         }
-        *total = sum_in_order(e, n);
+        if (failed)
+            st = MDNL_ERR_RESOURCE;
+        else
+            *total = sum_in_order(e, n);
     }
     if (!per_atom)
         free(e);

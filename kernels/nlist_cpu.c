@@ -5,13 +5,21 @@
  *
  *   brute: every atom i visits every j and every image shift S in the box
  *          [-image_max, image_max] (geometry.h): O(N^2 * images).
- *   cell:  every atom visits the stencil of surrounding cells (cells_cpu.h).
+ *   cell:  one pass in cell order (cells_cpu.h): each home cell's atoms test
+ *          the cell's neighbourhood; each thread appends its rows, sorted, to
+ *          its own buffer, and the rows are then copied to their place in
+ *          atom order. The result does not depend on the atom order or the
+ *          number of threads.
  */
 #include "cells_cpu.h"
 #include "nlist.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Called once per pair (i, j, S) of atom i's FULL list with d2 < g->cutoff2. */
+typedef void (*mdnl_pair_fn)(void *ctx, int64_t i, int32_t j, float d2, int s0, int s1, int s2);
 
 typedef struct row_ctx {
     mdnl_list_kind kind;
@@ -60,10 +68,69 @@ static void brute_visit(const mdnl_geom *g, const float (*pos4)[4], int64_t i, m
                 }
 }
 
-static int cmp_key(const void *a, const void *b)
+/* Sorts keys ascending: quicksort (median of three) down to runs of 64 or
+ * fewer, which rank_sort places. Comparisons are inline: rows are short. */
+static void quick_keys(uint64_t *a, int64_t n, uint64_t *tmp);
+
+/* Short runs by rank, without a data-dependent branch (rows of a liquid are
+ * ~27 or ~55 keys in random order, where insertion sort mispredicts at every
+ * step): each key's place is the number of keys below it, ties broken by
+ * position (equal keys are equal bits, so their order does not show). The
+ * loops vectorise; the AVX-512 and AVX2 clones are picked at load time. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+static void rank_sort(uint64_t *a, int64_t n, uint64_t *tmp)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    for (int64_t x = 0; x < n; ++x) {
+        const uint64_t v = a[x];
+        int64_t r = 0;
+        for (int64_t b = 0; b < x; ++b)
+            r += a[b] <= v;
+        for (int64_t b = x + 1; b < n; ++b)
+            r += a[b] < v;
+        tmp[r] = v;
+    }
+    memcpy(a, tmp, (size_t)n * sizeof *a);
+}
+
+static void quick_keys(uint64_t *a, int64_t n, uint64_t *tmp)
+{
+    while (n > 64) {
+        uint64_t x = a[0], y = a[n / 2], z = a[n - 1];
+        uint64_t piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        int64_t lo = 0, hi = n - 1;
+        for (;;) {
+            while (a[lo] < piv)
+                ++lo;
+            while (a[hi] > piv)
+                --hi;
+            if (lo >= hi)
+                break;
+            uint64_t t = a[lo];
+            a[lo++] = a[hi];
+            a[hi--] = t;
+        }
+        /* [0, hi] <= piv <= [hi + 1, n): recurse into the smaller part */
+        int64_t left = hi + 1;
+        if (left < n - left) {
+            quick_keys(a, left, tmp);
+            a += left;
+            n -= left;
+        } else {
+            quick_keys(a + left, n - left, tmp);
+            n = left;
+        }
+    }
+    rank_sort(a, n, tmp);
+}
+
+/* Sorts keys ascending; tmp: scratch of 64 keys. */
+static void sort_keys(uint64_t *a, int64_t n, uint64_t *tmp)
+{
+    quick_keys(a, n, tmp);
 }
 
 /* Sorts one row by mdnl_row_key; `keys` is scratch of at least n entries. */
@@ -71,17 +138,8 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
 {
     for (int64_t k = 0; k < n; ++k)
         keys[k] = mdnl_row_key(j[k], d[k]);
-    if (n < 32) {
-        for (int64_t a = 1; a < n; ++a) {
-            uint64_t x = keys[a];
-            int64_t b = a;
-            for (; b > 0 && keys[b - 1] > x; --b)
-                keys[b] = keys[b - 1];
-            keys[b] = x;
-        }
-    } else {
-        qsort(keys, (size_t)n, sizeof *keys, cmp_key);
-    }
+    uint64_t tmp[64];
+    sort_keys(keys, n, tmp);
     for (int64_t k = 0; k < n; ++k) {
         union {
             uint32_t u;
@@ -90,6 +148,119 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
         j[k] = (int32_t)(keys[k] >> 32);
         d[k] = bits.f;
     }
+}
+
+/* The cell method (see the top of the file). */
+static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
+{
+    const int64_t n = g->natoms;
+    mdnl_cells_cpu cells = {0};
+    mdnl_status st = mdnl_cells_cpu_build(g, pos4, &cells);
+    if (st != MDNL_OK)
+        return st;
+    const int nthreads = omp_get_max_threads();
+    uint64_t **bufs = mdnl_calloc((size_t)nthreads, sizeof *bufs, "neighbor row buffers");
+    int64_t *src = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *src, "neighbor row sources");
+    int32_t *thr = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *thr, "neighbor row threads");
+    int64_t *off = out->offsets;
+    off[0] = 0;
+    int failed = !bufs || !src || !thr;
+    const int full = kind == MDNL_LIST_FULL;
+    /* First guess of a thread's row buffer: its share of the pairs of a
+     * uniform density (grown as needed). */
+    int64_t guess = 0;
+    if (g->volume > 0.0) {
+        double per_atom = 4.18879 * (double)g->cutoff * g->cutoff * g->cutoff * (double)n / g->volume;
+        double est = 1.1 * per_atom * (double)n / (full ? 1.0 : 2.0) / nthreads;
+        guess = est < 1e10 ? (int64_t)est : 0;
+    }
+    if (!failed) {
+#pragma omp parallel num_threads(nthreads)
+        {
+            const int t = omp_get_thread_num();
+            mdnl_cells_hood h = {0};
+            uint64_t *buf = NULL, tmp[64];
+            int64_t len = 0, cap = 0;
+#pragma omp for schedule(dynamic, 16)
+            for (int64_t cell = 0; cell < cells.ncells; ++cell) {
+                const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
+                int bad;
+#pragma omp atomic read
+                bad = failed;
+                if (kb == ke || bad)
+                    continue;
+                if (mdnl_cells_hood_gather(g, &cells, cell, &h) != MDNL_OK) {
+#pragma omp atomic write
+                    failed = 1;
+                    continue;
+                }
+                for (int64_t k = kb; k < ke; ++k) {
+                    const int32_t i = cells.atoms[k];
+                    const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
+                    if (len + m > cap) {
+                        int64_t nc = cap + cap / 2 + m + 4096;
+                        if (cap == 0 && guess > nc)
+                            nc = guess;
+                        uint64_t *nb = mdnl_realloc(buf, (size_t)nc * sizeof *nb, "neighbor row buffer");
+                        if (!nb) {
+#pragma omp atomic write
+                            failed = 1;
+                            break;
+                        }
+                        buf = nb;
+                        cap = nc;
+                    }
+                    uint64_t *row = buf + len;
+                    int64_t r = 0;
+                    for (int64_t a = 0; a < m; ++a) {
+                        const int32_t q = h.hit[a];
+                        const int32_t j = h.j[q];
+                        row[r] = mdnl_row_key(j, sqrtf(h.d2[q]));
+                        /* mdnl_half_keep without a branch (the atom itself is not a hit) */
+                        r += full | (j > i) | ((j == i) & h.pos[q]);
+                    }
+                    sort_keys(row, r, tmp);
+                    src[i] = len;
+                    thr[i] = t;
+                    off[i + 1] = r;
+                    len += r;
+                }
+            }
+            bufs[t] = buf;
+            mdnl_cells_hood_free(&h);
+        }
+    }
+    if (!failed) {
+        for (int64_t i = 0; i < n; ++i)
+            off[i + 1] += off[i];
+        out->natoms = n;
+        out->npairs = off[n];
+        if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+            for (int64_t i = 0; i < n; ++i) {
+                const uint64_t *row = bufs[thr[i]] + src[i];
+                int32_t *oj = out->j + off[i];
+                float *od = out->d + off[i];
+                for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
+                    const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
+                    float dv;
+                    memcpy(&dv, &u, sizeof dv);
+                    oj[a] = (int32_t)(row[a] >> 32);
+                    od[a] = dv;
+                }
+            }
+        }
+    } else {
+        st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);
+    }
+    if (bufs)
+        for (int t = 0; t < nthreads; ++t)
+            free(bufs[t]);
+    free(bufs);
+    free(src);
+    free(thr);
+    mdnl_cells_cpu_free(&cells);
+    return st;
 }
 
 mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdnl_method method, mdnl_list_kind kind,
@@ -101,10 +272,8 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
     mdnl_status st = mdnl_nlist_reserve(out, n, 0);
     if (st != MDNL_OK)
         return st;
-    const int use_cells = method == MDNL_METHOD_AUTO || method == MDNL_METHOD_CELL;
-    mdnl_cells_cpu cells = {0};
-    if (use_cells && (st = mdnl_cells_cpu_build(g, pos4, &cells)) != MDNL_OK)
-        return st;
+    if (method == MDNL_METHOD_AUTO || method == MDNL_METHOD_CELL)
+        return build_cells(g, pos4, kind, out);
 
     /* Pass 1: row lengths. */
     int64_t *off = out->offsets;
@@ -112,10 +281,7 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
 #pragma omp parallel for schedule(dynamic, 256)
     for (int64_t i = 0; i < n; ++i) {
         row_ctx r = {.kind = kind};
-        if (use_cells)
-            mdnl_cells_cpu_visit(g, pos4, &cells, i, count_pair, &r);
-        else
-            brute_visit(g, pos4, i, count_pair, &r);
+        brute_visit(g, pos4, i, count_pair, &r);
         off[i + 1] = r.count;
     }
     int64_t longest = 0;
@@ -126,10 +292,8 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
     }
     out->natoms = n;
     out->npairs = off[n];
-    if ((st = mdnl_nlist_reserve(out, n, off[n])) != MDNL_OK) {
-        mdnl_cells_cpu_free(&cells);
+    if ((st = mdnl_nlist_reserve(out, n, off[n])) != MDNL_OK)
         return st;
-    }
 
     /* Pass 2: fill and sort each row. */
     int failed = 0;
@@ -145,15 +309,11 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
             if (!keys)
                 continue;
             row_ctx r = {.kind = kind, .j = out->j + off[i], .d = out->d + off[i]};
-            if (use_cells)
-                mdnl_cells_cpu_visit(g, pos4, &cells, i, fill_pair, &r);
-            else
-                brute_visit(g, pos4, i, fill_pair, &r);
+            brute_visit(g, pos4, i, fill_pair, &r);
             sort_row(r.j, r.d, r.count, keys);
         }
         free(keys);
     }
-    mdnl_cells_cpu_free(&cells);
     if (failed)
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for neighbor-list sort scratch (%lld entries)",
                           (long long)longest);

@@ -155,6 +155,7 @@ static const opt_def defs[] = {
     {"vacuum", 0, DOUBLE_POS, OFF(vacuum), NONE},
     {"seed", 0, UINT, OFF(seed), NONE},
     {"sizes", 0, STRING, OFF(sizes), NONE},
+    {"data", 0, STRING, OFF(data_dir), NONE},
 };
 
 static bool allowed_name(const char *allowed, const char *name)

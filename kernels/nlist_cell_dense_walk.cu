@@ -46,22 +46,19 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * slab row together (its running count, held by lane a, plus the hit's rank
  * in the ballot). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP keys a row,
- * rows in cell (sorted slot) order, the key j << 5 | shift code; the walk counts
+ * rows in original index order, the key j << 5 | shift code; the walk counts
  * every row exactly (counts[i]) and records the longest (flags[1]); keys past
  * WALK_CAP are dropped. There is no count pass: the candidates are walked once.
  *
- * Rows (walk_rows_kernel). Mapping: thread per sorted slot s (row
- * order[s]), so a warp's 32 rows are contiguous in the slab and its atoms
- * share cells, whatever the order of the input. The warp loads its rows
+ * Rows (walk_rows_kernel). Mapping: thread per original row i, so a warp's 32
+ * rows are contiguous in the slab and in the CSR. The warp loads its rows
  * into shared memory with coalesced 16-byte loads; each thread takes its
  * row into registers and sorts it with a bitonic network (32 or 64 keys,
  * compile-time indices; the warp's longest row decides); the warp then
- * writes j and computes and writes d entry by entry of its concatenated
- * rows, each row contiguous at its own CSR offset, from the positions in
- * original order (the floats the walk used, mdnl_pair_d2: the same bits;
- * the rows' neighbours overlap, so the gathers share cache lines). A row
- * longer than WALK_CAP is walked again by one thread (walk_long_kernel, a
- * no-op when the walk saw no such
+ * writes j and computes and writes d entry by entry in output order, from
+ * the positions in original order (the floats the walk used, mdnl_pair_d2:
+ * the same bits), with coalesced stores. A row longer than WALK_CAP is walked
+ * again by one thread (walk_long_kernel, a no-op when the walk saw no such
  * row), written unsorted into its CSR slots and sorted there. No host
  * synchronisation inside the build: the output arrays are sized from the
  * frame before or an estimate, and a CSR that outgrew them is found by the
@@ -130,7 +127,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         if (lane < nh) {
             const float4 p = c.pos[h0 + lane];
             home_s[hbase + lane] = p;
-            rowp_s[hbase + lane] = slab + (size_t)(h0 + lane) * WALK_CAP; /* slab rows in cell order */
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * WALK_CAP;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -228,50 +225,59 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         atomicMax(maxlen, m);
 }
 
-/* One warp's sorted rows out: each thread sorts its row (NET keys in the
- * network, NET >= the warp's longest row of at most WALK_CAP) and puts the
- * keys, with its lane, at its place `rel` of the warp's concatenated rows in
- * shared memory; the warp then writes j, and computes and writes d, entry by
- * entry of that concatenation (the rows of one warp are those of one or two
- * cells: each lands contiguous at its own CSR offset, and the gathers of
- * their neighbours share cache lines). */
+/* One row's sorted keys out: NET keys in the network (NET >= the warp's
+ * longest row of at most WALK_CAP). Staged (every row of the warp is the
+ * thread's own and they fit the stage): the sorted keys and their row's lane
+ * go to shared memory in output order, and the warp writes j, then computes
+ * and writes d, entry by entry in output order (coalesced stores, and the
+ * gathers of many entries in flight). Otherwise each thread writes its own
+ * row. */
 template <int NET>
-__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, int rel, int span,
+__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
+                                            long long wbase, int span, bool staged, float4 pi,
                                             const float4 *__restrict__ opos, const float (*sh)[3],
                                             unsigned *__restrict__ st, unsigned char *__restrict__ rid,
-                                            const float4 *__restrict__ pis, const long long *__restrict__ offs,
-                                            const int *__restrict__ rels, int lane, int32_t *__restrict__ j_out,
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
                                             float *__restrict__ d_out)
 {
     thread_bitonic<NET>(x);
+    if (staged) {
+        const int rel = (int)(off - wbase);
+#pragma unroll
+        for (int e = 0; e < NET; ++e)
+            if (e < len) {
+                st[rel + e] = x[e];
+                rid[rel + e] = (unsigned char)lane;
+            }
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            j_out[wbase + e] = (int32_t)(st[e] >> 5);
+#pragma unroll 4
+        for (int e = lane; e < span; e += 32) {
+            const unsigned key = st[e];
+            const float4 p = pis[rid[e]];
+            const float4 pj = __ldg(opos + (key >> 5));
+            d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
+        return;
+    }
+    if (!mine)
+        return;
 #pragma unroll
     for (int e = 0; e < NET; ++e)
         if (e < len) {
-            st[rel + e] = x[e];
-            rid[rel + e] = (unsigned char)lane;
+            const unsigned key = x[e];
+            const float4 pj = __ldg(opos + (key >> 5));
+            j_out[off + e] = (int32_t)(key >> 5);
+            d_out[off + e] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
         }
-    __syncwarp();
-#pragma unroll 4
-    for (int e = lane; e < span; e += 32) {
-        const unsigned key = st[e];
-        const int r = rid[e];
-        const long long o = offs[r] + (e - rels[r]);
-        const float4 p = pis[r];
-        const float4 pj = __ldg(opos + (key >> 5));
-        j_out[o] = (int32_t)(key >> 5);
-        d_out[o] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
-    }
 }
 
-/* Mapping: thread per sorted slot s (row i = order[s]), so a warp's 32 rows
- * are contiguous in the slab and its atoms close in space, whatever the
- * input order. npairs_out (flags) gets the pair count; a CSR of more than
- * `cap` pairs sets *outgrown and writes nothing (the host grows the output
- * and builds again). */
+/* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
+ * sets *outgrown and writes nothing (the host grows the output and builds
+ * again). */
 __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab, int n,
-                                                        const int *__restrict__ order,
-                                                        const float4 *__restrict__ spos,
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
@@ -280,8 +286,6 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
     __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
     __shared__ float4 pi_s[WALK_RT / 32][32];
-    __shared__ long long off_s[WALK_RT / 32][32];
-    __shared__ int rel_s[WALK_RT / 32][32];
     __shared__ float sh[27][3];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -295,36 +299,29 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int s0 = blockIdx.x * WALK_RT + (threadIdx.x & ~31);
-    const int s = s0 + lane;
-    if (s0 >= n)
+    const int i0 = blockIdx.x * WALK_RT + (threadIdx.x & ~31);
+    const int i = i0 + lane;
+    if (i0 >= n)
         return; /* the whole warp */
-    long long off = 0;
+    long long off;
     int len = 0;
-    if (s < n) {
-        const int i = order[s];
+    if (i < n) {
         off = offsets[i];
         len = (int)(offsets[i + 1] - off);
+    } else {
+        off = offsets[n];
     }
-    /* Rows longer than WALK_CAP are walk_long_kernel's: none here. */
+    const long long wbase = __shfl_sync(FULLMASK, off, 0);
+    const long long wend = __shfl_sync(FULLMASK, off + len, 31);
+    /* Rows longer than WALK_CAP are walk_long_kernel's. */
     const bool mine = len <= WALK_CAP;
-    const int slen = mine ? len : 0;
-    const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)slen);
-    int rel = slen; /* inclusive scan of the staged lengths over the warp */
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(FULLMASK, rel, o);
-        if (lane >= o)
-            rel += t;
-    }
-    const int span = __shfl_sync(FULLMASK, rel, 31);
-    rel -= slen;
+    const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
     /* the warp's rows, 16 bytes a lane, into shared memory (only the words
      * up to the longest row) */
     {
-        const int nrows = min(32, n - s0), qmax = (wmax + 3) / 4;
-        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)s0 * WALK_CAP);
+        const int nrows = min(32, n - i0), qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
         for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
             const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
             if (q < qmax)
@@ -336,23 +333,24 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
 #pragma unroll
     for (int q = 0; q < WALK_CAP / 4; ++q) {
         uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
-        if (4 * q < slen)
+        if (mine && 4 * q < len)
             u = *reinterpret_cast<const uint4 *>(st + lane * WALK_LPITCH + 4 * q);
-        x[4 * q] = 4 * q < slen ? u.x : ~0u;
-        x[4 * q + 1] = 4 * q + 1 < slen ? u.y : ~0u;
-        x[4 * q + 2] = 4 * q + 2 < slen ? u.z : ~0u;
-        x[4 * q + 3] = 4 * q + 3 < slen ? u.w : ~0u;
+        x[4 * q] = 4 * q < len ? u.x : ~0u;
+        x[4 * q + 1] = 4 * q + 1 < len ? u.y : ~0u;
+        x[4 * q + 2] = 4 * q + 2 < len ? u.z : ~0u;
+        x[4 * q + 3] = 4 * q + 3 < len ? u.w : ~0u;
     }
-    pi_s[w][lane] = s < n ? spos[s] : make_float4(0.f, 0.f, 0.f, 0.f);
-    off_s[w][lane] = off;
-    rel_s[w][lane] = rel;
+    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    pi_s[w][lane] = pi;
     __syncwarp(); /* st is reused for the output */
+    const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
+    const int span = staged ? (int)(wend - wbase) : 0;
     if (wmax <= 32)
-        walk_rows_out<32>(x, slen, rel, span, opos, sh, st, rid_s[w], pi_s[w], off_s[w], rel_s[w], lane, j_out,
-                          d_out);
+        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
     else
-        walk_rows_out<64>(x, slen, rel, span, opos, sh, st, rid_s[w], pi_s[w], off_s[w], rel_s[w], lane, j_out,
-                          d_out);
+        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -459,7 +457,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
     walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->stage.ptr, n, ctx->view.order, ctx->view.pos, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        *g, (const unsigned *)ctx->stage.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

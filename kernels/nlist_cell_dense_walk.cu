@@ -446,6 +446,7 @@ __global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_con
         if (len > LONG_KEYS) { /* warp-uniform */
             if (lane == 0)
                 walk_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
+            __syncwarp();
             continue;
         }
         const float4 pi = c.pos[s];

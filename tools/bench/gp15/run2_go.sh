@@ -5,7 +5,7 @@ G=$(pwd)/.gp15; O=${OUT:-/tmp/out}; mkdir -p $O
 B=/tmp/gp15b; rm -rf $B; mkdir -p $B; tar -C $B -xJf $G/pack.tar.xz; mkdir -p $B/data; cp $G/data/*.h5md $B/data/
 { nvidia-smi -L; date -u +%FT%TZ; } > $O/device.txt 2>&1
 for v in EAg EAs; do t0=$(date +%s)
-  $B/run $B/bin/test_nlist_gpu-$v --jobs 1 > $O/tests-$v.log 2>&1; echo "test_nlist_gpu-$v rc=$? $(( $(date +%s)-t0 ))s $(grep -a Synthesis $O/tests-$v.log)" >> $O/device.txt
+  timeout 150 $B/run $B/bin/test_nlist_gpu-$v --jobs 1 > $O/tests-$v.log 2>&1; echo "test_nlist_gpu-$v rc=$? $(( $(date +%s)-t0 ))s $(grep -a Synthesis $O/tests-$v.log)" >> $O/device.txt
 done
 S1=lj-1m,lj-1m-liquid,lj-1m-liquid-sorted,cu-131k
 S2=lj-1m-liquid,lj-1m-liquid-sorted,cu-131k

@@ -25,8 +25,9 @@
 /* Brute force is timed only when N^2/2 * images is below this. */
 #define BENCH_BRUTE_MAX_WORK 2.0e11
 
-static const char *const system_names[] = {"graphene-17k", "graphene-1m", "lj-1m"};
-#define NSYSTEMS 3
+static const char *const system_names[] = {"graphene-17k", "graphene-1m",         "lj-1m",
+                                           "lj-1m-liquid", "lj-1m-liquid-sorted", "cu-131k"};
+#define NSYSTEMS 6
 /* brute-atomic vs brute-noatomic (the seed's comparison), "cell" (the
  * default, path by density), then each shipped cell path forced. */
 #define NMETHODS 8
@@ -71,29 +72,46 @@ typedef struct method_result {
     int64_t npairs;
 } method_result;
 
+static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_geom *gp, const float (*pos4)[4],
+                              mdnl_list_kind kind, int json, int first, FILE *out, int *all_valid);
+
 static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first, FILE *out, int *all_valid)
 {
     mdnl_frame f;
     memset(&f, 0, sizeof f);
-    double cutoff;
-    mdnl_status st;
-    st = mdnl_system_build(system_names[sys], &f); /* systems.h */
-    cutoff = sys == 2 ? 2.5 : 1.9;
+    const char *name = system_names[sys];
+    const double cutoff = mdnl_system_cutoff(name);
+    mdnl_status st = mdnl_system_build(name, &f); /* systems.h */
     if (st != MDNL_OK) {
         mdnl_frame_free(&f);
         return st;
     }
-    const int64_t n = f.natoms;
-    float(*pos4)[4] = mdnl_malloc((size_t)n * sizeof *pos4, "benchmark positions");
+    float(*pos4)[4] = mdnl_malloc((size_t)f.natoms * sizeof *pos4, "benchmark positions");
     if (!pos4) {
         mdnl_frame_free(&f);
         return MDNL_ERR_RESOURCE;
     }
     mdnl_geom g;
+    if ((st = mdnl_geom_prepare(&f, cutoff, &g, pos4)) == MDNL_OK)
+        st = bench_list(ctx, name, &g, (const float(*)[4])pos4, MDNL_LIST_FULL, json, first, out, all_valid);
+    if (st == MDNL_OK)
+        st = bench_list(ctx, name, &g, (const float(*)[4])pos4, MDNL_LIST_HALF, json, 0, out, all_valid);
+    free(pos4);
+    mdnl_frame_free(&f);
+    return st;
+}
+
+/* One list kind of one system: the CPU oracle, then every method validated
+ * and timed. */
+static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_geom *gp, const float (*pos4)[4],
+                              mdnl_list_kind kind, int json, int first, FILE *out, int *all_valid)
+{
+    const mdnl_geom g = *gp;
+    const int64_t n = g.natoms;
+    const double cutoff = g.cutoff;
+    const char *kind_name = kind == MDNL_LIST_FULL ? "full" : "half";
+    mdnl_status st;
     mdnl_nlist oracle = {0}, got = {0};
-    if ((st = mdnl_geom_prepare(&f, cutoff, &g, pos4)) != MDNL_OK)
-        goto done;
-    const mdnl_list_kind kind = MDNL_LIST_FULL;
     int nimg = 1;
     for (int k = 0; k < 3; ++k)
         nimg *= g.pbc[k] ? 2 * g.image_max[k] + 1 : 1;
@@ -102,10 +120,9 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
     /* The oracle: CPU brute force when affordable, else the CPU cell list. */
     const mdnl_method oracle_method = brute_work <= 1e9 ? MDNL_METHOD_BRUTE_NOATOMIC : MDNL_METHOD_CELL;
     double t0 = wall_seconds();
-    if ((st = mdnl_nlist_build_cpu(&g, (const float(*)[4])pos4, oracle_method, kind, &oracle)) != MDNL_OK)
+    if ((st = mdnl_nlist_build_cpu(&g, pos4, oracle_method, kind, &oracle)) != MDNL_OK)
         goto done;
     const double cpu_ms = 1e3 * (wall_seconds() - t0);
-
     /* "cell" is the default (path by density); cell-<path> forces one of
      * the shipped paths (nlist_cuda.h). */
     mdnl_method methods[NMETHODS];
@@ -124,7 +141,7 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
             continue;
         }
         mdnl_cuda_ctx_set_timing(ctx, 0);
-        if ((st = mdnl_nlist_build_cuda(ctx, &g, (const float(*)[4])pos4, methods[m], kind, &got)) != MDNL_OK)
+        if ((st = mdnl_nlist_build_cuda(ctx, &g, pos4, methods[m], kind, &got)) != MDNL_OK)
             goto done;
         r->valid = same_list(&oracle, &got);
         r->npairs = got.npairs;
@@ -134,7 +151,7 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         double tot[BENCH_REPEATS], stages[MDNL_CUDA_NSTAGES][BENCH_REPEATS];
         for (int rep = 0; rep < BENCH_WARMUP + BENCH_REPEATS; ++rep) {
             mdnl_nlist_dev dev;
-            if ((st = mdnl_nlist_build_cuda_dev(ctx, &g, (const float(*)[4])pos4, methods[m], kind, &dev)) != MDNL_OK)
+            if ((st = mdnl_nlist_build_cuda_dev(ctx, &g, pos4, methods[m], kind, &dev)) != MDNL_OK)
                 goto done;
             if (rep < BENCH_WARMUP)
                 continue;
@@ -157,9 +174,9 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
     const double bytes_moved = 16.0 * (double)n + bytes_written;
     const double floor_ms = 1e3 * bytes_moved / BENCH_BANDWIDTH;
     if (json) {
-        fprintf(out, "%s{\"system\":\"%s\",\"natoms\":%lld,\"cutoff\":%g,\"list\":\"full\",\"npairs\":%lld,"
+        fprintf(out, "%s{\"system\":\"%s\",\"natoms\":%lld,\"cutoff\":%g,\"list\":\"%s\",\"npairs\":%lld,"
                      "\"cpu_oracle\":\"%s\",\"cpu_oracle_ms\":%.3f,\"bytes_written\":%.0f,\"floor_ms\":%.5f,\"methods\":[",
-                first ? "" : ",", system_names[sys], (long long)n, cutoff, (long long)oracle.npairs,
+                first ? "" : ",", name, (long long)n, cutoff, kind_name, (long long)oracle.npairs,
                 mdnl_method_name(oracle_method), cpu_ms, bytes_written, floor_ms);
         for (int m = 0; m < NMETHODS; ++m) {
             const method_result *r = &res[m];
@@ -181,10 +198,10 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
         for (int m = 0; m < NMETHODS; ++m) {
             const method_result *r = &res[m];
             if (r->skipped) {
-                fprintf(out, "%-13s %-15s %s\n", system_names[sys], method_labels[m], "skipped: O(N²)");
+                fprintf(out, "%-13s %-15s %s\n", name, method_labels[m], "skipped: O(N²)");
                 continue;
             }
-            fprintf(out, "%-13s %-15s %9.4f %10.3g %10.3g %12.0f %9.4f %7.2f  %s\n", system_names[sys],
+            fprintf(out, "%-13s %-15s %9.4f %10.3g %10.3g %12.0f %9.4f %7.2f  %s\n", name,
                     method_labels[m], r->ms, n / (r->ms * 1e-3), oracle.npairs / (r->ms * 1e-3),
                     bytes_written, floor_ms, r->ms / floor_ms, r->valid ? "ok" : "MISMATCH vs CPU");
             fprintf(out, "%-13s %-15s   stages:", "", "");
@@ -193,16 +210,14 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
                     fprintf(out, " %s %.4f", mdnl_cuda_stage_name(s), r->stage_ms[s]);
             fprintf(out, "\n");
         }
-        fprintf(out, "%-13s %lld atoms, cutoff %g, full list, %lld pairs (%.1f per atom); CPU %s oracle %.0f ms\n", "",
-                (long long)n, cutoff, (long long)oracle.npairs, (double)oracle.npairs / (double)n,
+        fprintf(out, "%-13s %lld atoms, cutoff %g, %s list, %lld pairs (%.1f per atom); CPU %s oracle %.0f ms\n", name,
+                (long long)n, cutoff, kind_name, (long long)oracle.npairs, (double)oracle.npairs / (double)n,
                 mdnl_method_name(oracle_method), cpu_ms);
     }
     st = MDNL_OK;
 done:
     mdnl_nlist_free(&oracle);
     mdnl_nlist_free(&got);
-    free(pos4);
-    mdnl_frame_free(&f);
     return st;
 }
 #endif
@@ -220,7 +235,8 @@ mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE 
             if (strcmp(sizes[k], system_names[s]) == 0)
                 want[s] = found = 1;
         if (!found)
-            return mdnl_error(MDNL_ERR_USAGE, "--sizes: expected graphene-17k, graphene-1m or lj-1m, got \"%s\"",
+            return mdnl_error(MDNL_ERR_USAGE, "--sizes: expected graphene-17k, graphene-1m, lj-1m, lj-1m-liquid, lj-1m-liquid-sorted or cu-131k, "
+                                              "got \"%s\"",
                               sizes[k]);
     }
 #ifndef MDNL_HAVE_CUDA

@@ -1,11 +1,16 @@
 /* bench.h — `mdnl bench`: the neighbor-list benchmark on built-in systems.
  *
- * Systems (built in memory, no files):
+ * Systems (built in memory; the liquids read data/lj-liquid-131k.h5md,
+ * systems.h says where it is looked for):
  *   graphene-17k  17,280 atoms, open boundaries, cutoff 1.9
  *   graphene-1m   999,424 atoms, pbc T T F (20 Å of vacuum in z), cutoff 1.9
  *   lj-1m         1,048,576 atoms, FCC at reduced density 0.8442 with seeded
  *                 displacements of up to 0.05 σ, periodic cube, cutoff 2.5
- * Every system builds the FULL list. Each GPU method is first validated byte
+ *   lj-1m-liquid  1,048,576 atoms of a LAMMPS-melted LJ liquid (the 131k
+ *                 snapshot of data/ replicated 2x2x2) in random order, 2.5
+ *   lj-1m-liquid-sorted  the same in replica/id order
+ *   cu-131k       FCC copper, a = 3.615 Å, 131,072 atoms, cutoff 5 Å
+ * Every system builds the full list, then the half list. Each GPU method is first validated byte
  * for byte against the CPU twin (brute force for graphene-17k, the cell list
  * for the 1M systems, where brute force runs only when its O(N²) work is
  * small enough), then timed with CUDA events (warm-up, median of 15) per

@@ -139,12 +139,29 @@ static mdnl_status bench_gpu(const mdnl_geom *g, const float (*pos4)[4], const m
 }
 #endif
 
+static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_status st, const char *label);
+
 mdnl_status mdnl_bench_energy_size(FILE *out, int json, int nside)
 {
-    const double cutoff = 2.5;
     mdnl_frame f;
     memset(&f, 0, sizeof f);
     mdnl_status st = mdnl_gen_lj_fcc(nside, 0.8442, 0.05, 2024, &f); /* nside 64: lj-1m of systems.h */
+    return bench_energy_frame(out, json, &f, st, NULL);
+}
+
+mdnl_status mdnl_bench_energy_system(FILE *out, int json, const char *name)
+{
+    mdnl_frame f;
+    memset(&f, 0, sizeof f);
+    mdnl_status st = mdnl_system_build(name, &f);
+    return bench_energy_frame(out, json, &f, st, name);
+}
+
+/* Frees *fp. label: the fixture's name (NULL: "lj-N"). */
+static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_status st, const char *label)
+{
+    const double cutoff = 2.5;
+    mdnl_frame f = *fp;
     float(*pos4)[4] = NULL;
     mdnl_geom g;
     mdnl_potential p;
@@ -195,9 +212,14 @@ mdnl_status mdnl_bench_energy_size(FILE *out, int json, int nside)
     if (st == MDNL_OK) {
         const double n = (double)f.natoms;
         if (json) {
-            fprintf(out, "{\"benchmark\": \"energy\", \"fixture\": \"lj-%lld\", \"natoms\": %lld, \"cutoff\": %g, "
+            char fixture[64];
+            if (label)
+                snprintf(fixture, sizeof fixture, "%s", label);
+            else
+                snprintf(fixture, sizeof fixture, "lj-%lld", (long long)f.natoms);
+            fprintf(out, "{\"benchmark\": \"energy\", \"fixture\": \"%s\", \"natoms\": %lld, \"cutoff\": %g, "
                          "\"pairs_half\": %lld, \"device\": \"%s\", \"results\": [",
-                    (long long)f.natoms, (long long)f.natoms, cutoff, (long long)half.npairs, device);
+                    fixture, (long long)f.natoms, cutoff, (long long)half.npairs, device);
             for (int k = 0; k < nrows; ++k)
                 fprintf(out, "%s{\"path\": \"%s\", \"backend\": \"%s\", \"reduce\": \"%s\", \"ms\": %.6f, "
                              "\"atoms_per_s\": %.6g, \"total\": %.17g, \"equals_cpu\": %s}",
@@ -205,8 +227,8 @@ mdnl_status mdnl_bench_energy_size(FILE *out, int json, int nside)
                         n / (rows[k].ms * 1e-3), rows[k].total, row_ok(&rows[k], cpu_total) ? "true" : "false");
             fprintf(out, "]}\n");
         } else {
-            fprintf(out, "# energy benchmark: lj, %lld atoms, rc %g, %lld half-list pairs; device: %s\n",
-                    (long long)f.natoms, cutoff, (long long)half.npairs, device);
+            fprintf(out, "# energy benchmark: %s, %lld atoms, rc %g, %lld half-list pairs; device: %s\n",
+                    label ? label : "lj", (long long)f.natoms, cutoff, (long long)half.npairs, device);
             fprintf(out, "# median ms (GPU: CUDA events, device time only; CPU: wall clock, list building not timed)\n");
             fprintf(out, "%-22s %-7s %-8s %12s %14s %26s\n", "path", "backend", "reduce", "ms", "atoms/s", "total");
             for (int k = 0; k < nrows; ++k)

@@ -18,6 +18,9 @@ mdnl_status mdnl_bench_energy(FILE *out, int json);
 /* The same on an FCC of nside^3 x 4 atoms (tests and quick runs). */
 mdnl_status mdnl_bench_energy_size(FILE *out, int json, int nside);
 
+/* The same on a named LJ system of systems.h (lj-1m-liquid). */
+mdnl_status mdnl_bench_energy_system(FILE *out, int json, const char *name);
+
 MDNL_END_C
 
 #endif

@@ -23,6 +23,9 @@
  *                the size of the `mdnl run` benchmark): a thread per atom is
  *                382 blocks of 256, under one wave on 132 SMs, which the
  *                split traversal (prune2-x4) is for.
+ *   lj-1m-liquid the LAMMPS-melted liquid of systems.h, 1,048,576 atoms in
+ *                random order, r_max = 4 sigma, 200 bins (`mdnl bench --sizes
+ *                lj-1m-liquid`): the same density as lj-1m, real disorder.
  *   graphene-1m  perfect periodic rectangular sheet 512 x 488 cells x 4 =
  *                999,424 atoms (C-C 1.42 A), pbc T T F, r_max = 10 A, 500
  *                bins: ~120 neighbours per atom, 1.2e8 ordered pairs, all in
@@ -120,6 +123,20 @@ done:
 }
 
 mdnl_status mdnl_bench_rdf(FILE *out, int json) { return mdnl_bench_rdf_cases(out, json, 0); }
+
+mdnl_status mdnl_bench_rdf_system(FILE *out, int json, const char *name)
+{
+    mdnl_frame f = {0};
+    mdnl_status st;
+    if (json)
+        fputs("{", out);
+    if ((st = mdnl_system_build(name, &f)) == MDNL_OK)
+        st = bench_case(out, json, 1, name, &f, 4.0, 200);
+    if (json)
+        fputs("}\n", out);
+    mdnl_frame_free(&f);
+    return st;
+}
 
 mdnl_status mdnl_bench_rdf_cases(FILE *out, int json, int small)
 {

@@ -15,6 +15,8 @@ MDNL_BEGIN_C
 mdnl_status mdnl_bench_rdf(FILE *out, int json);
 /* small = 1: lj-100k alone instead (97,556 atoms, r_max 4, 200 bins). */
 mdnl_status mdnl_bench_rdf_cases(FILE *out, int json, int small);
+/* One named system of systems.h (lj-1m-liquid), r_max 4, 200 bins. */
+mdnl_status mdnl_bench_rdf_system(FILE *out, int json, const char *name);
 
 MDNL_END_C
 

@@ -58,8 +58,9 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * writes j and computes and writes d entry by entry in output order, from
  * the positions in original order (the floats the walk used, mdnl_pair_d2:
  * the same bits), with coalesced stores. A row longer than WALK_CAP is walked
- * again by one thread (walk_long_kernel, a no-op when the walk saw no such
- * row), written unsorted into its CSR slots and sorted there. No host
+ * again by a warp (walk_long_kernel, a no-op when the walk saw no such
+ * row; the walk lists the long rows), a warp per row, ranked in shared
+ * memory and written into its CSR slots. No host
  * synchronisation inside the build: the output arrays are sized from the
  * frame before or an estimate, and a CSR that outgrew them is found by the
  * caller's one read-back and built again.
@@ -83,11 +84,12 @@ __device__ __forceinline__ float walk_axis_gap(float xj, float lo, float hi, flo
     return a > 0.f ? a : (b < 0.f ? -b : 0.f);
 }
 
-template <bool FULL>
+template <bool FULL, bool PACK>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                       unsigned *__restrict__ slab,
+                                                       unsigned *__restrict__ slab, float *__restrict__ dslab,
                                                        unsigned long long *__restrict__ counts,
-                                                       int *__restrict__ maxlen)
+                                                       int *__restrict__ maxlen, int *__restrict__ longlist,
+                                                       int *__restrict__ nlong)
 {
     constexpr int W = WALK_T / 32;
     if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -172,8 +174,15 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
                 const unsigned m = __ballot_sync(FULLMASK, hit);
                 const int ca = __shfl_sync(FULLMASK, cnt, a);
                 const int p = ca + __popc(m & lt);
-                if (hit && p < WALK_CAP)
-                    __stcg(rowp_s[hbase + a] + p, key);
+                if (hit && p < WALK_CAP) {
+                    unsigned *const rp = rowp_s[hbase + a];
+                    if (PACK) { /* the key carries its place in the row; d goes beside it */
+                        __stcg(rp + p, ((key >> 5) << 11) | ((key & 31u) << 6) | (unsigned)p);
+                        __stcg(dslab + (rp - slab) + p, __fsqrt_rn(d2));
+                    } else {
+                        __stcg(rp + p, key);
+                    }
+                }
                 if (lane == a)
                     cnt = ca + __popc(m);
             }
@@ -217,6 +226,8 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         if (lane < nh) {
             counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
+            if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
+                longlist[atomicAdd(nlong, 1)] = h0 + lane;
         }
         __syncwarp(); /* home_s, rowp_s and the ring are refilled by the next 32 */
     }
@@ -232,13 +243,13 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
  * and writes d, entry by entry in output order (coalesced stores, and the
  * gathers of many entries in flight). Otherwise each thread writes its own
  * row. */
-template <int NET>
+template <int NET, bool PACK>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
                                             long long wbase, int span, bool staged, float4 pi,
                                             const float4 *__restrict__ opos, const float (*sh)[3],
                                             unsigned *__restrict__ st, unsigned char *__restrict__ rid,
-                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
-                                            float *__restrict__ d_out)
+                                            const float4 *__restrict__ pis, const float *__restrict__ dst,
+                                            int lane, int32_t *__restrict__ j_out, float *__restrict__ d_out)
 {
     thread_bitonic<NET>(x);
     if (staged) {
@@ -250,14 +261,22 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
                 rid[rel + e] = (unsigned char)lane;
             }
         __syncwarp();
-        for (int e = lane; e < span; e += 32)
-            j_out[wbase + e] = (int32_t)(st[e] >> 5);
+        if constexpr (PACK) {
+            for (int e = lane; e < span; e += 32) {
+                const unsigned key = st[e];
+                j_out[wbase + e] = (int32_t)(key >> 11);
+                d_out[wbase + e] = __ldcs(dst + rid[e] * WALK_CAP + (key & 63u));
+            }
+        } else {
+            for (int e = lane; e < span; e += 32)
+                j_out[wbase + e] = (int32_t)(st[e] >> 5);
 #pragma unroll 4
-        for (int e = lane; e < span; e += 32) {
-            const unsigned key = st[e];
-            const float4 p = pis[rid[e]];
-            const float4 pj = __ldg(opos + (key >> 5));
-            d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+            for (int e = lane; e < span; e += 32) {
+                const unsigned key = st[e];
+                const float4 p = pis[rid[e]];
+                const float4 pj = __ldg(opos + (key >> 5));
+                d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+            }
         }
         return;
     }
@@ -267,6 +286,11 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
     for (int e = 0; e < NET; ++e)
         if (e < len) {
             const unsigned key = x[e];
+            if constexpr (PACK) {
+                j_out[off + e] = (int32_t)(key >> 11);
+                d_out[off + e] = __ldcs(dst + lane * WALK_CAP + (key & 63u));
+                continue;
+            }
             const float4 pj = __ldg(opos + (key >> 5));
             j_out[off + e] = (int32_t)(key >> 5);
             d_out[off + e] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
@@ -276,8 +300,10 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
 /* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
+template <bool PACK>
 __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
-                                                        const unsigned *__restrict__ slab, int n,
+                                                        const unsigned *__restrict__ slab,
+                                                        const float *__restrict__ dslab, int n,
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
@@ -345,12 +371,13 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     __syncwarp(); /* st is reused for the output */
     const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
     const int span = staged ? (int)(wend - wbase) : 0;
+    const float *dst = PACK ? dslab + (size_t)i0 * WALK_CAP : nullptr; /* the warp's rows' d */
     if (wmax <= 32)
-        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
-                        d_out);
+        walk_rows_out<32, PACK>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], dst,
+                                lane, j_out, d_out);
     else
-        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
-                        d_out);
+        walk_rows_out<64, PACK>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], dst,
+                                lane, j_out, d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -378,22 +405,101 @@ __device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int 
     sort_row(global_row{j_out + off, d_out + off}, len);
 }
 
-/* Rows longer than WALK_CAP. Mapping: a grid-stride loop over sorted slots;
- * only the long rows walk (mdnl_for_each_pair), write their pairs unsorted
- * into the CSR and sort them in place. A walk that disagrees with the count
- * sets err. Without a long row (err[1], the walk's longest) or room in the
- * output, every thread returns at once. */
+/* Rows longer than WALK_CAP (a few in a liquid: density fluctuations).
+ * Mapping: a warp per listed slot (the walk lists them), grid-stride over
+ * the list. The warp walks the slot's cell's candidate ranges 32 at a time
+ * (as the walk does, without the bounding-box pruning), appends the hits'
+ * keys (j << 5 | shift code) to shared memory, and writes each at its rank
+ * among the row's keys (j alone orders a row here: each atom appears once),
+ * with d computed as walk_rows_kernel computes it (the same bits). A row
+ * longer than LONG_KEYS goes to walk_long_row (one thread, sorted in global
+ * memory). A walk that disagrees with the count sets err. Without a long
+ * row (err[1], the walk's longest) or room in the output, every thread
+ * returns at once. */
+#define LONG_W 4      /* warps a block */
+#define LONG_KEYS 512 /* keys a warp in shared memory */
 template <bool FULL>
-__global__ void walk_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                               const int64_t *__restrict__ offsets, long long cap, int32_t *__restrict__ j_out,
-                               float *__restrict__ d_out, int *__restrict__ err)
+__global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                              const int64_t *__restrict__ offsets,
+                                                              const float4 *__restrict__ opos, long long cap,
+                                                              int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                              int *__restrict__ err, const int *__restrict__ longlist,
+                                                              const int *__restrict__ nlong)
 {
     if (err[1] <= WALK_CAP || offsets[c.natoms] > cap)
         return;
-    for (int s = blockIdx.x * blockDim.x + threadIdx.x; s < c.natoms; s += gridDim.x * blockDim.x)
-        walk_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
+    __shared__ unsigned keys_s[LONG_W][LONG_KEYS];
+    __shared__ int fe_s[LONG_W * 32], kb_s[LONG_W * 32], code_s[LONG_W * 32];
+    __shared__ float sh[27][3];
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+    __syncthreads();
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, wb = w * 32;
+    const unsigned lt = (1u << lane) - 1u;
+    unsigned *const keys = keys_s[w];
+    const int nl = *nlong;
+    for (int t = blockIdx.x * LONG_W + w; t < nl; t += gridDim.x * LONG_W) {
+        const int s = longlist[t];
+        const int i = c.order[s];
+        const long long off = offsets[i];
+        const int len = (int)(offsets[i + 1] - off);
+        if (len > LONG_KEYS) { /* warp-uniform */
+            if (lane == 0)
+                walk_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
+            __syncwarp();
+            continue;
+        }
+        const float4 pi = c.pos[s];
+        const warp_ranges r = warp_list_ranges(g, c, c.cell[s], lane);
+        fe_s[wb + lane] = r.fe;
+        kb_s[wb + lane] = r.kb - r.fs;
+        code_s[wb + lane] = r.code;
+        const int ntot = r.total;
+        __syncwarp();
+        int cnt = 0, q = 0;
+        for (int base = 0; base < ntot; base += 32) {
+            const int fl = base + lane;
+            bool hit = false;
+            unsigned key = 0;
+            if (fl < ntot) {
+                while (fe_s[wb + q] <= fl)
+                    ++q;
+                const int k = kb_s[wb + q] + fl, code = code_s[wb + q];
+                const float4 pj = c.pos[k];
+                const int j = __float_as_int(pj.w);
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[code]);
+                hit = d2 < g.cutoff2 && !(code == SHIFT_CODE_ZERO && k == s);
+                if (!FULL) {
+                    int s0, s1, s2;
+                    shift_of_code(code, s0, s1, s2);
+                    hit = hit && mdnl_half_keep(i, j, s0, s1, s2);
+                }
+                key = ((unsigned)j << 5) | (unsigned)code;
+            }
+            const unsigned m = __ballot_sync(FULLMASK, hit);
+            const int p = cnt + __popc(m & lt);
+            if (hit && p < LONG_KEYS)
+                keys[p] = key;
+            cnt += __popc(m);
+        }
+        __syncwarp();
+        if (cnt != len) {
+            if (lane == 0)
+                atomicOr(err, 1);
+            continue;
+        }
+        for (int e = lane; e < len; e += 32) {
+            const unsigned key = keys[e];
+            int rank = 0;
+            for (int o = 0; o < len; ++o)
+                rank += keys[o] < key;
+            const float4 pj = __ldg(opos + (key >> 5));
+            j_out[off + rank] = (int32_t)(key >> 5);
+            d_out[off + rank] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
+        __syncwarp(); /* keys and the range table are refilled by the next row */
+    }
 }
-
 
 /* Whether dense-walk can build on `g` (see its kernels): each atom at most
  * once in a row with shifts in -1..1, at most 32 candidate ranges per cell
@@ -425,7 +531,7 @@ double nl_dense_walk_row_estimate(const mdnl_geom *g)
  * synchronisation until the caller's last one: the output arrays keep their
  * size from the frame before or an estimate (the mean row times 1.2), and a
  * CSR that outgrew them is detected there and built again. */
-template <bool FULL>
+template <bool FULL, bool PACK>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
@@ -436,7 +542,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * WALK_CAP * sizeof(unsigned), "neighbor slab")) != MDNL_OK ||
+    /* the key slab, then (PACK) the distance slab */
+    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * WALK_CAP * (PACK ? 2 : 1) * sizeof(unsigned),
+                                "neighbor slab")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
@@ -444,9 +552,12 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr,
+    /* the long rows' list: the bin's slot array, free once the cell order is built */
+    int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
+    float *dslab = PACK ? (float *)ctx->stage.ptr + (size_t)n * WALK_CAP : nullptr;
+    walk_walk_kernel<FULL, PACK><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr, dslab,
                                                            (unsigned long long *)ctx->counts.ptr,
-                                                           (int *)ctx->flags.ptr + 1);
+                                                           (int *)ctx->flags.ptr + 1, longlist, nlong);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
@@ -456,15 +567,15 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
-    walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->stage.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+    walk_rows_kernel<PACK><<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
+        *g, (const unsigned *)ctx->stage.ptr, dslab, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    const int lblocks = (n + 127) / 128 < 8 * 132 ? (n + 127) / 128 : 8 * 132; /* a grid-stride loop */
-    walk_long_kernel<FULL><<<lblocks, 128, 0, ctx->stream>>>(*g, ctx->view, offsets, cap, (int32_t *)ctx->j.ptr,
-                                                           (float *)ctx->d.ptr, flags);
+    walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ctx->stream>>>(*g, ctx->view, offsets, pos, cap,
+                                                                 (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
+                                                                 longlist, nlong); /* grid-stride over the list */
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
@@ -476,5 +587,11 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
 mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
                                 int64_t *npairs)
 {
-    return full ? build_dense_walk<true>(ctx, g, pos, n, npairs) : build_dense_walk<false>(ctx, g, pos, n, npairs);
+    /* below 2^21 atoms a key has room for its place in the row (j << 11 | code << 6 | place): the walk
+     * stores d beside it and the rows kernel gathers no positions */
+    if (n < (1 << 21))
+        return full ? build_dense_walk<true, true>(ctx, g, pos, n, npairs)
+                    : build_dense_walk<false, true>(ctx, g, pos, n, npairs);
+    return full ? build_dense_walk<true, false>(ctx, g, pos, n, npairs)
+                : build_dense_walk<false, false>(ctx, g, pos, n, npairs);
 }

@@ -340,6 +340,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
 #define FLAG_INTS 8
 #define FLAG_NPAIRS 4
 #define FLAG_OUTGROWN 6
+#define FLAG_NLONG 7 /* dense-walk: rows longer than its slab rows */
 
 struct mdnl_cuda_ctx {
     cudaStream_t stream;

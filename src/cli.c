@@ -172,6 +172,7 @@ static const opt_def defs[] = {
     {"seed", 0, UINT, OFF(seed), NONE},
     {"sizes", 0, STRING, OFF(sizes), NONE},
     {"max-pairs", 0, DOUBLE_POS, OFF(max_pairs), NONE},
+    {"data", 0, STRING, OFF(data_dir), NONE},
 };
 
 static bool allowed_name(const char *allowed, const char *name)

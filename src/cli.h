@@ -59,6 +59,7 @@ typedef struct mdnl_opts {
     unsigned long long seed;
     /* bench */
     const char *sizes;
+    const char *data_dir; /* --data DIR: the folder of lj-liquid-131k.h5md */
 } mdnl_opts;
 
 /* Parses argv[first..argc) for `command`, accepting only the long options in

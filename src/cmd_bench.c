@@ -7,6 +7,7 @@
 #include "bench_energy.h"
 #include "bench_rdf.h"
 #include "cli.h"
+#include "systems.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,12 +53,25 @@ static mdnl_status bench_energy(void *arg, FILE *out, int json)
 
 static mdnl_status bench_rdf(void *arg, FILE *out, int json) { return mdnl_bench_rdf_cases(out, json, arg != NULL); }
 
+/* energy and histograms on the shuffled liquid */
+static mdnl_status bench_energy_liquid(void *arg, FILE *out, int json)
+{
+    (void)arg;
+    return mdnl_bench_energy_system(out, json, "lj-1m-liquid");
+}
+static mdnl_status bench_rdf_liquid(void *arg, FILE *out, int json)
+{
+    (void)arg;
+    return mdnl_bench_rdf_system(out, json, "lj-1m-liquid");
+}
+
 mdnl_status mdnl_cmd_bench(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("bench", "sizes,json,quiet", argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("bench", "sizes,json,quiet,data", argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
+    mdnl_systems_set_data_dir(o.data_dir);
     if (o.npositional)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl bench: unexpected argument \"%s\"", o.positional[0]);
     if (o.sizes && strcmp(o.sizes, "rdf") == 0) { /* the histogram benchmark alone */
@@ -71,7 +85,7 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
     const char *names[16];
     int n = 0;
     char buf[256];
-    bool lj = true, rdf = true, small = false, nlist = true;
+    bool lj = true, rdf = true, small = false, nlist = true, liquid = !o.sizes;
     if (o.sizes) {
         snprintf(buf, sizeof buf, "%s", o.sizes);
         lj = rdf = nlist = false;
@@ -85,6 +99,7 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
             names[n++] = t;
             nlist = true;
             lj = lj || strcmp(t, "lj-1m") == 0;
+            liquid = liquid || strcmp(t, "lj-1m-liquid") == 0;
             rdf = rdf || strcmp(t, "lj-1m") == 0 || strcmp(t, "graphene-1m") == 0;
         }
     }
@@ -102,6 +117,10 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
         if (rdf && (st = run_json("rdf", first, bench_rdf, NULL)) != MDNL_OK)
             return st;
         first = first && !rdf;
+        if (liquid && ((st = run_json("energy_liquid", first, bench_energy_liquid, NULL)) != MDNL_OK ||
+                       (st = run_json("rdf_liquid", 0, bench_rdf_liquid, NULL)) != MDNL_OK))
+            return st;
+        first = first && !liquid;
         if (small && ((st = run_json("energy_100k", first, bench_energy, (void *)&one)) != MDNL_OK ||
                       (st = run_json("rdf_100k", 0, bench_rdf, (void *)&one)) != MDNL_OK))
             return st;
@@ -118,6 +137,14 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
     if (rdf) { /* the RDF benchmark runs lj-1m and graphene-1m together */
         printf("\n");
         if ((st = mdnl_bench_rdf(stdout, 0)) != MDNL_OK)
+            return st;
+    }
+    if (liquid) { /* energy and histograms on the shuffled LAMMPS liquid */
+        printf("\n");
+        if ((st = mdnl_bench_energy_system(stdout, 0, "lj-1m-liquid")) != MDNL_OK)
+            return st;
+        printf("\n");
+        if ((st = mdnl_bench_rdf_system(stdout, 0, "lj-1m-liquid")) != MDNL_OK)
             return st;
     }
     if (small) { /* lj-100k: the size of the `mdnl run` benchmark */

@@ -115,7 +115,8 @@ static const command commands[] = {
      "Copies the selected frames between XYZ, extended XYZ and H5MD (by OUTPUT's extension:\n"
      ".h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, anything else -> extended XYZ).\n"},
     {"bench", mdnl_cmd_bench,
-     "usage: mdnl bench [--sizes graphene-17k,graphene-1m,lj-1m,lj-100k | --sizes rdf] [--json]\n"
+     "usage: mdnl bench [--sizes graphene-17k,graphene-1m,lj-1m,lj-100k,lj-1m-liquid,lj-1m-liquid-sorted,cu-131k\n"
+     "                  | --sizes rdf] [--json] [--data DIR]\n"
      "GPU benchmark of the kernels on built-in systems: neighbor-list methods, energy (fused and\n"
      "from a list, each reduction), histograms (each variant and traversal; --sizes rdf: only\n"
      "these, on lj-1m and graphene-1m). Each result is\n"
@@ -123,7 +124,10 @@ static const command commands[] = {
      "Prints ms per method and stage, atoms/s, pairs/s, bytes written and the ratio to the\n"
      "bandwidth floor (bytes moved / 3.0 TB/s). --sizes limits every benchmark to the systems\n"
      "named (energy: lj-1m; histograms: lj-1m and graphene-1m, run together when either is;\n"
-     "lj-100k: energy and histograms on 97,556 LJ atoms, no neighbor lists).\n"
+     "lj-100k: energy and histograms on 97,556 LJ atoms, no neighbor lists; lj-1m-liquid: also the\n"
+     "energy and histograms on it). Every system builds full and half lists. The liquids read\n"
+     "lj-liquid-131k.h5md from --data DIR, else from ../data or ../../data beside the binary,\n"
+     "else from ./data.\n"
      "Needs a CUDA device (exit 4 without one).\n"},
 };
 

@@ -4,7 +4,9 @@
  * 200k-atom frame, where brute force takes too long on the CPU). Every GPU
  * method, both list kinds, on open, orthorhombic, triclinic, partially
  * periodic and tiny boxes (cutoff beyond the box, images past the nearest),
- * an empty frame and a lone atom with self images. A set comparison first,
+ * an empty frame and a lone atom with self images; a jittered FCC in
+ * lattice order and shuffled (the kernels work in cell order whatever the
+ * input's: the shuffled rows are the sorted rows relabelled). A set comparison first,
  * whose message names the first missing or extra pair, then byte equality of
  * offsets, j and d. Skips when no device is present; CUDA is touched only in
  * test bodies (Criterion forks per test).
@@ -570,6 +572,102 @@ Test(nlist_gpu, dense_tiles_oversized_regions_fall_back_to_warp_fill)
         free(p.pos4);
     }
     mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+#ifdef MDNL_HAVE_CUDA
+/* FCC of nside^3 x 4 atoms at density 0.8442, every coordinate displaced
+ * uniformly in [-0.05, 0.05], in lattice order (atoms close in space are
+ * close in memory). */
+static void fcc_frame(mdnl_frame *f, int nside, uint64_t seed)
+{
+    const double a = cbrt(4.0 / 0.8442);
+    const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
+    const int64_t n = 4LL * nside * nside * nside;
+    memset(f, 0, sizeof *f);
+    cr_assert_eq(mdnl_frame_reserve(f, n), MDNL_OK);
+    rng_state = seed;
+    int64_t i = 0;
+    for (int x = 0; x < nside; ++x)
+        for (int y = 0; y < nside; ++y)
+            for (int z = 0; z < nside; ++z)
+                for (int b = 0; b < 4; ++b, ++i) {
+                    const int c[3] = {x, y, z};
+                    for (int d = 0; d < 3; ++d)
+                        f->pos[i][d] = (c[d] + basis[b][d]) * a + 0.05 * (2.0 * uniform() - 1.0);
+                    f->species[i] = 0;
+                }
+    f->natoms = n;
+    f->nspecies = 1;
+    strcpy(f->symbols[0], "Ar");
+    f->box.has_lattice = true;
+    f->box.h[0][0] = f->box.h[1][1] = f->box.h[2][2] = nside * a;
+    f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
+}
+#endif
+
+Test(nlist_gpu, shuffled_frame_equals_cpu_twin_and_permutes_the_sorted_list)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    /* 16^3 x 4 = 16,384 atoms, cutoff 2.5 (the dense paths: ~360 candidates
+     * per atom, 55 neighbours), in lattice order and in random order */
+    mdnl_frame f, s;
+    fcc_frame(&f, 16, 77);
+    fcc_frame(&s, 16, 77);
+    const int64_t n = f.natoms;
+    int64_t *perm = malloc((size_t)n * sizeof *perm); /* s's atom k is f's atom perm[k] */
+    cr_assert_not_null(perm);
+    for (int64_t k = 0; k < n; ++k)
+        perm[k] = k;
+    rng_state = 2024;
+    for (int64_t k = n - 1; k > 0; --k) {
+        const int64_t j = (int64_t)(uniform() * (double)(k + 1));
+        const int64_t t = perm[k];
+        perm[k] = perm[j];
+        perm[j] = t;
+    }
+    for (int64_t k = 0; k < n; ++k)
+        memcpy(s.pos[k], f.pos[perm[k]], sizeof s.pos[k]);
+    check_frame(ctx, &f, 2.5, MDNL_METHOD_CELL, "FCC in lattice order");
+    check_frame(ctx, &s, 2.5, MDNL_METHOD_CELL, "FCC shuffled");
+    /* the shuffled frame's rows are the sorted frame's, relabelled */
+    prepared pf = prepare(&f, 2.5), ps = prepare(&s, 2.5);
+    for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+        mdnl_nlist a = {0}, b = {0};
+        cr_assert_eq(mdnl_nlist_build_cuda(ctx, &pf.g, (const float(*)[4])pf.pos4, MDNL_METHOD_CELL,
+                                           (mdnl_list_kind)kind, &a),
+                     MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_nlist_build_cuda(ctx, &ps.g, (const float(*)[4])ps.pos4, MDNL_METHOD_CELL,
+                                           (mdnl_list_kind)kind, &b),
+                     MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(a.npairs, b.npairs);
+        if (kind == MDNL_LIST_FULL)
+            for (int64_t k = 0; k < n; ++k) {
+                const int64_t i = perm[k];
+                const int64_t len = a.offsets[i + 1] - a.offsets[i];
+                cr_assert_eq(b.offsets[k + 1] - b.offsets[k], len, "row %lld", (long long)k);
+                for (int64_t e = 0; e < len; ++e) { /* every neighbour of k, relabelled, is one of i's */
+                    const int64_t jj = perm[b.j[b.offsets[k] + e]];
+                    int found = 0;
+                    for (int64_t q = 0; q < len && !found; ++q)
+                        found = a.j[a.offsets[i] + q] == jj && a.d[a.offsets[i] + q] == b.d[b.offsets[k] + e];
+                    cr_assert(found, "row %lld: neighbour %lld missing from the sorted frame's row", (long long)k,
+                              (long long)jj);
+                }
+            }
+        mdnl_nlist_free(&a);
+        mdnl_nlist_free(&b);
+    }
+    free(perm);
+    free(pf.pos4);
+    free(ps.pos4);
+    mdnl_frame_free(&f);
+    mdnl_frame_free(&s);
     mdnl_cuda_ctx_free(ctx);
 #else
     cr_skip_test("built without CUDA");

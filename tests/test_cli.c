@@ -424,3 +424,18 @@ Test(cli, h5md_and_extxyz_of_the_same_frames_give_the_same_energies)
                  0, "%s", err_text);
     cr_expect_str_eq(a, out_text);
 }
+
+/* Found by tests/fuzz/fuzz_options (regressions/options/newline-in-argument):
+ * a newline inside an argument, an unknown command or a file name was
+ * echoed raw, so the error took two lines. Control characters are escaped. */
+Test(cli, newlines_in_arguments_and_paths_keep_the_error_on_one_line)
+{
+    cr_expect_eq(mdnl("neighbors x.xyz -c 1 \"$(printf '%%s\\n%%s' --frames 1:2)\""), 2);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+    cr_expect(strstr(err_text, "--frames\\n1:2") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("\"$(printf 'bogus\\ncommand')\""), 2);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+    cr_expect_eq(mdnl("info \"$(printf 'no\\nsuch.xyz')\""), 3);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+    cr_expect(strstr(err_text, "no\\nsuch.xyz") != NULL, "%s", err_text);
+}

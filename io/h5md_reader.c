@@ -384,14 +384,22 @@ static mdnl_status read_offset(const mdnl_h5md_reader *r, hid_t ds, const char *
     hid_t a = H5Aopen(ds, "offset", H5P_DEFAULT);
     if (a < 0)
         return bad(r, -1, path, "cannot open attribute offset (%s)", h5_reason());
-    hid_t t = H5Aget_type(a);
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    hsize_t dims[MAX_RANK];
+    int rank = space_shape(sp, dims);
+    char shp[64];
     mdnl_status st = MDNL_OK;
     H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
     if (c != H5T_INTEGER && c != H5T_FLOAT)
         st = bad(r, -1, path, "expected a numeric attribute offset, found %s", class_name(c));
+    /* H5Aread writes every element: anything but one value would overrun v */
+    else if (!(rank == 0 || (rank == 1 && dims[0] == 1)) || H5Sget_simple_extent_npoints(sp) != 1)
+        st = bad(r, -1, path, "expected a scalar attribute offset, found %s",
+                 rank < 0 ? "an unreadable dataspace" : shape_text(rank, dims, shp, sizeof shp));
     else if (H5Aread(a, memtype, v) < 0)
         st = bad(r, -1, path, "cannot read attribute offset (%s)", h5_reason());
     close_id(&t);
+    close_id(&sp);
     close_id(&a);
     return st;
 }

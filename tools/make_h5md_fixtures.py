@@ -232,6 +232,10 @@ with base("bad_species_td_shape.h5md") as f:
 with base("bad_edges_td_late.h5md", edges=None) as f:
     # The first box sample comes after the first position frame.
     add_td(f["particles/all/box"], "edges", np.tile([10.0, 10.0, 10.0], (2, 1)), np.array([1, 2], dtype=np.int64))
+with base("bad_step_offset_array.h5md", step=np.int64(10)) as f:
+    # An offset attribute must be one number: H5Aread writes every element,
+    # and 600 of them overran the reader's struct (found by tests/fuzz/fuzz_h5md).
+    f["particles/all/position/step"].attrs["offset"] = np.arange(600, dtype=np.int64)
 with new_file("bad_no_particles.h5md") as f:
     f.create_group("observables")
 with open(os.path.join(OUT, "bad_not_hdf5.h5md"), "w") as f:

@@ -439,3 +439,20 @@ Test(cli, newlines_in_arguments_and_paths_keep_the_error_on_one_line)
     cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
     cr_expect(strstr(err_text, "no\\nsuch.xyz") != NULL, "%s", err_text);
 }
+
+/* Found by tests/fuzz/fuzz_options (regressions/options/box-infinite-volume):
+ * --box 1e300,... was accepted with an infinite volume; and a --box far
+ * thinner than the cutoff gave a list without images (1e-100) or hung
+ * (1e-300) instead of an error. */
+Test(cli, absurd_boxes_are_errors_not_hangs)
+{
+    cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e300,1e300,1e300 -o x.tsv", MDNL_DATA_DIR), 2);
+    cr_expect(strstr(err_text, "--box") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e-100,1e-100,1e-100 -o x.tsv", MDNL_DATA_DIR), 3);
+    cr_expect(strstr(err_text, "cutoff/1000") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e200,1e200,1e-300 -o x.tsv", MDNL_DATA_DIR), 3);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+    char p[512];
+    snprintf(p, sizeof p, "%s/x.tsv", tmpdir);
+    cr_expect(access(p, F_OK) != 0, "no partial output");
+}

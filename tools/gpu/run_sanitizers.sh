@@ -11,9 +11,8 @@
 #
 # Criterion runs each test in a child process; compute-sanitizer follows
 # children with --target-processes all (named explicitly, whatever the
-# default of the installed version). The count of "ERROR SUMMARY" lines per
-# log is the number of processes the tool attached to, so a log that shows
-# tests ran but no child was checked stands out.
+# default of the installed version). The "summaries" column counts the
+# "ERROR SUMMARY" lines of a log; a run without any is reported UNCHECKED.
 #
 # Time: memcheck and initcheck run every test but the 200k-atom one;
 # racecheck and synccheck (slower, and only shared memory and barriers
@@ -70,14 +69,14 @@ light_filter() { # racecheck, synccheck
 
 start=$(date +%s)
 table="$out/sanitizers.txt"
-printf '%-10s %-18s %7s %6s %9s %8s  %s\n' tool program errors procs hazards status tests > "$table"
+printf '%-10s %-18s %7s %9s %9s %8s  %s\n' tool program errors summaries hazards status tests > "$table"
 fail=0
 run_one() { # tool name log cmd...
   local tool=$1 name=$2 log=$3; shift 3
   local now left t rc status
   now=$(date +%s); left=$((budget - (now - start)))
   if [ $left -le 5 ]; then
-    printf '%-10s %-18s %7s %6s %9s %8s  %s\n' "$tool" "$name" - - - SKIPPED "budget of ${budget}s spent" | tee -a "$table"
+    printf '%-10s %-18s %7s %9s %9s %8s  %s\n' "$tool" "$name" - - - SKIPPED "budget of ${budget}s spent" | tee -a "$table"
     fail=1; return
   fi
   t=$per_run; [ $left -lt $t ] && t=$left
@@ -97,13 +96,16 @@ run_one() { # tool name log cmd...
   elif [ $rc -ne 0 ]; then status="rc=$rc"; fail=1
   elif [ "$procs" = 0 ]; then status=UNCHECKED; fail=1
   fi
-  printf '%-10s %-18s %7s %6s %9s %8s  %s\n' "$tool" "$name" "$errors" "$procs" "$hazards" "$status" "$synth" | tee -a "$table"
+  printf '%-10s %-18s %7s %9s %9s %8s  %s\n' "$tool" "$name" "$errors" "$procs" "$hazards" "$status" "$synth" | tee -a "$table"
 }
 
 tmp=$(mktemp -d)
 for tool in memcheck racecheck synccheck initcheck; do
   for t in .gpu/bin/test_*_gpu; do
     name=$(basename "$t")
+    # test_resources_gpu counts 9e10 pairs to provoke a device OOM: fast on
+    # the bare GPU, hours under instrumentation (run_suite.sh runs it).
+    [ "$name" = test_resources_gpu ] && continue
     if [ $full -eq 1 ]; then f=''
     elif [ $tool = memcheck ] || [ $tool = initcheck ]; then f=$(heavy_filter "$name")
     else f=$(light_filter "$name"); fi

@@ -1000,6 +1000,12 @@ static mdnl_status open_species(mdnl_h5md_reader *r)
     if (st != MDNL_OK)
         return st;
     size_t row = (size_t)r->natoms * (r->species_string ? r->species_strsize : sizeof(int64_t));
+    /* As for positions (open_position): strings of up to 4 KiB per atom must
+     * not make a declared but unwritten dataset cost more than it stores. */
+    double stored = (double)H5Dget_storage_size(e->value);
+    if (r->natoms > 0 && (double)row > 4096.0 * stored + 64.0 * 1048576.0)
+        return bad(r, -1, e->vpath, "expected stored data for %" PRId64 " species of %zu bytes, found only %.0f bytes",
+                   r->natoms, r->species_string ? r->species_strsize : sizeof(int64_t), stored);
     r->scratch = mdnl_malloc(row, "species row");
     return r->scratch ? MDNL_OK : MDNL_ERR_RESOURCE;
 }

@@ -657,6 +657,12 @@ bool mdnl_h5md_is_hdf5(const char *path)
 {
     static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
     unsigned char buf[8];
+    /* Only a regular file: peeking at a pipe (`<(zcat x.xyz.gz)`, a FIFO)
+     * would eat its first bytes, and the reader's own open would then wait
+     * for a writer that is gone (mdnl hung). HDF5 needs a regular file anyway. */
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return false;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return false;

@@ -456,3 +456,30 @@ Test(cli, absurd_boxes_are_errors_not_hangs)
     snprintf(p, sizeof p, "%s/x.tsv", tmpdir);
     cr_expect(access(p, F_OK) != 0, "no partial output");
 }
+
+/* A named pipe (or `<(zcat x.xyz.gz)`) is read once: the HDF5 signature peek
+ * used to eat its first bytes and the reader's own open then waited forever
+ * for a writer. Counting frames needs a second pass: an error, not a hang. */
+Test(cli, named_pipe_input_is_read_once_and_never_hangs)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && mkfifo p.xyz && (cat '%s/trajectory-3frames.extxyz' > p.xyz &) && "
+             "timeout 60 '%s' neighbors p.xyz -c 1.5 -o x.tsv 2>err.txt",
+             tmpdir, MDNL_DATA_DIR, MDNL_BINARY);
+    int rc = system(cmd);
+    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "status %d", rc);
+    char p[512];
+    snprintf(p, sizeof p, "%s/x.tsv", tmpdir);
+    slurp(p, out_text, sizeof out_text);
+    cr_expect(strstr(out_text, "# frame") != NULL, "%s", out_text);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && (cat '%s/trajectory-3frames.extxyz' > p.xyz &) && timeout 60 '%s' info p.xyz 2>err.txt",
+             tmpdir, MDNL_DATA_DIR, MDNL_BINARY);
+    rc = system(cmd);
+    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 3, "status %d", rc);
+    snprintf(p, sizeof p, "%s/err.txt", tmpdir);
+    slurp(p, err_text, sizeof err_text);
+    cr_expect(strstr(err_text, "found a pipe") != NULL, "%s", err_text);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+}

@@ -84,6 +84,10 @@ int main(int argc, char **argv)
         }
         free(names);
     }
+    /* the harnesses' scratch files (fuzz_scratch) */
+    static const char *const exts[] = {".xyz", ".frames.xyz", ".h5"};
+    for (size_t k = 0; k < sizeof exts / sizeof *exts; ++k)
+        unlink(fuzz_scratch(exts[k]));
     if (ran == 0) {
         fprintf(stderr, "fuzz_replay: no inputs\n");
         return 1;

@@ -579,8 +579,12 @@ static const void *td_sample(hid_t ds, int rank, const hsize_t *dims, int64_t k,
 
 static mdnl_status td_step(const mdnl_h5md_reader *r, int64_t frame, td_elem *e, int64_t k, int64_t *s)
 {
-    if (e->step_fixed) {
-        *s = e->step_off + k * e->step_inc;
+    if (e->step_fixed) { /* offset and increment come from the file: no signed overflow (UBSan, fuzz_h5md) */
+        int64_t ks;
+        if (__builtin_mul_overflow(k, e->step_inc, &ks) || __builtin_add_overflow(e->step_off, ks, s))
+            return bad(r, frame, e->path,
+                       "expected steps within 64 bits, found offset %" PRId64 " + %" PRId64 " x step %" PRId64,
+                       e->step_off, k, e->step_inc);
         return MDNL_OK;
     }
     hsize_t d[1] = {(hsize_t)e->nsamples};

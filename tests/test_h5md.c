@@ -422,6 +422,7 @@ ParameterizedTestParameters(h5md_bad, input_error_names_the_dataset)
         {"bad_edges_td_late.h5md", "/particles/all/box/edges/value", "first sample at step 1", 0},
         {"bad_step_offset_array.h5md", "/particles/all/position/step", "expected a scalar attribute offset", -1},
         {"bad_species_unwritten.h5md", "/particles/all/species", "expected stored data for 200000 species", -1},
+        {"bad_step_overflow.h5md", "/particles/all/position", "expected steps within 64 bits", 1},
         {"bad_no_particles.h5md", "/particles", "expected an H5MD particles group", -1},
         {"bad_not_hdf5.h5md", "bad_not_hdf5.h5md", "no HDF5 signature", -1},
         {"no_such_file.h5md", "no_such_file.h5md", "No such file", -1},

@@ -246,6 +246,10 @@ with new_file("bad_species_unwritten.h5md") as f:
     p.create_dataset("value", data=np.zeros((1, 200000, 3)), compression="gzip", chunks=(1, 200000, 3))
     p.create_dataset("step", data=np.array([0], dtype=np.int64))
     g.create_dataset("species", shape=(200000,), dtype="S4000", chunks=(1000,))
+with base("bad_step_overflow.h5md", step=np.int64(2)) as f:
+    # offset + frame x step past INT64_MAX from frame 1 on (signed overflow
+    # under UBSan, found by tests/fuzz/fuzz_h5md).
+    f["particles/all/position/step"].attrs["offset"] = np.int64(2**63 - 1)
 with new_file("bad_no_particles.h5md") as f:
     f.create_group("observables")
 with open(os.path.join(OUT, "bad_not_hdf5.h5md"), "w") as f:

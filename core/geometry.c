@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Slack on cell widths and image ranges that covers float rounding: relative
@@ -11,6 +12,23 @@
  * at 1000 Å is rounded by ~1e-4 Å, more than 1e-5 of a 2 Å cutoff). */
 #define SLACK 1e-5
 #define ULP_SLACK 2e-6
+
+/* Periodic images a cutoff may span along one axis (cutoff / cell width).
+ * Past this the request is not a neighbor search of a physical cell, and
+ * (int)(rcs / w) below would overflow (a --box of 1e-100 gave a list
+ * without images; one of 1e-300 hung). */
+#define MAX_IMAGES 1000.0
+
+static mdnl_status check_images(const mdnl_geom *g, const double width[3], double cutoff, const char *prefix)
+{
+    for (int k = 0; k < 3; ++k)
+        if (g->pbc[k] && !(cutoff * (1.0 + SLACK) <= MAX_IMAGES * width[k]))
+            return mdnl_error(MDNL_ERR_INPUT,
+                              "%sexpected a periodic cell at least cutoff/%g wide along axis %c, found width %g for "
+                              "cutoff %g",
+                              prefix, MAX_IMAGES, 'a' + k, width[k], cutoff);
+    return MDNL_OK;
+}
 
 static int invert3(const double a[3][3], double inv[3][3])
 {
@@ -78,7 +96,8 @@ static void set_grid(mdnl_geom *g, double cutoff)
             span[k] = w[k];
             g->t0[k] = 0.0f;
             double q = floor(w[k] / rcs);
-            g->image_max[k] = (int)fmin(floor(rcs / w[k]), 1e9) + 1; /* beyond: refused by the work guard */
+            const double m = floor(rcs / w[k]) + 1; /* check_images bounds it; the clamp keeps the cast defined */
+            g->image_max[k] = m < 1e9 ? (int)m : 1000000000;
             want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
         } else {
             span[k] = n > 0 ? tmax[k] - tmin[k] : 0.0;
@@ -226,6 +245,11 @@ mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, md
                 g->h[k][a] = (float)box->h[k][a];
         }
         g->volume = mdnl_box_volume(box);
+        char prefix[48];
+        snprintf(prefix, sizeof prefix, "frame %lld: ", (long long)f->index);
+        mdnl_status st = check_images(g, w, cutoff, prefix);
+        if (st != MDNL_OK)
+            return st;
     }
     for (int a = 0; a < 3; ++a)
         for (int k = 0; k < 3; ++k)
@@ -297,6 +321,10 @@ mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g)
         *g = *src;
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
+    const double w[3] = {g->width[0], g->width[1], g->width[2]};
+    mdnl_status st = check_images(g, w, cutoff, "");
+    if (st != MDNL_OK)
+        return st;
     set_grid(g, cutoff);
     return mdnl_work_check(g);
 }

@@ -384,14 +384,22 @@ static mdnl_status read_offset(const mdnl_h5md_reader *r, hid_t ds, const char *
     hid_t a = H5Aopen(ds, "offset", H5P_DEFAULT);
     if (a < 0)
         return bad(r, -1, path, "cannot open attribute offset (%s)", h5_reason());
-    hid_t t = H5Aget_type(a);
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    hsize_t dims[MAX_RANK];
+    int rank = space_shape(sp, dims);
+    char shp[64];
     mdnl_status st = MDNL_OK;
     H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
     if (c != H5T_INTEGER && c != H5T_FLOAT)
         st = bad(r, -1, path, "expected a numeric attribute offset, found %s", class_name(c));
+    /* H5Aread writes every element: anything but one value would overrun v */
+    else if (!(rank == 0 || (rank == 1 && dims[0] == 1)) || H5Sget_simple_extent_npoints(sp) != 1)
+        st = bad(r, -1, path, "expected a scalar attribute offset, found %s",
+                 rank < 0 ? "an unreadable dataspace" : shape_text(rank, dims, shp, sizeof shp));
     else if (H5Aread(a, memtype, v) < 0)
         st = bad(r, -1, path, "cannot read attribute offset (%s)", h5_reason());
     close_id(&t);
+    close_id(&sp);
     close_id(&a);
     return st;
 }
@@ -571,8 +579,12 @@ static const void *td_sample(hid_t ds, int rank, const hsize_t *dims, int64_t k,
 
 static mdnl_status td_step(const mdnl_h5md_reader *r, int64_t frame, td_elem *e, int64_t k, int64_t *s)
 {
-    if (e->step_fixed) {
-        *s = e->step_off + k * e->step_inc;
+    if (e->step_fixed) { /* offset and increment come from the file: no signed overflow (UBSan, fuzz_h5md) */
+        int64_t ks;
+        if (__builtin_mul_overflow(k, e->step_inc, &ks) || __builtin_add_overflow(e->step_off, ks, s))
+            return bad(r, frame, e->path,
+                       "expected steps within 64 bits, found offset %" PRId64 " + %" PRId64 " x step %" PRId64,
+                       e->step_off, k, e->step_inc);
         return MDNL_OK;
     }
     hsize_t d[1] = {(hsize_t)e->nsamples};
@@ -649,6 +661,12 @@ bool mdnl_h5md_is_hdf5(const char *path)
 {
     static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
     unsigned char buf[8];
+    /* Only a regular file: peeking at a pipe (`<(zcat x.xyz.gz)`, a FIFO)
+     * would eat its first bytes, and the reader's own open would then wait
+     * for a writer that is gone (mdnl hung). HDF5 needs a regular file anyway. */
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return false;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return false;
@@ -992,6 +1010,12 @@ static mdnl_status open_species(mdnl_h5md_reader *r)
     if (st != MDNL_OK)
         return st;
     size_t row = (size_t)r->natoms * (r->species_string ? r->species_strsize : sizeof(int64_t));
+    /* As for positions (open_position): strings of up to 4 KiB per atom must
+     * not make a declared but unwritten dataset cost more than it stores. */
+    double stored = (double)H5Dget_storage_size(e->value);
+    if (r->natoms > 0 && (double)row > 4096.0 * stored + 64.0 * 1048576.0)
+        return bad(r, -1, e->vpath, "expected stored data for %" PRId64 " species of %zu bytes, found only %.0f bytes",
+                   r->natoms, r->species_string ? r->species_strsize : sizeof(int64_t), stored);
     r->scratch = mdnl_malloc(row, "species row");
     return r->scratch ? MDNL_OK : MDNL_ERR_RESOURCE;
 }

@@ -704,6 +704,11 @@ mdnl_status mdnl_xyz_skip(mdnl_xyz_reader *r)
 
 mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n)
 {
+    if (r->nframes < 0 && r->file_size < 0) /* a second open would not see the same bytes, or wait forever */
+        return mdnl_error(MDNL_ERR_INPUT,
+                          "%s: expected a regular file to count its frames (--frames with negative indices, info), "
+                          "found a pipe or device",
+                          r->path);
     if (r->nframes < 0) {
         mdnl_xyz_reader *scan;
         mdnl_status st = mdnl_xyz_open(r->path, &scan);

@@ -19,6 +19,7 @@
 #include "mdnl.h"
 
 #include <cuda_runtime.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Records the failure of `call_text` and returns MDNL_ERR_RESOURCE. */
@@ -76,14 +77,23 @@ static inline mdnl_status mdnl_dbuf_reserve(mdnl_dbuf *b, size_t bytes, const ch
             return mdnl_cuda_fail(e, "cudaFree", __FILE__, __LINE__);
     }
     /* Over-allocate a little so that slowly growing sizes don't reallocate
-     * every frame. */
-    size_t want = bytes + bytes / 8 + 256;
+     * every frame (not past what size_t holds: a wrapped size would allocate
+     * too little). */
+    size_t want = bytes <= SIZE_MAX / 2 ? bytes + bytes / 8 + 256 : bytes;
     cudaError_t e = cudaMalloc(&b->ptr, want);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         b->ptr = NULL;
-        return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: out of device memory for %s (%zu bytes): %s", what, want,
-                          cudaGetErrorString(e));
+        /* SPEC §7: exit 4 with the numbers, what was needed and what is free. */
+        size_t free_b = 0, total_b = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return mdnl_error(MDNL_ERR_RESOURCE, "CUDA: out of device memory for %s: needed %zu bytes (%s)", what,
+                              want, cudaGetErrorString(e));
+        }
+        return mdnl_error(MDNL_ERR_RESOURCE,
+                          "CUDA: out of device memory for %s: needed %zu bytes, %zu bytes free of %zu (%s)", what,
+                          want, free_b, total_b, cudaGetErrorString(e));
     }
     b->cap = want;
     return MDNL_OK;

@@ -121,8 +121,11 @@ static mdnl_status parse_box(const char *s, mdnl_box *box)
     }
     box->has_lattice = true;
     box->pbc[0] = box->pbc[1] = box->pbc[2] = true;
-    if (!(mdnl_box_volume(box) > 0))
+    const double volume = mdnl_box_volume(box);
+    if (!(volume > 0))
         return mdnl_error(MDNL_ERR_USAGE, "--box: the cell \"%s\" has zero volume", s);
+    if (!isfinite(volume)) /* found by tests/fuzz/fuzz_options: 1e300,1e300,1e300 */
+        return mdnl_error(MDNL_ERR_USAGE, "--box: the cell \"%s\" has a volume beyond a double", s);
     return MDNL_OK;
 }
 

@@ -181,6 +181,8 @@ int main(int argc, char **argv)
         mdnl_mpi_finish(); /* after rank 0 spoke: no rank exits (and ends the job) before */
         return st == MDNL_OK ? 0 : st;
     }
-    fprintf(stderr, "mdnl: error: unknown command \"%s\" (see mdnl --help)\n", argv[1]);
+    /* through mdnl_error, which keeps the message on one line whatever argv[1] holds */
+    mdnl_error(MDNL_ERR_USAGE, "unknown command \"%s\" (see mdnl --help)", argv[1]);
+    fprintf(stderr, "mdnl: error: %s\n", mdnl_last_error());
     return MDNL_ERR_USAGE;
 }

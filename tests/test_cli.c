@@ -424,3 +424,62 @@ Test(cli, h5md_and_extxyz_of_the_same_frames_give_the_same_energies)
                  0, "%s", err_text);
     cr_expect_str_eq(a, out_text);
 }
+
+/* Found by tests/fuzz/fuzz_options (regressions/options/newline-in-argument):
+ * a newline inside an argument, an unknown command or a file name was
+ * echoed raw, so the error took two lines. Control characters are escaped. */
+Test(cli, newlines_in_arguments_and_paths_keep_the_error_on_one_line)
+{
+    cr_expect_eq(mdnl("neighbors x.xyz -c 1 \"$(printf '%%s\\n%%s' --frames 1:2)\""), 2);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+    cr_expect(strstr(err_text, "--frames\\n1:2") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("\"$(printf 'bogus\\ncommand')\""), 2);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+    cr_expect_eq(mdnl("info \"$(printf 'no\\nsuch.xyz')\""), 3);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+    cr_expect(strstr(err_text, "no\\nsuch.xyz") != NULL, "%s", err_text);
+}
+
+/* Found by tests/fuzz/fuzz_options (regressions/options/box-infinite-volume):
+ * --box 1e300,... was accepted with an infinite volume; and a --box far
+ * thinner than the cutoff gave a list without images (1e-100) or hung
+ * (1e-300) instead of an error. */
+Test(cli, absurd_boxes_are_errors_not_hangs)
+{
+    cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e300,1e300,1e300 -o x.tsv", MDNL_DATA_DIR), 2);
+    cr_expect(strstr(err_text, "--box") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e-100,1e-100,1e-100 -o x.tsv", MDNL_DATA_DIR), 3);
+    cr_expect(strstr(err_text, "cutoff/1000") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e200,1e200,1e-300 -o x.tsv", MDNL_DATA_DIR), 3);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+    char p[512];
+    snprintf(p, sizeof p, "%s/x.tsv", tmpdir);
+    cr_expect(access(p, F_OK) != 0, "no partial output");
+}
+
+/* A named pipe (or `<(zcat x.xyz.gz)`) is read once: the HDF5 signature peek
+ * used to eat its first bytes and the reader's own open then waited forever
+ * for a writer. Counting frames needs a second pass: an error, not a hang. */
+Test(cli, named_pipe_input_is_read_once_and_never_hangs)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && mkfifo p.xyz && (cat '%s/trajectory-3frames.extxyz' > p.xyz &) && "
+             "timeout 60 '%s' neighbors p.xyz -c 1.5 -o x.tsv 2>err.txt",
+             tmpdir, MDNL_DATA_DIR, MDNL_BINARY);
+    int rc = system(cmd);
+    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "status %d", rc);
+    char p[512];
+    snprintf(p, sizeof p, "%s/x.tsv", tmpdir);
+    slurp(p, out_text, sizeof out_text);
+    cr_expect(strstr(out_text, "# frame") != NULL, "%s", out_text);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && (cat '%s/trajectory-3frames.extxyz' > p.xyz &) && timeout 60 '%s' info p.xyz 2>err.txt",
+             tmpdir, MDNL_DATA_DIR, MDNL_BINARY);
+    rc = system(cmd);
+    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 3, "status %d", rc);
+    snprintf(p, sizeof p, "%s/err.txt", tmpdir);
+    slurp(p, err_text, sizeof err_text);
+    cr_expect(strstr(err_text, "found a pipe") != NULL, "%s", err_text);
+    cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
+}

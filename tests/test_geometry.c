@@ -81,6 +81,37 @@ Test(geometry, singular_lattice_is_an_input_error)
     mdnl_frame_free(&f);
 }
 
+/* A cutoff spanning more than 1000 periodic images of an axis is an input
+ * error: a 1e-100 cube once gave a list without images ((int) of 3e100 is
+ * undefined), a 1e-300 axis hung. Open axes and 1000 images still work. */
+Test(geometry, cutoff_spanning_more_than_1000_images_is_an_input_error)
+{
+    mdnl_frame f = one_atom_frame(0, 0, 0);
+    f.box.has_lattice = true;
+    f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
+    f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 1e-100;
+    float pos4[1][4];
+    mdnl_geom g;
+    cr_expect_eq(mdnl_geom_prepare(&f, 3.0, &g, pos4), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "cutoff/1000") != NULL, "%s", mdnl_last_error());
+    f.box.h[0][0] = f.box.h[1][1] = 10.0, f.box.h[2][2] = 1e-3; /* 3000 images along c */
+    cr_expect_eq(mdnl_geom_prepare(&f, 3.0, &g, pos4), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "axis c") != NULL, "%s", mdnl_last_error());
+    f.box.h[2][2] = 3.0 / 900; /* 900 images: allowed */
+    cr_expect_eq(mdnl_geom_prepare(&f, 3.0, &g, pos4), MDNL_OK, "%s", mdnl_last_error());
+    cr_expect_eq(g.image_max[2], 901);
+    f.box.pbc[2] = false; /* open axis: no images */
+    f.box.h[2][2] = 1e-3;
+    cr_expect_eq(mdnl_geom_prepare(&f, 3.0, &g, pos4), MDNL_OK, "%s", mdnl_last_error());
+    /* regrid (a second cutoff, r_max) is bounded the same way */
+    f.box.pbc[2] = true;
+    f.box.h[2][2] = 1.0;
+    cr_assert_eq(mdnl_geom_prepare(&f, 3.0, &g, pos4), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_geom g2;
+    cr_expect_eq(mdnl_geom_regrid(&g, 5000.0, &g2), MDNL_ERR_INPUT);
+    mdnl_frame_free(&f);
+}
+
 Test(geometry, nonpositive_or_nan_cutoff_is_a_usage_error)
 {
     mdnl_frame f = one_atom_frame(0, 0, 0);

@@ -232,6 +232,24 @@ with base("bad_species_td_shape.h5md") as f:
 with base("bad_edges_td_late.h5md", edges=None) as f:
     # The first box sample comes after the first position frame.
     add_td(f["particles/all/box"], "edges", np.tile([10.0, 10.0, 10.0], (2, 1)), np.array([1, 2], dtype=np.int64))
+with base("bad_step_offset_array.h5md", step=np.int64(10)) as f:
+    # An offset attribute must be one number: H5Aread writes every element,
+    # and 600 of them overran the reader's struct (found by tests/fuzz/fuzz_h5md).
+    f["particles/all/position/step"].attrs["offset"] = np.arange(600, dtype=np.int64)
+with new_file("bad_species_unwritten.h5md") as f:
+    # 200,000 atoms of compressed zeros, and 4000-byte species strings declared
+    # but never written: reading a species row would allocate 800 MB that the
+    # file does not hold.
+    g = f.create_group("particles/all")
+    add_box(g, ["none"] * 3)
+    p = g.create_group("position")
+    p.create_dataset("value", data=np.zeros((1, 200000, 3)), compression="gzip", chunks=(1, 200000, 3))
+    p.create_dataset("step", data=np.array([0], dtype=np.int64))
+    g.create_dataset("species", shape=(200000,), dtype="S4000", chunks=(1000,))
+with base("bad_step_overflow.h5md", step=np.int64(2)) as f:
+    # offset + frame x step past INT64_MAX from frame 1 on (signed overflow
+    # under UBSan, found by tests/fuzz/fuzz_h5md).
+    f["particles/all/position/step"].attrs["offset"] = np.int64(2**63 - 1)
 with new_file("bad_no_particles.h5md") as f:
     f.create_group("observables")
 with open(os.path.join(OUT, "bad_not_hdf5.h5md"), "w") as f:

@@ -1,0 +1,72 @@
+/* fuzz_common.h — helpers shared by the fuzz harnesses (tests/fuzz/README.md).
+ *
+ * Each harness defines LLVMFuzzerTestOneInput(). Built with clang and
+ * -fsanitize=fuzzer (MDNL_FUZZ=ON) it is a libFuzzer binary; built with any
+ * compiler together with fuzz_replay.c it is a replay program that feeds
+ * every file of the corpus directories given on its command line through
+ * the same function (the CTest regression run, gcc included).
+ *
+ * The oracle, besides the sanitizers: every failure must be the status the
+ * contract names (SPEC §7) with a one-line, non-empty message; anything else
+ * aborts, which libFuzzer reports as a crash. */
+#ifndef MDNL_FUZZ_COMMON_H
+#define MDNL_FUZZ_COMMON_H
+
+#define _POSIX_C_SOURCE 200809L
+#include "mdnl.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Aborts with a message: the harness found a contract violation. */
+static inline void fuzz_fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz: contract violation: %s: %s\n", what, detail ? detail : "");
+    abort();
+}
+
+/* A failing status must be `want` and carry a one-line message. */
+static inline void fuzz_check_error(mdnl_status st, mdnl_status want, const char *prefix)
+{
+    if (st == MDNL_OK || st == MDNL_END)
+        return;
+    const char *m = mdnl_last_error();
+    if (st != want) {
+        char buf[1200];
+        snprintf(buf, sizeof buf, "status %d, expected %d (%s)", (int)st, (int)want, m);
+        fuzz_fail("wrong exit status", buf);
+    }
+    if (!m[0])
+        fuzz_fail("empty error message", NULL);
+    if (strchr(m, '\n'))
+        fuzz_fail("error message spans lines", m);
+    if (prefix && strncmp(m, prefix, strlen(prefix)) != 0)
+        fuzz_fail("error message does not start with the path", m);
+}
+
+/* A scratch file name for this process, in $TMPDIR (else /tmp). */
+static inline const char *fuzz_scratch(const char *ext)
+{
+    static char path[4][512];
+    static int slot;
+    const char *dir = getenv("TMPDIR");
+    char *p = path[slot++ & 3];
+    snprintf(p, sizeof path[0], "%s/mdnl-fuzz-%ld%s", dir && *dir ? dir : "/tmp", (long)getpid(), ext);
+    return p;
+}
+
+/* Writes bytes to path; aborts when the scratch file cannot be written. */
+static inline void fuzz_write_file(const char *path, const uint8_t *data, size_t size)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp || (size && fwrite(data, 1, size, fp) != size) || fclose(fp) != 0)
+        fuzz_fail("cannot write the scratch file", path);
+}
+
+#endif

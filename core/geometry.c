@@ -98,12 +98,12 @@ static void set_grid(mdnl_geom *g, double cutoff)
             double q = floor(w[k] / rcs);
             const double m = floor(rcs / w[k]) + 1; /* check_images bounds it; the clamp keeps the cast defined */
             g->image_max[k] = m < 1e9 ? (int)m : 1000000000;
-            want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
+            want[k] = !(q >= 1) ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q); /* NaN (inf/inf) too */
         } else {
             span[k] = n > 0 ? tmax[k] - tmin[k] : 0.0;
             g->t0[k] = n > 0 ? (float)tmin[k] : 0.0f;
             double q = floor(span[k] / rcs);
-            want[k] = q < 1 ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q);
+            want[k] = !(q >= 1) ? 1 : (q > 1e9 ? 1000000000 : (int64_t)q); /* NaN (inf/inf) too */
         }
     }
     const int64_t cap = n * 2 > 64 ? n * 2 : 64;
@@ -245,11 +245,6 @@ mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, md
                 g->h[k][a] = (float)box->h[k][a];
         }
         g->volume = mdnl_box_volume(box);
-        char prefix[48];
-        snprintf(prefix, sizeof prefix, "frame %lld: ", (long long)f->index);
-        mdnl_status st = check_images(g, w, cutoff, prefix);
-        if (st != MDNL_OK)
-            return st;
     }
     for (int a = 0; a < 3; ++a)
         for (int k = 0; k < 3; ++k)
@@ -275,7 +270,15 @@ mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, c
     for (int k = 0; k < 3; ++k)
         g->tlo[k] = tlo[k], g->thi[k] = thi[k];
     set_grid(g, cutoff);
-    return mdnl_work_check(g);
+    /* The work guard speaks first (it names the cell and --max-pairs); the
+     * image cap holds even when --max-pairs lifts the guard. */
+    mdnl_status st = mdnl_work_check(g);
+    if (st != MDNL_OK)
+        return st;
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "frame %lld: ", (long long)f->index);
+    const double w[3] = {g->width[0], g->width[1], g->width[2]};
+    return check_images(g, w, cutoff, prefix);
 }
 
 mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4])
@@ -321,12 +324,12 @@ mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g)
         *g = *src;
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
-    const double w[3] = {g->width[0], g->width[1], g->width[2]};
-    mdnl_status st = check_images(g, w, cutoff, "");
+    set_grid(g, cutoff);
+    mdnl_status st = mdnl_work_check(g);
     if (st != MDNL_OK)
         return st;
-    set_grid(g, cutoff);
-    return mdnl_work_check(g);
+    const double w[3] = {g->width[0], g->width[1], g->width[2]};
+    return check_images(g, w, cutoff, "");
 }
 
 double mdnl_geom_tabs_bound(const mdnl_geom *g, const mdnl_wrap_params *w)

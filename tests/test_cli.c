@@ -449,7 +449,10 @@ Test(cli, absurd_boxes_are_errors_not_hangs)
     cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e300,1e300,1e300 -o x.tsv", MDNL_DATA_DIR), 2);
     cr_expect(strstr(err_text, "--box") != NULL, "%s", err_text);
     cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e-100,1e-100,1e-100 -o x.tsv", MDNL_DATA_DIR), 3);
-    cr_expect(strstr(err_text, "cutoff/1000") != NULL, "%s", err_text);
+    cr_expect(strstr(err_text, "--max-pairs") != NULL, "%s", err_text); /* the work guard (issue 20) */
+    cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e-100,1e-100,1e-100 --max-pairs 1e300 -o x.tsv",
+                      MDNL_DATA_DIR), 3);
+    cr_expect(strstr(err_text, "cutoff/1000") != NULL, "%s", err_text); /* the hard image cap */
     cr_expect_eq(mdnl("neighbors %s/graphene-open.xyz -c 3 --box 1e200,1e200,1e-300 -o x.tsv", MDNL_DATA_DIR), 3);
     cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
     char p[512];

@@ -523,12 +523,13 @@ Test(guard, stale_temp_in_a_run_directory_is_removed)
 }
 
 /* The memory half: with the pair limit lifted, a stored list that cannot fit
- * in the host's memory (3e11 pairs of the 1e-3 Å cube, 1.2 TB) is exit 4
- * (resources), before anything is built; nothing is left. */
+ * in the host's memory (~5e11 pairs of 12 atoms in a 0.0021 Å cube, which the
+ * image cap of 1000 widths still admits: terabytes) is exit 4 (resources),
+ * before anything is built; nothing is left. */
 Test(guard, stored_list_beyond_host_memory_is_exit_4)
 {
     char input[512], err[4096], left[1024];
-    snprintf(input, sizeof input, "%s/bad/tiny-cell.extxyz", MDNL_DATA_DIR);
+    snprintf(input, sizeof input, "%s/bad/thin-cell-952-images.extxyz", MDNL_DATA_DIR);
     const char *const neighbors[] = {"neighbors", input, "-c", "2.0", "--max-pairs", "1e15",
                                      "--backend", "cpu", "-o", "out.tsv", NULL};
     const char *const run[] = {"run", input, "-c", "2.0", "--neighbors", "--max-pairs", "1e15",

@@ -265,7 +265,7 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
             for (int e = lane; e < span; e += 32) {
                 const unsigned key = st[e];
                 j_out[wbase + e] = (int32_t)(key >> 11);
-                d_out[wbase + e] = __ldcs(dst + rid[e] * WALK_CAP + (key & 63u));
+                d_out[wbase + e] = dst[rid[e] * WALK_LPITCH + (key & 63u)];
             }
         } else {
             for (int e = lane; e < span; e += 32)
@@ -288,7 +288,7 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
             const unsigned key = x[e];
             if constexpr (PACK) {
                 j_out[off + e] = (int32_t)(key >> 11);
-                d_out[off + e] = __ldcs(dst + lane * WALK_CAP + (key & 63u));
+                d_out[off + e] = dst[lane * WALK_LPITCH + (key & 63u)];
                 continue;
             }
             const float4 pj = __ldg(opos + (key >> 5));
@@ -311,6 +311,7 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
 {
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
     __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
+    __shared__ __align__(16) float dst_s[PACK ? WALK_RT / 32 : 1][PACK ? 32 * WALK_LPITCH : 4]; /* the rows' d */
     __shared__ float4 pi_s[WALK_RT / 32][32];
     __shared__ float sh[27][3];
     const long long total = offsets[n];
@@ -353,6 +354,14 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
             if (q < qmax)
                 *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
         }
+        if constexpr (PACK) {
+            const float4 *dsrc = reinterpret_cast<const float4 *>(dslab + (size_t)i0 * WALK_CAP);
+            for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
+                const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
+                if (q < qmax)
+                    *reinterpret_cast<float4 *>(&dst_s[w][row * WALK_LPITCH + 4 * q]) = __ldcs(dsrc + e);
+            }
+        }
     }
     __syncwarp();
     unsigned x[WALK_CAP];
@@ -371,7 +380,7 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     __syncwarp(); /* st is reused for the output */
     const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
     const int span = staged ? (int)(wend - wbase) : 0;
-    const float *dst = PACK ? dslab + (size_t)i0 * WALK_CAP : nullptr; /* the warp's rows' d */
+    const float *dst = PACK ? dst_s[w] : nullptr;
     if (wmax <= 32)
         walk_rows_out<32, PACK>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], dst,
                                 lane, j_out, d_out);

@@ -84,9 +84,9 @@ __device__ __forceinline__ float walk_axis_gap(float xj, float lo, float hi, flo
     return a > 0.f ? a : (b < 0.f ? -b : 0.f);
 }
 
-template <bool FULL, bool PACK>
+template <bool FULL>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                       unsigned *__restrict__ slab, float *__restrict__ dslab,
+                                                       unsigned *__restrict__ slab,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ maxlen, int *__restrict__ longlist,
                                                        int *__restrict__ nlong)
@@ -174,15 +174,8 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
                 const unsigned m = __ballot_sync(FULLMASK, hit);
                 const int ca = __shfl_sync(FULLMASK, cnt, a);
                 const int p = ca + __popc(m & lt);
-                if (hit && p < WALK_CAP) {
-                    unsigned *const rp = rowp_s[hbase + a];
-                    if (PACK) { /* the key carries its place in the row; d goes beside it */
-                        __stcg(rp + p, ((key >> 5) << 11) | ((key & 31u) << 6) | (unsigned)p);
-                        __stcg(dslab + (rp - slab) + p, __fsqrt_rn(d2));
-                    } else {
-                        __stcg(rp + p, key);
-                    }
-                }
+                if (hit && p < WALK_CAP)
+                    __stcg(rowp_s[hbase + a] + p, key);
                 if (lane == a)
                     cnt = ca + __popc(m);
             }
@@ -243,13 +236,13 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
  * and writes d, entry by entry in output order (coalesced stores, and the
  * gathers of many entries in flight). Otherwise each thread writes its own
  * row. */
-template <int NET, bool PACK>
+template <int NET>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
                                             long long wbase, int span, bool staged, float4 pi,
                                             const float4 *__restrict__ opos, const float (*sh)[3],
                                             unsigned *__restrict__ st, unsigned char *__restrict__ rid,
-                                            const float4 *__restrict__ pis, const float *__restrict__ dst,
-                                            int lane, int32_t *__restrict__ j_out, float *__restrict__ d_out)
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
+                                            float *__restrict__ d_out)
 {
     thread_bitonic<NET>(x);
     if (staged) {
@@ -261,22 +254,14 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
                 rid[rel + e] = (unsigned char)lane;
             }
         __syncwarp();
-        if constexpr (PACK) {
-            for (int e = lane; e < span; e += 32) {
-                const unsigned key = st[e];
-                j_out[wbase + e] = (int32_t)(key >> 11);
-                d_out[wbase + e] = dst[rid[e] * WALK_LPITCH + (key & 63u)];
-            }
-        } else {
-            for (int e = lane; e < span; e += 32)
-                j_out[wbase + e] = (int32_t)(st[e] >> 5);
+        for (int e = lane; e < span; e += 32)
+            j_out[wbase + e] = (int32_t)(st[e] >> 5);
 #pragma unroll 4
-            for (int e = lane; e < span; e += 32) {
-                const unsigned key = st[e];
-                const float4 p = pis[rid[e]];
-                const float4 pj = __ldg(opos + (key >> 5));
-                d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
-            }
+        for (int e = lane; e < span; e += 32) {
+            const unsigned key = st[e];
+            const float4 p = pis[rid[e]];
+            const float4 pj = __ldg(opos + (key >> 5));
+            d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
         }
         return;
     }
@@ -286,11 +271,6 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
     for (int e = 0; e < NET; ++e)
         if (e < len) {
             const unsigned key = x[e];
-            if constexpr (PACK) {
-                j_out[off + e] = (int32_t)(key >> 11);
-                d_out[off + e] = dst[lane * WALK_LPITCH + (key & 63u)];
-                continue;
-            }
             const float4 pj = __ldg(opos + (key >> 5));
             j_out[off + e] = (int32_t)(key >> 5);
             d_out[off + e] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
@@ -300,10 +280,8 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
 /* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
-template <bool PACK>
 __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
-                                                        const unsigned *__restrict__ slab,
-                                                        const float *__restrict__ dslab, int n,
+                                                        const unsigned *__restrict__ slab, int n,
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
@@ -311,7 +289,6 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
 {
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
     __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
-    __shared__ __align__(16) float dst_s[PACK ? WALK_RT / 32 : 1][PACK ? 32 * WALK_LPITCH : 4]; /* the rows' d */
     __shared__ float4 pi_s[WALK_RT / 32][32];
     __shared__ float sh[27][3];
     const long long total = offsets[n];
@@ -354,14 +331,6 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
             if (q < qmax)
                 *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
         }
-        if constexpr (PACK) {
-            const float4 *dsrc = reinterpret_cast<const float4 *>(dslab + (size_t)i0 * WALK_CAP);
-            for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
-                const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-                if (q < qmax)
-                    *reinterpret_cast<float4 *>(&dst_s[w][row * WALK_LPITCH + 4 * q]) = __ldcs(dsrc + e);
-            }
-        }
     }
     __syncwarp();
     unsigned x[WALK_CAP];
@@ -380,13 +349,12 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     __syncwarp(); /* st is reused for the output */
     const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
     const int span = staged ? (int)(wend - wbase) : 0;
-    const float *dst = PACK ? dst_s[w] : nullptr;
     if (wmax <= 32)
-        walk_rows_out<32, PACK>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], dst,
-                                lane, j_out, d_out);
+        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
     else
-        walk_rows_out<64, PACK>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], dst,
-                                lane, j_out, d_out);
+        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -540,7 +508,7 @@ double nl_dense_walk_row_estimate(const mdnl_geom *g)
  * synchronisation until the caller's last one: the output arrays keep their
  * size from the frame before or an estimate (the mean row times 1.2), and a
  * CSR that outgrew them is detected there and built again. */
-template <bool FULL, bool PACK>
+template <bool FULL>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
@@ -551,9 +519,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    /* the key slab, then (PACK) the distance slab */
-    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * WALK_CAP * (PACK ? 2 : 1) * sizeof(unsigned),
-                                "neighbor slab")) != MDNL_OK ||
+    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * WALK_CAP * sizeof(unsigned), "neighbor slab")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
@@ -563,8 +529,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
-    float *dslab = PACK ? (float *)ctx->stage.ptr + (size_t)n * WALK_CAP : nullptr;
-    walk_walk_kernel<FULL, PACK><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr, dslab,
+    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr,
                                                            (unsigned long long *)ctx->counts.ptr,
                                                            (int *)ctx->flags.ptr + 1, longlist, nlong);
     MDNL_CUDA_LAUNCHED(ctx->stream);
@@ -576,8 +541,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
-    walk_rows_kernel<PACK><<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->stage.ptr, dslab, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+    walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
+        *g, (const unsigned *)ctx->stage.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
@@ -596,11 +561,5 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
 mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
                                 int64_t *npairs)
 {
-    /* below 2^21 atoms a key has room for its place in the row (j << 11 | code << 6 | place): the walk
-     * stores d beside it and the rows kernel gathers no positions */
-    if (n < (1 << 21))
-        return full ? build_dense_walk<true, true>(ctx, g, pos, n, npairs)
-                    : build_dense_walk<false, true>(ctx, g, pos, n, npairs);
-    return full ? build_dense_walk<true, false>(ctx, g, pos, n, npairs)
-                : build_dense_walk<false, false>(ctx, g, pos, n, npairs);
+    return full ? build_dense_walk<true>(ctx, g, pos, n, npairs) : build_dense_walk<false>(ctx, g, pos, n, npairs);
 }

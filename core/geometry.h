@@ -150,8 +150,8 @@ mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g);
  * directions. max_pairs is the process-wide limit (mdnl_work_set_limit, the
  * command line's --max-pairs) or, by default, MDNL_WORK_PAIRS_PER_ATOM per
  * atom and at least MDNL_WORK_PAIRS_FLOOR: 1M LJ atoms at r_max 4σ expect
- * 2.3e8 of 1e10 allowed, while 3 atoms in a cell of 1e-3 Å expect 3e11. */
-#define MDNL_WORK_PAIRS_PER_ATOM 1e4
+ * 2.3e8 of 1e11 allowed, while 3 atoms in a cell of 1e-3 Å expect 3e11. */
+#define MDNL_WORK_PAIRS_PER_ATOM 1e5
 #define MDNL_WORK_PAIRS_FLOOR 1e7
 #define MDNL_WORK_CANDIDATES_PER_PAIR 32.0
 #define MDNL_WORK_CUTOFF_WIDTHS 100.0 /* default only: an explicit --max-pairs lifts it */

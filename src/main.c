@@ -52,7 +52,7 @@ static const command commands[] = {
      "                            (the I/O floor for benchmarks; also a quick check that every frame parses)\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --method auto|brute-atomic|brute-noatomic|cell\n"
-     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per atom,\n"
      "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"
      "  --json summary: frames, atoms, pairs, energy first/last/mean/min/max, busy seconds per\n"
      "  stage (read, compute, write), wall seconds and frames/s; ranks and frames_per_rank.\n"
@@ -70,7 +70,7 @@ static const command commands[] = {
      "                            or HDF5 (.h5/.h5md/.hdf5): one CSR per frame under /neighbors\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
      "  --method auto|brute-atomic|brute-noatomic|cell\n"
-     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per atom,\n"
      "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"energy", mdnl_cmd_energy,
      "usage: mdnl energy INPUT -c CUT --pair SPEC [--per-atom] [-o OUT.tsv|OUT.h5|-] [options]\n"
@@ -85,7 +85,7 @@ static const command commands[] = {
      "  -o, --output FILE         TSV (default standard output) or HDF5: /observables/potential_energy,\n"
      "                            /particles/all/potential_energy with --per-atom\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
-     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per atom,\n"
      "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"rdf", mdnl_cmd_rdf,
      "usage: mdnl rdf INPUT --rmax R --bins B [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--plot OUT.svg]\n"
@@ -100,7 +100,7 @@ static const command commands[] = {
      "  -o, --output FILE         TSV (default standard output) or HDF5 /rdf/<total|A-B>/{r_lo,r_hi,r,g,n,counts}\n"
      "  --plot OUT.svg            an SVG plot of g(r) and n(r)\n"
      "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
-     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^4 per atom,\n"
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per atom,\n"
      "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"info", mdnl_cmd_info,
      "usage: mdnl info INPUT [--json]\n"

@@ -126,6 +126,9 @@ Test(geometry_gpu, device_wrap_equals_host_prepare_on_every_box)
  * fewer again (the buffers are reused), then none. */
 Test(geometry_gpu, grid_stride_reuse_and_empty_frame)
 {
+    /* 300,001 atoms in a small cell are dense beyond the work guard; the grids
+     * are only compared here, never traversed */
+    mdnl_work_set_limit(1e300);
     if (!need_device())
         return;
     mdnl_wrap_cuda *w = NULL;
@@ -241,8 +244,10 @@ Test(geometry_gpu, tiny_cell_is_refused_by_the_work_guard_like_the_host)
     cr_expect_eq(mdnl_geom_prepare_cuda(w, &f, 2.0, &gd, NULL, 0), MDNL_ERR_INPUT);
     cr_expect_str_eq(mdnl_last_error(), host_msg);
     cr_expect(strstr(host_msg, "frame 4: cell a=(0.001 0 0)") != NULL, "%s", host_msg);
-    /* raised, the same frame is laid out on both paths */
+    /* raised, the same frame is laid out on both paths (a 3e-3 cube: 667
+     * periodic widths, inside the hard cap of 1000 that no limit lifts) */
     mdnl_work_set_limit(1e15);
+    f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 3e-3;
     cr_expect_eq(mdnl_geom_prepare(&f, 2.0, &gh, p), MDNL_OK, "%s", mdnl_last_error());
     cr_expect_eq(mdnl_geom_prepare_cuda(w, &f, 2.0, &gd, NULL, 0), MDNL_OK, "%s", mdnl_last_error());
     mdnl_frame_free(&f);

@@ -67,7 +67,7 @@ static void set_axis(mdnl_geom *g, int k, double span, int64_t n, double rcs, in
     g->ncell[k] = (int)n;
     g->inv_cell[k] = (float)(1.0 / cw);
     double m = ceil(rcs / cw);
-    g->stencil[k] = m < 1 ? 1 : m > 1e9 ? 1000000000 : (int)m; /* beyond: refused by the work guard */
+    g->stencil[k] = !(m >= 1) ? 1 : m > 1e9 ? 1000000000 : (int)m; /* NaN too; beyond: refused by the work guard */
     if (!periodic)
         g->stencil[k] = 1; /* cw >= rcs on open axes */
 }

@@ -93,7 +93,8 @@ static void rank_sort(uint64_t *a, int64_t n, uint64_t *tmp)
             r += a[b] < v;
         tmp[r] = v;
     }
-    memcpy(a, tmp, (size_t)n * sizeof *a);
+    if (n > 0) /* an empty row may come with NULL buffers */
+        memcpy(a, tmp, (size_t)n * sizeof *a);
 }
 
 static void quick_keys(uint64_t *a, int64_t n, uint64_t *tmp)

@@ -119,6 +119,23 @@ static mdnl_status hood_reserve(mdnl_cells_hood *h, int64_t n)
     return MDNL_OK;
 }
 
+bool mdnl_cells_hood_enter(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_hood *h, int *failed)
+{
+    if (c->start[cell] == c->start[cell + 1])
+        return false;
+    int bad;
+#pragma omp atomic read
+    bad = *failed;
+    if (bad)
+        return false;
+    if (mdnl_cells_hood_gather(g, c, cell, h) != MDNL_OK) {
+#pragma omp atomic write
+        *failed = 1;
+        return false;
+    }
+    return true;
+}
+
 void mdnl_cells_hood_free(mdnl_cells_hood *h)
 {
     if (!h)

@@ -66,6 +66,12 @@ typedef struct mdnl_cells_hood {
 mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_hood *h);
 void mdnl_cells_hood_free(mdnl_cells_hood *h); /* NULL is a no-op */
 
+/* The step every OpenMP loop over home cells takes first: false when the
+ * cell is empty or another thread has set *failed (atomically read), else
+ * gathers the cell's candidates into h and returns true; a failed gather
+ * sets *failed (atomically) and returns false. */
+bool mdnl_cells_hood_enter(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_hood *h, int *failed);
+
 /* The pairs of the home cell's atom at cell-order index k (position xi, yi,
  * zi): fills h->hit[0..m) with the candidates q, in candidate order, whose
  * mdnl_pair_d2 is below g->cutoff2 (h->d2[q] holds it), the atom itself

@@ -184,17 +184,9 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
             int64_t len = 0, cap = 0;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
+                if (!mdnl_cells_hood_enter(g, &cells, cell, &h, &failed))
+                    continue;
                 const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
-                int bad;
-#pragma omp atomic read
-                bad = failed;
-                if (kb == ke || bad)
-                    continue;
-                if (mdnl_cells_hood_gather(g, &cells, cell, &h) != MDNL_OK) {
-#pragma omp atomic write
-                    failed = 1;
-                    continue;
-                }
                 for (int64_t k = kb; k < ke; ++k) {
                     const int32_t i = cells.atoms[k];
                     const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);

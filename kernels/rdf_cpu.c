@@ -165,21 +165,13 @@ mdnl_status mdnl_hist_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], cons
     int failed = 0;
 #pragma omp parallel num_threads(nthreads)
     {
-            hist_ctx c = {priv + (size_t)omp_get_thread_num() * nslots, species, spec, width, spec->bins, 0};
+        hist_ctx c = {priv + (size_t)omp_get_thread_num() * nslots, species, spec, width, spec->bins, 0};
         mdnl_cells_hood h = {0};
 #pragma omp for schedule(dynamic, 16)
         for (int64_t cell = 0; cell < cells.ncells; ++cell) {
+            if (!mdnl_cells_hood_enter(g, &cells, cell, &h, &failed))
+                continue;
             const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
-            int bad;
-#pragma omp atomic read
-            bad = failed;
-            if (kb == ke || bad)
-                continue;
-            if (mdnl_cells_hood_gather(g, &cells, cell, &h) != MDNL_OK) {
-#pragma omp atomic write
-                failed = 1;
-                continue;
-            }
             for (int64_t k = kb; k < ke; ++k) {
                 /* each pair once; it counts for (i, j, S) and (j, i, -S), whose d2 are equal */
                 const int64_t m = mdnl_cells_hood_hits_half(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);

@@ -15,52 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char tmpdir[256];
-static char out_text[1 << 16], err_text[1 << 16];
+#include "cli_test_util.h"
 
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/mdnl-test-cli-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_expect_eq(system(cmd), 0);
-}
 
 TestSuite(cli, .init = make_tmpdir, .fini = remove_tmpdir);
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *fp = fopen(path, "rb");
-    size_t n = fp ? fread(buf, 1, cap - 1, fp) : 0;
-    buf[n] = '\0';
-    if (fp)
-        fclose(fp);
-}
-
-/* Runs `mdnl ARGS` from the tmp directory; returns its exit status and
- * leaves stdout/stderr in out_text/err_text. */
-static int mdnl(const char *fmt, ...)
-{
-    char args[2048], cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && MDNL_DATA='%s' '%s' %s >'%s/.stdout' 2>'%s/.stderr'", tmpdir, MDNL_DATA_DIR,
-             MDNL_BINARY, args, tmpdir, tmpdir);
-    int rc = system(cmd);
-    char p[512];
-    snprintf(p, sizeof p, "%s/.stdout", tmpdir);
-    slurp(p, out_text, sizeof out_text);
-    snprintf(p, sizeof p, "%s/.stderr", tmpdir);
-    slurp(p, err_text, sizeof err_text);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
 
 static void write_file(const char *name, const char *text)
 {

@@ -30,20 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static char tmpdir[256];
+#include "cli_test_util.h"
 
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/mdnl-test-guard-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_expect_eq(system(cmd), 0);
-}
 
 TestSuite(guard, .init = make_tmpdir, .fini = remove_tmpdir);
 
@@ -108,15 +96,12 @@ static int wait_for(pid_t pid, double limit)
     }
 }
 
-static void slurp(const char *name, char *buf, size_t cap)
+/* A file of the tmp directory, whole. */
+static void slurp_tmp(const char *name, char *buf, size_t cap)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *fp = fopen(path, "rb");
-    size_t n = fp ? fread(buf, 1, cap - 1, fp) : 0;
-    buf[n] = '\0';
-    if (fp)
-        fclose(fp);
+    slurp(path, buf, cap);
 }
 
 /* Names in `dir` (relative to tmpdir, "" for tmpdir itself) other than the
@@ -190,7 +175,7 @@ static void expect_refused(const char *file, int frame, const char *const *cmd)
     int status = wait_for(start(args), 10.0);
     const double secs = now() - t0;
     char err[4096], left[1024], want[600];
-    slurp(".stderr", err, sizeof err);
+    slurp_tmp(".stderr", err, sizeof err);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3, "%s %s: status %d, stderr %s", cmd[0], file, status,
               err);
     snprintf(want, sizeof want, "mdnl: error: %s: frame %d: cell a=(", input, frame);
@@ -226,9 +211,9 @@ Test(guard, max_pairs_raises_the_limit)
     const char *const args[] = {"rdf", input, "--rmax", "2.0", "--bins", "4", "--max-pairs", "1e8",
                                 "--backend", "cpu", "-o", "rdf.tsv", NULL};
     int status = wait_for(start(args), 30.0);
-    slurp(".stderr", err, sizeof err);
+    slurp_tmp(".stderr", err, sizeof err);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
-    slurp("rdf.tsv", out, sizeof out);
+    slurp_tmp("rdf.tsv", out, sizeof out);
     double lo, hi, r, g, n, sum = 0;
     int rows = 0;
     const char *p = strchr(out, '\n');
@@ -246,7 +231,7 @@ Test(guard, max_pairs_raises_the_limit)
     const char *const energy[] = {"energy", input, "-c", "2", "--pair", "lj:epsilon=1,sigma=1", "--max-pairs=2e7",
                                   "--backend", "cpu", "-o", "e.tsv", NULL};
     status = wait_for(start(energy), 30.0);
-    slurp(".stderr", err, sizeof err);
+    slurp_tmp(".stderr", err, sizeof err);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
 }
 
@@ -259,19 +244,19 @@ Test(guard, max_pairs_lowers_the_limit_and_rejects_bad_values)
     const char *const low[] = {"neighbors", input, "-c", "2.0", "--max-pairs", "100", "--backend", "cpu",
                                "-o", "nl.tsv", NULL};
     int status = wait_for(start(low), 10.0);
-    slurp(".stderr", err, sizeof err);
+    slurp_tmp(".stderr", err, sizeof err);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3, "status %d: %s", status, err);
     cr_expect(strstr(err, "frame 0: cell a=(59.0283 0 0)") && strstr(err, "limit of 100 pairs"), "%s", err);
     const char *const ok[] = {"neighbors", input, "-c", "2.0", "--max-pairs", "1e5", "--backend", "cpu",
                               "-o", "nl.tsv", NULL};
     status = wait_for(start(ok), 10.0);
-    slurp(".stderr", err, sizeof err);
+    slurp_tmp(".stderr", err, sizeof err);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
     static const char *const bad[] = {"0", "-5", "nan", "abc", "inf"};
     for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
         const char *const args[] = {"neighbors", input, "-c", "2.0", "--max-pairs", bad[k], "-o", "x.tsv", NULL};
         status = wait_for(start(args), 10.0);
-        slurp(".stderr", err, sizeof err);
+        slurp_tmp(".stderr", err, sizeof err);
         cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 2, "--max-pairs %s: status %d: %s", bad[k], status,
                   err);
         cr_expect(strstr(err, "--max-pairs") != NULL, "--max-pairs %s: %s", bad[k], err);
@@ -393,7 +378,7 @@ static void signal_mid_run(const char *const *args, const char *dir, int sig)
     cr_assert_eq(kill(pid, sig), 0);
     status = wait_for(pid, 10.0);
     char err[4096], left[1024];
-    slurp(".stderr", err, sizeof err);
+    slurp_tmp(".stderr", err, sizeof err);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig, "%s, signal %d: status %d (exit %d), stderr %s",
               args[0], sig, status, WIFEXITED(status) ? WEXITSTATUS(status) : -1, err);
     static const char *const keep[] = {"sheet.extxyz", NULL};
@@ -481,7 +466,7 @@ Test(guard, sigkill_leaves_a_prefixed_temp_that_the_next_run_removes)
     snprintf(input, sizeof input, "%s/graphene-periodic.extxyz", MDNL_DATA_DIR);
     const char *const quick[] = {"neighbors", input, "-c", "2.0", "--backend", "cpu", "-o", "out.tsv", NULL};
     status = wait_for(start(quick), 10.0);
-    slurp(".stderr", err, sizeof err);
+    slurp_tmp(".stderr", err, sizeof err);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
     cr_expect_neq(stat(path, &sb), 0, "the stale %s is still there", name);
@@ -516,7 +501,7 @@ Test(guard, stale_temp_in_a_run_directory_is_removed)
     const char *const args[] = {"run", input, "-c", "2.5", "--pair", "lj:epsilon=1,sigma=1",
                                 "--backend", "cpu", "-o", "outdir/", NULL};
     int status = wait_for(start(args), 10.0);
-    slurp(".stderr", err, sizeof err);
+    slurp_tmp(".stderr", err, sizeof err);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
     static const char *const keep[] = {"energy.tsv", NULL};
     cr_expect_eq(leftovers("outdir", keep, left, sizeof left), 0, "left in outdir: %s", left);
@@ -538,7 +523,7 @@ Test(guard, stored_list_beyond_host_memory_is_exit_4)
     for (int c = 0; c < 2; ++c) {
         const double t0 = now();
         int status = wait_for(start(cmds[c]), 10.0);
-        slurp(".stderr", err, sizeof err);
+        slurp_tmp(".stderr", err, sizeof err);
         cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 4, "%s: status %d: %s", cmds[c][0], status, err);
         cr_expect(strstr(err, "frame 0: the neighbor list would take an estimated") != NULL &&
                       strchr(err, '\n') == err + strlen(err) - 1,

@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char tmpdir[256];
-static char out_text[1 << 16], err_text[1 << 16];
+#include "cli_test_util.h"
+
 
 #define NFRAMES 9
 #define NCELL 3 /* 4 * 3^3 = 108 atoms */
@@ -59,47 +59,6 @@ static void write_traj(const char *path, int bad, int bad2)
                     }
     }
     fclose(fp);
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *fp = fopen(path, "rb");
-    size_t n = fp ? fread(buf, 1, cap - 1, fp) : 0;
-    buf[n] = '\0';
-    if (fp)
-        fclose(fp);
-}
-
-/* Runs a shell command from the tmp directory; stdout/stderr land in
- * out_text/err_text; returns the exit status. */
-static int sh(const char *fmt, ...)
-{
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s >'%s/.stdout' 2>'%s/.stderr'", tmpdir, args, tmpdir, tmpdir);
-    int rc = system(cmd);
-    char p[512];
-    snprintf(p, sizeof p, "%s/.stdout", tmpdir);
-    slurp(p, out_text, sizeof out_text);
-    snprintf(p, sizeof p, "%s/.stderr", tmpdir);
-    slurp(p, err_text, sizeof err_text);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
-
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/mdnl-test-mpi-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_expect_eq(system(cmd), 0);
 }
 
 #ifdef MDNL_HAVE_MPI

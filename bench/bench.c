@@ -41,7 +41,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+double mdnl_bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -163,9 +163,9 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
         }
         mdnl_cuda_ctx_set_timing(ctx, 0);
         mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
-        r->ms = median(tot, BENCH_REPEATS);
+        r->ms = mdnl_bench_median(tot, BENCH_REPEATS);
         for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
-            r->stage_ms[s] = median(stages[s], BENCH_REPEATS);
+            r->stage_ms[s] = mdnl_bench_median(stages[s], BENCH_REPEATS);
     }
 
     /* Napkin floor: positions read once (16 B/atom), CSR written once
@@ -244,7 +244,6 @@ mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE 
     (void)method_labels;
     (void)json;
     (void)out;
-    (void)median;
     (void)wall_seconds;
     return mdnl_error(MDNL_ERR_RESOURCE, "bench: this mdnl was built without CUDA; the benchmark needs a GPU");
 #else

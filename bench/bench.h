@@ -36,6 +36,9 @@ MDNL_BEGIN_C
  * when a GPU list differs from the CPU twin's. */
 mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE *out);
 
+/* The median of v[0..n) (sorts v in place): every benchmark's summary of its repeats. */
+double mdnl_bench_median(double *v, int n);
+
 MDNL_END_C
 
 #endif

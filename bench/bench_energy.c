@@ -20,6 +20,7 @@
  *   atomics on one address.
  */
 #include "bench_energy.h"
+#include "bench.h"
 
 #include "systems.h"
 
@@ -55,17 +56,6 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void add_row(bench_row *rows, int *nrows, const char *path, const char *backend, const char *reduce, double ms,
                     double total)
@@ -105,7 +95,7 @@ static mdnl_status time_gpu(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_
     if (st == MDNL_OK)
         st = mdnl_energy_cuda_result(e, total, NULL);
     if (st == MDNL_OK)
-        *ms = median(t, reps);
+        *ms = mdnl_bench_median(t, reps);
     return st;
 }
 
@@ -186,7 +176,7 @@ static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_
         t[r] = now_ms() - t0;
     }
     if (st == MDNL_OK)
-        add_row(rows, &nrows, "fused", "cpu", "ordered", median(t, cpu_reps), total);
+        add_row(rows, &nrows, "fused", "cpu", "ordered", mdnl_bench_median(t, cpu_reps), total);
     const double cpu_total = total;
     if (st == MDNL_OK)
         st = mdnl_nlist_build_cpu(&g, cpos, MDNL_METHOD_CELL, MDNL_LIST_FULL, &full);
@@ -200,7 +190,7 @@ static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_
             t[r] = now_ms() - t0;
         }
         if (st == MDNL_OK)
-            add_row(rows, &nrows, k == 0 ? "list-full" : "list-half", "cpu", "ordered", median(t, cpu_reps), total);
+            add_row(rows, &nrows, k == 0 ? "list-full" : "list-half", "cpu", "ordered", mdnl_bench_median(t, cpu_reps), total);
     }
     const char *device = "none";
 #if defined(MDNL_HAVE_CUDA)

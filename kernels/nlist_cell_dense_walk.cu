@@ -47,7 +47,9 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * in the ballot). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP keys a row,
  * rows in original index order, the key j << 5 | shift code; the walk counts
- * every row exactly (counts[i]) and records the longest (flags[1]); keys past
+ * every row exactly (counts[i]), pads it with ~0 to whole 16-byte words (the
+ * rows kernel reads no word the walk did not write) and records the longest
+ * (flags[1]); keys past
  * WALK_CAP are dropped. There is no count pass: the candidates are walked once.
  *
  * Rows (walk_rows_kernel). Mapping: thread per original row i, so a warp's 32
@@ -217,6 +219,9 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         if (nk > 0)
             take(nk);
         if (lane < nh) {
+            /* the row padded to whole 16-byte words (walk_rows_kernel loads words) */
+            for (int p = cnt; p < min((cnt + 3) & ~3, WALK_CAP); ++p)
+                __stcg(rowp_s[hbase + lane] + p, ~0u);
             counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
@@ -290,6 +295,7 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
     __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
     __shared__ float4 pi_s[WALK_RT / 32][32];
+    __shared__ int len_s[WALK_RT / 32][32];
     __shared__ float sh[27][3];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -321,14 +327,16 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
-    /* the warp's rows, 16 bytes a lane, into shared memory (only the words
-     * up to the longest row) */
+    /* the warp's rows, 16 bytes a lane, into shared memory (only each row's
+     * words: the walk wrote them, padded to whole words) */
+    len_s[w][lane] = len;
+    __syncwarp();
     {
         const int nrows = min(32, n - i0), qmax = (min(wmax, WALK_CAP) + 3) / 4;
         const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
         for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
             const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-            if (q < qmax)
+            if (q < qmax && 4 * q < len_s[w][row])
                 *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
         }
     }

@@ -254,7 +254,7 @@ Test(geometry_gpu, tiny_cell_is_refused_by_the_work_guard_like_the_host)
     mdnl_wrap_cuda_free(w);
 }
 
-Test(geometry_gpu, mdnl_commands_on_cuda_refuse_degenerate_cells_quickly)
+Test(geometry_gpu, mdnl_commands_on_cuda_refuse_degenerate_cells_before_the_work)
 {
     if (!need_device())
         return;
@@ -269,16 +269,15 @@ Test(geometry_gpu, mdnl_commands_on_cuda_refuse_degenerate_cells_quickly)
             char input[512], args[1024], cmd[2048];
             snprintf(input, sizeof input, "%s/bad/%s", MDNL_DATA_DIR, files[i]);
             snprintf(args, sizeof args, cmds[c], input, dir);
-            snprintf(cmd, sizeof cmd, "'%s' %s --backend cuda 2>'%s/err'; echo $? >'%s/rc'; ls -A '%s' | grep -c out",
+            /* A runaway (the work the guard refuses: hours) meets timeout's 124; the bound is not a speed
+             * check (the run takes ~0.3 s bare, seconds under compute-sanitizer). */
+            snprintf(cmd, sizeof cmd,
+                     "timeout 120 '%s' %s --backend cuda 2>'%s/err'; echo $? >'%s/rc'; ls -A '%s' | grep -c out",
                      MDNL_BINARY, args, dir, dir, dir);
-            struct timespec t0, t1;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
             FILE *fp = popen(cmd, "r");
             int left = -1;
             cr_assert(fp && fscanf(fp, "%d", &left) == 1);
             pclose(fp);
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
             char path[600], err[4096] = "", rc[16] = "";
             snprintf(path, sizeof path, "%s/err", dir);
             FILE *e = fopen(path, "r");
@@ -298,8 +297,6 @@ Test(geometry_gpu, mdnl_commands_on_cuda_refuse_degenerate_cells_quickly)
                           strchr(err, '\n') == err + n - 1,
                       "%s: expected one line naming the input, the frame and the cell, got %s", args, err);
             cr_expect_eq(left, 0, "%s: %d output file(s) left", args, left);
-            /* the CUDA start-up (~0.3 s) included */
-            cr_expect(secs < 2.0, "%s: took %.2f s", args, secs);
         }
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);

@@ -78,25 +78,35 @@ Test(rdf_gpu, graphene_every_variant_equals_cpu_twin)
 #endif
 }
 
-Test(rdf_gpu, random_boxes_total_and_partials_equal_cpu_twin)
+/* 3,000 random atoms of two species in a box of kind `kind` (rdf_random:
+ * open, orthorhombic, triclinic, partially periodic), r_max below and above
+ * half the box, total and partial histograms. One test per kind, so that
+ * each instrumented run (tools/gpu/run_sanitizers.sh) is a quarter as long. */
+static void random_box(int kind)
 {
     NEED_GPU();
 #ifdef MDNL_HAVE_CUDA
     const int32_t pairs[3][2] = {{0, 0}, {0, 1}, {1, 1}};
-    for (int kind = 0; kind < 4; ++kind)
-        for (int big = 0; big < 2; ++big) {
-            mdnl_frame f;
-            rdf_random(&f, 3000, kind, 14.0, 0);
-            char what[64];
-            snprintf(what, sizeof what, "kind %d r_max %s", kind, big ? "> box/2" : "< box/2");
-            mdnl_hist_spec tot = {big ? 16.0 : 3.5, 200, 0, NULL};
-            mdnl_hist_spec par = {big ? 16.0 : 3.5, 200, 3, pairs};
-            all_variants_equal_cpu(what, &f, &tot);
-            all_variants_equal_cpu(what, &f, &par);
-            mdnl_frame_free(&f);
-        }
+    for (int big = 0; big < 2; ++big) {
+        mdnl_frame f;
+        rdf_random(&f, 3000, kind, 14.0, 0);
+        char what[64];
+        snprintf(what, sizeof what, "kind %d r_max %s", kind, big ? "> box/2" : "< box/2");
+        mdnl_hist_spec tot = {big ? 16.0 : 3.5, 200, 0, NULL};
+        mdnl_hist_spec par = {big ? 16.0 : 3.5, 200, 3, pairs};
+        all_variants_equal_cpu(what, &f, &tot);
+        all_variants_equal_cpu(what, &f, &par);
+        mdnl_frame_free(&f);
+    }
+#else
+    (void)kind;
 #endif
 }
+
+Test(rdf_gpu, random_box_kind0_total_and_partials_equal_cpu_twin) { random_box(0); }
+Test(rdf_gpu, random_box_kind1_total_and_partials_equal_cpu_twin) { random_box(1); }
+Test(rdf_gpu, random_box_kind2_total_and_partials_equal_cpu_twin) { random_box(2); }
+Test(rdf_gpu, random_box_kind3_total_and_partials_equal_cpu_twin) { random_box(3); }
 
 Test(rdf_gpu, histograms_larger_than_shared_memory_use_passes_or_fall_back)
 {
@@ -150,38 +160,41 @@ Test(rdf_gpu, open_cluster_allpairs_and_cells_equal_cpu_twin)
  * atoms sit on planes at and near the pruned cells' edges: the threshold
  * table and the per-atom pruning of the CELLS_PRUNE traversals must still
  * give the twin's counts, periodic and open. */
-Test(rdf_gpu, cubic_lattice_bin_edges_and_cutoff_pairs_equal_cpu_twin)
+static void cubic_lattice(int open)
 {
     NEED_GPU();
 #ifdef MDNL_HAVE_CUDA
     const int m = 20;
-    for (int open = 0; open < 2; ++open) {
-        mdnl_frame f;
-        memset(&f, 0, sizeof f);
-        cr_assert_eq(mdnl_frame_reserve(&f, (int64_t)m * m * m), MDNL_OK);
-        f.natoms = (int64_t)m * m * m;
-        f.nspecies = 1;
-        strcpy(f.symbols[0], "A");
-        int64_t i = 0;
-        for (int x = 0; x < m; ++x)
-            for (int y = 0; y < m; ++y)
-                for (int z = 0; z < m; ++z, ++i) {
-                    f.pos[i][0] = 0.5 * x, f.pos[i][1] = 0.5 * y, f.pos[i][2] = 0.5 * z;
-                    f.species[i] = 0;
-                }
-        if (!open) {
-            f.box.has_lattice = true;
-            f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 0.5 * m;
-            f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
-        }
-        mdnl_hist_spec edges = {1.5, 6, 0, NULL};
-        mdnl_hist_spec wide = {2.0, 8, 0, NULL};
-        all_variants_equal_cpu(open ? "open cubic r 1.5" : "cubic r 1.5", &f, &edges);
-        all_variants_equal_cpu(open ? "open cubic r 2.0" : "cubic r 2.0", &f, &wide);
-        mdnl_frame_free(&f);
+    mdnl_frame f;
+    memset(&f, 0, sizeof f);
+    cr_assert_eq(mdnl_frame_reserve(&f, (int64_t)m * m * m), MDNL_OK);
+    f.natoms = (int64_t)m * m * m;
+    f.nspecies = 1;
+    strcpy(f.symbols[0], "A");
+    int64_t i = 0;
+    for (int x = 0; x < m; ++x)
+        for (int y = 0; y < m; ++y)
+            for (int z = 0; z < m; ++z, ++i) {
+                f.pos[i][0] = 0.5 * x, f.pos[i][1] = 0.5 * y, f.pos[i][2] = 0.5 * z;
+                f.species[i] = 0;
+            }
+    if (!open) {
+        f.box.has_lattice = true;
+        f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 0.5 * m;
+        f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
     }
+    mdnl_hist_spec edges = {1.5, 6, 0, NULL};
+    mdnl_hist_spec wide = {2.0, 8, 0, NULL};
+    all_variants_equal_cpu(open ? "open cubic r 1.5" : "cubic r 1.5", &f, &edges);
+    all_variants_equal_cpu(open ? "open cubic r 2.0" : "cubic r 2.0", &f, &wide);
+    mdnl_frame_free(&f);
+#else
+    (void)open;
 #endif
 }
+
+Test(rdf_gpu, cubic_lattice_periodic_bin_edges_and_cutoff_pairs_equal_cpu_twin) { cubic_lattice(0); }
+Test(rdf_gpu, cubic_lattice_open_bin_edges_and_cutoff_pairs_equal_cpu_twin) { cubic_lattice(1); }
 
 Test(rdf_gpu, lj_mixture_fixture_equals_cpu_twin)
 {

@@ -1,35 +1,46 @@
 #!/usr/bin/env bash
-# tools/gpu/run_sanitizers.sh — runs on the GPU host from the repository root,
-# after tools/gpu/bundle.sh made .gpu/ (carry [".gpu"]): every GPU test binary
-# of the bundle (.gpu/bin/test_*_gpu, --jobs 1) and one `mdnl run --backend
-# cuda` over the bundled graphene example, each under the four tools of
-# compute-sanitizer: memcheck, racecheck, synccheck, initcheck. Writes one
-# log per (tool, program) into $OUT/sanitizers/ (packed as
-# $OUT/sanitizer-logs.tar.gz) and prints a table of error counts, also kept
-# in $OUT/sanitizers.txt. Exit 0 only when every run finished with zero
-# errors and zero racecheck hazards.
+# tools/gpu/run_sanitizers.sh [--jobs J] [--timeout S] [--only REGEX] — runs on the GPU host
+# from the repository root, after tools/gpu/bundle.sh made .gpu/ (carry
+# [".gpu"]): every test of every GPU test binary (.gpu/bin/test_*_gpu) and
+# one `mdnl run --backend cuda` over the bundled graphene example, each under
+# each of the four tools of compute-sanitizer: memcheck, racecheck,
+# synccheck, initcheck.
 #
-# Criterion runs each test in a child process; compute-sanitizer follows
-# children with --target-processes all (named explicitly, whatever the
-# default of the installed version). The "summaries" column counts the
-# "ERROR SUMMARY" lines of a log; a run without any is reported UNCHECKED.
+# One instrumented process per (tool, test): a test is picked with
+# Criterion's --filter SUITE/NAME from the binary's --list, and J of them
+# (default 8) run at once on the one GPU (instrumentation is mostly host
+# work; the host has 16 cores). Criterion forks a child per test, so
+# compute-sanitizer follows children (--target-processes all). S (default
+# 540 s) bounds one run; a run cut there is reported TIMEOUT. --only keeps
+# the runs whose "tool program suite/test" line matches REGEX (grep -E), for
+# a run again after a fix.
 #
-# Time: memcheck and initcheck run every test but the 200k-atom one;
-# racecheck and synccheck (slower, and only shared memory and barriers
-# matter to them) run a subset that still reaches every kernel family.
-# SAN_TIMEOUT (s, default 60) bounds one run, SAN_BUDGET (s, default 450)
-# all of them: a run that would start past the budget is reported SKIPPED.
-# `--full` runs every test under every tool (no filters, no budget).
+# Writes one log per run into $OUT/sanitizers/ (packed as
+# $OUT/sanitizer-logs.tar.gz), a table of every run ($OUT/sanitizers.txt:
+# tool, program, test, errors, summaries, hazards, status, Criterion's
+# synthesis) and a table per (tool, program) (printed). A run counts as
+# checked only when its log holds the tool's summary line ("ERROR SUMMARY"
+# for memcheck, synccheck and initcheck, "RACECHECK SUMMARY" for racecheck);
+# otherwise it is UNCHECKED. Exit 0 only when every run finished, passed its
+# tests and reported zero errors and zero racecheck hazards.
+#
+# test_resources_gpu is left out: it provokes a device OOM by counting 9e10
+# pairs, seconds on the bare GPU and hours instrumented (run_suite.sh runs
+# it).
 set -uo pipefail
+jobs=8 per_run=540 only=.
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --jobs) jobs=$2; shift 2 ;;
+    --timeout) per_run=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    *) echo "usage: $0 [--jobs J] [--timeout S] [--only REGEX]" >&2; exit 2 ;;
+  esac
+done
 here=$(pwd)
 out=${OUT:-$here/gpu-out}
 logs="$out/sanitizers"
 mkdir -p "$logs"
-full=0
-[ "${1:-}" = "--full" ] && full=1
-per_run=${SAN_TIMEOUT:-60}
-budget=${SAN_BUDGET:-450}
-[ $full -eq 1 ] && per_run=3600 budget=100000
 
 # The tests were built with absolute paths under /work/main (see run_suite.sh).
 if [ "$here" != /work/main ]; then
@@ -48,76 +59,78 @@ for d in "${CUDA_HOME:-}" /usr/local/cuda /usr/local/cuda-13 /usr/local/cuda-13.
 done
 [ -n "$cs" ] || { echo "compute-sanitizer not found (PATH, \$CUDA_HOME, /usr/local/cuda)" >&2; exit 1; }
 { echo "compute-sanitizer: $cs"; "$cs" --version | tail -1; nvidia-smi -L; echo "date $(date -u +%FT%TZ)";
-  echo "commit $(cat .gpu/COMMIT 2>/dev/null)"; } > "$out/sanitizer-device.txt" 2>&1
+  echo "commit $(cat .gpu/COMMIT 2>/dev/null)"; echo "jobs $jobs, timeout per run ${per_run} s"; } > "$out/sanitizer-device.txt" 2>&1
 cat "$out/sanitizer-device.txt"
 
-# Criterion filters (extglob) per binary and tool class.
-heavy_filter() { # memcheck, initcheck
-  case "$1" in
-    test_nlist_gpu) echo 'nlist_gpu/!(dense_200k*)' ;;
-    *) echo '' ;;
-  esac
-}
-light_filter() { # racecheck, synccheck
-  case "$1" in
-    test_nlist_gpu) echo 'nlist_gpu/@(open_random*|one_atom*|zero_atom*|graphene_lattice*|stage_overflow*|cell_variant7*|tile_variant_every*)' ;;
-    test_energy_gpu) echo 'energy_gpu/@(fixtures_match*|graphene_and_self*|device_list*|zero_atoms*)' ;;
-    test_rdf_gpu) echo 'rdf_gpu/@(graphene_every*|histograms_larger*|open_cluster*|shared_cap*)' ;;
-    *) echo '' ;;
-  esac
-}
-
-start=$(date +%s)
-table="$out/sanitizers.txt"
-printf '%-10s %-18s %7s %9s %9s %8s  %s\n' tool program errors summaries hazards status tests > "$table"
-fail=0
-run_one() { # tool name log cmd...
-  local tool=$1 name=$2 log=$3; shift 3
-  local now left t rc status
-  now=$(date +%s); left=$((budget - (now - start)))
-  if [ $left -le 5 ]; then
-    printf '%-10s %-18s %7s %9s %9s %8s  %s\n' "$tool" "$name" - - - SKIPPED "budget of ${budget}s spent" | tee -a "$table"
-    fail=1; return
-  fi
-  t=$per_run; [ $left -lt $t ] && t=$left
-  local extra=()
-  [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
-  timeout -k 10 "$t" "$cs" --tool "$tool" --target-processes all --print-limit 50 "${extra[@]}" "$@" > "$log" 2>&1
-  rc=$?
-  local errors procs hazards synth
-  errors=$(grep -a 'ERROR SUMMARY:' "$log" | sed -E 's/.*ERROR SUMMARY: ([0-9]+).*/\1/' | awk '{s+=$1} END {print s+0}')
-  procs=$(grep -ac 'ERROR SUMMARY:' "$log")
-  hazards=$(grep -a 'RACECHECK SUMMARY:' "$log" | sed -E 's/.*RACECHECK SUMMARY: ([0-9]+).*/\1/' | awk '{s+=$1} END {print s+0}')
-  synth=$(grep -a 'Synthesis' "$log" | tail -1 | sed -E 's/.*Synthesis: //')
-  [ -z "$synth" ] && synth="exit $rc"
-  status=ok
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then status=TIMEOUT; fail=1
-  elif [ "$errors" != 0 ] || [ "$hazards" != 0 ]; then status=ERRORS; fail=1
-  elif [ $rc -ne 0 ]; then status="rc=$rc"; fail=1
-  elif [ "$procs" = 0 ]; then status=UNCHECKED; fail=1
-  fi
-  printf '%-10s %-18s %7s %9s %9s %8s  %s\n' "$tool" "$name" "$errors" "$procs" "$hazards" "$status" "$synth" | tee -a "$table"
-}
-
-tmp=$(mktemp -d)
+# The run list: "tool program filter" per line (filter '-' for mdnl run).
+list="$out/sanitizer-runs.txt"
+: > "$list"
 for tool in memcheck racecheck synccheck initcheck; do
   for t in .gpu/bin/test_*_gpu; do
     name=$(basename "$t")
-    # test_resources_gpu counts 9e10 pairs to provoke a device OOM: fast on
-    # the bare GPU, hours under instrumentation (run_suite.sh runs it).
     [ "$name" = test_resources_gpu ] && continue
-    if [ $full -eq 1 ]; then f=''
-    elif [ $tool = memcheck ] || [ $tool = initcheck ]; then f=$(heavy_filter "$name")
-    else f=$(light_filter "$name"); fi
-    args=(--jobs 1)
-    [ -n "$f" ] && args+=(--filter "$f")
-    run_one "$tool" "$name" "$logs/$tool-$name.log" "$t" "${args[@]}"
+    suite=$("$t" --list 2>/dev/null | head -1 | sed -E 's/:.*//')
+    "$t" --list 2>/dev/null | tail -n +2 | sed -E 's/^[^a-zA-Z0-9_]+//' | while read -r test; do
+      [ -n "$test" ] && echo "$tool $name $suite/$test" >> "$list"
+    done
   done
-  rm -rf "$tmp/run"
-  run_one "$tool" "mdnl-run" "$logs/$tool-mdnl-run.log" build/mdnl run data/graphene-noisy.extxyz --backend cuda \
-    -c 3.0 --neighbors --pair morse:d0=6,alpha=1.8,r0=1.42 --rmax 6 --bins 120 -o "$tmp/run/" --quiet
+  echo "$tool mdnl-run -" >> "$list"
 done
-rm -rf "$tmp"
-echo "total $(( $(date +%s) - start )) s" | tee -a "$table"
+grep -aE -- "$only" "$list" > "$list.only"; mv "$list.only" "$list"
+
+export cs per_run logs
+one() { # tool program filter
+  local tool=$1 name=$2 filter=$3 log rc extra=() t0=$SECONDS
+  [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
+  if [ "$name" = mdnl-run ]; then
+    log="$logs/$tool-mdnl-run.log"
+    local tmp; tmp=$(mktemp -d)
+    timeout -k 10 "$per_run" "$cs" --tool "$tool" --target-processes all --print-limit 50 "${extra[@]}" \
+      build/mdnl run data/graphene-noisy.extxyz --backend cuda -c 3.0 --neighbors \
+      --pair morse:d0=6,alpha=1.8,r0=1.42 --rmax 6 --bins 120 -o "$tmp/run/" --quiet > "$log" 2>&1
+    rc=$?
+    rm -rf "$tmp"
+  else
+    log="$logs/$tool-$name-${filter#*/}.log"
+    timeout -k 10 "$per_run" "$cs" --tool "$tool" --target-processes all --print-limit 50 "${extra[@]}" \
+      ".gpu/bin/$name" --jobs 1 --filter "$filter" > "$log" 2>&1
+    rc=$?
+  fi
+  local errors procs hazards synth status
+  if [ "$tool" = racecheck ]; then
+    procs=$(grep -ac 'RACECHECK SUMMARY:' "$log")
+    hazards=$(grep -a 'RACECHECK SUMMARY:' "$log" | sed -E 's/.*RACECHECK SUMMARY: ([0-9]+).*/\1/' | awk '{s+=$1} END {print s+0}')
+    errors=$(grep -a 'ERROR SUMMARY:' "$log" | sed -E 's/.*ERROR SUMMARY: ([0-9]+).*/\1/' | awk '{s+=$1} END {print s+0}')
+  else
+    procs=$(grep -ac 'ERROR SUMMARY:' "$log")
+    errors=$(grep -a 'ERROR SUMMARY:' "$log" | sed -E 's/.*ERROR SUMMARY: ([0-9]+).*/\1/' | awk '{s+=$1} END {print s+0}')
+    hazards=0
+  fi
+  synth=$(grep -a 'Synthesis' "$log" | tail -1 | sed -E 's/.*Synthesis: //')
+  [ -z "$synth" ] && synth="exit $rc"
+  status=ok
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then status=TIMEOUT
+  elif [ "$errors" != 0 ] || [ "$hazards" != 0 ]; then status=ERRORS
+  elif [ $rc -ne 0 ]; then status="rc=$rc"
+  elif [ "$procs" = 0 ]; then status=UNCHECKED
+  fi
+  printf '%-10s %-18s %-70s %6s %5s %7s %-9s %5s  %s\n' "$tool" "$name" "${filter#*/}" "$errors" "$procs" "$hazards" \
+    "$status" "$((SECONDS - t0))" "$synth"
+}
+export -f one
+
+start=$(date +%s)
+table="$out/sanitizers.txt"
+printf '%-10s %-18s %-70s %6s %5s %7s %-9s %5s  %s\n' tool program test errors procs hazards status secs synthesis > "$table"
+# the longest runs first (the 200k-atom test, then nlist), so that J slots stay busy to the end
+{ grep -a 'dense_200k' "$list"; grep -a ' test_nlist_gpu ' "$list" | grep -av dense_200k; grep -av ' test_nlist_gpu ' "$list"; } |
+  xargs -P "$jobs" -L 1 bash -c 'one "$0" "$1" "$2"' | tee -a "$table"
+total=$(( $(date +%s) - start ))
+echo
+echo "per (tool, program): runs, failed, errors, hazards"
+tail -n +2 "$table" | awk '{k=$1" "$2; n[k]++; e[k]+=$4; h[k]+=$6; if ($7 != "ok") f[k]++}
+  END {for (k in n) printf "%-30s %4d runs %3d failed %6d errors %6d hazards\n", k, n[k], f[k]+0, e[k], h[k]}' | sort |
+  tee "$out/sanitizers-summary.txt"
+echo "total ${total} s, $(tail -n +2 "$table" | wc -l) runs" | tee -a "$out/sanitizers-summary.txt"
 (cd "$out" && tar czf sanitizer-logs.tar.gz sanitizers && rm -rf sanitizers)
-exit $fail
+tail -n +2 "$table" | awk '$7 != "ok" {bad=1} END {exit bad}'

@@ -14,6 +14,7 @@
 #endif
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,34 +80,36 @@ Test(rdf_gpu, graphene_every_variant_equals_cpu_twin)
 }
 
 /* 3,000 random atoms of two species in a box of kind `kind` (rdf_random:
- * open, orthorhombic, triclinic, partially periodic), r_max below and above
- * half the box, total and partial histograms. One test per kind, so that
- * each instrumented run (tools/gpu/run_sanitizers.sh) is a quarter as long. */
-static void random_box(int kind)
+ * open, orthorhombic, triclinic, partially periodic), r_max below (3.5) or
+ * above (16) half the box, total and partial histograms. One test per kind
+ * and r_max, so that each instrumented run (tools/gpu/run_sanitizers.sh)
+ * stays within the device tool's 10-minute call. */
+static void random_box(int kind, bool big)
 {
     NEED_GPU();
 #ifdef MDNL_HAVE_CUDA
     const int32_t pairs[3][2] = {{0, 0}, {0, 1}, {1, 1}};
-    for (int big = 0; big < 2; ++big) {
-        mdnl_frame f;
-        rdf_random(&f, 3000, kind, 14.0, 0);
-        char what[64];
-        snprintf(what, sizeof what, "kind %d r_max %s", kind, big ? "> box/2" : "< box/2");
-        mdnl_hist_spec tot = {big ? 16.0 : 3.5, 200, 0, NULL};
-        mdnl_hist_spec par = {big ? 16.0 : 3.5, 200, 3, pairs};
-        all_variants_equal_cpu(what, &f, &tot);
-        all_variants_equal_cpu(what, &f, &par);
-        mdnl_frame_free(&f);
-    }
+    mdnl_frame f;
+    rdf_random(&f, 3000, kind, 14.0, 0);
+    char what[64];
+    snprintf(what, sizeof what, "kind %d r_max %s", kind, big ? "> box/2" : "< box/2");
+    mdnl_hist_spec tot = {big ? 16.0 : 3.5, 200, 0, NULL};
+    mdnl_hist_spec par = {big ? 16.0 : 3.5, 200, 3, pairs};
+    all_variants_equal_cpu(what, &f, &tot);
+    all_variants_equal_cpu(what, &f, &par);
+    mdnl_frame_free(&f);
 #else
-    (void)kind;
+    (void)kind, (void)big;
 #endif
 }
 
-Test(rdf_gpu, random_box_kind0_total_and_partials_equal_cpu_twin) { random_box(0); }
-Test(rdf_gpu, random_box_kind1_total_and_partials_equal_cpu_twin) { random_box(1); }
-Test(rdf_gpu, random_box_kind2_total_and_partials_equal_cpu_twin) { random_box(2); }
-Test(rdf_gpu, random_box_kind3_total_and_partials_equal_cpu_twin) { random_box(3); }
+#define RANDOM_BOX_TESTS(k)                                                                                            \
+    Test(rdf_gpu, random_box_kind##k##_rmax_below_half_box_equals_cpu_twin) { random_box(k, false); }                  \
+    Test(rdf_gpu, random_box_kind##k##_rmax_beyond_half_box_equals_cpu_twin) { random_box(k, true); }
+RANDOM_BOX_TESTS(0)
+RANDOM_BOX_TESTS(1)
+RANDOM_BOX_TESTS(2)
+RANDOM_BOX_TESTS(3)
 
 Test(rdf_gpu, histograms_larger_than_shared_memory_use_passes_or_fall_back)
 {
@@ -160,7 +163,7 @@ Test(rdf_gpu, open_cluster_allpairs_and_cells_equal_cpu_twin)
  * atoms sit on planes at and near the pruned cells' edges: the threshold
  * table and the per-atom pruning of the CELLS_PRUNE traversals must still
  * give the twin's counts, periodic and open. */
-static void cubic_lattice(int open)
+static void cubic_lattice(int open, double r_max, int bins)
 {
     NEED_GPU();
 #ifdef MDNL_HAVE_CUDA
@@ -183,18 +186,21 @@ static void cubic_lattice(int open)
         f.box.h[0][0] = f.box.h[1][1] = f.box.h[2][2] = 0.5 * m;
         f.box.pbc[0] = f.box.pbc[1] = f.box.pbc[2] = true;
     }
-    mdnl_hist_spec edges = {1.5, 6, 0, NULL};
-    mdnl_hist_spec wide = {2.0, 8, 0, NULL};
-    all_variants_equal_cpu(open ? "open cubic r 1.5" : "cubic r 1.5", &f, &edges);
-    all_variants_equal_cpu(open ? "open cubic r 2.0" : "cubic r 2.0", &f, &wide);
+    mdnl_hist_spec spec = {r_max, bins, 0, NULL};
+    char what[64];
+    snprintf(what, sizeof what, "%scubic r %.1f", open ? "open " : "", r_max);
+    all_variants_equal_cpu(what, &f, &spec);
     mdnl_frame_free(&f);
 #else
-    (void)open;
+    (void)open, (void)r_max, (void)bins;
 #endif
 }
 
-Test(rdf_gpu, cubic_lattice_periodic_bin_edges_and_cutoff_pairs_equal_cpu_twin) { cubic_lattice(0); }
-Test(rdf_gpu, cubic_lattice_open_bin_edges_and_cutoff_pairs_equal_cpu_twin) { cubic_lattice(1); }
+/* r_max 1.5 in 6 bins of 0.25 (pairs on the edges 0.5, 1.0 and at r_max), 2.0 in 8 */
+Test(rdf_gpu, cubic_lattice_periodic_rmax_1_5_bin_edges_equal_cpu_twin) { cubic_lattice(0, 1.5, 6); }
+Test(rdf_gpu, cubic_lattice_periodic_rmax_2_0_bin_edges_equal_cpu_twin) { cubic_lattice(0, 2.0, 8); }
+Test(rdf_gpu, cubic_lattice_open_rmax_1_5_bin_edges_equal_cpu_twin) { cubic_lattice(1, 1.5, 6); }
+Test(rdf_gpu, cubic_lattice_open_rmax_2_0_bin_edges_equal_cpu_twin) { cubic_lattice(1, 2.0, 8); }
 
 Test(rdf_gpu, lj_mixture_fixture_equals_cpu_twin)
 {

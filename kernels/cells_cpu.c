@@ -2,6 +2,7 @@
  * grid's invariants in geometry.h). */
 #include "cells_cpu.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -343,4 +344,141 @@ int64_t mdnl_cells_hood_hits_half(const mdnl_geom *g, mdnl_cells_hood *h, int64_
         m = hits_range(g, h, k, xi, yi, zi, qb, qe, m);
     }
     return m;
+}
+
+void mdnl_cells_runs_free(mdnl_cells_runs *r)
+{
+    if (!r)
+        return;
+    free(r->b), free(r->e), free(r->last), free(r->v), free(r->s);
+    memset(r, 0, sizeof *r);
+}
+
+mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_runs *r)
+{
+    const int cz = (int)(cell % g->ncell[2]);
+    const int cy = (int)((cell / g->ncell[2]) % g->ncell[1]);
+    const int cx = (int)(cell / ((int64_t)g->ncell[2] * g->ncell[1]));
+    const int64_t nst = (int64_t)(2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1);
+    if (r->cap < nst) {
+        void **arr[] = {(void **)&r->b, (void **)&r->e, (void **)&r->last, (void **)&r->v, (void **)&r->s};
+        size_t size[] = {sizeof *r->b, sizeof *r->e, sizeof *r->last, sizeof *r->v, sizeof *r->s};
+        for (size_t a = 0; a < sizeof arr / sizeof arr[0]; ++a) {
+            void *p = mdnl_realloc(*arr[a], (size_t)nst * size[a], "cell stencil runs");
+            if (!p)
+                return MDNL_ERR_RESOURCE;
+            *arr[a] = p;
+        }
+        r->cap = nst;
+    }
+    int64_t n = 0, ncand = 0;
+    for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx) {
+        int ax, s0;
+        if (!wrap_axis(g, 0, cx + dx, &ax, &s0))
+            continue;
+        for (int dy = -g->stencil[1]; dy <= g->stencil[1]; ++dy) {
+            int ay, s1;
+            if (!wrap_axis(g, 1, cy + dy, &ay, &s1))
+                continue;
+            for (int dz = -g->stencil[2]; dz <= g->stencil[2]; ++dz) {
+                int az, s2;
+                if (!wrap_axis(g, 2, cz + dz, &az, &s2))
+                    continue;
+                const int64_t nb = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
+                const int64_t b = c->start[nb], e = c->start[nb + 1];
+                ncand += e - b;
+                if (n > 0 && r->last[n - 1] + 1 == nb && r->s[n - 1][0] == s0 && r->s[n - 1][1] == s1 &&
+                    r->s[n - 1][2] == s2) {
+                    r->e[n - 1] = e;
+                    r->last[n - 1] = nb;
+                    continue;
+                }
+                r->b[n] = b, r->e[n] = e, r->last[n] = nb;
+                r->s[n][0] = s0, r->s[n][1] = s1, r->s[n][2] = s2;
+                mdnl_shift_vector(g, s0, s1, s2, r->v[n]);
+                ++n;
+            }
+        }
+    }
+    r->n = n;
+    r->ncand = ncand;
+    return MDNL_OK;
+}
+
+static int64_t runs_keys_c(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k, int half,
+                           uint64_t *keys)
+{
+    const float cut2 = g->cutoff2, xi = c->x[k], yi = c->y[k], zi = c->z[k];
+    const int32_t i = c->atoms[k];
+    int64_t m = 0;
+    for (int64_t t = 0; t < r->n; ++t) {
+        const float *v = r->v[t];
+        const int zero = r->s[t][0] == 0 && r->s[t][1] == 0 && r->s[t][2] == 0;
+        const int pos = mdnl_shift_positive(r->s[t][0], r->s[t][1], r->s[t][2]);
+        for (int64_t q = r->b[t]; q < r->e[t]; ++q) {
+            const float d2 = mdnl_pair_d2(xi, yi, zi, c->x[q], c->y[q], c->z[q], v);
+            const int32_t j = c->atoms[q];
+            if (d2 < cut2 && !(zero && q == k) && (!half || j > i || (j == i && pos)))
+                keys[m++] = mdnl_row_key(j, sqrtf(d2));
+        }
+    }
+    return m;
+}
+
+#ifdef MDNL_HITS_X86
+__attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
+                                                                   const mdnl_cells_runs *r, int64_t k, int half,
+                                                                   uint64_t *keys)
+{
+    const __m512 vxi = _mm512_set1_ps(c->x[k]), vyi = _mm512_set1_ps(c->y[k]), vzi = _mm512_set1_ps(c->z[k]);
+    const __m512 cut2 = _mm512_set1_ps(g->cutoff2);
+    const __m512i vk = _mm512_set1_epi32((int32_t)k), vi = _mm512_set1_epi32(c->atoms[k]);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    int64_t m = 0;
+    for (int64_t t = 0; t < r->n; ++t) {
+        const __m512 sx = _mm512_set1_ps(r->v[t][0]), sy = _mm512_set1_ps(r->v[t][1]), sz = _mm512_set1_ps(r->v[t][2]);
+        const int zero = r->s[t][0] == 0 && r->s[t][1] == 0 && r->s[t][2] == 0;
+        /* mdnl_half_keep: j > i, or j == i at a positive shift (the atom itself is out already) */
+        const int ge = mdnl_shift_positive(r->s[t][0], r->s[t][1], r->s[t][2]);
+        const int64_t e = r->e[t];
+        for (int64_t q = r->b[t]; q < e; q += 16) {
+            const __mmask16 lm = e - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (e - q)) - 1u);
+            __m512 dx = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, c->x + q), vxi), sx);
+            __m512 dy = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, c->y + q), vyi), sy);
+            __m512 dz = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, c->z + q), vzi), sz);
+            __m512 d2 =
+                _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
+            __mmask16 in = _mm512_mask_cmp_ps_mask(lm, d2, cut2, _CMP_LT_OQ);
+            if (!in)
+                continue;
+            if (zero)
+                in = _mm512_mask_cmpneq_epi32_mask(in, _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)q)), vk);
+            const __m512i vj = _mm512_maskz_loadu_epi32(lm, c->atoms + q);
+            if (half)
+                in = ge ? _mm512_mask_cmpge_epi32_mask(in, vj, vi) : _mm512_mask_cmpgt_epi32_mask(in, vj, vi);
+            const __m512i cj = _mm512_maskz_compress_epi32(in, vj);
+            const __m512i cd = _mm512_castps_si512(_mm512_sqrt_ps(_mm512_maskz_compress_ps(in, d2)));
+            const __m512i lo =
+                _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(cj)), 32),
+                                _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cd)));
+            const __m512i hi =
+                _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cj, 1)), 32),
+                                _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cd, 1)));
+            _mm512_storeu_si512((void *)(keys + m), lo);
+            _mm512_storeu_si512((void *)(keys + m + 8), hi);
+            m += __builtin_popcount((unsigned)in);
+        }
+    }
+    return m;
+}
+#endif
+
+int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                             int half, uint64_t *keys)
+{
+#ifdef MDNL_HITS_X86
+    if (__builtin_cpu_supports("avx512f"))
+        return runs_keys_avx512(g, c, r, k, half, keys);
+#endif
+    return runs_keys_c(g, c, r, k, half, keys);
 }

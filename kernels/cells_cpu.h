@@ -78,6 +78,35 @@ bool mdnl_cells_hood_enter(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t 
  * (h->self[q] == k) excluded; returns m. */
 int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi);
 
+/* A home cell's stencil as runs of the cell-order arrays, without copying
+ * them: consecutive stencil cells that follow each other in cell order under
+ * one image shift (the dz rows of a column, unless z wraps) form one run.
+ * Runs come in candidate order, so visiting them gives the hood's candidates
+ * in the hood's order. One per thread; zero-initialise, free with
+ * mdnl_cells_runs_free(). */
+typedef struct mdnl_cells_runs {
+    int64_t n;      /* runs */
+    int64_t ncand;  /* candidates in all of them */
+    int64_t *b, *e; /* run r covers cell-order indices b[r] .. e[r] */
+    int64_t *last;  /* its last cell */
+    float (*v)[3];  /* its image shift vector S·h */
+    int (*s)[3];    /* S */
+    int64_t cap;
+} mdnl_cells_runs;
+
+/* The runs of home cell `cell`. MDNL_ERR_RESOURCE when out of memory
+ * (reported). */
+mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_runs *r);
+void mdnl_cells_runs_free(mdnl_cells_runs *r); /* NULL is a no-op */
+
+/* The neighbor-list row of the atom at cell-order index k (atom i =
+ * c->atoms[k]) over the runs: mdnl_row_key(j, sqrtf(d2)) of each candidate
+ * with mdnl_pair_d2 below g->cutoff2, the atom itself excluded, in candidate
+ * order, and only those that mdnl_half_keep(i, j, S) when `half`; keys[]
+ * needs r->ncand + 16 entries. Returns their number. */
+int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                             int half, uint64_t *keys);
+
 /* The same for a half traversal: only the candidates of cell-order index k'
  * with (k' > k) or (k' == k and S positive) when they share a cell, and all
  * of the stencil cells after the home cell (none before it); every pair

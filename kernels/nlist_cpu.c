@@ -6,7 +6,9 @@
  *   brute: every atom i visits every j and every image shift S in the box
  *          [-image_max, image_max] (geometry.h): O(N^2 * images).
  *   cell:  one pass in cell order (cells_cpu.h): each home cell's atoms test
- *          the cell's neighbourhood; each thread appends its rows, sorted, to
+ *          the cell's stencil runs (ranges of the cell-order positions, read
+ *          in place; the row keys built and filtered sixteen at a time with
+ *          AVX-512); each thread appends its rows, sorted, to
  *          its own buffer, and the rows are then copied to their place in
  *          atom order. The result does not depend on the atom order or the
  *          number of threads.
@@ -273,17 +275,25 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
 #pragma omp parallel num_threads(nthreads)
         {
             const int t = omp_get_thread_num();
-            mdnl_cells_hood h = {0};
+            mdnl_cells_runs h = {0};
             uint64_t *buf = NULL, tmp[64];
             int64_t len = 0, cap = 0;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
-                if (!mdnl_cells_hood_enter(g, &cells, cell, &h, &failed))
-                    continue;
                 const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
+                int bad;
+#pragma omp atomic read
+                bad = failed;
+                if (kb == ke || bad)
+                    continue;
+                if (mdnl_cells_runs_build(g, &cells, cell, &h) != MDNL_OK) {
+#pragma omp atomic write
+                    failed = 1;
+                    continue;
+                }
                 for (int64_t k = kb; k < ke; ++k) {
                     const int32_t i = cells.atoms[k];
-                    const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
+                    const int64_t m = h.ncand + 16; /* at most: every candidate, and the keys' spare slots */
                     if (len + m > cap) {
                         int64_t nc = cap + cap / 2 + m + 4096;
                         if (cap == 0 && guess > nc)
@@ -298,14 +308,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                         cap = nc;
                     }
                     uint64_t *row = buf + len;
-                    int64_t r = 0;
-                    for (int64_t a = 0; a < m; ++a) {
-                        const int32_t q = h.hit[a];
-                        const int32_t j = h.j[q];
-                        row[r] = mdnl_row_key(j, sqrtf(h.d2[q]));
-                        /* mdnl_half_keep without a branch (the atom itself is not a hit) */
-                        r += full | (j > i) | ((j == i) & h.pos[q]);
-                    }
+                    const int64_t r = mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
                     sort_keys(row, r, tmp);
                     src[i] = len;
                     thr[i] = t;
@@ -314,7 +317,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                 }
             }
             bufs[t] = buf;
-            mdnl_cells_hood_free(&h);
+            mdnl_cells_runs_free(&h);
         }
     }
     if (!failed) {

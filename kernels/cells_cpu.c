@@ -350,7 +350,7 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r)
 {
     if (!r)
         return;
-    free(r->b), free(r->e), free(r->last), free(r->v), free(r->s), free(r->hj), free(r->hd2);
+    free(r->b), free(r->e), free(r->last), free(r->v), free(r->s);
     memset(r, 0, sizeof *r);
 }
 
@@ -402,18 +402,6 @@ mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, i
     }
     r->n = n;
     r->ncand = ncand;
-    if (r->cap_hits < ncand + 16) {
-        const int64_t cap = ncand + ncand / 2 + 64;
-        int32_t *hj = mdnl_realloc(r->hj, (size_t)cap * sizeof *hj, "cell stencil hits");
-        if (!hj)
-            return MDNL_ERR_RESOURCE;
-        r->hj = hj;
-        float *hd2 = mdnl_realloc(r->hd2, (size_t)cap * sizeof *hd2, "cell stencil hits");
-        if (!hd2)
-            return MDNL_ERR_RESOURCE;
-        r->hd2 = hd2;
-        r->cap_hits = cap;
-    }
     return MDNL_OK;
 }
 
@@ -468,23 +456,18 @@ __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_ge
             const __m512i vj = _mm512_maskz_loadu_epi32(lm, c->atoms + q);
             if (half)
                 in = ge ? _mm512_mask_cmpge_epi32_mask(in, vj, vi) : _mm512_mask_cmpgt_epi32_mask(in, vj, vi);
-            /* compress in registers, plain stores (16 spare slots) */
-            _mm512_storeu_si512((void *)(r->hj + m), _mm512_maskz_compress_epi32(in, vj));
-            _mm512_storeu_ps(r->hd2 + m, _mm512_maskz_compress_ps(in, d2));
+            const __m512i cj = _mm512_maskz_compress_epi32(in, vj);
+            const __m512i cd = _mm512_castps_si512(_mm512_sqrt_ps(_mm512_maskz_compress_ps(in, d2)));
+            const __m512i lo =
+                _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(cj)), 32),
+                                _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cd)));
+            const __m512i hi =
+                _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cj, 1)), 32),
+                                _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cd, 1)));
+            _mm512_storeu_si512((void *)(keys + m), lo);
+            _mm512_storeu_si512((void *)(keys + m + 8), hi);
             m += __builtin_popcount((unsigned)in);
         }
-    }
-    /* the keys of the hits, sixteen at a time: sqrt and assembly once per hit, not per candidate chunk */
-    for (int64_t a = 0; a < m; a += 16) {
-        const __m512i cj = _mm512_loadu_si512((const void *)(r->hj + a));
-        const __m512i cd = _mm512_castps_si512(_mm512_sqrt_ps(_mm512_loadu_ps(r->hd2 + a)));
-        const __m512i lo = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(cj)), 32),
-                                           _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cd)));
-        const __m512i hi =
-            _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cj, 1)), 32),
-                            _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cd, 1)));
-        _mm512_storeu_si512((void *)(keys + a), lo);
-        _mm512_storeu_si512((void *)(keys + a + 8), hi);
     }
     return m;
 }

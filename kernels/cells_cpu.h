@@ -91,9 +91,7 @@ typedef struct mdnl_cells_runs {
     int64_t *last;  /* its last cell */
     float (*v)[3];  /* its image shift vector S·h */
     int (*s)[3];    /* S */
-    int32_t *hj;    /* [ncand + 16] scratch of mdnl_cells_runs_keys */
-    float *hd2;     /* [ncand + 16] scratch of mdnl_cells_runs_keys */
-    int64_t cap, cap_hits;
+    int64_t cap;
 } mdnl_cells_runs;
 
 /* The runs of home cell `cell`. MDNL_ERR_RESOURCE when out of memory

@@ -418,11 +418,8 @@ static int64_t runs_keys_c(const mdnl_geom *g, const mdnl_cells_cpu *c, const md
         for (int64_t q = r->b[t]; q < r->e[t]; ++q) {
             const float d2 = mdnl_pair_d2(xi, yi, zi, c->x[q], c->y[q], c->z[q], v);
             const int32_t j = c->atoms[q];
-            if (d2 < cut2 && !(zero && q == k) && (!half || j > i || (j == i && pos))) {
-                if (keys)
-                    keys[m] = mdnl_row_key(j, sqrtf(d2));
-                ++m;
-            }
+            if (d2 < cut2 && !(zero && q == k) && (!half || j > i || (j == i && pos)))
+                keys[m++] = mdnl_row_key(j, sqrtf(d2));
         }
     }
     return m;
@@ -474,50 +471,7 @@ __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_ge
     }
     return m;
 }
-
-__attribute__((target("avx512f,popcnt"))) static int64_t runs_count_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
-                                                                          const mdnl_cells_runs *r, int64_t k, int half)
-{
-    const __m512 vxi = _mm512_set1_ps(c->x[k]), vyi = _mm512_set1_ps(c->y[k]), vzi = _mm512_set1_ps(c->z[k]);
-    const __m512 cut2 = _mm512_set1_ps(g->cutoff2);
-    const __m512i vk = _mm512_set1_epi32((int32_t)k), vi = _mm512_set1_epi32(c->atoms[k]);
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    int64_t m = 0;
-    for (int64_t t = 0; t < r->n; ++t) {
-        const __m512 sx = _mm512_set1_ps(r->v[t][0]), sy = _mm512_set1_ps(r->v[t][1]), sz = _mm512_set1_ps(r->v[t][2]);
-        const int zero = r->s[t][0] == 0 && r->s[t][1] == 0 && r->s[t][2] == 0;
-        const int ge = mdnl_shift_positive(r->s[t][0], r->s[t][1], r->s[t][2]);
-        const int64_t e = r->e[t];
-        for (int64_t q = r->b[t]; q < e; q += 16) {
-            const __mmask16 lm = e - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (e - q)) - 1u);
-            __m512 dx = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, c->x + q), vxi), sx);
-            __m512 dy = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, c->y + q), vyi), sy);
-            __m512 dz = _mm512_add_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, c->z + q), vzi), sz);
-            __m512 d2 =
-                _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
-            __mmask16 in = _mm512_mask_cmp_ps_mask(lm, d2, cut2, _CMP_LT_OQ);
-            if (zero)
-                in = _mm512_mask_cmpneq_epi32_mask(in, _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)q)), vk);
-            if (half) {
-                const __m512i vj = _mm512_maskz_loadu_epi32(lm, c->atoms + q);
-                in = ge ? _mm512_mask_cmpge_epi32_mask(in, vj, vi) : _mm512_mask_cmpgt_epi32_mask(in, vj, vi);
-            }
-            m += __builtin_popcount((unsigned)in);
-        }
-    }
-    return m;
-}
 #endif
-
-int64_t mdnl_cells_runs_count(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
-                              int half)
-{
-#ifdef MDNL_HITS_X86
-    if (__builtin_cpu_supports("avx512f"))
-        return runs_count_avx512(g, c, r, k, half);
-#endif
-    return runs_keys_c(g, c, r, k, half, NULL);
-}
 
 int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
                              int half, uint64_t *keys)

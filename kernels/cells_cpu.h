@@ -107,11 +107,6 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r); /* NULL is a no-op */
 int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
                              int half, uint64_t *keys);
 
-/* The length of that row: what mdnl_cells_runs_keys returns, without the
- * keys. */
-int64_t mdnl_cells_runs_count(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
-                              int half);
-
 /* The same for a half traversal: only the candidates of cell-order index k'
  * with (k' > k) or (k' == k and S positive) when they share a cell, and all
  * of the stencil cells after the home cell (none before it); every pair

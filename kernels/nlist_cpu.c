@@ -5,13 +5,12 @@
  *
  *   brute: every atom i visits every j and every image shift S in the box
  *          [-image_max, image_max] (geometry.h): O(N^2 * images).
- *   cell:  two passes in cell order (cells_cpu.h): each home cell's atoms
- *          test the cell's stencil runs (ranges of the cell-order positions,
- *          read in place), first counting each row, then building its keys
- *          (filtered sixteen at a time with AVX-512), sorting them and
- *          writing the row in place in the CSR: no intermediate row buffer
- *          (whose first-touch faults and release cost more than the count
- *          pass). The result does not depend on the atom order or the
+ *   cell:  one pass in cell order (cells_cpu.h): each home cell's atoms test
+ *          the cell's stencil runs (ranges of the cell-order positions, read
+ *          in place; the row keys built and filtered sixteen at a time with
+ *          AVX-512); each thread appends its rows, sorted, to
+ *          its own buffer, and the rows are then copied to their place in
+ *          atom order. The result does not depend on the atom order or the
  *          number of threads.
  */
 #include "cells_cpu.h"
@@ -248,24 +247,6 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
     }
 }
 
-/* The step both passes take for each home cell: false when the cell is empty
- * or another thread has failed, else builds its stencil runs into h (a failed
- * build sets *failed) and returns whether that worked. */
-static bool enter_cell(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_runs *h, int *failed)
-{
-    int bad;
-#pragma omp atomic read
-    bad = *failed;
-    if (c->start[cell] == c->start[cell + 1] || bad)
-        return false;
-    if (mdnl_cells_runs_build(g, c, cell, h) != MDNL_OK) {
-#pragma omp atomic write
-        *failed = 1;
-        return false;
-    }
-    return true;
-}
-
 /* The cell method (see the top of the file). */
 static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
 {
@@ -274,80 +255,100 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     mdnl_status st = mdnl_cells_cpu_build(g, pos4, &cells);
     if (st != MDNL_OK)
         return st;
-    const int half = kind != MDNL_LIST_FULL;
+    const int nthreads = omp_get_max_threads();
+    uint64_t **bufs = mdnl_calloc((size_t)nthreads, sizeof *bufs, "neighbor row buffers");
+    int64_t *src = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *src, "neighbor row sources");
+    int32_t *thr = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *thr, "neighbor row threads");
     int64_t *off = out->offsets;
     off[0] = 0;
-    int failed = 0;
-    /* Pass 1: row lengths (the distance test and a popcount). */
-#pragma omp parallel
-    {
-        mdnl_cells_runs h = {0};
+    int failed = !bufs || !src || !thr;
+    const int full = kind == MDNL_LIST_FULL;
+    /* First guess of a thread's row buffer: its share of the pairs of a
+     * uniform density (grown as needed). */
+    int64_t guess = 0;
+    if (g->volume > 0.0) {
+        double per_atom = 4.18879 * (double)g->cutoff * g->cutoff * g->cutoff * (double)n / g->volume;
+        double est = 1.1 * per_atom * (double)n / (full ? 1.0 : 2.0) / nthreads;
+        guess = est < 1e10 ? (int64_t)est : 0;
+    }
+    if (!failed) {
+#pragma omp parallel num_threads(nthreads)
+        {
+            const int t = omp_get_thread_num();
+            mdnl_cells_runs h = {0};
+            uint64_t *buf = NULL, tmp[64];
+            int64_t len = 0, cap = 0;
 #pragma omp for schedule(dynamic, 16)
-        for (int64_t cell = 0; cell < cells.ncells; ++cell) {
-            if (!enter_cell(g, &cells, cell, &h, &failed))
-                continue;
-            for (int64_t k = cells.start[cell]; k < cells.start[cell + 1]; ++k)
-                off[cells.atoms[k] + 1] = mdnl_cells_runs_count(g, &cells, &h, k, half);
+            for (int64_t cell = 0; cell < cells.ncells; ++cell) {
+                const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
+                int bad;
+#pragma omp atomic read
+                bad = failed;
+                if (kb == ke || bad)
+                    continue;
+                if (mdnl_cells_runs_build(g, &cells, cell, &h) != MDNL_OK) {
+#pragma omp atomic write
+                    failed = 1;
+                    continue;
+                }
+                for (int64_t k = kb; k < ke; ++k) {
+                    const int32_t i = cells.atoms[k];
+                    const int64_t m = h.ncand + 16; /* at most: every candidate, and the keys' spare slots */
+                    if (len + m > cap) {
+                        int64_t nc = cap + cap / 2 + m + 4096;
+                        if (cap == 0 && guess > nc)
+                            nc = guess;
+                        uint64_t *nb = mdnl_realloc(buf, (size_t)nc * sizeof *nb, "neighbor row buffer");
+                        if (!nb) {
+#pragma omp atomic write
+                            failed = 1;
+                            break;
+                        }
+                        buf = nb;
+                        cap = nc;
+                    }
+                    uint64_t *row = buf + len;
+                    const int64_t r = mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
+                    sort_keys(row, r, tmp);
+                    src[i] = len;
+                    thr[i] = t;
+                    off[i + 1] = r;
+                    len += r;
+                }
+            }
+            bufs[t] = buf;
+            mdnl_cells_runs_free(&h);
         }
-        mdnl_cells_runs_free(&h);
     }
     if (!failed) {
         for (int64_t i = 0; i < n; ++i)
             off[i + 1] += off[i];
         out->natoms = n;
         out->npairs = off[n];
-        st = mdnl_nlist_reserve(out, n, off[n]);
-    }
-    /* Pass 2: each row's keys, sorted, written in place. */
-    if (!failed && st == MDNL_OK) {
-#pragma omp parallel
-        {
-            mdnl_cells_runs h = {0};
-            uint64_t *keys = NULL, tmp[64];
-            int64_t cap = 0;
-#pragma omp for schedule(dynamic, 16)
-            for (int64_t cell = 0; cell < cells.ncells; ++cell) {
-                if (!enter_cell(g, &cells, cell, &h, &failed))
-                    continue;
-                if (h.ncand + 16 > cap) {
-                    int64_t nc = h.ncand + h.ncand / 2 + 64;
-                    uint64_t *nk = mdnl_realloc(keys, (size_t)nc * sizeof *nk, "neighbor row keys");
-                    if (!nk) {
-#pragma omp atomic write
-                        failed = 1;
-                        continue;
-                    }
-                    keys = nk;
-                    cap = nc;
-                }
-                for (int64_t k = cells.start[cell]; k < cells.start[cell + 1]; ++k) {
-                    const int32_t i = cells.atoms[k];
-                    const int64_t r = mdnl_cells_runs_keys(g, &cells, &h, k, half, keys);
-                    if (r != off[i + 1] - off[i]) { /* the same test twice: cannot differ */
-#pragma omp atomic write
-                        failed = 2;
-                        break;
-                    }
-                    sort_keys(keys, r, tmp);
-                    int32_t *oj = out->j + off[i];
-                    float *od = out->d + off[i];
-                    for (int64_t a = 0; a < r; ++a) {
-                        const uint32_t u = (uint32_t)(keys[a] & 0xffffffffu);
-                        float dv;
-                        memcpy(&dv, &u, sizeof dv);
-                        oj[a] = (int32_t)(keys[a] >> 32);
-                        od[a] = dv;
-                    }
+        if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+            for (int64_t i = 0; i < n; ++i) {
+                const uint64_t *row = bufs[thr[i]] + src[i];
+                int32_t *oj = out->j + off[i];
+                float *od = out->d + off[i];
+                for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
+                    const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
+                    float dv;
+                    memcpy(&dv, &u, sizeof dv);
+                    oj[a] = (int32_t)(row[a] >> 32);
+                    od[a] = dv;
                 }
             }
-            free(keys);
-            mdnl_cells_runs_free(&h);
         }
-    }
-    if (st == MDNL_OK && failed == 2)
-        st = mdnl_error(MDNL_ERR_INTERNAL, "neighbor list: a row's second pass found another length than its first");
-    else if (st == MDNL_OK && failed)
+    } else {
         st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);
+    }
+    if (bufs)
+        for (int t = 0; t < nthreads; ++t)
+            free(bufs[t]);
+    free(bufs);
+    free(src);
+    free(thr);
     mdnl_cells_cpu_free(&cells);
     return st;
 }

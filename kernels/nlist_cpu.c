@@ -247,12 +247,6 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
     }
 }
 
-/* Where the walk left atom i's row: thread buffer, offset in it, length. */
-typedef struct row_src {
-    int64_t at;
-    int32_t thread, len;
-} row_src;
-
 /* The cell method (see the top of the file). */
 static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
 {
@@ -263,12 +257,11 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         return st;
     const int nthreads = omp_get_max_threads();
     uint64_t **bufs = mdnl_calloc((size_t)nthreads, sizeof *bufs, "neighbor row buffers");
-    /* Where each atom's row went, written in cell order at random atom
-     * indices: one 16-byte record (one cache line) per atom, not three arrays. */
-    row_src *src = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *src, "neighbor row sources");
+    int64_t *src = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *src, "neighbor row sources");
+    int32_t *thr = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *thr, "neighbor row threads");
     int64_t *off = out->offsets;
     off[0] = 0;
-    int failed = !bufs || !src;
+    int failed = !bufs || !src || !thr;
     const int full = kind == MDNL_LIST_FULL;
     /* First guess of a thread's row buffer: its share of the pairs of a
      * uniform density (grown as needed). */
@@ -316,13 +309,10 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                     }
                     uint64_t *row = buf + len;
                     const int64_t r = mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
-                    if (r > INT32_MAX) { /* a row of 2^31 pairs: more than the memory any frame gets */
-#pragma omp atomic write
-                        failed = 1;
-                        break;
-                    }
                     sort_keys(row, r, tmp);
-                    src[i] = (row_src){.at = len, .thread = t, .len = (int32_t)r};
+                    src[i] = len;
+                    thr[i] = t;
+                    off[i + 1] = r;
                     len += r;
                 }
             }
@@ -332,13 +322,13 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     }
     if (!failed) {
         for (int64_t i = 0; i < n; ++i)
-            off[i + 1] = off[i] + src[i].len;
+            off[i + 1] += off[i];
         out->natoms = n;
         out->npairs = off[n];
         if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
 #pragma omp parallel for schedule(static) num_threads(nthreads)
             for (int64_t i = 0; i < n; ++i) {
-                const uint64_t *row = bufs[src[i].thread] + src[i].at;
+                const uint64_t *row = bufs[thr[i]] + src[i];
                 int32_t *oj = out->j + off[i];
                 float *od = out->d + off[i];
                 for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
@@ -358,6 +348,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
             free(bufs[t]);
     free(bufs);
     free(src);
+    free(thr);
     mdnl_cells_cpu_free(&cells);
     return st;
 }

@@ -343,9 +343,11 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     } else {
         st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);
     }
-    if (bufs)
+    if (bufs) { /* each buffer's pages are released (munmap) by its own thread, at the same time */
+#pragma omp parallel for schedule(static, 1) num_threads(nthreads)
         for (int t = 0; t < nthreads; ++t)
             free(bufs[t]);
+    }
     free(bufs);
     free(src);
     free(thr);

@@ -351,7 +351,6 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r)
     if (!r)
         return;
     free(r->b), free(r->e), free(r->last), free(r->v), free(r->s);
-    free(r->sb), free(r->se), free(r->scur), free(r->sv), free(r->spos);
     memset(r, 0, sizeof *r);
 }
 
@@ -362,10 +361,8 @@ mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, i
     const int cx = (int)(cell / ((int64_t)g->ncell[2] * g->ncell[1]));
     const int64_t nst = (int64_t)(2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1);
     if (r->cap < nst) {
-        void **arr[] = {(void **)&r->b,  (void **)&r->e,  (void **)&r->last, (void **)&r->v,  (void **)&r->s,
-                        (void **)&r->sb, (void **)&r->se, (void **)&r->scur, (void **)&r->sv, (void **)&r->spos};
-        size_t size[] = {sizeof *r->b,  sizeof *r->e,  sizeof *r->last, sizeof *r->v,  sizeof *r->s,
-                         sizeof *r->sb, sizeof *r->se, sizeof *r->scur, sizeof *r->sv, sizeof *r->spos};
+        void **arr[] = {(void **)&r->b, (void **)&r->e, (void **)&r->last, (void **)&r->v, (void **)&r->s};
+        size_t size[] = {sizeof *r->b, sizeof *r->e, sizeof *r->last, sizeof *r->v, sizeof *r->s};
         for (size_t a = 0; a < sizeof arr / sizeof arr[0]; ++a) {
             void *p = mdnl_realloc(*arr[a], (size_t)nst * size[a], "cell stencil runs");
             if (!p)
@@ -374,7 +371,7 @@ mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, i
         }
         r->cap = nst;
     }
-    int64_t n = 0, ncand = 0, nseg = 0;
+    int64_t n = 0, ncand = 0;
     for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx) {
         int ax, s0;
         if (!wrap_axis(g, 0, cx + dx, &ax, &s0))
@@ -390,12 +387,6 @@ mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, i
                 const int64_t nb = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
                 const int64_t b = c->start[nb], e = c->start[nb + 1];
                 ncand += e - b;
-                if (e > b) {
-                    r->sb[nseg] = r->scur[nseg] = b, r->se[nseg] = e;
-                    mdnl_shift_vector(g, s0, s1, s2, r->sv[nseg]);
-                    r->spos[nseg] = (uint8_t)mdnl_shift_positive(s0, s1, s2);
-                    ++nseg;
-                }
                 if (n > 0 && r->last[n - 1] + 1 == nb && r->s[n - 1][0] == s0 && r->s[n - 1][1] == s1 &&
                     r->s[n - 1][2] == s2) {
                     r->e[n - 1] = e;
@@ -411,7 +402,6 @@ mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, i
     }
     r->n = n;
     r->ncand = ncand;
-    r->nseg = nseg;
     return MDNL_OK;
 }
 
@@ -435,84 +425,7 @@ static int64_t runs_keys_c(const mdnl_geom *g, const mdnl_cells_cpu *c, const md
     return m;
 }
 
-/* Moves cell entry t's cursor past the atoms that the half list leaves to
- * the other side (index below i, or i itself unless S is positive) and
- * returns it. */
-static inline int64_t half_cursor(const mdnl_cells_cpu *c, mdnl_cells_runs *r, int64_t t, int32_t i)
-{
-    int64_t q = r->scur[t];
-    const int64_t e = r->se[t];
-    const int32_t lo = r->spos[t] ? i : i + 1; /* keep j >= lo; i < INT32_MAX */
-    while (q < e && c->atoms[q] < lo)
-        ++q;
-    r->scur[t] = q;
-    return q;
-}
-
-static int64_t half_keys_c(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells_runs *r, int64_t k, uint64_t *keys)
-{
-    const float cut2 = g->cutoff2, xi = c->x[k], yi = c->y[k], zi = c->z[k];
-    const int32_t i = c->atoms[k];
-    int64_t m = 0;
-    for (int64_t t = 0; t < r->nseg; ++t) {
-        const float *v = r->sv[t];
-        for (int64_t q = half_cursor(c, r, t, i); q < r->se[t]; ++q) {
-            const float d2 = mdnl_pair_d2(xi, yi, zi, c->x[q], c->y[q], c->z[q], v);
-            if (d2 < cut2)
-                keys[m++] = mdnl_row_key(c->atoms[q], sqrtf(d2));
-        }
-    }
-    return m;
-}
-
 #ifdef MDNL_HITS_X86
-/* The half list's row with eight lanes (cell entries hold ~6 atoms above i):
- * the same IEEE operations as everywhere, the keys built eight at a time. */
-__attribute__((target("avx512f,avx512vl,popcnt"))) static int64_t half_keys_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
-                                                                            mdnl_cells_runs *r, int64_t k, uint64_t *keys)
-{
-    const __m256 vxi = _mm256_set1_ps(c->x[k]), vyi = _mm256_set1_ps(c->y[k]), vzi = _mm256_set1_ps(c->z[k]);
-    const __m256 cut2 = _mm256_set1_ps(g->cutoff2);
-    const int32_t i = c->atoms[k];
-    const float *x = c->x, *y = c->y, *z = c->z;
-    const int32_t *atoms = c->atoms;
-    int64_t m = 0;
-    for (int64_t t = 0; t < r->nseg; ++t) {
-        const __m256 sx = _mm256_set1_ps(r->sv[t][0]), sy = _mm256_set1_ps(r->sv[t][1]), sz = _mm256_set1_ps(r->sv[t][2]);
-        const int64_t e = r->se[t];
-        int64_t q = r->sb[t];
-        { /* the cursor without a branch per atom: count the cell's atoms below the bound */
-            const __m512i lo = _mm512_set1_epi32(r->spos[t] ? i : i + 1);
-            for (;; q += 16) {
-                const __mmask16 lm16 = e - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (e - q)) - 1u);
-                const unsigned below =
-                    (unsigned)_mm512_mask_cmplt_epi32_mask(lm16, _mm512_maskz_loadu_epi32(lm16, atoms + q), lo);
-                if (below != lm16 || e - q <= 16) {
-                    q += __builtin_popcount(below);
-                    break;
-                }
-            }
-        }
-        for (; q < e; q += 8) {
-            const __mmask8 lm = e - q >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (e - q)) - 1u);
-            __m256 dx = _mm256_add_ps(_mm256_sub_ps(_mm256_maskz_loadu_ps(lm, x + q), vxi), sx);
-            __m256 dy = _mm256_add_ps(_mm256_sub_ps(_mm256_maskz_loadu_ps(lm, y + q), vyi), sy);
-            __m256 dz = _mm256_add_ps(_mm256_sub_ps(_mm256_maskz_loadu_ps(lm, z + q), vzi), sz);
-            __m256 d2 =
-                _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
-            const __mmask8 in = _mm256_mask_cmp_ps_mask(lm, d2, cut2, _CMP_LT_OQ);
-            if (!in)
-                continue;
-            const __m256i cj = _mm256_maskz_compress_epi32(in, _mm256_maskz_loadu_epi32(lm, atoms + q));
-            const __m256i cd = _mm256_castps_si256(_mm256_sqrt_ps(_mm256_maskz_compress_ps(in, d2)));
-            _mm512_storeu_si512((void *)(keys + m), _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(cj), 32),
-                                                                    _mm512_cvtepu32_epi64(cd)));
-            m += __builtin_popcount((unsigned)in);
-        }
-    }
-    return m;
-}
-
 __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
                                                                    const mdnl_cells_runs *r, int64_t k, int half,
                                                                    uint64_t *keys)
@@ -560,15 +473,9 @@ __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_ge
 }
 #endif
 
-int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells_runs *r, int64_t k, int half,
-                             uint64_t *keys)
+int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                             int half, uint64_t *keys)
 {
-#ifdef MDNL_HITS_X86
-    if (half && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-        return half_keys_avx512(g, c, r, k, keys);
-#endif
-    if (half)
-        return half_keys_c(g, c, r, k, keys);
 #ifdef MDNL_HITS_X86
     if (__builtin_cpu_supports("avx512f"))
         return runs_keys_avx512(g, c, r, k, half, keys);

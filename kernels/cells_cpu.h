@@ -91,14 +91,6 @@ typedef struct mdnl_cells_runs {
     int64_t *last;  /* its last cell */
     float (*v)[3];  /* its image shift vector S·h */
     int (*s)[3];    /* S */
-    /* The same stencil cell by cell (not merged), for the half list: cell
-     * entry t covers sb[t] .. se[t] under shift vector sv[t], S lexicographically
-     * positive when spos[t]; scur[t] is where its atoms of index above the
-     * current one begin (cells list atoms in ascending index). */
-    int64_t nseg;
-    int64_t *sb, *se, *scur;
-    float (*sv)[3];
-    uint8_t *spos;
     int64_t cap;
 } mdnl_cells_runs;
 
@@ -109,16 +101,11 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r); /* NULL is a no-op */
 
 /* The neighbor-list row of the atom at cell-order index k (atom i =
  * c->atoms[k]) over the runs: mdnl_row_key(j, sqrtf(d2)) of each candidate
- * with mdnl_pair_d2 below g->cutoff2, the atom itself excluded, and only
- * those that mdnl_half_keep(i, j, S) when `half`, in no particular order;
- * keys[] needs r->ncand + 16 entries. Returns their number. With `half`
- * the home cell's atoms must come in ascending k after
- * mdnl_cells_runs_build: each stencil cell is then tested only from its
- * first atom of index above i (at least i under a positive shift), found by
- * a cursor that only moves forward, so the distance test does half the work
- * of the full list's. */
-int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells_runs *r, int64_t k, int half,
-                             uint64_t *keys);
+ * with mdnl_pair_d2 below g->cutoff2, the atom itself excluded, in candidate
+ * order, and only those that mdnl_half_keep(i, j, S) when `half`; keys[]
+ * needs r->ncand + 16 entries. Returns their number. */
+int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                             int half, uint64_t *keys);
 
 /* The same for a half traversal: only the candidates of cell-order index k'
  * with (k' > k) or (k' == k and S positive) when they share a cell, and all

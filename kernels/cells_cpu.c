@@ -434,9 +434,6 @@ __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_ge
     const __m512 cut2 = _mm512_set1_ps(g->cutoff2);
     const __m512i vk = _mm512_set1_epi32((int32_t)k), vi = _mm512_set1_epi32(c->atoms[k]);
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    /* index 16 + l picks lane l of the second operand */
-    const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi_idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     int64_t m = 0;
     for (int64_t t = 0; t < r->n; ++t) {
         const __m512 sx = _mm512_set1_ps(r->v[t][0]), sy = _mm512_set1_ps(r->v[t][1]), sz = _mm512_set1_ps(r->v[t][2]);
@@ -461,9 +458,14 @@ __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_ge
                 in = ge ? _mm512_mask_cmpge_epi32_mask(in, vj, vi) : _mm512_mask_cmpgt_epi32_mask(in, vj, vi);
             const __m512i cj = _mm512_maskz_compress_epi32(in, vj);
             const __m512i cd = _mm512_castps_si512(_mm512_sqrt_ps(_mm512_maskz_compress_ps(in, d2)));
-            /* mdnl_row_key: the 32-bit lanes interleaved (d low, j high), eight keys per register */
-            _mm512_storeu_si512((void *)(keys + m), _mm512_permutex2var_epi32(cd, lo_idx, cj));
-            _mm512_storeu_si512((void *)(keys + m + 8), _mm512_permutex2var_epi32(cd, hi_idx, cj));
+            const __m512i lo =
+                _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(cj)), 32),
+                                _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cd)));
+            const __m512i hi =
+                _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cj, 1)), 32),
+                                _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cd, 1)));
+            _mm512_storeu_si512((void *)(keys + m), lo);
+            _mm512_storeu_si512((void *)(keys + m + 8), hi);
             m += __builtin_popcount((unsigned)in);
         }
     }

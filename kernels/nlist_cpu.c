@@ -328,6 +328,12 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
 #pragma omp parallel for schedule(static) num_threads(nthreads)
             for (int64_t i = 0; i < n; ++i) {
+                if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
+                    const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
+                    const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
+                    for (int64_t b = 0; b < bytes; b += 64)
+                        __builtin_prefetch(ahead + b);
+                }
                 const uint64_t *row = bufs[thr[i]] + src[i];
                 int32_t *oj = out->j + off[i];
                 float *od = out->d + off[i];

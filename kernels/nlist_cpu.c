@@ -293,6 +293,12 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                 }
                 for (int64_t k = kb; k < ke; ++k) {
                     const int32_t i = cells.atoms[k];
+                    if (k + 2 < cells.natoms) { /* its records are written at a random atom index: fetch ahead */
+                        const int32_t ia = cells.atoms[k + 2];
+                        __builtin_prefetch(&src[ia], 1);
+                        __builtin_prefetch(&thr[ia], 1);
+                        __builtin_prefetch(&off[ia + 1], 1);
+                    }
                     const int64_t m = h.ncand + 16; /* at most: every candidate, and the keys' spare slots */
                     if (len + m > cap) {
                         int64_t nc = cap + cap / 2 + m + 4096;

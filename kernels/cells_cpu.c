@@ -3,6 +3,7 @@
 #include "cells_cpu.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,59 @@ mdnl_status mdnl_cells_cpu_build(const mdnl_geom *g, const float (*pos4)[4], mdn
     c->ncells = g->ncells;
     c->natoms = n;
     int64_t *start = c->start;
-    memset(start, 0, (size_t)(g->ncells + 1) * sizeof *start);
+    const int64_t nc = g->ncells;
+    /* Stable counting sort by cell, in parallel where each thread's count
+     * array is affordable: each thread counts its static share of the atoms
+     * per cell, an exclusive scan over (cell, thread) gives every thread its
+     * place in each cell, and each scatters its share in atom order; the
+     * cells list their atoms in ascending index either way. */
+    const int maxt = omp_get_max_threads();
+    int32_t *cnt = NULL;
+    if (maxt > 1 && n >= 65536 && (int64_t)maxt * nc <= 4 * n)
+        cnt = calloc((size_t)maxt * (size_t)nc, sizeof *cnt); /* NULL: the serial sort below */
+    if (cnt) {
+#pragma omp parallel num_threads(maxt)
+        {
+            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            const int64_t ib = n * t / nt, ie = n * (t + 1) / nt;
+            int32_t *mine = cnt + (size_t)t * (size_t)nc;
+            for (int64_t i = ib; i < ie; ++i) {
+                const int cx = mdnl_cell_coord(g, pos4[i][0], pos4[i][1], pos4[i][2], 0);
+                const int cy = mdnl_cell_coord(g, pos4[i][0], pos4[i][1], pos4[i][2], 1);
+                const int cz = mdnl_cell_coord(g, pos4[i][0], pos4[i][1], pos4[i][2], 2);
+                const int32_t cell = (int32_t)(((int64_t)cx * g->ncell[1] + cy) * g->ncell[2] + cz);
+                c->cell_of[i] = cell;
+                mine[cell]++;
+            }
+#pragma omp barrier
+#pragma omp single
+            {
+                int64_t run = 0;
+                for (int64_t k = 0; k < nc; ++k) {
+                    start[k] = run;
+                    for (int u = 0; u < nt; ++u) {
+                        const int32_t v = cnt[(size_t)u * (size_t)nc + (size_t)k];
+                        cnt[(size_t)u * (size_t)nc + (size_t)k] = (int32_t)run;
+                        run += v;
+                    }
+                }
+                start[nc] = run;
+            }
+            for (int64_t i = ib; i < ie; ++i)
+                c->atoms[mine[c->cell_of[i]]++] = (int32_t)i;
+#pragma omp barrier
+#pragma omp for schedule(static)
+            for (int64_t k = 0; k < n; ++k) {
+                const int32_t i = c->atoms[k];
+                c->x[k] = pos4[i][0];
+                c->y[k] = pos4[i][1];
+                c->z[k] = pos4[i][2];
+            }
+        }
+        free(cnt);
+        return MDNL_OK;
+    }
+    memset(start, 0, (size_t)(nc + 1) * sizeof *start);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
         int cx = mdnl_cell_coord(g, pos4[i][0], pos4[i][1], pos4[i][2], 0);
@@ -50,14 +103,14 @@ mdnl_status mdnl_cells_cpu_build(const mdnl_geom *g, const float (*pos4)[4], mdn
     /* Stable counting sort: count, exclusive scan, scatter in atom order. */
     for (int64_t i = 0; i < n; ++i)
         start[c->cell_of[i] + 1]++;
-    for (int64_t k = 0; k < g->ncells; ++k)
+    for (int64_t k = 0; k < nc; ++k)
         start[k + 1] += start[k];
     for (int64_t i = 0; i < n; ++i) {
         int64_t cell = c->cell_of[i];
         /* start[cell] advances while scattering and is restored below */
         c->atoms[start[cell]++] = (int32_t)i;
     }
-    for (int64_t k = g->ncells; k > 0; --k)
+    for (int64_t k = nc; k > 0; --k)
         start[k] = start[k - 1];
     start[0] = 0;
 #pragma omp parallel for schedule(static)

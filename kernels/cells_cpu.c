@@ -526,6 +526,89 @@ __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_ge
 }
 #endif
 
+#ifdef MDNL_HITS_X86
+/* Two home atoms (k, k + 1) against each candidate chunk: the chunk's loads,
+ * the loop and its branches are shared; each atom's keys as in
+ * runs_keys_avx512. */
+__attribute__((target("avx512f"))) static int64_t runs_keys2_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
+                                                                    const mdnl_cells_runs *r, int64_t k, int half,
+                                                                    uint64_t *ka, uint64_t *kb, int64_t *mb_out)
+{
+    const __m512 axi = _mm512_set1_ps(c->x[k]), ayi = _mm512_set1_ps(c->y[k]), azi = _mm512_set1_ps(c->z[k]);
+    const __m512 bxi = _mm512_set1_ps(c->x[k + 1]), byi = _mm512_set1_ps(c->y[k + 1]),
+                 bzi = _mm512_set1_ps(c->z[k + 1]);
+    const __m512 cut2 = _mm512_set1_ps(g->cutoff2);
+    const __m512i vka = _mm512_set1_epi32((int32_t)k), vkb = _mm512_set1_epi32((int32_t)(k + 1));
+    const __m512i via = _mm512_set1_epi32(c->atoms[k]), vib = _mm512_set1_epi32(c->atoms[k + 1]);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    int64_t ma = 0, mb = 0;
+    for (int64_t t = 0; t < r->n; ++t) {
+        const __m512 sx = _mm512_set1_ps(r->v[t][0]), sy = _mm512_set1_ps(r->v[t][1]), sz = _mm512_set1_ps(r->v[t][2]);
+        const int zero = r->s[t][0] == 0 && r->s[t][1] == 0 && r->s[t][2] == 0;
+        const int ge = mdnl_shift_positive(r->s[t][0], r->s[t][1], r->s[t][2]);
+        const int64_t e = r->e[t];
+        for (int64_t q = r->b[t]; q < e; q += 16) {
+            const __mmask16 lm = e - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (e - q)) - 1u);
+            const __m512 x = _mm512_maskz_loadu_ps(lm, c->x + q), y = _mm512_maskz_loadu_ps(lm, c->y + q),
+                         z = _mm512_maskz_loadu_ps(lm, c->z + q);
+            __m512 dx = _mm512_add_ps(_mm512_sub_ps(x, axi), sx);
+            __m512 dy = _mm512_add_ps(_mm512_sub_ps(y, ayi), sy);
+            __m512 dz = _mm512_add_ps(_mm512_sub_ps(z, azi), sz);
+            const __m512 da =
+                _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
+            dx = _mm512_add_ps(_mm512_sub_ps(x, bxi), sx);
+            dy = _mm512_add_ps(_mm512_sub_ps(y, byi), sy);
+            dz = _mm512_add_ps(_mm512_sub_ps(z, bzi), sz);
+            const __m512 db =
+                _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
+            __mmask16 ina = _mm512_mask_cmp_ps_mask(lm, da, cut2, _CMP_LT_OQ);
+            __mmask16 inb = _mm512_mask_cmp_ps_mask(lm, db, cut2, _CMP_LT_OQ);
+            if (!(ina | inb))
+                continue;
+            if (zero) {
+                const __m512i vq = _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)q));
+                ina = _mm512_mask_cmpneq_epi32_mask(ina, vq, vka);
+                inb = _mm512_mask_cmpneq_epi32_mask(inb, vq, vkb);
+            }
+            const __m512i vj = _mm512_maskz_loadu_epi32(lm, c->atoms + q);
+            if (half) {
+                ina = ge ? _mm512_mask_cmpge_epi32_mask(ina, vj, via) : _mm512_mask_cmpgt_epi32_mask(ina, vj, via);
+                inb = ge ? _mm512_mask_cmpge_epi32_mask(inb, vj, vib) : _mm512_mask_cmpgt_epi32_mask(inb, vj, vib);
+            }
+            for (int side = 0; side < 2; ++side) {
+                const __mmask16 in = side ? inb : ina;
+                uint64_t *keys = side ? kb + mb : ka + ma;
+                const __m512i cj = _mm512_maskz_compress_epi32(in, vj);
+                const __m512i cd = _mm512_castps_si512(_mm512_sqrt_ps(_mm512_maskz_compress_ps(in, side ? db : da)));
+                const __m512i lo =
+                    _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(cj)), 32),
+                                    _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cd)));
+                const __m512i hi =
+                    _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cj, 1)), 32),
+                                    _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cd, 1)));
+                _mm512_storeu_si512((void *)keys, lo);
+                _mm512_storeu_si512((void *)(keys + 8), hi);
+            }
+            ma += __builtin_popcount((unsigned)ina);
+            mb += __builtin_popcount((unsigned)inb);
+        }
+    }
+    *mb_out = mb;
+    return ma;
+}
+#endif
+
+int64_t mdnl_cells_runs_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                              int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb)
+{
+#ifdef MDNL_HITS_X86
+    if (__builtin_cpu_supports("avx512f"))
+        return runs_keys2_avx512(g, c, r, k, half, keys_a, keys_b, mb);
+#endif
+    *mb = mdnl_cells_runs_keys(g, c, r, k + 1, half, keys_b);
+    return mdnl_cells_runs_keys(g, c, r, k, half, keys_a);
+}
+
 int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
                              int half, uint64_t *keys)
 {

@@ -527,23 +527,21 @@ __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_ge
 #endif
 
 #ifdef MDNL_HITS_X86
-/* NA home atoms (k .. k + NA - 1, NA a constant after inlining) against each
- * candidate chunk: the chunk's loads, the loop and its branches are shared;
- * each atom's keys as in runs_keys_avx512, into keys[a]. */
-__attribute__((target("avx512f"), always_inline)) static inline void
-runs_keysn_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k, int half,
-                  uint64_t *const *keys, int64_t *m, const int NA)
+/* Two home atoms (k, k + 1) against each candidate chunk: the chunk's loads,
+ * the loop and its branches are shared; each atom's keys as in
+ * runs_keys_avx512. */
+__attribute__((target("avx512f"))) static int64_t runs_keys2_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
+                                                                    const mdnl_cells_runs *r, int64_t k, int half,
+                                                                    uint64_t *ka, uint64_t *kb, int64_t *mb_out)
 {
-    __m512 xi[4], yi[4], zi[4];
-    __m512i vk[4], vi[4];
-#pragma GCC unroll 4
-    for (int a = 0; a < NA; ++a) {
-        xi[a] = _mm512_set1_ps(c->x[k + a]), yi[a] = _mm512_set1_ps(c->y[k + a]), zi[a] = _mm512_set1_ps(c->z[k + a]);
-        vk[a] = _mm512_set1_epi32((int32_t)(k + a)), vi[a] = _mm512_set1_epi32(c->atoms[k + a]);
-        m[a] = 0;
-    }
+    const __m512 axi = _mm512_set1_ps(c->x[k]), ayi = _mm512_set1_ps(c->y[k]), azi = _mm512_set1_ps(c->z[k]);
+    const __m512 bxi = _mm512_set1_ps(c->x[k + 1]), byi = _mm512_set1_ps(c->y[k + 1]),
+                 bzi = _mm512_set1_ps(c->z[k + 1]);
     const __m512 cut2 = _mm512_set1_ps(g->cutoff2);
+    const __m512i vka = _mm512_set1_epi32((int32_t)k), vkb = _mm512_set1_epi32((int32_t)(k + 1));
+    const __m512i via = _mm512_set1_epi32(c->atoms[k]), vib = _mm512_set1_epi32(c->atoms[k + 1]);
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    int64_t ma = 0, mb = 0;
     for (int64_t t = 0; t < r->n; ++t) {
         const __m512 sx = _mm512_set1_ps(r->v[t][0]), sy = _mm512_set1_ps(r->v[t][1]), sz = _mm512_set1_ps(r->v[t][2]);
         const int zero = r->s[t][0] == 0 && r->s[t][1] == 0 && r->s[t][2] == 0;
@@ -553,76 +551,62 @@ runs_keysn_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_
             const __mmask16 lm = e - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (e - q)) - 1u);
             const __m512 x = _mm512_maskz_loadu_ps(lm, c->x + q), y = _mm512_maskz_loadu_ps(lm, c->y + q),
                          z = _mm512_maskz_loadu_ps(lm, c->z + q);
-            __m512 d2[4];
-            __mmask16 in[4], any = 0;
-#pragma GCC unroll 4
-            for (int a = 0; a < NA; ++a) {
-                const __m512 dx = _mm512_add_ps(_mm512_sub_ps(x, xi[a]), sx);
-                const __m512 dy = _mm512_add_ps(_mm512_sub_ps(y, yi[a]), sy);
-                const __m512 dz = _mm512_add_ps(_mm512_sub_ps(z, zi[a]), sz);
-                d2[a] =
-                    _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
-                in[a] = _mm512_mask_cmp_ps_mask(lm, d2[a], cut2, _CMP_LT_OQ);
-                any |= in[a];
-            }
-            if (!any)
+            __m512 dx = _mm512_add_ps(_mm512_sub_ps(x, axi), sx);
+            __m512 dy = _mm512_add_ps(_mm512_sub_ps(y, ayi), sy);
+            __m512 dz = _mm512_add_ps(_mm512_sub_ps(z, azi), sz);
+            const __m512 da =
+                _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
+            dx = _mm512_add_ps(_mm512_sub_ps(x, bxi), sx);
+            dy = _mm512_add_ps(_mm512_sub_ps(y, byi), sy);
+            dz = _mm512_add_ps(_mm512_sub_ps(z, bzi), sz);
+            const __m512 db =
+                _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
+            __mmask16 ina = _mm512_mask_cmp_ps_mask(lm, da, cut2, _CMP_LT_OQ);
+            __mmask16 inb = _mm512_mask_cmp_ps_mask(lm, db, cut2, _CMP_LT_OQ);
+            if (!(ina | inb))
                 continue;
+            if (zero) {
+                const __m512i vq = _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)q));
+                ina = _mm512_mask_cmpneq_epi32_mask(ina, vq, vka);
+                inb = _mm512_mask_cmpneq_epi32_mask(inb, vq, vkb);
+            }
             const __m512i vj = _mm512_maskz_loadu_epi32(lm, c->atoms + q);
-            const __m512i vq = _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)q));
-#pragma GCC unroll 4
-            for (int a = 0; a < NA; ++a) {
-                __mmask16 ia = in[a];
-                if (zero)
-                    ia = _mm512_mask_cmpneq_epi32_mask(ia, vq, vk[a]);
-                /* mdnl_half_keep: j > i, or j == i at a positive shift (the atom itself is out already) */
-                if (half)
-                    ia = ge ? _mm512_mask_cmpge_epi32_mask(ia, vj, vi[a]) : _mm512_mask_cmpgt_epi32_mask(ia, vj, vi[a]);
-                uint64_t *out = keys[a] + m[a];
-                const __m512i cj = _mm512_maskz_compress_epi32(ia, vj);
-                const __m512i cd = _mm512_castps_si512(_mm512_sqrt_ps(_mm512_maskz_compress_ps(ia, d2[a])));
+            if (half) {
+                ina = ge ? _mm512_mask_cmpge_epi32_mask(ina, vj, via) : _mm512_mask_cmpgt_epi32_mask(ina, vj, via);
+                inb = ge ? _mm512_mask_cmpge_epi32_mask(inb, vj, vib) : _mm512_mask_cmpgt_epi32_mask(inb, vj, vib);
+            }
+            for (int side = 0; side < 2; ++side) {
+                const __mmask16 in = side ? inb : ina;
+                uint64_t *keys = side ? kb + mb : ka + ma;
+                const __m512i cj = _mm512_maskz_compress_epi32(in, vj);
+                const __m512i cd = _mm512_castps_si512(_mm512_sqrt_ps(_mm512_maskz_compress_ps(in, side ? db : da)));
                 const __m512i lo =
                     _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(cj)), 32),
                                     _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cd)));
                 const __m512i hi =
                     _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cj, 1)), 32),
                                     _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cd, 1)));
-                _mm512_storeu_si512((void *)out, lo);
-                _mm512_storeu_si512((void *)(out + 8), hi);
-                m[a] += __builtin_popcount((unsigned)ia);
+                _mm512_storeu_si512((void *)keys, lo);
+                _mm512_storeu_si512((void *)(keys + 8), hi);
             }
+            ma += __builtin_popcount((unsigned)ina);
+            mb += __builtin_popcount((unsigned)inb);
         }
     }
-}
-
-__attribute__((target("avx512f"))) static void runs_keys2_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
-                                                                 const mdnl_cells_runs *r, int64_t k, int half,
-                                                                 uint64_t *const *keys, int64_t *m)
-{
-    runs_keysn_avx512(g, c, r, k, half, keys, m, 2);
-}
-
-__attribute__((target("avx512f"))) static void runs_keys4_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
-                                                                 const mdnl_cells_runs *r, int64_t k, int half,
-                                                                 uint64_t *const *keys, int64_t *m)
-{
-    runs_keysn_avx512(g, c, r, k, half, keys, m, 4);
+    *mb_out = mb;
+    return ma;
 }
 #endif
 
-void mdnl_cells_runs_keysn(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k, int na,
-                           int half, uint64_t *const *keys, int64_t *m)
+int64_t mdnl_cells_runs_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                              int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb)
 {
 #ifdef MDNL_HITS_X86
-    if (__builtin_cpu_supports("avx512f") && (na == 2 || na == 4)) {
-        if (na == 4)
-            runs_keys4_avx512(g, c, r, k, half, keys, m);
-        else
-            runs_keys2_avx512(g, c, r, k, half, keys, m);
-        return;
-    }
+    if (__builtin_cpu_supports("avx512f"))
+        return runs_keys2_avx512(g, c, r, k, half, keys_a, keys_b, mb);
 #endif
-    for (int a = 0; a < na; ++a)
-        m[a] = mdnl_cells_runs_keys(g, c, r, k + a, half, keys[a]);
+    *mb = mdnl_cells_runs_keys(g, c, r, k + 1, half, keys_b);
+    return mdnl_cells_runs_keys(g, c, r, k, half, keys_a);
 }
 
 int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,

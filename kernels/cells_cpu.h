@@ -107,11 +107,11 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r); /* NULL is a no-op */
 int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
                              int half, uint64_t *keys);
 
-/* The rows of the na (1 to 4) atoms at k .. k + na - 1 at once (they
- * share the candidate loads and the loop): atom k + a's keys into keys[a],
- * their number into m[a]; each keys[a] needs r->ncand + 16 entries. */
-void mdnl_cells_runs_keysn(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k, int na,
-                           int half, uint64_t *const *keys, int64_t *m);
+/* The rows of the atoms at k and k + 1 at once (they share the candidate
+ * loads and the loop): k's keys into keys_a (returned: their number), k + 1's
+ * into keys_b (*mb: their number); each needs r->ncand + 16 entries. */
+int64_t mdnl_cells_runs_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                              int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb);
 
 /* The same for a half traversal: only the candidates of cell-order index k'
  * with (k' > k) or (k' == k and S positive) when they share a cell, and all

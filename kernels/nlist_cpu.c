@@ -247,9 +247,6 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
     }
 }
 
-/* Home atoms tested together against each candidate chunk. */
-#define GROUP 4
-
 /* The cell method (see the top of the file). */
 static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
 {
@@ -279,7 +276,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         {
             const int t = omp_get_thread_num();
             mdnl_cells_runs h = {0};
-            uint64_t *buf = NULL, tmp[64], *scratch = NULL;
+            uint64_t *buf = NULL, tmp[64], *keys_b = NULL;
             int64_t len = 0, cap = 0, cap_b = 0;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
@@ -294,18 +291,18 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                     failed = 1;
                     continue;
                 }
-                for (int64_t k = kb, na = 0; k < ke; k += na) {
-                    /* up to GROUP atoms share the candidate loop */
-                    na = ke - k >= GROUP ? GROUP : ke - k >= 2 ? 2 : 1;
-                    if (k + GROUP < ke) { /* the next atoms' records are written at random indices: fetch ahead */
-                        for (int a = 0; a < GROUP && k + GROUP + a < ke; ++a) {
-                            const int32_t ia = cells.atoms[k + GROUP + a];
-                            __builtin_prefetch(&src[ia], 1);
-                            __builtin_prefetch(&thr[ia], 1);
-                            __builtin_prefetch(&off[ia + 1], 1);
-                        }
+                for (int64_t k = kb; k < ke; k += 2) {
+                    const int pair = k + 1 < ke; /* two atoms share the candidate loop */
+                    if (k + 3 < cells.natoms) { /* their records are written at random atom indices: fetch ahead */
+                        const int32_t ia = cells.atoms[k + 2], ib = cells.atoms[k + 3];
+                        __builtin_prefetch(&src[ia], 1);
+                        __builtin_prefetch(&thr[ia], 1);
+                        __builtin_prefetch(&off[ia + 1], 1);
+                        __builtin_prefetch(&src[ib], 1);
+                        __builtin_prefetch(&thr[ib], 1);
+                        __builtin_prefetch(&off[ib + 1], 1);
                     }
-                    const int64_t m = GROUP * (h.ncand + 16); /* at most: every candidate, and spare slots */
+                    const int64_t m = 2 * (h.ncand + 16); /* at most: every candidate twice, and spare slots */
                     if (len + m > cap) {
                         int64_t nc = cap + cap / 2 + m + 4096;
                         if (cap == 0 && guess > nc)
@@ -319,37 +316,36 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                         buf = nb;
                         cap = nc;
                     }
-                    if ((GROUP - 1) * (h.ncand + 16) > cap_b) {
-                        int64_t nc = (GROUP - 1) * (h.ncand + h.ncand / 2 + 64);
-                        uint64_t *nb = mdnl_realloc(scratch, (size_t)nc * sizeof *nb, "neighbor row keys");
+                    if (h.ncand + 16 > cap_b) {
+                        int64_t nc = h.ncand + h.ncand / 2 + 64;
+                        uint64_t *nb = mdnl_realloc(keys_b, (size_t)nc * sizeof *nb, "neighbor row keys");
                         if (!nb) {
 #pragma omp atomic write
                             failed = 1;
                             break;
                         }
-                        scratch = nb;
+                        keys_b = nb;
                         cap_b = nc;
                     }
-                    /* the first row in place, the others in scratch, appended after it */
-                    uint64_t *keys[GROUP] = {buf + len};
-                    for (int a = 1; a < GROUP; ++a)
-                        keys[a] = scratch + (a - 1) * (h.ncand + 16);
-                    int64_t rl[GROUP];
-                    mdnl_cells_runs_keysn(g, &cells, &h, k, (int)na, !full, keys, rl);
-                    for (int a = 0; a < na; ++a) {
-                        const int32_t i = cells.atoms[k + a];
-                        if (a)
-                            memcpy(buf + len, keys[a], (size_t)rl[a] * sizeof *buf);
-                        sort_keys(buf + len, rl[a], tmp);
+                    uint64_t *row = buf + len;
+                    int64_t rb = 0;
+                    const int64_t r = pair ? mdnl_cells_runs_keys2(g, &cells, &h, k, !full, row, keys_b, &rb)
+                                           : mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
+                    for (int side = 0; side < 1 + pair; ++side) {
+                        const int32_t i = cells.atoms[k + side];
+                        const int64_t rl = side ? rb : r;
+                        if (side)
+                            memcpy(buf + len, keys_b, (size_t)rb * sizeof *keys_b);
+                        sort_keys(buf + len, rl, tmp);
                         src[i] = len;
                         thr[i] = t;
-                        off[i + 1] = rl[a];
-                        len += rl[a];
+                        off[i + 1] = rl;
+                        len += rl;
                     }
                 }
             }
             bufs[t] = buf;
-            free(scratch);
+            free(keys_b);
             mdnl_cells_runs_free(&h);
         }
     }

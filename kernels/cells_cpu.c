@@ -527,6 +527,63 @@ __attribute__((target("avx512f"))) static int64_t runs_keys_avx512(const mdnl_ge
 #endif
 
 #ifdef MDNL_HITS_X86
+/* The same with AVX2 (eight lanes; the hits compacted bit by bit). */
+__attribute__((target("avx2,bmi"))) static int64_t runs_keys_avx2(const mdnl_geom *g, const mdnl_cells_cpu *c,
+                                                                  const mdnl_cells_runs *r, int64_t k, int half,
+                                                                  uint64_t *keys)
+{
+    const __m256 vxi = _mm256_set1_ps(c->x[k]), vyi = _mm256_set1_ps(c->y[k]), vzi = _mm256_set1_ps(c->z[k]);
+    const __m256 cut2 = _mm256_set1_ps(g->cutoff2);
+    const int32_t i = c->atoms[k];
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i vk = _mm256_set1_epi32((int32_t)k);
+    float dv[8];
+    int32_t jv[8];
+    int64_t m = 0;
+    for (int64_t t = 0; t < r->n; ++t) {
+        const __m256 sx = _mm256_set1_ps(r->v[t][0]), sy = _mm256_set1_ps(r->v[t][1]), sz = _mm256_set1_ps(r->v[t][2]);
+        const int zero = r->s[t][0] == 0 && r->s[t][1] == 0 && r->s[t][2] == 0;
+        /* mdnl_half_keep: j > i, or j >= i at a positive shift (j > i - 1; j, i >= 0) */
+        const __m256i lo = _mm256_set1_epi32(mdnl_shift_positive(r->s[t][0], r->s[t][1], r->s[t][2]) ? i - 1 : i);
+        const int64_t e = r->e[t];
+        int64_t q = r->b[t];
+        for (; q + 8 <= e; q += 8) {
+            __m256 dx = _mm256_add_ps(_mm256_sub_ps(_mm256_loadu_ps(c->x + q), vxi), sx);
+            __m256 dy = _mm256_add_ps(_mm256_sub_ps(_mm256_loadu_ps(c->y + q), vyi), sy);
+            __m256 dz = _mm256_add_ps(_mm256_sub_ps(_mm256_loadu_ps(c->z + q), vzi), sz);
+            __m256 d2 =
+                _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
+            unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d2, cut2, _CMP_LT_OQ));
+            if (!bits)
+                continue;
+            const __m256i vj = _mm256_loadu_si256((const __m256i *)(c->atoms + q));
+            if (zero)
+                bits &= ~(unsigned)_mm256_movemask_ps(
+                    _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32((int32_t)q)), vk)));
+            if (half)
+                bits &= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(vj, lo)));
+            _mm256_storeu_ps(dv, _mm256_sqrt_ps(d2));
+            _mm256_storeu_si256((__m256i *)jv, vj);
+            while (bits) {
+                const int l = __builtin_ctz(bits);
+                bits &= bits - 1;
+                keys[m++] = mdnl_row_key(jv[l], dv[l]);
+            }
+        }
+        const int ge = mdnl_shift_positive(r->s[t][0], r->s[t][1], r->s[t][2]);
+        for (; q < e; ++q) {
+            const float d2 = mdnl_pair_d2(c->x[k], c->y[k], c->z[k], c->x[q], c->y[q], c->z[q], r->v[t]);
+            const int32_t j = c->atoms[q];
+            if (d2 < g->cutoff2 && !(zero && q == k) && (!half || j > i || (j == i && ge)))
+                keys[m++] = mdnl_row_key(j, sqrtf(d2));
+        }
+    }
+    return m;
+}
+
+#endif
+
+#ifdef MDNL_HITS_X86
 /* Two home atoms (k, k + 1) against each candidate chunk: the chunk's loads,
  * the loop and its branches are shared; each atom's keys as in
  * runs_keys_avx512. */
@@ -615,6 +672,8 @@ int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const 
 #ifdef MDNL_HITS_X86
     if (__builtin_cpu_supports("avx512f"))
         return runs_keys_avx512(g, c, r, k, half, keys);
+    if (__builtin_cpu_supports("avx2"))
+        return runs_keys_avx2(g, c, r, k, half, keys);
 #endif
     return runs_keys_c(g, c, r, k, half, keys);
 }

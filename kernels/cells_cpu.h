@@ -91,7 +91,9 @@ typedef struct mdnl_cells_runs {
     int64_t *last;  /* its last cell */
     float (*v)[3];  /* its image shift vector S·h */
     int (*s)[3];    /* S */
-    int64_t cap;
+    float *d2;      /* scratch of the portable path */
+    int32_t *hit;   /* scratch of the portable path */
+    int64_t cap, cap_d2;
 } mdnl_cells_runs;
 
 /* The runs of home cell `cell`. MDNL_ERR_RESOURCE when out of memory

@@ -1,10 +1,11 @@
 /* cells_cpu.h — the CPU cell list: atoms binned by mdnl_cell_coord (geometry.h)
- * with a stable counting sort, their positions copied into cell order, and a
- * per-cell "neighbourhood" that enumerates every (j, S) within the
- * geometry's cutoff of the cell's atoms. The neighbor list, the fused energy
- * and the fused histogram CPU twins all traverse pairs through it, so they
- * agree on the pair set by construction. Its CUDA counterpart is
- * cells_cuda.cuh.
+ * with a stable counting sort (parallel for large frames), their positions
+ * copied into cell order, and a per-cell "neighbourhood" that enumerates
+ * every (j, S) within the geometry's cutoff of the cell's atoms: copied into
+ * one array (mdnl_cells_hood, the fused energy and histogram) or as runs of
+ * the cell-order arrays read in place (mdnl_cells_runs, the neighbor list).
+ * All three CPU twins traverse the same stencil, so they agree on the pair
+ * set by construction. Its CUDA counterpart is cells_cuda.cuh.
  *
  * Work runs in cell order whatever the atoms' order in the frame: a home
  * cell's atoms and its stencil's candidates are contiguous in the cell-order

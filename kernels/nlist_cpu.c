@@ -5,13 +5,16 @@
  *
  *   brute: every atom i visits every j and every image shift S in the box
  *          [-image_max, image_max] (geometry.h): O(N^2 * images).
- *   cell:  one pass in cell order (cells_cpu.h): each home cell's atoms test
- *          the cell's stencil runs (ranges of the cell-order positions, read
- *          in place; the row keys built and filtered sixteen at a time with
- *          AVX-512); each thread appends its rows, sorted, to
- *          its own buffer, and the rows are then copied to their place in
- *          atom order. The result does not depend on the atom order or the
- *          number of threads.
+ *   cell:  one pass in cell order (cells_cpu.h): the home cell's atoms, two
+ *          at a time, test the cell's stencil runs (ranges of the cell-order
+ *          positions, read in place; the row keys built and half-filtered
+ *          sixteen at a time with AVX-512, eight with AVX2); each row is
+ *          sorted (an AVX-512 bitonic network up to 64 keys) and appended
+ *          to its thread's buffer, and the rows are then copied to their
+ *          place in atom order (prefetched: the order is random). A count
+ *          pass writing rows in place was slower (RESULTS.md, issue 19).
+ *          The result does not depend on the atom order or the number of
+ *          threads.
  */
 #include "cells_cpu.h"
 #include "nlist.h"

@@ -255,6 +255,21 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
 /* Faults in the whole pages of [p, p + bytes) with one madvise call instead
  * of one page fault per page at first touch (Linux 5.14+; elsewhere, or
  * when it fails, the pages fault in as they are written). */
+static void release(void *p, size_t bytes)
+{
+#if defined(__linux__)
+    /* munmap (free) holds the address-space lock for writing, so two threads
+     * freeing at once take turns; MADV_DONTNEED drops the pages under the
+     * read lock, in parallel, and leaves munmap little to do */
+    const uintptr_t page = 4096;
+    const uintptr_t b = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + bytes) & ~(page - 1);
+    if (p && e > b)
+        (void)madvise((void *)b, (size_t)(e - b), MADV_DONTNEED);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 static void prefault(void *p, size_t bytes)
 {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
@@ -277,11 +292,12 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         return st;
     const int nthreads = omp_get_max_threads();
     uint64_t **bufs = mdnl_calloc((size_t)nthreads, sizeof *bufs, "neighbor row buffers");
+    int64_t *caps = mdnl_calloc((size_t)nthreads, sizeof *caps, "neighbor row buffers");
     int64_t *src = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *src, "neighbor row sources");
     int32_t *thr = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *thr, "neighbor row threads");
     int64_t *off = out->offsets;
     off[0] = 0;
-    int failed = !bufs || !src || !thr;
+    int failed = !bufs || !caps || !src || !thr;
     const int full = kind == MDNL_LIST_FULL;
     /* First guess of a thread's row buffer: its share of the pairs of a
      * uniform density (grown as needed). */
@@ -367,6 +383,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                 }
             }
             bufs[t] = buf;
+            caps[t] = cap;
             free(keys_b);
             mdnl_cells_runs_free(&h);
         }
@@ -407,12 +424,15 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     } else {
         st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);
     }
-    if (bufs) { /* each buffer's pages are released (munmap) by its own thread, at the same time */
+    if (bufs) { /* each buffer's pages are released by its own thread, at the same time */
 #pragma omp parallel for schedule(static, 1) num_threads(nthreads)
-        for (int t = 0; t < nthreads; ++t)
+        for (int t = 0; t < nthreads; ++t) {
+            release(bufs[t], (size_t)caps[t] * sizeof *bufs[t]);
             free(bufs[t]);
+        }
     }
     free(bufs);
+    free(caps);
     free(src);
     free(thr);
     mdnl_cells_cpu_free(&cells);

@@ -395,36 +395,29 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         out->npairs = off[n];
         if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
 #pragma omp parallel num_threads(nthreads)
-            { /* each thread copies its share of the rows in blocks of ~256k entries (1 MB of j, 1 MB of d),
-               * faulting each block's CSR pages in just before it writes them (still in cache: the kernel
-               * zeroed them) */
+            { /* each thread faults in the part of the CSR its share of the copy below writes */
                 const int nt = omp_get_num_threads(), t = omp_get_thread_num();
                 const int64_t ib = n * t / nt, ie = n * (t + 1) / nt;
-                for (int64_t bb = ib; bb < ie;) {
-                    int64_t be = bb + 1;
-                    while (be < ie && off[be] - off[bb] < ((int64_t)1 << 18))
-                        be += 64 < ie - be ? 64 : ie - be;
-                    prefault(out->j + off[bb], (size_t)(off[be] - off[bb]) * sizeof *out->j);
-                    prefault(out->d + off[bb], (size_t)(off[be] - off[bb]) * sizeof *out->d);
-                    for (int64_t i = bb; i < be; ++i) {
-                        if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
-                            const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
-                            const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
-                            for (int64_t b = 0; b < bytes; b += 64)
-                                __builtin_prefetch(ahead + b);
-                        }
-                        const uint64_t *row = bufs[thr[i]] + src[i];
-                        int32_t *oj = out->j + off[i];
-                        float *od = out->d + off[i];
-                        for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
-                            const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
-                            float dv;
-                            memcpy(&dv, &u, sizeof dv);
-                            oj[a] = (int32_t)(row[a] >> 32);
-                            od[a] = dv;
-                        }
-                    }
-                    bb = be;
+                prefault(out->j + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->j);
+                prefault(out->d + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->d);
+            }
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+            for (int64_t i = 0; i < n; ++i) {
+                if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
+                    const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
+                    const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
+                    for (int64_t b = 0; b < bytes; b += 64)
+                        __builtin_prefetch(ahead + b);
+                }
+                const uint64_t *row = bufs[thr[i]] + src[i];
+                int32_t *oj = out->j + off[i];
+                float *od = out->d + off[i];
+                for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
+                    const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
+                    float dv;
+                    memcpy(&dv, &u, sizeof dv);
+                    oj[a] = (int32_t)(row[a] >> 32);
+                    od[a] = dv;
                 }
             }
         }

@@ -412,14 +412,6 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                 const uint64_t *row = bufs[thr[i]] + src[i];
                 int32_t *oj = out->j + off[i];
                 float *od = out->d + off[i];
-#ifdef MDNL_NET_X86
-                /* streaming stores: the CSR is written once, in order; no read of its lines first */
-                int32_t *ud = (int32_t *)(void *)od;
-                for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
-                    _mm_stream_si32(oj + a, (int32_t)(row[a] >> 32));
-                    _mm_stream_si32(ud + a, (int32_t)(uint32_t)(row[a] & 0xffffffffu));
-                }
-#else
                 for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
                     const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
                     float dv;
@@ -427,11 +419,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                     oj[a] = (int32_t)(row[a] >> 32);
                     od[a] = dv;
                 }
-#endif
             }
-#ifdef MDNL_NET_X86
-            _mm_sfence();
-#endif
         }
     } else {
         st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);

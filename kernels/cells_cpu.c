@@ -403,7 +403,7 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r)
 {
     if (!r)
         return;
-    free(r->b), free(r->e), free(r->last), free(r->v), free(r->s), free(r->d2), free(r->hit);
+    free(r->b), free(r->e), free(r->last), free(r->v), free(r->s);
     memset(r, 0, sizeof *r);
 }
 
@@ -455,54 +455,7 @@ mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, i
     }
     r->n = n;
     r->ncand = ncand;
-    if (r->cap_d2 < ncand + 1) { /* scratch of the portable path: a run's squared distances and hits */
-        const int64_t cap = ncand + ncand / 2 + 64;
-        float *d2 = mdnl_realloc(r->d2, (size_t)cap * sizeof *d2, "cell stencil runs");
-        if (!d2)
-            return MDNL_ERR_RESOURCE;
-        r->d2 = d2;
-        int32_t *hit = mdnl_realloc(r->hit, (size_t)cap * sizeof *hit, "cell stencil runs");
-        if (!hit)
-            return MDNL_ERR_RESOURCE;
-        r->hit = hit;
-        r->cap_d2 = cap;
-    }
     return MDNL_OK;
-}
-
-/* Portable C, in the form of hits_c that compilers vectorise: the run's
- * squared distances into scratch, a branch-free compaction of the hits, then
- * their keys. */
-static int64_t runs_keys_c(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k, int half,
-                           uint64_t *keys)
-{
-    const float cut2 = g->cutoff2, xi = c->x[k], yi = c->y[k], zi = c->z[k];
-    const int32_t i = c->atoms[k];
-    const float *restrict x = c->x, *restrict y = c->y, *restrict z = c->z;
-    float *restrict d2 = r->d2;
-    int32_t *restrict hit = r->hit;
-    int64_t m = 0;
-    for (int64_t t = 0; t < r->n; ++t) {
-        const float vx = r->v[t][0], vy = r->v[t][1], vz = r->v[t][2];
-        const int zero = r->s[t][0] == 0 && r->s[t][1] == 0 && r->s[t][2] == 0;
-        /* mdnl_half_keep: j > i, or j >= i at a positive shift (the atom itself is out by the zero-shift test) */
-        const int32_t lo = !half ? INT32_MIN : mdnl_shift_positive(r->s[t][0], r->s[t][1], r->s[t][2]) ? i : i + 1;
-        const int64_t b = r->b[t], n = r->e[t] - b;
-        for (int64_t q = 0; q < n; ++q) {
-            float dx = (x[b + q] - xi) + vx;
-            float dy = (y[b + q] - yi) + vy;
-            float dz = (z[b + q] - zi) + vz;
-            d2[q] = (dx * dx + dy * dy) + dz * dz;
-        }
-        int64_t nh = 0;
-        for (int64_t q = 0; q < n; ++q) {
-            hit[nh] = (int32_t)q;
-            nh += (d2[q] < cut2) & !(zero & (b + q == k)) & (c->atoms[b + q] >= lo);
-        }
-        for (int64_t h = 0; h < nh; ++h)
-            keys[m++] = mdnl_row_key(c->atoms[b + hit[h]], sqrtf(d2[hit[h]]));
-    }
-    return m;
 }
 
 #ifdef MDNL_HITS_X86
@@ -682,6 +635,15 @@ __attribute__((target("avx512f"))) static int64_t runs_keys2_avx512(const mdnl_g
 }
 #endif
 
+bool mdnl_cells_runs_simd(void)
+{
+#ifdef MDNL_HITS_X86
+    return __builtin_cpu_supports("avx2");
+#else
+    return false;
+#endif
+}
+
 int64_t mdnl_cells_runs_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
                               int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb)
 {
@@ -701,6 +663,8 @@ int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const 
         return runs_keys_avx512(g, c, r, k, half, keys);
     if (__builtin_cpu_supports("avx2"))
         return runs_keys_avx2(g, c, r, k, half, keys);
+#else
+    (void)g, (void)c, (void)r, (void)k, (void)half, (void)keys;
 #endif
-    return runs_keys_c(g, c, r, k, half, keys);
+    return -1; /* no SIMD form: see mdnl_cells_runs_simd */
 }

@@ -92,10 +92,13 @@ typedef struct mdnl_cells_runs {
     int64_t *last;  /* its last cell */
     float (*v)[3];  /* its image shift vector S·h */
     int (*s)[3];    /* S */
-    float *d2;      /* scratch of the portable path */
-    int32_t *hit;   /* scratch of the portable path */
-    int64_t cap, cap_d2;
+    int64_t cap;
 } mdnl_cells_runs;
+
+/* Whether the runs' row functions below have a SIMD form on this machine
+ * (AVX2 or AVX-512); without one, one distance loop over a gathered
+ * neighbourhood (mdnl_cells_hood_hits) is faster than short loops over runs. */
+bool mdnl_cells_runs_simd(void);
 
 /* The runs of home cell `cell`. MDNL_ERR_RESOURCE when out of memory
  * (reported). */
@@ -106,13 +109,15 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r); /* NULL is a no-op */
  * c->atoms[k]) over the runs: mdnl_row_key(j, sqrtf(d2)) of each candidate
  * with mdnl_pair_d2 below g->cutoff2, the atom itself excluded, in candidate
  * order, and only those that mdnl_half_keep(i, j, S) when `half`; keys[]
- * needs r->ncand + 16 entries. Returns their number. */
+ * needs r->ncand + 16 entries. Returns their number; -1 (nothing done) where
+ * mdnl_cells_runs_simd() is false. */
 int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
                              int half, uint64_t *keys);
 
 /* The rows of the atoms at k and k + 1 at once (they share the candidate
  * loads and the loop): k's keys into keys_a (returned: their number), k + 1's
- * into keys_b (*mb: their number); each needs r->ncand + 16 entries. */
+ * into keys_b (*mb: their number); each needs r->ncand + 16 entries. The
+ * same -1 where mdnl_cells_runs_simd() is false. */
 int64_t mdnl_cells_runs_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
                               int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb);
 

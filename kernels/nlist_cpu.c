@@ -8,7 +8,10 @@
  *   cell:  one pass in cell order (cells_cpu.h): the home cell's atoms, two
  *          at a time, test the cell's stencil runs (ranges of the cell-order
  *          positions, read in place; the row keys built and half-filtered
- *          sixteen at a time with AVX-512, eight with AVX2); each row is
+ *          sixteen at a time with AVX-512, eight with AVX2; without those,
+ *          each atom runs one vectorisable distance loop over its cell's
+ *          gathered neighbourhood, which beats short loops over runs in
+ *          portable C: RESULTS.md, issue 19); each row is
  *          sorted (an AVX-512 bitonic network up to 64 keys) and appended
  *          to its thread's buffer, and the rows are then copied to their
  *          place in atom order (prefetched: the order is random). A count
@@ -282,6 +285,26 @@ static void prefault(void *p, size_t bytes)
 #endif
 }
 
+/* The row of the atom at cell-order index k from its home cell's gathered
+ * neighbourhood (the path where the runs have no SIMD form: one vectorisable
+ * distance loop over the whole neighbourhood beats short loops over runs).
+ * Returns the number of keys written to row[]. */
+static int64_t hood_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells_hood *h, int64_t k, int full,
+                         uint64_t *row)
+{
+    const int32_t i = c->atoms[k];
+    const int64_t m = mdnl_cells_hood_hits(g, h, k, c->x[k], c->y[k], c->z[k]);
+    int64_t r = 0;
+    for (int64_t a = 0; a < m; ++a) {
+        const int32_t q = h->hit[a];
+        const int32_t j = h->j[q];
+        row[r] = mdnl_row_key(j, sqrtf(h->d2[q]));
+        /* mdnl_half_keep without a branch (the atom itself is not a hit) */
+        r += full | (j > i) | ((j == i) & h->pos[q]);
+    }
+    return r;
+}
+
 /* The cell method (see the top of the file). */
 static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
 {
@@ -299,6 +322,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     off[0] = 0;
     int failed = !bufs || !caps || !src || !thr;
     const int full = kind == MDNL_LIST_FULL;
+    const int simd = mdnl_cells_runs_simd();
     /* First guess of a thread's row buffer: its share of the pairs of a
      * uniform density (grown as needed). */
     int64_t guess = 0;
@@ -312,6 +336,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         {
             const int t = omp_get_thread_num();
             mdnl_cells_runs h = {0};
+            mdnl_cells_hood hood = {0};
             uint64_t *buf = NULL, tmp[64], *keys_b = NULL;
             int64_t len = 0, cap = 0, cap_b = 0;
 #pragma omp for schedule(dynamic, 16)
@@ -322,13 +347,15 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                 bad = failed;
                 if (kb == ke || bad)
                     continue;
-                if (mdnl_cells_runs_build(g, &cells, cell, &h) != MDNL_OK) {
+                if (simd ? mdnl_cells_runs_build(g, &cells, cell, &h) != MDNL_OK
+                         : mdnl_cells_hood_gather(g, &cells, cell, &hood) != MDNL_OK) {
 #pragma omp atomic write
                     failed = 1;
                     continue;
                 }
+                const int64_t ncand = simd ? h.ncand : hood.n;
                 for (int64_t k = kb; k < ke; k += 2) {
-                    const int pair = k + 1 < ke; /* two atoms share the candidate loop */
+                    const int pair = simd && k + 1 < ke; /* two atoms share the candidate loop */
                     if (k + 3 < cells.natoms) { /* their records are written at random atom indices: fetch ahead */
                         const int32_t ia = cells.atoms[k + 2], ib = cells.atoms[k + 3];
                         __builtin_prefetch(&src[ia], 1);
@@ -338,7 +365,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                         __builtin_prefetch(&thr[ib], 1);
                         __builtin_prefetch(&off[ib + 1], 1);
                     }
-                    const int64_t m = 2 * (h.ncand + 16); /* at most: every candidate twice, and spare slots */
+                    const int64_t m = 2 * (ncand + 16); /* at most: every candidate twice, and spare slots */
                     if (len + m > cap) {
                         int64_t nc = cap + cap / 2 + m + 4096;
                         if (cap == 0 && guess > nc)
@@ -354,8 +381,8 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                         buf = nb;
                         cap = nc;
                     }
-                    if (h.ncand + 16 > cap_b) {
-                        int64_t nc = h.ncand + h.ncand / 2 + 64;
+                    if (ncand + 16 > cap_b) {
+                        int64_t nc = ncand + ncand / 2 + 64;
                         uint64_t *nb = mdnl_realloc(keys_b, (size_t)nc * sizeof *nb, "neighbor row keys");
                         if (!nb) {
 #pragma omp atomic write
@@ -367,8 +394,9 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                     }
                     uint64_t *row = buf + len;
                     int64_t rb = 0;
-                    const int64_t r = pair ? mdnl_cells_runs_keys2(g, &cells, &h, k, !full, row, keys_b, &rb)
-                                           : mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
+                    const int64_t r = !simd  ? hood_keys(g, &cells, &hood, k, full, row)
+                                      : pair ? mdnl_cells_runs_keys2(g, &cells, &h, k, !full, row, keys_b, &rb)
+                                             : mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
                     for (int side = 0; side < 1 + pair; ++side) {
                         const int32_t i = cells.atoms[k + side];
                         const int64_t rl = side ? rb : r;
@@ -380,12 +408,14 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                         off[i + 1] = rl;
                         len += rl;
                     }
+                    k -= !pair; /* one atom done: the next pass starts at k + 1 */
                 }
             }
             bufs[t] = buf;
             caps[t] = cap;
             free(keys_b);
             mdnl_cells_runs_free(&h);
+            mdnl_cells_hood_free(&hood);
         }
     }
     if (!failed) {

@@ -161,9 +161,8 @@ static mdnl_status hood_reserve(mdnl_cells_hood *h, int64_t n)
     int64_t cap = n + n / 2 + 64; /* and 16 spare slots of hit[] for the AVX-512 store */
     void **arr[] = {(void **)&h->x,  (void **)&h->y,    (void **)&h->z,   (void **)&h->vx,
                     (void **)&h->vy, (void **)&h->vz,   (void **)&h->j,   (void **)&h->self,
-                    (void **)&h->pos, (void **)&h->sidx, (void **)&h->d2, (void **)&h->hit,
-                    (void **)&h->d2b, (void **)&h->hitb};
-    size_t size[] = {4, 4, 4, 4, 4, 4, 4, 4, 1, 4, 4, 4, 4, 4};
+                    (void **)&h->pos, (void **)&h->sidx, (void **)&h->d2, (void **)&h->hit};
+    size_t size[] = {4, 4, 4, 4, 4, 4, 4, 4, 1, 4, 4, 4};
     for (size_t a = 0; a < sizeof arr / sizeof arr[0]; ++a) {
         void *p = mdnl_realloc(*arr[a], (size_t)(cap + 16) * size[a], "cell neighbourhood");
         if (!p)
@@ -196,7 +195,7 @@ void mdnl_cells_hood_free(mdnl_cells_hood *h)
     if (!h)
         return;
     free(h->x), free(h->y), free(h->z), free(h->vx), free(h->vy), free(h->vz);
-    free(h->j), free(h->self), free(h->pos), free(h->sidx), free(h->d2), free(h->hit), free(h->d2b), free(h->hitb);
+    free(h->j), free(h->self), free(h->pos), free(h->sidx), free(h->d2), free(h->hit);
     free(h->shift), free(h->seg), free(h->segcell);
     memset(h, 0, sizeof *h);
 }
@@ -383,34 +382,6 @@ static int64_t hits_range(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, flo
 int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)
 {
     return hits_range(g, h, k, xi, yi, zi, 0, h->n, 0);
-}
-
-int64_t mdnl_cells_hood_hits2(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells_hood *h, int64_t k,
-                              int64_t *mb)
-{
-    const float cut2 = g->cutoff2;
-    const float xa = c->x[k], ya = c->y[k], za = c->z[k], xb = c->x[k + 1], yb = c->y[k + 1], zb = c->z[k + 1];
-    const float *restrict x = h->x, *restrict y = h->y, *restrict z = h->z;
-    const float *restrict vx = h->vx, *restrict vy = h->vy, *restrict vz = h->vz;
-    float *restrict d2a = h->d2, *restrict d2b = h->d2b;
-    const int64_t n = h->n;
-    for (int64_t q = 0; q < n; ++q) {
-        const float dxa = (x[q] - xa) + vx[q], dya = (y[q] - ya) + vy[q], dza = (z[q] - za) + vz[q];
-        const float dxb = (x[q] - xb) + vx[q], dyb = (y[q] - yb) + vy[q], dzb = (z[q] - zb) + vz[q];
-        d2a[q] = (dxa * dxa + dya * dya) + dza * dza;
-        d2b[q] = (dxb * dxb + dyb * dyb) + dzb * dzb;
-    }
-    const int32_t *restrict self = h->self;
-    int32_t *restrict hita = h->hit, *restrict hitb = h->hitb;
-    int64_t ma = 0, m2 = 0;
-    for (int64_t q = 0; q < n; ++q) {
-        hita[ma] = (int32_t)q;
-        hitb[m2] = (int32_t)q;
-        ma += (d2a[q] < cut2) & (self[q] != (int32_t)k);
-        m2 += (d2b[q] < cut2) & (self[q] != (int32_t)(k + 1));
-    }
-    *mb = m2;
-    return ma;
 }
 
 int64_t mdnl_cells_hood_hits_half(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi)

@@ -59,8 +59,6 @@ typedef struct mdnl_cells_hood {
     int64_t cell, home_start; /* the home cell and its first cell-order index */
     float *d2;           /* [n] scratch of mdnl_cells_hood_hits */
     int32_t *hit;        /* [n] scratch of mdnl_cells_hood_hits */
-    float *d2b;          /* [n] the second atom's of mdnl_cells_hood_hits2 */
-    int32_t *hitb;       /* [n] the second atom's of mdnl_cells_hood_hits2 */
     int64_t cap, nshift, cap_shift;
 } mdnl_cells_hood;
 
@@ -80,12 +78,6 @@ bool mdnl_cells_hood_enter(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t 
  * mdnl_pair_d2 is below g->cutoff2 (h->d2[q] holds it), the atom itself
  * (h->self[q] == k) excluded; returns m. */
 int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi);
-
-/* The same for the atoms at k and k + 1 at once, in portable C (one loop
- * loads each candidate for both): k's hits into h->hit / h->d2 (returned:
- * their number), k + 1's into h->hitb / h->d2b (*mb: their number). */
-int64_t mdnl_cells_hood_hits2(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells_hood *h, int64_t k,
-                              int64_t *mb);
 
 /* A home cell's stencil as runs of the cell-order arrays, without copying
  * them: consecutive stencil cells that follow each other in cell order under

@@ -305,34 +305,6 @@ static int64_t hood_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells
     return r;
 }
 
-/* The same for the atoms at k and k + 1 (rows into row and row_b). */
-static int64_t hood_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells_hood *h, int64_t k, int full,
-                          uint64_t *row, uint64_t *row_b, int64_t *mb)
-{
-    int64_t m2 = 0, ma_r = 0;
-    const int64_t ma = mdnl_cells_hood_hits2(g, c, h, k, &m2);
-    int64_t r = 0;
-    for (int side = 0; side < 2; ++side) {
-        const int32_t i = c->atoms[k + side];
-        const int32_t *hit = side ? h->hitb : h->hit;
-        const float *d2 = side ? h->d2b : h->d2;
-        uint64_t *out = side ? row_b : row;
-        const int64_t m = side ? m2 : ma;
-        r = 0;
-        for (int64_t a = 0; a < m; ++a) {
-            const int32_t q = hit[a];
-            const int32_t j = h->j[q];
-            out[r] = mdnl_row_key(j, sqrtf(d2[q]));
-            r += full | (j > i) | ((j == i) & h->pos[q]);
-        }
-        if (side)
-            *mb = r;
-        else
-            ma_r = r;
-    }
-    return ma_r;
-}
-
 /* The cell method (see the top of the file). */
 static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
 {
@@ -383,7 +355,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                 }
                 const int64_t ncand = simd ? h.ncand : hood.n;
                 for (int64_t k = kb; k < ke; k += 2) {
-                    const int pair = k + 1 < ke; /* two atoms share the candidate loop */
+                    const int pair = simd && k + 1 < ke; /* two atoms share the candidate loop */
                     if (k + 3 < cells.natoms) { /* their records are written at random atom indices: fetch ahead */
                         const int32_t ia = cells.atoms[k + 2], ib = cells.atoms[k + 3];
                         __builtin_prefetch(&src[ia], 1);
@@ -422,8 +394,7 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                     }
                     uint64_t *row = buf + len;
                     int64_t rb = 0;
-                    const int64_t r = !simd ? (pair ? hood_keys2(g, &cells, &hood, k, full, row, keys_b, &rb)
-                                                    : hood_keys(g, &cells, &hood, k, full, row))
+                    const int64_t r = !simd  ? hood_keys(g, &cells, &hood, k, full, row)
                                       : pair ? mdnl_cells_runs_keys2(g, &cells, &h, k, !full, row, keys_b, &rb)
                                              : mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
                     for (int side = 0; side < 1 + pair; ++side) {

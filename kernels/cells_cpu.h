@@ -1,10 +1,11 @@
 /* cells_cpu.h — the CPU cell list: atoms binned by mdnl_cell_coord (geometry.h)
- * with a stable counting sort, their positions copied into cell order, and a
- * per-cell "neighbourhood" that enumerates every (j, S) within the
- * geometry's cutoff of the cell's atoms. The neighbor list, the fused energy
- * and the fused histogram CPU twins all traverse pairs through it, so they
- * agree on the pair set by construction. Its CUDA counterpart is
- * cells_cuda.cuh.
+ * with a stable counting sort (parallel for large frames), their positions
+ * copied into cell order, and a per-cell "neighbourhood" that enumerates
+ * every (j, S) within the geometry's cutoff of the cell's atoms: copied into
+ * one array (mdnl_cells_hood, the fused energy and histogram) or as runs of
+ * the cell-order arrays read in place (mdnl_cells_runs, the neighbor list).
+ * All three CPU twins traverse the same stencil, so they agree on the pair
+ * set by construction. Its CUDA counterpart is cells_cuda.cuh.
  *
  * Work runs in cell order whatever the atoms' order in the frame: a home
  * cell's atoms and its stencil's candidates are contiguous in the cell-order
@@ -77,6 +78,48 @@ bool mdnl_cells_hood_enter(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t 
  * mdnl_pair_d2 is below g->cutoff2 (h->d2[q] holds it), the atom itself
  * (h->self[q] == k) excluded; returns m. */
 int64_t mdnl_cells_hood_hits(const mdnl_geom *g, mdnl_cells_hood *h, int64_t k, float xi, float yi, float zi);
+
+/* A home cell's stencil as runs of the cell-order arrays, without copying
+ * them: consecutive stencil cells that follow each other in cell order under
+ * one image shift (the dz rows of a column, unless z wraps) form one run.
+ * Runs come in candidate order, so visiting them gives the hood's candidates
+ * in the hood's order. One per thread; zero-initialise, free with
+ * mdnl_cells_runs_free(). */
+typedef struct mdnl_cells_runs {
+    int64_t n;      /* runs */
+    int64_t ncand;  /* candidates in all of them */
+    int64_t *b, *e; /* run r covers cell-order indices b[r] .. e[r] */
+    int64_t *last;  /* its last cell */
+    float (*v)[3];  /* its image shift vector S·h */
+    int (*s)[3];    /* S */
+    int64_t cap;
+} mdnl_cells_runs;
+
+/* Whether the runs' row functions below have a SIMD form on this machine
+ * (AVX2 or AVX-512); without one, one distance loop over a gathered
+ * neighbourhood (mdnl_cells_hood_hits) is faster than short loops over runs. */
+bool mdnl_cells_runs_simd(void);
+
+/* The runs of home cell `cell`. MDNL_ERR_RESOURCE when out of memory
+ * (reported). */
+mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_runs *r);
+void mdnl_cells_runs_free(mdnl_cells_runs *r); /* NULL is a no-op */
+
+/* The neighbor-list row of the atom at cell-order index k (atom i =
+ * c->atoms[k]) over the runs: mdnl_row_key(j, sqrtf(d2)) of each candidate
+ * with mdnl_pair_d2 below g->cutoff2, the atom itself excluded, in candidate
+ * order, and only those that mdnl_half_keep(i, j, S) when `half`; keys[]
+ * needs r->ncand + 16 entries. Returns their number; -1 (nothing done) where
+ * mdnl_cells_runs_simd() is false. */
+int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                             int half, uint64_t *keys);
+
+/* The rows of the atoms at k and k + 1 at once (they share the candidate
+ * loads and the loop): k's keys into keys_a (returned: their number), k + 1's
+ * into keys_b (*mb: their number); each needs r->ncand + 16 entries. The
+ * same -1 where mdnl_cells_runs_simd() is false. */
+int64_t mdnl_cells_runs_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
+                              int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb);
 
 /* The same for a half traversal: only the candidates of cell-order index k'
  * with (k' > k) or (k' == k and S positive) when they share a cell, and all

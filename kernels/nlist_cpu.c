@@ -5,17 +5,27 @@
  *
  *   brute: every atom i visits every j and every image shift S in the box
  *          [-image_max, image_max] (geometry.h): O(N^2 * images).
- *   cell:  one pass in cell order (cells_cpu.h): each home cell's atoms test
- *          the cell's neighbourhood; each thread appends its rows, sorted, to
- *          its own buffer, and the rows are then copied to their place in
- *          atom order. The result does not depend on the atom order or the
- *          number of threads.
+ *   cell:  one pass in cell order (cells_cpu.h): the home cell's atoms, two
+ *          at a time, test the cell's stencil runs (ranges of the cell-order
+ *          positions, read in place; the row keys built and half-filtered
+ *          sixteen at a time with AVX-512, eight with AVX2; without those,
+ *          each atom runs one vectorisable distance loop over its cell's
+ *          gathered neighbourhood, which beats short loops over runs in
+ *          portable C: RESULTS.md, issue 19); each row is
+ *          sorted (an AVX-512 bitonic network up to 64 keys) and appended
+ *          to its thread's buffer, and the rows are then copied to their
+ *          place in atom order (prefetched: the order is random). A count
+ *          pass writing rows in place was slower (RESULTS.md, issue 19).
+ *          The result does not depend on the atom order or the number of
+ *          threads.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "cells_cpu.h"
 #include "nlist.h"
 
 #include <omp.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 /* Called once per pair (i, j, S) of atom i's FULL list with d2 < g->cutoff2. */
@@ -97,6 +107,100 @@ static void rank_sort(uint64_t *a, int64_t n, uint64_t *tmp)
         memcpy(a, tmp, (size_t)n * sizeof *a);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MDNL_NET_X86 1
+#include <immintrin.h>
+
+/* Bitonic sorting network over P = 2^LP keys (8, 16, 32 or 64, a constant
+ * after inlining) in P / 8 AVX-512 registers: n <= P keys, padded with UINT64_MAX
+ * (above every key: j < 2^31). Rows of a liquid (~27 or ~55 keys) take ~200
+ * or ~500 vector operations instead of the rank sort's n^2 / 8 comparisons
+ * with their reductions. Stage (k, j) compares lane i with lane i ^ j,
+ * ascending where (i & k) == 0: across registers for j >= 8, by a lane
+ * permutation within one for j < 8. */
+__attribute__((target("avx512f"), always_inline)) static inline void net_avx512(uint64_t *a, int64_t n, const int LP)
+{
+    const int P = 1 << LP;
+    __m512i v[8];
+    const __m512i pad = _mm512_set1_epi64(-1);
+    const int nv = P / 8;
+#pragma GCC unroll 8
+    for (int r = 0; r < nv; ++r) {
+        const int64_t left = n - 8 * r;
+        const __mmask8 lm = left >= 8 ? (__mmask8)0xff : left <= 0 ? (__mmask8)0 : (__mmask8)((1u << left) - 1u);
+        v[r] = _mm512_mask_loadu_epi64(pad, lm, a + 8 * r);
+    }
+#pragma GCC unroll 8
+    for (int lk = 1; lk <= LP; ++lk) {
+#pragma GCC unroll 8
+        for (int lj = lk - 1; lj >= 0; --lj) {
+            const int k = 1 << lk, j = 1 << lj;
+            if (j >= 8) {
+                const int jv = j / 8;
+#pragma GCC unroll 8
+                for (int r = 0; r < nv; ++r) {
+                    const int rr = r | jv; /* r + jv: r has that bit clear */
+                    if ((r & jv) || rr >= nv)
+                        continue;
+                    const __m512i lo = _mm512_min_epu64(v[r], v[rr]), hi = _mm512_max_epu64(v[r], v[rr]);
+                    const int asc = ((8 * r) & k) == 0;
+                    v[r] = asc ? lo : hi;
+                    v[rr] = asc ? hi : lo;
+                }
+            } else {
+                const __m512i idx = _mm512_setr_epi64(0 ^ j, 1 ^ j, 2 ^ j, 3 ^ j, 4 ^ j, 5 ^ j, 6 ^ j, 7 ^ j);
+#pragma GCC unroll 8
+                for (int r = 0; r < nv; ++r) {
+                    unsigned takemin = 0;
+#pragma GCC unroll 8
+                    for (int l = 0; l < 8; ++l)
+                        takemin |= (unsigned)(((l & j) == 0) == (((8 * r + l) & k) == 0)) << l;
+                    const __m512i p = _mm512_permutexvar_epi64(idx, v[r]);
+                    v[r] = _mm512_mask_blend_epi64((__mmask8)takemin, _mm512_max_epu64(v[r], p),
+                                                   _mm512_min_epu64(v[r], p));
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < nv; ++r) {
+        const int64_t left = n - 8 * r;
+        if (left <= 0)
+            break;
+        const __mmask8 lm = left >= 8 ? (__mmask8)0xff : (__mmask8)((1u << left) - 1u);
+        _mm512_mask_storeu_epi64(a + 8 * r, lm, v[r]);
+    }
+}
+
+/* Sorts n <= 64 keys ascending with the smallest network that holds them. */
+__attribute__((target("avx512f"))) static void net_sort_avx512(uint64_t *a, int64_t n)
+{
+    if (n <= 8)
+        net_avx512(a, n, 3);
+    else if (n <= 16)
+        net_avx512(a, n, 4);
+    else if (n <= 32)
+        net_avx512(a, n, 5);
+    else
+        net_avx512(a, n, 6);
+}
+#endif
+
+/* Sorts n <= 64 keys ascending (tmp: scratch of 64 keys): the AVX-512
+ * network where the machine has it, else the rank sort. */
+static void short_keys(uint64_t *a, int64_t n, uint64_t *tmp)
+{
+    if (n < 2)
+        return;
+#ifdef MDNL_NET_X86
+    if (__builtin_cpu_supports("avx512f")) {
+        net_sort_avx512(a, n);
+        return;
+    }
+#endif
+    rank_sort(a, n, tmp);
+}
+
 static void quick_keys(uint64_t *a, int64_t n, uint64_t *tmp)
 {
     while (n > 64) {
@@ -125,7 +229,7 @@ static void quick_keys(uint64_t *a, int64_t n, uint64_t *tmp)
             n = left;
         }
     }
-    rank_sort(a, n, tmp);
+    short_keys(a, n, tmp);
 }
 
 /* Sorts keys ascending; tmp: scratch of 64 keys. */
@@ -151,6 +255,56 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
     }
 }
 
+/* Faults in the whole pages of [p, p + bytes) with one madvise call instead
+ * of one page fault per page at first touch (Linux 5.14+; elsewhere, or
+ * when it fails, the pages fault in as they are written). */
+static void release(void *p, size_t bytes)
+{
+#if defined(__linux__)
+    /* munmap (free) holds the address-space lock for writing, so two threads
+     * freeing at once take turns; MADV_DONTNEED drops the pages under the
+     * read lock, in parallel, and leaves munmap little to do */
+    const uintptr_t page = 4096;
+    const uintptr_t b = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + bytes) & ~(page - 1);
+    if (p && e > b)
+        (void)madvise((void *)b, (size_t)(e - b), MADV_DONTNEED);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
+static void prefault(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    const uintptr_t page = 4096;
+    const uintptr_t b = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + bytes) & ~(page - 1);
+    if (e > b)
+        (void)madvise((void *)b, (size_t)(e - b), MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
+/* The row of the atom at cell-order index k from its home cell's gathered
+ * neighbourhood (the path where the runs have no SIMD form: one vectorisable
+ * distance loop over the whole neighbourhood beats short loops over runs).
+ * Returns the number of keys written to row[]. */
+static int64_t hood_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells_hood *h, int64_t k, int full,
+                         uint64_t *row)
+{
+    const int32_t i = c->atoms[k];
+    const int64_t m = mdnl_cells_hood_hits(g, h, k, c->x[k], c->y[k], c->z[k]);
+    int64_t r = 0;
+    for (int64_t a = 0; a < m; ++a) {
+        const int32_t q = h->hit[a];
+        const int32_t j = h->j[q];
+        row[r] = mdnl_row_key(j, sqrtf(h->d2[q]));
+        /* mdnl_half_keep without a branch (the atom itself is not a hit) */
+        r += full | (j > i) | ((j == i) & h->pos[q]);
+    }
+    return r;
+}
+
 /* The cell method (see the top of the file). */
 static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
 {
@@ -161,12 +315,14 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         return st;
     const int nthreads = omp_get_max_threads();
     uint64_t **bufs = mdnl_calloc((size_t)nthreads, sizeof *bufs, "neighbor row buffers");
+    int64_t *caps = mdnl_calloc((size_t)nthreads, sizeof *caps, "neighbor row buffers");
     int64_t *src = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *src, "neighbor row sources");
     int32_t *thr = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *thr, "neighbor row threads");
     int64_t *off = out->offsets;
     off[0] = 0;
-    int failed = !bufs || !src || !thr;
+    int failed = !bufs || !caps || !src || !thr;
     const int full = kind == MDNL_LIST_FULL;
+    const int simd = mdnl_cells_runs_simd();
     /* First guess of a thread's row buffer: its share of the pairs of a
      * uniform density (grown as needed). */
     int64_t guess = 0;
@@ -179,17 +335,37 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
 #pragma omp parallel num_threads(nthreads)
         {
             const int t = omp_get_thread_num();
-            mdnl_cells_hood h = {0};
-            uint64_t *buf = NULL, tmp[64];
-            int64_t len = 0, cap = 0;
+            mdnl_cells_runs h = {0};
+            mdnl_cells_hood hood = {0};
+            uint64_t *buf = NULL, tmp[64], *keys_b = NULL;
+            int64_t len = 0, cap = 0, cap_b = 0;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
-                if (!mdnl_cells_hood_enter(g, &cells, cell, &h, &failed))
-                    continue;
                 const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
-                for (int64_t k = kb; k < ke; ++k) {
-                    const int32_t i = cells.atoms[k];
-                    const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
+                int bad;
+#pragma omp atomic read
+                bad = failed;
+                if (kb == ke || bad)
+                    continue;
+                if (simd ? mdnl_cells_runs_build(g, &cells, cell, &h) != MDNL_OK
+                         : mdnl_cells_hood_gather(g, &cells, cell, &hood) != MDNL_OK) {
+#pragma omp atomic write
+                    failed = 1;
+                    continue;
+                }
+                const int64_t ncand = simd ? h.ncand : hood.n;
+                for (int64_t k = kb; k < ke; k += 2) {
+                    const int pair = simd && k + 1 < ke; /* two atoms share the candidate loop */
+                    if (k + 3 < cells.natoms) { /* their records are written at random atom indices: fetch ahead */
+                        const int32_t ia = cells.atoms[k + 2], ib = cells.atoms[k + 3];
+                        __builtin_prefetch(&src[ia], 1);
+                        __builtin_prefetch(&thr[ia], 1);
+                        __builtin_prefetch(&off[ia + 1], 1);
+                        __builtin_prefetch(&src[ib], 1);
+                        __builtin_prefetch(&thr[ib], 1);
+                        __builtin_prefetch(&off[ib + 1], 1);
+                    }
+                    const int64_t m = 2 * (ncand + 16); /* at most: every candidate twice, and spare slots */
                     if (len + m > cap) {
                         int64_t nc = cap + cap / 2 + m + 4096;
                         if (cap == 0 && guess > nc)
@@ -200,27 +376,46 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
                             failed = 1;
                             break;
                         }
+                        if (cap == 0) /* the first guess: the pages that will be written, ~1/1.1 of it */
+                            prefault(nb, (size_t)(nc / 11 * 10) * sizeof *nb);
                         buf = nb;
                         cap = nc;
                     }
-                    uint64_t *row = buf + len;
-                    int64_t r = 0;
-                    for (int64_t a = 0; a < m; ++a) {
-                        const int32_t q = h.hit[a];
-                        const int32_t j = h.j[q];
-                        row[r] = mdnl_row_key(j, sqrtf(h.d2[q]));
-                        /* mdnl_half_keep without a branch (the atom itself is not a hit) */
-                        r += full | (j > i) | ((j == i) & h.pos[q]);
+                    if (ncand + 16 > cap_b) {
+                        int64_t nc = ncand + ncand / 2 + 64;
+                        uint64_t *nb = mdnl_realloc(keys_b, (size_t)nc * sizeof *nb, "neighbor row keys");
+                        if (!nb) {
+#pragma omp atomic write
+                            failed = 1;
+                            break;
+                        }
+                        keys_b = nb;
+                        cap_b = nc;
                     }
-                    sort_keys(row, r, tmp);
-                    src[i] = len;
-                    thr[i] = t;
-                    off[i + 1] = r;
-                    len += r;
+                    uint64_t *row = buf + len;
+                    int64_t rb = 0;
+                    const int64_t r = !simd  ? hood_keys(g, &cells, &hood, k, full, row)
+                                      : pair ? mdnl_cells_runs_keys2(g, &cells, &h, k, !full, row, keys_b, &rb)
+                                             : mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
+                    for (int side = 0; side < 1 + pair; ++side) {
+                        const int32_t i = cells.atoms[k + side];
+                        const int64_t rl = side ? rb : r;
+                        if (side)
+                            memcpy(buf + len, keys_b, (size_t)rb * sizeof *keys_b);
+                        sort_keys(buf + len, rl, tmp);
+                        src[i] = len;
+                        thr[i] = t;
+                        off[i + 1] = rl;
+                        len += rl;
+                    }
+                    k -= !pair; /* one atom done: the next pass starts at k + 1 */
                 }
             }
             bufs[t] = buf;
-            mdnl_cells_hood_free(&h);
+            caps[t] = cap;
+            free(keys_b);
+            mdnl_cells_runs_free(&h);
+            mdnl_cells_hood_free(&hood);
         }
     }
     if (!failed) {
@@ -229,8 +424,21 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
         out->natoms = n;
         out->npairs = off[n];
         if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
+#pragma omp parallel num_threads(nthreads)
+            { /* each thread faults in the part of the CSR its share of the copy below writes */
+                const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+                const int64_t ib = n * t / nt, ie = n * (t + 1) / nt;
+                prefault(out->j + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->j);
+                prefault(out->d + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->d);
+            }
 #pragma omp parallel for schedule(static) num_threads(nthreads)
             for (int64_t i = 0; i < n; ++i) {
+                if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
+                    const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
+                    const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
+                    for (int64_t b = 0; b < bytes; b += 64)
+                        __builtin_prefetch(ahead + b);
+                }
                 const uint64_t *row = bufs[thr[i]] + src[i];
                 int32_t *oj = out->j + off[i];
                 float *od = out->d + off[i];
@@ -246,10 +454,15 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     } else {
         st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);
     }
-    if (bufs)
-        for (int t = 0; t < nthreads; ++t)
+    if (bufs) { /* each buffer's pages are released by its own thread, at the same time */
+#pragma omp parallel for schedule(static, 1) num_threads(nthreads)
+        for (int t = 0; t < nthreads; ++t) {
+            release(bufs[t], (size_t)caps[t] * sizeof *bufs[t]);
             free(bufs[t]);
+        }
+    }
     free(bufs);
+    free(caps);
     free(src);
     free(thr);
     mdnl_cells_cpu_free(&cells);

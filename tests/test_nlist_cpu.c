@@ -1,12 +1,16 @@
 /* test_nlist_cpu.c — the CPU twins of the neighbor list (nlist_cpu.c).
  * Three oracles: analytic graphene shells; brute force == cell list on random
  * frames in every kind of box; an independent double-precision image sum
- * written here (the pair count ASE's neighbor_list would give). */
+ * written here (the pair count ASE's neighbor_list would give). And the
+ * thread count must not show: the cell list's parallel counting sort (large
+ * frames only) and the lists built on 1 and 3 threads are compared. */
+#include "cells_cpu.h"
 #include "nlist.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,4 +352,55 @@ Test(nlist_cpu, method_names_round_trip_and_unknown_is_usage_error)
     mdnl_method x;
     cr_expect_eq(mdnl_method_parse("verlet", &x), MDNL_ERR_USAGE);
     cr_expect(strstr(mdnl_last_error(), "verlet") != NULL);
+}
+
+/* A random frame large enough for the parallel counting sort (at least 65536
+ * atoms; ~45 half pairs an atom, full rows beyond 64 keys that the quicksort
+ * splits before the network): the cell list and both lists must not
+ * depend on the number of threads, and the cells must list their atoms in
+ * ascending index. */
+Test(nlist_cpu, cell_list_and_lists_are_the_same_on_one_and_three_threads)
+{
+    const box_case bc = {"liquid_70k", 70000, {{36, 0, 0}, {0, 37, 0}, {0, 0, 38}}, {1, 1, 1}, true, 2.5};
+    mdnl_frame f;
+    random_frame(&bc, 20261125, &f);
+    mdnl_geom g;
+    float(*pos4)[4] = malloc((size_t)f.natoms * sizeof *pos4);
+    cr_assert_eq(mdnl_geom_prepare(&f, bc.cutoff, &g, pos4), MDNL_OK, "%s", mdnl_last_error());
+    const int threads0 = omp_get_max_threads();
+    mdnl_cells_cpu c1 = {0}, c3 = {0};
+    mdnl_nlist half[2] = {{0}}, full[2] = {{0}};
+    for (int run = 0; run < 2; ++run) {
+        omp_set_num_threads(run ? 3 : 1);
+        cr_assert_eq(mdnl_cells_cpu_build(&g, (const float(*)[4])pos4, run ? &c3 : &c1), MDNL_OK, "%s",
+                     mdnl_last_error());
+        cr_assert_eq(mdnl_nlist_build_cpu(&g, (const float(*)[4])pos4, MDNL_METHOD_CELL, MDNL_LIST_HALF, &half[run]),
+                     MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_nlist_build_cpu(&g, (const float(*)[4])pos4, MDNL_METHOD_CELL, MDNL_LIST_FULL, &full[run]),
+                     MDNL_OK, "%s", mdnl_last_error());
+    }
+    omp_set_num_threads(threads0);
+    cr_assert_eq(c1.ncells, c3.ncells);
+    cr_assert_gt(c1.ncells, 1000, "the grid has %lld cells", (long long)c1.ncells);
+    cr_assert(memcmp(c1.start, c3.start, (size_t)(c1.ncells + 1) * sizeof *c1.start) == 0, "cell offsets differ");
+    cr_assert(memcmp(c1.atoms, c3.atoms, (size_t)f.natoms * sizeof *c1.atoms) == 0, "cell order differs");
+    cr_assert(memcmp(c1.x, c3.x, (size_t)f.natoms * sizeof *c1.x) == 0, "cell-order positions differ");
+    cr_assert_eq(c3.start[c3.ncells], f.natoms);
+    for (int64_t cell = 0; cell < c3.ncells; ++cell)
+        for (int64_t k = c3.start[cell]; k < c3.start[cell + 1]; ++k) {
+            cr_assert_eq(c3.cell_of[c3.atoms[k]], cell, "atom %d listed in cell %lld", c3.atoms[k], (long long)cell);
+            if (k > c3.start[cell])
+                cr_assert_lt(c3.atoms[k - 1], c3.atoms[k], "cell %lld: atoms not ascending", (long long)cell);
+        }
+    expect_same_list(&half[0], &half[1], "half list, 1 vs 3 threads");
+    expect_same_list(&full[0], &full[1], "full list, 1 vs 3 threads");
+    cr_expect_eq(half[1].npairs * 2, full[1].npairs);
+    mdnl_cells_cpu_free(&c1);
+    mdnl_cells_cpu_free(&c3);
+    for (int run = 0; run < 2; ++run) {
+        mdnl_nlist_free(&half[run]);
+        mdnl_nlist_free(&full[run]);
+    }
+    free(pos4);
+    mdnl_frame_free(&f);
 }

@@ -154,6 +154,39 @@ static inline int wrap_axis(const mdnl_geom *g, int k, int x, int *cell, int *sh
     return 1;
 }
 
+/* The stencil of home cell `cell` in candidate order (dx, then dy, then dz
+ * ascending): each neighbour cell that exists (an open axis ends the grid)
+ * into nb[] with its image shift S into s[]. Both arrays hold the stencil's
+ * (2 st0 + 1)(2 st1 + 1)(2 st2 + 1) entries; returns how many were written.
+ * The hood and the runs are both built from it, so they visit the same
+ * candidates in the same order. */
+static int64_t stencil_cells(const mdnl_geom *g, int64_t cell, int64_t *nb, int (*s)[3])
+{
+    const int cz = (int)(cell % g->ncell[2]);
+    const int cy = (int)((cell / g->ncell[2]) % g->ncell[1]);
+    const int cx = (int)(cell / ((int64_t)g->ncell[2] * g->ncell[1]));
+    int64_t n = 0;
+    for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx) {
+        int ax, s0;
+        if (!wrap_axis(g, 0, cx + dx, &ax, &s0))
+            continue;
+        for (int dy = -g->stencil[1]; dy <= g->stencil[1]; ++dy) {
+            int ay, s1;
+            if (!wrap_axis(g, 1, cy + dy, &ay, &s1))
+                continue;
+            for (int dz = -g->stencil[2]; dz <= g->stencil[2]; ++dz) {
+                int az, s2;
+                if (!wrap_axis(g, 2, cz + dz, &az, &s2))
+                    continue;
+                nb[n] = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
+                s[n][0] = s0, s[n][1] = s1, s[n][2] = s2;
+                ++n;
+            }
+        }
+    }
+    return n;
+}
+
 static mdnl_status hood_reserve(mdnl_cells_hood *h, int64_t n)
 {
     if (h->cap >= n)
@@ -202,9 +235,6 @@ void mdnl_cells_hood_free(mdnl_cells_hood *h)
 
 mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_hood *h)
 {
-    const int cz = (int)(cell % g->ncell[2]);
-    const int cy = (int)((cell / g->ncell[2]) % g->ncell[1]);
-    const int cx = (int)(cell / ((int64_t)g->ncell[2] * g->ncell[1]));
     const int64_t nst = (int64_t)(2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1);
     if (h->cap_shift < nst) {
         int(*s)[3] = mdnl_realloc(h->shift, (size_t)nst * sizeof *s, "cell stencil");
@@ -222,52 +252,36 @@ mdnl_status mdnl_cells_hood_gather(const mdnl_geom *g, const mdnl_cells_cpu *c, 
         h->cap_shift = nst;
     }
     h->n = 0;
-    h->nshift = 0;
     h->cell = cell;
     h->home_start = c->start[cell];
     h->seg[0] = 0;
-    for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx) {
-        int ax, s0;
-        if (!wrap_axis(g, 0, cx + dx, &ax, &s0))
-            continue;
-        for (int dy = -g->stencil[1]; dy <= g->stencil[1]; ++dy) {
-            int ay, s1;
-            if (!wrap_axis(g, 1, cy + dy, &ay, &s1))
-                continue;
-            for (int dz = -g->stencil[2]; dz <= g->stencil[2]; ++dz) {
-                int az, s2;
-                if (!wrap_axis(g, 2, cz + dz, &az, &s2))
-                    continue;
-                float v[3];
-                mdnl_shift_vector(g, s0, s1, s2, v);
-                const int zero = s0 == 0 && s1 == 0 && s2 == 0;
-                const uint8_t positive = (uint8_t)mdnl_shift_positive(s0, s1, s2);
-                const int64_t nb = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
-                const int64_t b = c->start[nb], e = c->start[nb + 1];
-                mdnl_status st = hood_reserve(h, h->n + (e - b));
-                if (st != MDNL_OK)
-                    return st;
-                const int32_t si = (int32_t)h->nshift;
-                h->shift[si][0] = s0, h->shift[si][1] = s1, h->shift[si][2] = s2;
-                h->segcell[si] = nb;
-                h->nshift++;
-                int64_t q = h->n;
-                for (int64_t k = b; k < e; ++k, ++q) {
-                    h->x[q] = c->x[k];
-                    h->y[q] = c->y[k];
-                    h->z[q] = c->z[k];
-                    h->vx[q] = v[0];
-                    h->vy[q] = v[1];
-                    h->vz[q] = v[2];
-                    h->j[q] = c->atoms[k];
-                    h->self[q] = zero ? (int32_t)k : -1;
-                    h->pos[q] = positive;
-                    h->sidx[q] = si;
-                }
-                h->n = q;
-                h->seg[h->nshift] = q;
-            }
+    h->nshift = stencil_cells(g, cell, h->segcell, h->shift);
+    for (int64_t si = 0; si < h->nshift; ++si) {
+        const int s0 = h->shift[si][0], s1 = h->shift[si][1], s2 = h->shift[si][2];
+        float v[3];
+        mdnl_shift_vector(g, s0, s1, s2, v);
+        const int zero = s0 == 0 && s1 == 0 && s2 == 0;
+        const uint8_t positive = (uint8_t)mdnl_shift_positive(s0, s1, s2);
+        const int64_t nb = h->segcell[si];
+        const int64_t b = c->start[nb], e = c->start[nb + 1];
+        mdnl_status st = hood_reserve(h, h->n + (e - b));
+        if (st != MDNL_OK)
+            return st;
+        int64_t q = h->n;
+        for (int64_t k = b; k < e; ++k, ++q) {
+            h->x[q] = c->x[k];
+            h->y[q] = c->y[k];
+            h->z[q] = c->z[k];
+            h->vx[q] = v[0];
+            h->vy[q] = v[1];
+            h->vz[q] = v[2];
+            h->j[q] = c->atoms[k];
+            h->self[q] = zero ? (int32_t)k : -1;
+            h->pos[q] = positive;
+            h->sidx[q] = (int32_t)si;
         }
+        h->n = q;
+        h->seg[si + 1] = q;
     }
     return MDNL_OK;
 }
@@ -409,9 +423,6 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r)
 
 mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, int64_t cell, mdnl_cells_runs *r)
 {
-    const int cz = (int)(cell % g->ncell[2]);
-    const int cy = (int)((cell / g->ncell[2]) % g->ncell[1]);
-    const int cx = (int)(cell / ((int64_t)g->ncell[2] * g->ncell[1]));
     const int64_t nst = (int64_t)(2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (2 * g->stencil[2] + 1);
     if (r->cap < nst) {
         void **arr[] = {(void **)&r->b, (void **)&r->e, (void **)&r->last, (void **)&r->v, (void **)&r->s};
@@ -424,34 +435,25 @@ mdnl_status mdnl_cells_runs_build(const mdnl_geom *g, const mdnl_cells_cpu *c, i
         }
         r->cap = nst;
     }
+    /* the stencil into last[] and s[], then merged in place into runs (a run
+     * is never written ahead of the entry being read) */
+    const int64_t ncells = stencil_cells(g, cell, r->last, r->s);
     int64_t n = 0, ncand = 0;
-    for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx) {
-        int ax, s0;
-        if (!wrap_axis(g, 0, cx + dx, &ax, &s0))
+    for (int64_t t = 0; t < ncells; ++t) {
+        const int64_t nb = r->last[t];
+        const int s0 = r->s[t][0], s1 = r->s[t][1], s2 = r->s[t][2];
+        const int64_t b = c->start[nb], e = c->start[nb + 1];
+        ncand += e - b;
+        if (n > 0 && r->last[n - 1] + 1 == nb && r->s[n - 1][0] == s0 && r->s[n - 1][1] == s1 &&
+            r->s[n - 1][2] == s2) {
+            r->e[n - 1] = e;
+            r->last[n - 1] = nb;
             continue;
-        for (int dy = -g->stencil[1]; dy <= g->stencil[1]; ++dy) {
-            int ay, s1;
-            if (!wrap_axis(g, 1, cy + dy, &ay, &s1))
-                continue;
-            for (int dz = -g->stencil[2]; dz <= g->stencil[2]; ++dz) {
-                int az, s2;
-                if (!wrap_axis(g, 2, cz + dz, &az, &s2))
-                    continue;
-                const int64_t nb = ((int64_t)ax * g->ncell[1] + ay) * g->ncell[2] + az;
-                const int64_t b = c->start[nb], e = c->start[nb + 1];
-                ncand += e - b;
-                if (n > 0 && r->last[n - 1] + 1 == nb && r->s[n - 1][0] == s0 && r->s[n - 1][1] == s1 &&
-                    r->s[n - 1][2] == s2) {
-                    r->e[n - 1] = e;
-                    r->last[n - 1] = nb;
-                    continue;
-                }
-                r->b[n] = b, r->e[n] = e, r->last[n] = nb;
-                r->s[n][0] = s0, r->s[n][1] = s1, r->s[n][2] = s2;
-                mdnl_shift_vector(g, s0, s1, s2, r->v[n]);
-                ++n;
-            }
         }
+        r->b[n] = b, r->e[n] = e, r->last[n] = nb;
+        r->s[n][0] = s0, r->s[n][1] = s1, r->s[n][2] = s2;
+        mdnl_shift_vector(g, s0, s1, s2, r->v[n]);
+        ++n;
     }
     r->n = n;
     r->ncand = ncand;

@@ -13,7 +13,10 @@
 #define MDNL_FUZZ_COMMON_H
 
 #define _POSIX_C_SOURCE 200809L
+#include "frame.h"
 #include "mdnl.h"
+
+#include <math.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +70,35 @@ static inline void fuzz_write_file(const char *path, const uint8_t *data, size_t
     FILE *fp = fopen(path, "wb");
     if (!fp || (size && fwrite(data, 1, size, fp) != size) || fclose(fp) != 0)
         fuzz_fail("cannot write the scratch file", path);
+}
+
+/* The invariants every frame a reader returns must keep (frame.h): atoms
+ * within the capacity, finite coordinates, species indices within the
+ * frame's species, terminated symbols, a lattice behind every periodic axis,
+ * finite lattice edges. */
+static inline void fuzz_check_frame(const mdnl_frame *f)
+{
+    if (f->natoms < 0 || f->natoms > f->capacity)
+        fuzz_fail("frame", "natoms out of range");
+    if (f->nspecies < 0 || f->nspecies > MDNL_MAX_SPECIES)
+        fuzz_fail("frame", "nspecies out of range");
+    for (int64_t i = 0; i < f->natoms; ++i) {
+        for (int k = 0; k < 3; ++k)
+            if (!isfinite(f->pos[i][k]))
+                fuzz_fail("frame", "non-finite coordinate accepted");
+        if (f->species[i] < 0 || f->species[i] >= f->nspecies)
+            fuzz_fail("frame", "species index out of range");
+    }
+    for (int s = 0; s < f->nspecies; ++s)
+        if (memchr(f->symbols[s], '\0', MDNL_SYMBOL_LEN) == NULL)
+            fuzz_fail("frame", "unterminated symbol");
+    for (int a = 0; a < 3; ++a) {
+        if (f->box.pbc[a] && !f->box.has_lattice)
+            fuzz_fail("frame", "periodic axis without a lattice");
+        for (int b = 0; b < 3; ++b)
+            if (!isfinite(f->box.h[a][b]))
+                fuzz_fail("frame", "non-finite lattice accepted");
+    }
 }
 
 #endif

@@ -13,31 +13,6 @@
 
 #define MAX_FRAMES 256
 
-static void check_frame(const mdnl_frame *f)
-{
-    if (f->natoms < 0 || f->natoms > f->capacity)
-        fuzz_fail("frame", "natoms out of range");
-    if (f->nspecies < 0 || f->nspecies > MDNL_MAX_SPECIES)
-        fuzz_fail("frame", "nspecies out of range");
-    for (int64_t i = 0; i < f->natoms; ++i) {
-        for (int k = 0; k < 3; ++k)
-            if (!isfinite(f->pos[i][k]))
-                fuzz_fail("frame", "non-finite coordinate accepted");
-        if (f->species[i] < 0 || f->species[i] >= f->nspecies)
-            fuzz_fail("frame", "species index out of range");
-    }
-    for (int s = 0; s < f->nspecies; ++s)
-        if (memchr(f->symbols[s], '\0', MDNL_SYMBOL_LEN) == NULL)
-            fuzz_fail("frame", "unterminated symbol");
-    for (int a = 0; a < 3; ++a) {
-        if (f->box.pbc[a] && !f->box.has_lattice)
-            fuzz_fail("frame", "periodic axis without a lattice");
-        for (int b = 0; b < 3; ++b)
-            if (!isfinite(f->box.h[a][b]))
-                fuzz_fail("frame", "non-finite lattice accepted");
-    }
-}
-
 static void pass(const char *path, int alternate)
 {
     mdnl_xyz_reader *r = NULL;
@@ -59,7 +34,7 @@ static void pass(const char *path, int alternate)
             break;
         ++seen;
         if (!(alternate && (k & 1)))
-            check_frame(&f);
+            fuzz_check_frame(&f);
     }
     /* A clean read to the end sees exactly the frames that count reported. */
     if (!alternate && counted >= 0 && st == MDNL_END && seen != counted)

@@ -23,6 +23,22 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* A generated frame's header: n atoms, frame 0 with no step or time, in a
+ * periodic orthorhombic box of edges l[0..2]. */
+static void set_frame_header(mdnl_frame *f, int64_t n, const double l[3])
+{
+    f->natoms = n;
+    f->index = f->step = 0;
+    f->time = 0;
+    f->has_step = f->has_time = false;
+    memset(&f->box, 0, sizeof f->box);
+    f->box.has_lattice = true;
+    for (int k = 0; k < 3; ++k) {
+        f->box.h[k][k] = l[k];
+        f->box.pbc[k] = true;
+    }
+}
+
 mdnl_status mdnl_gen_lj_fcc(int64_t nside, double rho, double jitter, uint64_t seed, mdnl_frame *f)
 {
     if (nside < 1 || nside > 1000 || !(rho > 0) || !(jitter >= 0))
@@ -49,14 +65,8 @@ mdnl_status mdnl_gen_lj_fcc(int64_t nside, double rho, double jitter, uint64_t s
                     }
                     f->species[i] = ar;
                 }
-    f->natoms = n;
-    f->index = f->step = 0;
-    f->time = 0;
-    f->has_step = f->has_time = false;
-    memset(&f->box, 0, sizeof f->box);
-    f->box.has_lattice = true;
-    f->box.h[0][0] = f->box.h[1][1] = f->box.h[2][2] = (double)nside * a;
-    f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
+    const double l = (double)nside * a;
+    set_frame_header(f, n, (const double[3]){l, l, l});
     return MDNL_OK;
 }
 
@@ -129,16 +139,7 @@ static mdnl_status build_liquid(int shuffle, mdnl_frame *f)
                     f->pos[i][2] = one.pos[a][2] + iz * one.box.h[2][2];
                     f->species[i] = one.species[a];
                 }
-    f->natoms = n;
-    f->index = f->step = 0;
-    f->time = 0;
-    f->has_step = f->has_time = false;
-    memset(&f->box, 0, sizeof f->box);
-    f->box.has_lattice = true;
-    for (int k = 0; k < 3; ++k) {
-        f->box.h[k][k] = 2.0 * one.box.h[k][k];
-        f->box.pbc[k] = true;
-    }
+    set_frame_header(f, n, (const double[3]){2.0 * one.box.h[0][0], 2.0 * one.box.h[1][1], 2.0 * one.box.h[2][2]});
     mdnl_frame_free(&one);
     if (shuffle) {
         uint64_t seed = 2024;

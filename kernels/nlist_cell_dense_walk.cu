@@ -100,7 +100,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
     __shared__ unsigned *rowp_s[W * 32];
     __shared__ int fe_s[W * 32], kb_s[W * 32], code_s[W * 32];
     __shared__ float4 cp_s[W * 64]; /* kept candidates, a ring of 64 a warp: x, y, z, key */
-    __shared__ float4 cv_s[W * 64]; /* and their shift vector and slot */
+    __shared__ float4 cv_s[W * 64]; /* and their shift vector and self */
     __shared__ float sh[27][3];
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
@@ -131,7 +131,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         if (lane < nh) {
             const float4 p = c.pos[h0 + lane];
             home_s[hbase + lane] = p;
-            rowp_s[hbase + lane] = slab + (size_t)(h0 + lane) * WALK_CAP; /* rows by sorted slot */
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * WALK_CAP;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -152,20 +152,20 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f), pv = make_float4(0.f, 0.f, 0.f, 0.f);
+            int self = -1;
             if (lane < count) {
                 const int slot = rbase + ((head + lane) & 63);
                 pj = cp_s[slot];
                 pv = cv_s[slot];
+                self = __float_as_int(pv.w);
             }
             __syncwarp(); /* its reads before the next writes */
             head = (head + 32) & 63;
             const float v[3] = {pv.x, pv.y, pv.z};
-            const unsigned jkey = __float_as_uint(pj.w);
-            const int j = (int)(jkey >> 5), code = (int)(jkey & 31u), k = __float_as_int(pv.w);
-            const int self = lane < count && code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom it is, at S = 0 */
-            const unsigned key = ((unsigned)k << 5) | (unsigned)code; /* what the row holds: slot and shift */
+            const unsigned key = __float_as_uint(pj.w);
+            const int j = (int)(key >> 5);
             int s0, s1, s2; /* for the half list's rule */
-            shift_of_code(code, s0, s1, s2);
+            shift_of_code((int)(key & 31u), s0, s1, s2);
 #pragma unroll 4
             for (int a = 0; a < nh; ++a) {
                 const float4 pa = home_s[hbase + a];
@@ -196,6 +196,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
             }
             const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
             const int j = __float_as_int(pj.w);
+            const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             pj.w = __uint_as_float(((unsigned)j << 5) | (unsigned)code);
             /* Keep the candidate only if it can be within the cutoff of the box (a bound on every d2 below). */
             const float ex = walk_axis_gap(pj.x, lo[0], hi[0], v[0]);
@@ -207,7 +208,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
             if (keep) {
                 const int slot = rbase + ((head + nk + __popc(km & lt)) & 63);
                 cp_s[slot] = pj;
-                cv_s[slot] = make_float4(v[0], v[1], v[2], __int_as_float(k));
+                cv_s[slot] = make_float4(v[0], v[1], v[2], __int_as_float(self));
             }
             nk += __popc(km);
             if (nk >= 32) {
@@ -233,34 +234,69 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         atomicMax(maxlen, m);
 }
 
-/* Sorts a row's entries by original index: x[e] = j << 6 | e on entry (e
- * its place in the row), on return the row's slot keys in output order. */
+/* One row's sorted keys out: NET keys in the network (NET >= the warp's
+ * longest row of at most WALK_CAP). Staged (every row of the warp is the
+ * thread's own and they fit the stage): the sorted keys and their row's lane
+ * go to shared memory in output order, and the warp writes j, then computes
+ * and writes d, entry by entry in output order (coalesced stores, and the
+ * gathers of many entries in flight). Otherwise each thread writes its own
+ * row. */
 template <int NET>
-__device__ __forceinline__ void walk_rows_sort(unsigned (&x)[WALK_CAP], const unsigned *__restrict__ row, int len)
+__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
+                                            long long wbase, int span, bool staged, float4 pi,
+                                            const float4 *__restrict__ opos, const float (*sh)[3],
+                                            unsigned *__restrict__ st, unsigned char *__restrict__ rid,
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
+                                            float *__restrict__ d_out)
 {
     thread_bitonic<NET>(x);
+    if (staged) {
+        const int rel = (int)(off - wbase);
+#pragma unroll
+        for (int e = 0; e < NET; ++e)
+            if (e < len) {
+                st[rel + e] = x[e];
+                rid[rel + e] = (unsigned char)lane;
+            }
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            j_out[wbase + e] = (int32_t)(st[e] >> 5);
+#pragma unroll 4
+        for (int e = lane; e < span; e += 32) {
+            const unsigned key = st[e];
+            const float4 p = pis[rid[e]];
+            const float4 pj = __ldg(opos + (key >> 5));
+            d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
+        return;
+    }
+    if (!mine)
+        return;
 #pragma unroll
     for (int e = 0; e < NET; ++e)
-        if (e < len)
-            x[e] = row[x[e] & 63u];
+        if (e < len) {
+            const unsigned key = x[e];
+            const float4 pj = __ldg(opos + (key >> 5));
+            j_out[off + e] = (int32_t)(key >> 5);
+            d_out[off + e] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
 }
 
 /* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
-__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                        const unsigned *__restrict__ slab,
-                                                        const int64_t *__restrict__ offsets, long long cap,
+__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
+                                                        const unsigned *__restrict__ slab, int n,
+                                                        const int64_t *__restrict__ offsets,
+                                                        const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
     __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
     __shared__ float4 pi_s[WALK_RT / 32][32];
-    __shared__ long long base_s[WALK_RT / 32][32];
     __shared__ int len_s[WALK_RT / 32][32];
     __shared__ float sh[27][3];
-    const int n = c.natoms;
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *npairs_out = total;
@@ -273,42 +309,31 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int s0 = blockIdx.x * WALK_RT + (threadIdx.x & ~31); /* the warp's first slot */
-    const int s = s0 + lane;
-    if (s0 >= n)
+    const int i0 = blockIdx.x * WALK_RT + (threadIdx.x & ~31);
+    const int i = i0 + lane;
+    if (i0 >= n)
         return; /* the whole warp */
-    float4 pi = make_float4(0.f, 0.f, 0.f, 0.f);
-    long long off = 0;
-    int len = 0; /* rows longer than WALK_CAP are walk_long_kernel's: 0 here */
-    if (s < n) {
-        pi = c.pos[s];
-        const int i = __float_as_int(pi.w);
+    long long off;
+    int len = 0;
+    if (i < n) {
         off = offsets[i];
         len = (int)(offsets[i + 1] - off);
-        if (len > WALK_CAP)
-            len = 0;
+    } else {
+        off = offsets[n];
     }
-    /* the rows' places in the warp's compacted output stage */
-    int pre = len;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(FULLMASK, pre, o);
-        if (lane >= o)
-            pre += t;
-    }
-    const int span = __shfl_sync(FULLMASK, pre, 31);
-    pre -= len;
+    const long long wbase = __shfl_sync(FULLMASK, off, 0);
+    const long long wend = __shfl_sync(FULLMASK, off + len, 31);
+    /* Rows longer than WALK_CAP are walk_long_kernel's. */
+    const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
+    /* the warp's rows, 16 bytes a lane, into shared memory (only each row's
+     * words: the walk wrote them, padded to whole words) */
     len_s[w][lane] = len;
-    pi_s[w][lane] = pi;
-    base_s[w][lane] = off - pre;
     __syncwarp();
-    /* the warp's rows (contiguous in the slab), 16 bytes a lane, into shared
-     * memory (only each row's words: the walk wrote them, padded to whole words) */
     {
-        const int nrows = min(32, n - s0), qmax = (wmax + 3) / 4;
-        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)s0 * WALK_CAP);
+        const int nrows = min(32, n - i0), qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
         for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
             const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
             if (q < qmax && 4 * q < len_s[w][row])
@@ -316,38 +341,28 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
         }
     }
     __syncwarp();
-    /* sort keys: each entry's original index (the neighbours' slots are a
-     * few runs of the cell order: local loads) and its place in the row */
-    const unsigned *const row = st + lane * WALK_LPITCH;
     unsigned x[WALK_CAP];
 #pragma unroll
-    for (int e = 0; e < WALK_CAP; ++e)
-        x[e] = e < len ? ((unsigned)__ldg(c.order + (row[e] >> 5)) << 6) | (unsigned)e : ~0u;
-    if (wmax <= 32)
-        walk_rows_sort<32>(x, row, len);
-    else
-        walk_rows_sort<64>(x, row, len);
-    __syncwarp(); /* every row read before the stage is rewritten */
-#pragma unroll
-    for (int e = 0; e < WALK_CAP; ++e)
-        if (e < len) {
-            st[pre + e] = x[e];
-            rid_s[w][pre + e] = (unsigned char)lane;
-        }
-    __syncwarp();
-    /* the warp's entries in output order, row after row: each row is
-     * contiguous in the CSR; j and the position from the slot's float4 (the
-     * floats the walk used, mdnl_pair_d2: the same bits) */
-#pragma unroll 4
-    for (int e = lane; e < span; e += 32) {
-        const unsigned key = st[e];
-        const int r = rid_s[w][e];
-        const float4 p = pi_s[w][r];
-        const float4 pj = __ldg(c.pos + (key >> 5));
-        const long long o = base_s[w][r] + e;
-        j_out[o] = __float_as_int(pj.w);
-        d_out[o] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+    for (int q = 0; q < WALK_CAP / 4; ++q) {
+        uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
+        if (mine && 4 * q < len)
+            u = *reinterpret_cast<const uint4 *>(st + lane * WALK_LPITCH + 4 * q);
+        x[4 * q] = 4 * q < len ? u.x : ~0u;
+        x[4 * q + 1] = 4 * q + 1 < len ? u.y : ~0u;
+        x[4 * q + 2] = 4 * q + 2 < len ? u.z : ~0u;
+        x[4 * q + 3] = 4 * q + 3 < len ? u.w : ~0u;
     }
+    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    pi_s[w][lane] = pi;
+    __syncwarp(); /* st is reused for the output */
+    const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
+    const int span = staged ? (int)(wend - wbase) : 0;
+    if (wmax <= 32)
+        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
+    else
+        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -476,7 +491,7 @@ __global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_con
  * (a periodic z window splits once at most), j < 2^27. */
 bool nl_dense_walk_fits(const mdnl_geom *g)
 {
-    if (g->natoms >= (1 << 26))
+    if (g->natoms >= (1 << 27))
         return false;
     for (int k = 0; k < 3; ++k)
         if (g->pbc[k] && g->ncell[k] < 2 * g->stencil[k] + 1)
@@ -535,7 +550,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
     walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        *g, ctx->view, (const unsigned *)ctx->stage.ptr, offsets, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        *g, (const unsigned *)ctx->stage.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

@@ -99,6 +99,21 @@ static inline mdnl_status mdnl_dbuf_reserve(mdnl_dbuf *b, size_t bytes, const ch
     return MDNL_OK;
 }
 
+/* reserve(), and a new allocation is zeroed (cudaMemsetAsync on `stream`):
+ * for a buffer a kernel reads in whole words past what was written this
+ * frame (dense-walk's slab), so that no read is of uninitialised memory. */
+static inline mdnl_status mdnl_dbuf_reserve_zeroed(mdnl_dbuf *b, size_t bytes, const char *what, cudaStream_t stream)
+{
+    const size_t before = b->cap;
+    mdnl_status st = mdnl_dbuf_reserve(b, bytes, what);
+    if (st == MDNL_OK && b->cap != before) { /* a growth always changes cap */
+        cudaError_t e = cudaMemsetAsync(b->ptr, 0, b->cap, stream);
+        if (e != cudaSuccess)
+            return mdnl_cuda_fail(e, "cudaMemsetAsync", __FILE__, __LINE__);
+    }
+    return st;
+}
+
 static inline void mdnl_dbuf_free(mdnl_dbuf *b)
 {
     if (!b)

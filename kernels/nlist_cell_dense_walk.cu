@@ -46,10 +46,10 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * slab row together (its running count, held by lane a, plus the hit's rank
  * in the ballot). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP keys a row,
- * rows in original index order, the key j << 5 | shift code; the walk counts
- * every row exactly (counts[i]), pads it with ~0 to whole 16-byte words (the
- * rows kernel reads no word the walk did not write) and records the longest
- * (flags[1]); keys past
+ * rows in original index order, the key j << 5 | shift code (the slab is
+ * zeroed when allocated: the rows kernel loads whole words up to a warp's
+ * longest row, never uninitialised memory); the walk counts every row
+ * exactly (counts[i]) and records the longest (flags[1]); keys past
  * WALK_CAP are dropped. There is no count pass: the candidates are walked once.
  *
  * Rows (walk_rows_kernel). Mapping: thread per original row i, so a warp's 32
@@ -219,9 +219,6 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         if (nk > 0)
             take(nk);
         if (lane < nh) {
-            /* the row padded to whole 16-byte words (walk_rows_kernel loads words) */
-            for (int p = cnt; p < min((cnt + 3) & ~3, WALK_CAP); ++p)
-                __stcg(rowp_s[hbase + lane] + p, ~0u);
             counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
@@ -295,7 +292,6 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
     __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
     __shared__ float4 pi_s[WALK_RT / 32][32];
-    __shared__ int len_s[WALK_RT / 32][32];
     __shared__ float sh[27][3];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -327,16 +323,15 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
-    /* the warp's rows, 16 bytes a lane, into shared memory (only each row's
-     * words: the walk wrote them, padded to whole words) */
-    len_s[w][lane] = len;
-    __syncwarp();
+    /* the warp's rows, 16 bytes a lane, into shared memory (the words up to
+     * the longest row: a shorter row's tail holds an earlier frame's keys, or
+     * the zeros the slab was allocated with, and is masked below) */
     {
         const int nrows = min(32, n - i0), qmax = (min(wmax, WALK_CAP) + 3) / 4;
         const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
         for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
             const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-            if (q < qmax && 4 * q < len_s[w][row])
+            if (q < qmax)
                 *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
         }
     }
@@ -527,7 +522,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * WALK_CAP * sizeof(unsigned), "neighbor slab")) != MDNL_OK ||
+    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * sizeof(unsigned), "neighbor slab",
+                                       ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
@@ -537,7 +533,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
-    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->stage.ptr,
+    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->slab.ptr,
                                                            (unsigned long long *)ctx->counts.ptr,
                                                            (int *)ctx->flags.ptr + 1, longlist, nlong);
     MDNL_CUDA_LAUNCHED(ctx->stream);
@@ -550,7 +546,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
     walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->stage.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        *g, (const unsigned *)ctx->slab.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

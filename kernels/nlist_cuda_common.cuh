@@ -345,6 +345,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
     mdnl_dbuf pos, counts, offsets, j, d, stage, ccount, images, flags, temp;
+    mdnl_dbuf slab; /* dense-walk's rows, zeroed when allocated */
     mdnl_cells_cuda cells;
     int64_t *h_small; /* pinned read-back: [0] npairs, [1] max row / error flags */
     int timing;

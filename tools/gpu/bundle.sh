@@ -12,4 +12,6 @@ rm -rf "$root/.gpu"
 extra=""
 for x in cuda_startup bench_h5md_read; do [ -x "$b/$x" ] && extra="$extra $b/$x"; done
 "$root/../shared/tools/gpu-bundle" "$root/.gpu" "$b/mdnl" "$b"/tests/test_* $extra
+# the commit the binaries were built from (run_suite.sh and run_sanitizers.sh print it)
+( cd "$root" && git describe --always --dirty 2>/dev/null ) > "$root/.gpu/COMMIT" || true
 du -sh "$root/.gpu"

@@ -257,13 +257,13 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
             }
         __syncwarp();
         for (int e = lane; e < span; e += 32)
-            j_out[wbase + e] = (int32_t)(st[e] >> 5);
+            __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
 #pragma unroll 4
         for (int e = lane; e < span; e += 32) {
             const unsigned key = st[e];
             const float4 p = pis[rid[e]];
             const float4 pj = __ldg(opos + (key >> 5));
-            d_out[wbase + e] = __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+            __stcs(d_out + wbase + e, __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u])));
         }
         return;
     }
@@ -274,8 +274,8 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
         if (e < len) {
             const unsigned key = x[e];
             const float4 pj = __ldg(opos + (key >> 5));
-            j_out[off + e] = (int32_t)(key >> 5);
-            d_out[off + e] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+            __stcs(j_out + off + e, (int32_t)(key >> 5));
+            __stcs(d_out + off + e, __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u])));
         }
 }
 

@@ -177,7 +177,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
                 const int ca = __shfl_sync(FULLMASK, cnt, a);
                 const int p = ca + __popc(m & lt);
                 if (hit && p < WALK_CAP)
-                    __stcs(rowp_s[hbase + a] + p, key);
+                    __stcg(rowp_s[hbase + a] + p, key);
                 if (lane == a)
                     cnt = ca + __popc(m);
             }

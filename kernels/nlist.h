@@ -59,6 +59,23 @@ mdnl_status mdnl_method_parse(const char *name, mdnl_method *m);
 mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdnl_method method, mdnl_list_kind kind,
                                  mdnl_nlist *out);
 
+/* What the CPU cell list keeps between frames when a caller builds many:
+ * each thread's row buffer (its pages already faulted in) and the per-atom
+ * row records. mdnl_nlist_build_cpu_kept() is mdnl_nlist_build_cpu() with
+ * them; `kept` starts zeroed, grows to the largest frame, and is released
+ * by mdnl_nlist_cpu_kept_free(). Not for two builds at once. */
+typedef struct mdnl_nlist_cpu_kept {
+    int nthreads;
+    uint64_t **bufs; /* [nthreads] row buffers, caps[t] keys each */
+    int64_t *caps;
+    int64_t *src; /* [cap_atoms] where atom i's row starts in its buffer */
+    int32_t *thr; /* [cap_atoms] whose buffer */
+    int64_t cap_atoms;
+} mdnl_nlist_cpu_kept;
+mdnl_status mdnl_nlist_build_cpu_kept(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, const float (*pos4)[4],
+                                      mdnl_method method, mdnl_list_kind kind, mdnl_nlist *out);
+void mdnl_nlist_cpu_kept_free(mdnl_nlist_cpu_kept *kept); /* NULL is a no-op */
+
 MDNL_END_C
 
 #endif

@@ -305,8 +305,51 @@ static int64_t hood_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, mdnl_cells
     return r;
 }
 
-/* The cell method (see the top of the file). */
-static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_list_kind kind, mdnl_nlist *out)
+void mdnl_nlist_cpu_kept_free(mdnl_nlist_cpu_kept *kept)
+{
+    if (!kept)
+        return;
+    if (kept->bufs) { /* each buffer's pages are released by its own thread, at the same time */
+#pragma omp parallel for schedule(static, 1) num_threads(kept->nthreads)
+        for (int t = 0; t < kept->nthreads; ++t) {
+            release(kept->bufs[t], (size_t)kept->caps[t] * sizeof *kept->bufs[t]);
+            free(kept->bufs[t]);
+        }
+    }
+    free(kept->bufs);
+    free(kept->caps);
+    free(kept->src);
+    free(kept->thr);
+    memset(kept, 0, sizeof *kept);
+}
+
+/* Sizes `kept` for n atoms and the current thread count. */
+static mdnl_status kept_reserve(mdnl_nlist_cpu_kept *kept, int64_t n, int nthreads)
+{
+    if (kept->nthreads != nthreads) {
+        mdnl_nlist_cpu_kept_free(kept);
+        kept->bufs = mdnl_calloc((size_t)nthreads, sizeof *kept->bufs, "neighbor row buffers");
+        kept->caps = mdnl_calloc((size_t)nthreads, sizeof *kept->caps, "neighbor row buffers");
+        if (!kept->bufs || !kept->caps)
+            return MDNL_ERR_RESOURCE;
+        kept->nthreads = nthreads;
+    }
+    if (kept->cap_atoms < n || !kept->src) {
+        const size_t m = (size_t)(n > 0 ? n : 1);
+        free(kept->src);
+        free(kept->thr);
+        kept->src = mdnl_malloc(m * sizeof *kept->src, "neighbor row sources");
+        kept->thr = mdnl_malloc(m * sizeof *kept->thr, "neighbor row threads");
+        kept->cap_atoms = kept->src && kept->thr ? (int64_t)m : 0;
+        if (!kept->src || !kept->thr)
+            return MDNL_ERR_RESOURCE;
+    }
+    return MDNL_OK;
+}
+
+/* The cell method (see the top of the file), with the row buffers of `kept`. */
+static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, const float (*pos4)[4],
+                               mdnl_list_kind kind, mdnl_nlist *out)
 {
     const int64_t n = g->natoms;
     mdnl_cells_cpu cells = {0};
@@ -314,13 +357,12 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     if (st != MDNL_OK)
         return st;
     const int nthreads = omp_get_max_threads();
-    uint64_t **bufs = mdnl_calloc((size_t)nthreads, sizeof *bufs, "neighbor row buffers");
-    int64_t *caps = mdnl_calloc((size_t)nthreads, sizeof *caps, "neighbor row buffers");
-    int64_t *src = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *src, "neighbor row sources");
-    int32_t *thr = mdnl_malloc((size_t)(n > 0 ? n : 1) * sizeof *thr, "neighbor row threads");
+    int failed = kept_reserve(kept, n, nthreads) != MDNL_OK;
+    uint64_t **bufs = kept->bufs;
+    int64_t *caps = kept->caps, *src = kept->src;
+    int32_t *thr = kept->thr;
     int64_t *off = out->offsets;
     off[0] = 0;
-    int failed = !bufs || !caps || !src || !thr;
     const int full = kind == MDNL_LIST_FULL;
     const int simd = mdnl_cells_runs_simd();
     /* First guess of a thread's row buffer: its share of the pairs of a
@@ -337,8 +379,8 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
             const int t = omp_get_thread_num();
             mdnl_cells_runs h = {0};
             mdnl_cells_hood hood = {0};
-            uint64_t *buf = NULL, tmp[64], *keys_b = NULL;
-            int64_t len = 0, cap = 0, cap_b = 0;
+            uint64_t *buf = bufs[t], tmp[64], *keys_b = NULL; /* buf: kept from the frame before, or none */
+            int64_t len = 0, cap = caps[t], cap_b = 0;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
                 const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
@@ -454,23 +496,21 @@ static mdnl_status build_cells(const mdnl_geom *g, const float (*pos4)[4], mdnl_
     } else {
         st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);
     }
-    if (bufs) { /* each buffer's pages are released by its own thread, at the same time */
-#pragma omp parallel for schedule(static, 1) num_threads(nthreads)
-        for (int t = 0; t < nthreads; ++t) {
-            release(bufs[t], (size_t)caps[t] * sizeof *bufs[t]);
-            free(bufs[t]);
-        }
-    }
-    free(bufs);
-    free(caps);
-    free(src);
-    free(thr);
     mdnl_cells_cpu_free(&cells);
     return st;
 }
 
 mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdnl_method method, mdnl_list_kind kind,
                                  mdnl_nlist *out)
+{
+    mdnl_nlist_cpu_kept kept = {0};
+    const mdnl_status st = mdnl_nlist_build_cpu_kept(&kept, g, pos4, method, kind, out);
+    mdnl_nlist_cpu_kept_free(&kept);
+    return st;
+}
+
+mdnl_status mdnl_nlist_build_cpu_kept(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, const float (*pos4)[4],
+                                      mdnl_method method, mdnl_list_kind kind, mdnl_nlist *out)
 {
     const int64_t n = g->natoms;
     if (n > INT32_MAX)
@@ -479,7 +519,7 @@ mdnl_status mdnl_nlist_build_cpu(const mdnl_geom *g, const float (*pos4)[4], mdn
     if (st != MDNL_OK)
         return st;
     if (method == MDNL_METHOD_AUTO || method == MDNL_METHOD_CELL)
-        return build_cells(g, pos4, kind, out);
+        return build_cells(kept, g, pos4, kind, out);
 
     /* Pass 1: row lengths. */
     int64_t *off = out->offsets;

@@ -110,6 +110,7 @@ void mdnl_engine_free(mdnl_engine *e)
     mdnl_hist_cuda_free(e->hist_cuda);
     mdnl_cuda_ctx_free(e->cuda);
 #endif
+    mdnl_nlist_cpu_kept_free(&e->nlist_cpu);
     memset(e, 0, sizeof *e);
 }
 
@@ -208,7 +209,7 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
     if (!pos4)
         return mdnl_error(MDNL_ERR_INTERNAL, "engine: the CPU backend needs host positions");
     e->last_method = m == MDNL_METHOD_AUTO ? MDNL_METHOD_CELL : m;
-    return mdnl_nlist_build_cpu(g, pos4, m, kind, out);
+    return mdnl_nlist_build_cpu_kept(&e->nlist_cpu, g, pos4, m, kind, out);
 }
 
 #ifdef MDNL_HAVE_CUDA

@@ -16,6 +16,7 @@ typedef struct mdnl_engine {
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
     void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
     void *wrap_cuda;         /* mdnl_wrap_cuda, created on first use */
+    mdnl_nlist_cpu_kept nlist_cpu; /* the CPU list's row buffers, kept from frame to frame */
 } mdnl_engine;
 
 mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);

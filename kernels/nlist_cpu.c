@@ -367,20 +367,12 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
     const int simd = mdnl_cells_runs_simd();
     /* First guess of a thread's row buffer: its share of the pairs of a
      * uniform density (grown as needed). */
-    int64_t guess = 0, expect = 0; /* expect: the pairs of the whole list, the same estimate */
+    int64_t guess = 0;
     if (g->volume > 0.0) {
         double per_atom = 4.18879 * (double)g->cutoff * g->cutoff * g->cutoff * (double)n / g->volume;
         double est = 1.1 * per_atom * (double)n / (full ? 1.0 : 2.0) / nthreads;
         guess = est < 1e10 ? (int64_t)est : 0;
-        expect = guess / 11 * 10 * nthreads;
     }
-    /* The CSR is sized from the estimate before the walk (grown after it if
-     * the list is longer), so that its pages are faulted in by one thread
-     * while the others walk: page faults by two threads at once contend in
-     * the kernel (~1.3x on two cores), one faulting while another computes
-     * does not. */
-    if (!failed && expect > out->cap_pairs && mdnl_nlist_reserve(out, n, expect) != MDNL_OK)
-        failed = 1;
     if (!failed) {
 #pragma omp parallel num_threads(nthreads)
         {
@@ -389,12 +381,6 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
             mdnl_cells_hood hood = {0};
             uint64_t *buf = bufs[t], tmp[64], *keys_b = NULL; /* buf: kept from the frame before, or none */
             int64_t len = 0, cap = caps[t], cap_b = 0;
-#pragma omp single nowait
-            {
-                const int64_t m = expect < out->cap_pairs ? expect : out->cap_pairs;
-                prefault(out->j, (size_t)m * sizeof *out->j);
-                prefault(out->d, (size_t)m * sizeof *out->d);
-            }
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
                 const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];

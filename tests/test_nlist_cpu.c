@@ -404,3 +404,48 @@ Test(nlist_cpu, cell_list_and_lists_are_the_same_on_one_and_three_threads)
     free(pos4);
     mdnl_frame_free(&f);
 }
+
+/* The row buffers kept from frame to frame (mdnl_nlist_build_cpu_kept, what
+ * the engine uses): a sequence of frames of different sizes, list kinds and
+ * thread counts, each list equal to a fresh build's; the kept buffers grow
+ * to the largest frame and are reused, in place, for the smaller ones. */
+Test(nlist_cpu, kept_row_buffers_give_the_fresh_lists_frame_after_frame)
+{
+    const box_case small = {"small", 3000, {{14, 0, 0}, {0, 15, 0}, {0, 0, 16}}, {1, 1, 1}, true, 2.5};
+    const box_case large = {"large", 30000, {{30, 0, 0}, {3, 31, 0}, {-2, 1, 32}}, {1, 1, 1}, true, 2.5};
+    const struct {
+        const box_case *bc;
+        mdnl_list_kind kind;
+        int threads;
+    } seq[] = {{&small, MDNL_LIST_HALF, 2}, {&large, MDNL_LIST_FULL, 2}, {&small, MDNL_LIST_FULL, 2},
+               {&large, MDNL_LIST_HALF, 3}, {&small, MDNL_LIST_HALF, 1}, {&large, MDNL_LIST_FULL, 1}};
+    const int threads0 = omp_get_max_threads();
+    mdnl_nlist_cpu_kept kept = {0};
+    mdnl_nlist kl = {0}; /* reused too, as `mdnl neighbors` reuses its list */
+    for (size_t s = 0; s < sizeof seq / sizeof seq[0]; ++s) {
+        omp_set_num_threads(seq[s].threads);
+        mdnl_frame f;
+        random_frame(seq[s].bc, 1000 + s, &f);
+        mdnl_geom g;
+        float(*pos4)[4] = malloc((size_t)f.natoms * sizeof *pos4);
+        cr_assert_eq(mdnl_geom_prepare(&f, seq[s].bc->cutoff, &g, pos4), MDNL_OK, "%s", mdnl_last_error());
+        mdnl_nlist fresh = {0};
+        cr_assert_eq(mdnl_nlist_build_cpu(&g, (const float(*)[4])pos4, MDNL_METHOD_CELL, seq[s].kind, &fresh), MDNL_OK,
+                     "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_nlist_build_cpu_kept(&kept, &g, (const float(*)[4])pos4, MDNL_METHOD_CELL, seq[s].kind, &kl),
+                     MDNL_OK, "%s", mdnl_last_error());
+        char what[64];
+        snprintf(what, sizeof what, "frame %zu (%s, %d threads)", s, seq[s].bc->name, seq[s].threads);
+        cr_assert_gt(fresh.npairs, 1000, "%s", what);
+        expect_same_list(&kl, &fresh, what);
+        cr_assert_eq(kept.nthreads, seq[s].threads, "%s", what);
+        mdnl_nlist_free(&fresh);
+        free(pos4);
+        mdnl_frame_free(&f);
+    }
+    omp_set_num_threads(threads0);
+    mdnl_nlist_free(&kl);
+    mdnl_nlist_cpu_kept_free(&kept);
+    mdnl_nlist_cpu_kept_free(&kept); /* a second free is a no-op */
+    cr_expect_null(kept.bufs);
+}

@@ -203,26 +203,39 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
         atomicMax(maxcell, m);
 }
 
-/* Thread per original atom i: position (w = bits of i), original index and
- * cell into its slot of the cell order. */
+/* Thread per original atom i: its index into its slot of the cell order
+ * (one 4-byte scatter an atom: in random input order these writes are
+ * random). */
 static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
-                                    const int *__restrict__ start, const int *__restrict__ slot,
-                                    float4 *__restrict__ spos, int *__restrict__ order, int *__restrict__ cellof)
+                                           const int *__restrict__ start, const int *__restrict__ slot,
+                                           int *__restrict__ order)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
-    float4 p = pos[i];
-    const int cell = mdnl_cell_linear(g, p.x, p.y, p.z);
-    const int k = start[cell] + slot[i];
+    const float4 p = pos[i];
+    order[start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i]] = i;
+}
+
+/* Thread per slot k of the cell order: the position (w = bits of i) and the
+ * cell of its atom, gathered (reads in random order are cheaper than the
+ * partial-sector writes of scattering them) and written coalesced. */
+static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                          const int *__restrict__ order, float4 *__restrict__ spos,
+                                          int *__restrict__ cellof)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n)
+        return;
+    const int i = order[k];
+    float4 p = __ldg(pos + i);
+    cellof[k] = mdnl_cell_linear(g, p.x, p.y, p.z);
     p.w = __int_as_float(i);
     spos[k] = p;
-    order[k] = i;
-    cellof[k] = cell;
 }
 
 /* The cell list of ctx->view by an atomic counting sort (bin, CUB scan of
- * the cell counts, scatter): within a cell the order follows the atomics, so
+ * the cell counts, scatter of the indices, gather of the positions): within a cell the order follows the atomics, so
  * it is only for kernels whose output does not depend on it (every neighbor
  * list path sorts its rows; energy and rdf keep the stable list of
  * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
@@ -250,8 +263,10 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_LAUNCHED(ctx->stream);
     size_t tb = ctx->ttemp.cap;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
-    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (float4 *)ctx->tpos.ptr,
-                                                                  (int *)ctx->torder.ptr, (int *)ctx->tcell.ptr);
+    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (int *)ctx->torder.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    fast_gather_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, (const int *)ctx->torder.ptr,
+                                                                 (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     ctx->view.natoms = n;
     ctx->view.ncells = ncells;

@@ -8,10 +8,12 @@
 #define MDNL_CLI_TEST_UTIL_H
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,6 +80,46 @@ static MDNL_TEST_UNUSED int mdnl(const char *fmt, ...)
     va_end(ap);
     snprintf(cmd, sizeof cmd, "MDNL_DATA='%s' '%s' %s", MDNL_DATA_DIR, MDNL_BINARY, args);
     return run_in_tmpdir(cmd);
+}
+
+/* tmpdir/name with `text` as its content. */
+static MDNL_TEST_UNUSED void write_file(const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static MDNL_TEST_UNUSED int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; ++s)
+        n += *s == '\n';
+    return n;
+}
+
+/* The directory holds only the named files (and the captured streams). */
+static MDNL_TEST_UNUSED int dir_entries(void)
+{
+    DIR *d = opendir(tmpdir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".stdout") &&
+            strcmp(e->d_name, ".stderr"))
+            ++n;
+    closedir(d);
+    return n;
+}
+
+/* SPEC §7: one line on stderr, "mdnl: error: ...". */
+static MDNL_TEST_UNUSED void expect_one_error_line(void)
+{
+    cr_expect_eq(count_lines(err_text), 1, "stderr should be one line, got: %s", err_text);
+    cr_expect(strncmp(err_text, "mdnl: error: ", 13) == 0, "stderr: %s", err_text);
 }
 
 #endif

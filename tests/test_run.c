@@ -23,44 +23,6 @@
 /* A deadlocked pipeline fails the test instead of hanging the suite. */
 TestSuite(run, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
 
-static void write_file(const char *name, const char *text)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    FILE *fp = fopen(p, "wb");
-    cr_assert_not_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; ++s)
-        n += *s == '\n';
-    return n;
-}
-
-/* The directory holds only the named files (and the captured streams). */
-static int dir_entries(void)
-{
-    DIR *d = opendir(tmpdir);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".stdout") &&
-            strcmp(e->d_name, ".stderr"))
-            ++n;
-    closedir(d);
-    return n;
-}
-
-static void expect_one_error_line(void)
-{
-    cr_expect_eq(count_lines(err_text), 1, "stderr should be one line, got: %s", err_text);
-    cr_expect(strncmp(err_text, "mdnl: error: ", 13) == 0, "stderr: %s", err_text);
-}
-
 /* The bytes of tmpdir/name, or "<missing>". */
 static char *read_all(const char *name)
 {

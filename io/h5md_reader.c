@@ -9,6 +9,7 @@
  * the innermost message of its error stack is appended where it helps.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "h5_error.h"
 #include "h5md_reader.h"
 
 #include <hdf5.h>
@@ -97,8 +98,7 @@ static herr_t innermost_cb(unsigned n, const H5E_error2_t *e, void *data)
     return 0;
 }
 
-/* The innermost message of HDF5's error stack for this thread. */
-static const char *h5_reason(void)
+const char *mdnl_h5_reason(void)
 {
     static _Thread_local char buf[200];
     buf[0] = '\0';
@@ -259,13 +259,13 @@ static mdnl_status read_string_attr(const mdnl_h5md_reader *r, hid_t obj, const 
     mdnl_status st = MDNL_OK;
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     if (a < 0)
-        return bad(r, -1, where, "cannot open the attribute (%s)", h5_reason());
+        return bad(r, -1, where, "cannot open the attribute (%s)", mdnl_h5_reason());
     hid_t t = H5Aget_type(a), sp = H5Aget_space(a), mt = H5I_INVALID_HID;
     hsize_t dims[MAX_RANK];
     int rank = space_shape(sp, dims);
     char shp[64];
     if (t < 0 || rank < 0) {
-        st = bad(r, -1, where, "cannot query the attribute (%s)", h5_reason());
+        st = bad(r, -1, where, "cannot query the attribute (%s)", mdnl_h5_reason());
         goto done;
     }
     if (H5Tget_class(t) != H5T_STRING) {
@@ -286,7 +286,7 @@ static mdnl_status read_string_attr(const mdnl_h5md_reader *r, hid_t obj, const 
         mt = H5Tcopy(H5T_C_S1);
         /* h5py writes UTF-8: the memory type must carry the file's cset. */
         if (mt < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 || H5Tset_cset(mt, H5Tget_cset(t)) < 0) {
-            st = bad(r, -1, where, "cannot make a string type (%s)", h5_reason());
+            st = bad(r, -1, where, "cannot make a string type (%s)", mdnl_h5_reason());
             goto done;
         }
         ptrs = mdnl_calloc((size_t)count, sizeof *ptrs, "string attribute");
@@ -296,7 +296,7 @@ static mdnl_status read_string_attr(const mdnl_h5md_reader *r, hid_t obj, const 
         }
         if (H5Aread(a, mt, ptrs) < 0) {
             free(ptrs);
-            st = bad(r, -1, where, "cannot read the attribute (%s)", h5_reason());
+            st = bad(r, -1, where, "cannot read the attribute (%s)", mdnl_h5_reason());
             goto done;
         }
     } else {
@@ -311,7 +311,7 @@ static mdnl_status read_string_attr(const mdnl_h5md_reader *r, hid_t obj, const 
         }
         if (H5Aread(a, t, fixed) < 0) {
             free(fixed);
-            st = bad(r, -1, where, "cannot read the attribute (%s)", h5_reason());
+            st = bad(r, -1, where, "cannot read the attribute (%s)", mdnl_h5_reason());
             goto done;
         }
     }
@@ -353,20 +353,20 @@ static mdnl_status read_int_attr(const mdnl_h5md_reader *r, hid_t obj, const cha
     snprintf(where, sizeof where, "%s attribute %s", objpath, name);
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     if (a < 0)
-        return bad(r, -1, where, "cannot open the attribute (%s)", h5_reason());
+        return bad(r, -1, where, "cannot open the attribute (%s)", mdnl_h5_reason());
     hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
     hsize_t dims[MAX_RANK];
     int rank = space_shape(sp, dims);
     mdnl_status st = MDNL_OK;
     char shp[64];
     if (t < 0 || rank < 0)
-        st = bad(r, -1, where, "cannot query the attribute (%s)", h5_reason());
+        st = bad(r, -1, where, "cannot query the attribute (%s)", mdnl_h5_reason());
     else if (H5Tget_class(t) != H5T_INTEGER)
         st = bad(r, -1, where, "expected an integer, found %s", class_name(H5Tget_class(t)));
     else if (!(rank == 0 || (rank == 1 && dims[0] == 1)))
         st = bad(r, -1, where, "expected a scalar, found %s", shape_text(rank, dims, shp, sizeof shp));
     else if (H5Aread(a, H5T_NATIVE_INT64, v) < 0)
-        st = bad(r, -1, where, "cannot read the attribute (%s)", h5_reason());
+        st = bad(r, -1, where, "cannot read the attribute (%s)", mdnl_h5_reason());
     close_id(&t);
     close_id(&sp);
     close_id(&a);
@@ -378,12 +378,12 @@ static mdnl_status read_offset(const mdnl_h5md_reader *r, hid_t ds, const char *
 {
     htri_t e = H5Aexists(ds, "offset");
     if (e < 0)
-        return bad(r, -1, path, "cannot query attribute offset (%s)", h5_reason());
+        return bad(r, -1, path, "cannot query attribute offset (%s)", mdnl_h5_reason());
     if (e == 0)
         return MDNL_OK;
     hid_t a = H5Aopen(ds, "offset", H5P_DEFAULT);
     if (a < 0)
-        return bad(r, -1, path, "cannot open attribute offset (%s)", h5_reason());
+        return bad(r, -1, path, "cannot open attribute offset (%s)", mdnl_h5_reason());
     hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
     hsize_t dims[MAX_RANK];
     int rank = space_shape(sp, dims);
@@ -397,7 +397,7 @@ static mdnl_status read_offset(const mdnl_h5md_reader *r, hid_t ds, const char *
         st = bad(r, -1, path, "expected a scalar attribute offset, found %s",
                  rank < 0 ? "an unreadable dataspace" : shape_text(rank, dims, shp, sizeof shp));
     else if (H5Aread(a, memtype, v) < 0)
-        st = bad(r, -1, path, "cannot read attribute offset (%s)", h5_reason());
+        st = bad(r, -1, path, "cannot read attribute offset (%s)", mdnl_h5_reason());
     close_id(&t);
     close_id(&sp);
     close_id(&a);
@@ -434,20 +434,20 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
     snprintf(e->vpath, sizeof e->vpath, "%s", path);
     int ex = has_link(parent, name);
     if (ex < 0)
-        return bad(r, -1, path, "cannot query the link (%s)", h5_reason());
+        return bad(r, -1, path, "cannot query the link (%s)", mdnl_h5_reason());
     *present = ex == 1;
     if (!ex)
         return MDNL_OK;
     hid_t obj = H5Oopen(parent, name, H5P_DEFAULT);
     if (obj < 0)
-        return bad(r, -1, path, "cannot open the object (%s)", h5_reason());
+        return bad(r, -1, path, "cannot open the object (%s)", mdnl_h5_reason());
     H5I_type_t type = H5Iget_type(obj);
     char shp[64];
     if (type == H5I_DATASET) {
         e->value = obj;
         e->rank = dataset_shape(obj, e->dims);
         if (e->rank < 0)
-            return bad(r, -1, path, "cannot query the dataspace (%s)", h5_reason());
+            return bad(r, -1, path, "cannot query the dataspace (%s)", mdnl_h5_reason());
         return MDNL_OK;
     }
     if (type != H5I_GROUP) {
@@ -465,7 +465,7 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
     }
     e->value = H5Dopen2(obj, "value", H5P_DEFAULT);
     if (e->value < 0) {
-        st = bad(r, -1, e->vpath, "cannot open the dataset (%s)", h5_reason());
+        st = bad(r, -1, e->vpath, "cannot open the dataset (%s)", mdnl_h5_reason());
         goto out;
     }
     e->rank = dataset_shape(e->value, e->dims);
@@ -488,7 +488,7 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
     }
     e->step = H5Dopen2(obj, "step", H5P_DEFAULT);
     if (e->step < 0) {
-        st = bad(r, -1, spath, "cannot open the dataset (%s)", h5_reason());
+        st = bad(r, -1, spath, "cannot open the dataset (%s)", mdnl_h5_reason());
         goto out;
     }
     hsize_t d[MAX_RANK];
@@ -501,7 +501,7 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
     if (rk == 0) {
         e->step_fixed = true;
         if (H5Dread(e->step, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &e->step_inc) < 0) {
-            st = bad(r, -1, spath, "cannot read the dataset (%s)", h5_reason());
+            st = bad(r, -1, spath, "cannot read the dataset (%s)", mdnl_h5_reason());
             goto out;
         }
         if ((st = read_offset(r, e->step, spath, H5T_NATIVE_INT64, &e->step_off)) != MDNL_OK)
@@ -515,13 +515,13 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
     /* time: optional, numeric, [T] or a scalar increment. */
     int ht = has_link(obj, "time");
     if (ht < 0) {
-        st = bad(r, -1, tpath, "cannot query the link (%s)", h5_reason());
+        st = bad(r, -1, tpath, "cannot query the link (%s)", mdnl_h5_reason());
         goto out;
     }
     if (ht == 1) {
         e->time = H5Dopen2(obj, "time", H5P_DEFAULT);
         if (e->time < 0) {
-            st = bad(r, -1, tpath, "cannot open the dataset (%s)", h5_reason());
+            st = bad(r, -1, tpath, "cannot open the dataset (%s)", mdnl_h5_reason());
             goto out;
         }
         rk = dataset_shape(e->time, d);
@@ -533,7 +533,7 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
         if (rk == 0) {
             e->time_fixed = true;
             if (H5Dread(e->time, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &e->time_inc) < 0) {
-                st = bad(r, -1, tpath, "cannot read the dataset (%s)", h5_reason());
+                st = bad(r, -1, tpath, "cannot read the dataset (%s)", mdnl_h5_reason());
                 goto out;
             }
             if ((st = read_offset(r, e->time, tpath, H5T_NATIVE_DOUBLE, &e->time_off)) != MDNL_OK)
@@ -590,7 +590,7 @@ static mdnl_status td_step(const mdnl_h5md_reader *r, int64_t frame, td_elem *e,
     hsize_t d[1] = {(hsize_t)e->nsamples};
     const void *p = td_sample(e->step, 1, d, k, H5T_NATIVE_INT64, sizeof *s, &e->steps);
     if (!p)
-        return bad(r, frame, e->path, "cannot read step of sample %" PRId64 " (%s)", k, h5_reason());
+        return bad(r, frame, e->path, "cannot read step of sample %" PRId64 " (%s)", k, mdnl_h5_reason());
     memcpy(s, p, sizeof *s);
     return MDNL_OK;
 }
@@ -604,7 +604,7 @@ static mdnl_status td_time(const mdnl_h5md_reader *r, int64_t frame, td_elem *e,
     hsize_t d[1] = {(hsize_t)e->nsamples};
     const void *p = td_sample(e->time, 1, d, k, H5T_NATIVE_DOUBLE, sizeof *t, &e->times);
     if (!p)
-        return bad(r, frame, e->path, "cannot read time of sample %" PRId64 " (%s)", k, h5_reason());
+        return bad(r, frame, e->path, "cannot read time of sample %" PRId64 " (%s)", k, mdnl_h5_reason());
     memcpy(t, p, sizeof *t);
     return MDNL_OK;
 }
@@ -690,7 +690,7 @@ static mdnl_status open_file(const char *path, hid_t *fid)
      * only with the same degree, and every object is closed explicitly. */
     *fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*fid < 0)
-        return mdnl_error(MDNL_ERR_INPUT, "%s: cannot open as HDF5 (%s)", path, h5_reason());
+        return mdnl_error(MDNL_ERR_INPUT, "%s: cannot open as HDF5 (%s)", path, mdnl_h5_reason());
     return MDNL_OK;
 }
 
@@ -725,7 +725,7 @@ mdnl_status mdnl_h5md_list_groups(const char *path, char *buf, size_t size)
         return mdnl_error(MDNL_ERR_INPUT, "%s: /particles: expected an H5MD particles group, found none", path);
     }
     if (list_links(p, buf, size) < 0)
-        st = mdnl_error(MDNL_ERR_INPUT, "%s: /particles: cannot list the groups (%s)", path, h5_reason());
+        st = mdnl_error(MDNL_ERR_INPUT, "%s: /particles: cannot list the groups (%s)", path, mdnl_h5_reason());
     H5Gclose(p);
     H5Fclose(fid);
     return st;
@@ -740,12 +740,12 @@ static mdnl_status open_group(mdnl_h5md_reader *r, const char *group)
                    e < 0 ? "an unreadable link" : "none");
     hid_t p = H5Gopen2(r->fid, "/particles", H5P_DEFAULT);
     if (p < 0)
-        return bad(r, -1, "/particles", "expected a group (%s)", h5_reason());
+        return bad(r, -1, "/particles", "expected a group (%s)", mdnl_h5_reason());
     char names[1024];
     int n = list_links(p, names, sizeof names);
     mdnl_status st = MDNL_OK;
     if (n < 0) {
-        st = bad(r, -1, "/particles", "cannot list the groups (%s)", h5_reason());
+        st = bad(r, -1, "/particles", "cannot list the groups (%s)", mdnl_h5_reason());
     } else if (group) {
         if (strlen(group) == 0 || strchr(group, '/') || strlen(group) >= PATH_LEN - 16 || has_link(p, group) != 1)
             st = bad(r, -1, "/particles", "expected a particle group named \"%s\", found %s%s", group,
@@ -768,7 +768,7 @@ static mdnl_status open_group(mdnl_h5md_reader *r, const char *group)
         snprintf(r->gpath, sizeof r->gpath, "/particles/%s", r->group);
         r->gid = H5Gopen2(p, r->group, H5P_DEFAULT);
         if (r->gid < 0)
-            st = bad(r, -1, r->gpath, "expected a particle group (%s)", h5_reason());
+            st = bad(r, -1, r->gpath, "expected a particle group (%s)", mdnl_h5_reason());
     }
     H5Gclose(p);
     return st;
@@ -873,10 +873,10 @@ static mdnl_status read_edges(mdnl_h5md_reader *r, int64_t frame, int64_t k, dou
         const void *p = td_sample(e->value, e->rank, e->dims, k, H5T_NATIVE_DOUBLE,
                                   (tail == 1 ? 3 : 9) * sizeof(double), &e->values);
         if (!p)
-            return bad(r, frame, e->vpath, "cannot read the edges (%s)", h5_reason());
+            return bad(r, frame, e->vpath, "cannot read the edges (%s)", mdnl_h5_reason());
         memcpy(buf, p, (tail == 1 ? 3 : 9) * sizeof(double));
     } else if (read_slab(e->value, e->rank, e->dims, k, true, H5T_NATIVE_DOUBLE, buf) < 0) {
-        return bad(r, frame, e->vpath, "cannot read the edges (%s)", h5_reason());
+        return bad(r, frame, e->vpath, "cannot read the edges (%s)", mdnl_h5_reason());
     }
     memset(h, 0, 9 * sizeof(double));
     if (tail == 1)
@@ -896,7 +896,7 @@ static mdnl_status open_box(mdnl_h5md_reader *r)
                    e < 0 ? "an unreadable link" : "nothing");
     hid_t box = H5Gopen2(r->gid, "box", H5P_DEFAULT);
     if (box < 0)
-        return bad(r, -1, path, "expected a group (%s)", h5_reason());
+        return bad(r, -1, path, "expected a group (%s)", mdnl_h5_reason());
     mdnl_status st = MDNL_OK;
     int64_t dim;
     char attr[1100];
@@ -996,10 +996,10 @@ static mdnl_status open_species(mdnl_h5md_reader *r)
     /* mdnl's symbol table: code k is names[k]. */
     hid_t obj = H5Oopen(r->gid, "species", H5P_DEFAULT);
     if (obj < 0)
-        return bad(r, -1, path, "cannot open the object (%s)", h5_reason());
+        return bad(r, -1, path, "cannot open the object (%s)", mdnl_h5_reason());
     htri_t ex = H5Aexists(obj, "names");
     if (ex < 0)
-        st = bad(r, -1, path, "cannot query attribute names (%s)", h5_reason());
+        st = bad(r, -1, path, "cannot query attribute names (%s)", mdnl_h5_reason());
     else if (ex > 0) {
         r->names = mdnl_calloc(MDNL_MAX_SPECIES, MDNL_SYMBOL_LEN, "species names");
         st = r->names ? read_string_attr(r, obj, path, "names", MDNL_MAX_SPECIES, MDNL_SYMBOL_LEN, &r->names[0][0],
@@ -1141,13 +1141,13 @@ static mdnl_status read_species(mdnl_h5md_reader *r, int64_t frame, int64_t s, m
     if (r->species_string) {
         strtype = H5Dget_type(e->value);
         if (strtype < 0)
-            return bad(r, frame, e->vpath, "cannot query the type (%s)", h5_reason());
+            return bad(r, frame, e->vpath, "cannot query the type (%s)", mdnl_h5_reason());
         memtype = strtype;
     }
     herr_t rs = read_slab(e->value, e->rank, e->dims, k, !e->timedep, memtype, r->scratch);
     close_id(&strtype);
     if (rs < 0)
-        return bad(r, frame, e->vpath, "cannot read the species (%s)", h5_reason());
+        return bad(r, frame, e->vpath, "cannot read the species (%s)", mdnl_h5_reason());
     if (r->species_string) {
         const char *base = r->scratch;
         size_t w = r->species_strsize;
@@ -1259,7 +1259,7 @@ mdnl_status mdnl_h5md_next(mdnl_h5md_reader *r, mdnl_frame *f)
     /* positions */
     if (r->natoms > 0) {
         if (read_slab(r->pos.value, 3, r->pos.dims, k, false, H5T_NATIVE_DOUBLE, f->pos) < 0)
-            return bad(r, k, r->pos.vpath, "cannot read the positions (%s)", h5_reason());
+            return bad(r, k, r->pos.vpath, "cannot read the positions (%s)", mdnl_h5_reason());
         const double *p = &f->pos[0][0];
         if (!r->skip_finite && !all_finite(p, 3 * r->natoms))
             for (int64_t i = 0; i < 3 * r->natoms; ++i)

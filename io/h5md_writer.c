@@ -6,6 +6,7 @@
  * file lives under a temporary name until commit renames it (SPEC §7).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "h5_error.h"
 #include "h5md_writer.h"
 
 #include "output_file.h"
@@ -22,20 +23,7 @@
 
 #define MAX_RANK 4
 
-static herr_t innermost_cb(unsigned n, const H5E_error2_t *e, void *data)
-{
-    if (n == 0 && e->desc)
-        snprintf((char *)data, 200, "%s", e->desc);
-    return 0;
-}
 
-static const char *h5_reason(void)
-{
-    static _Thread_local char buf[200];
-    buf[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_cb, buf);
-    return buf[0] ? buf : "no detail from HDF5";
-}
 
 /* MDNL_ERR_RESOURCE "PATH: cannot WHAT (reason)". */
 static mdnl_status fail(const char *path, const char *fmt, ...)
@@ -50,7 +38,7 @@ static mdnl_status fail(const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return mdnl_error(MDNL_ERR_RESOURCE, "%s: cannot %s (%s)", path, what, h5_reason());
+    return mdnl_error(MDNL_ERR_RESOURCE, "%s: cannot %s (%s)", path, what, mdnl_h5_reason());
 }
 
 #define TRY(expr, ...)                                                                                                 \
@@ -225,7 +213,7 @@ static mdnl_status create_file(const char *path, const char *author, char **tmp,
     if (fapl >= 0)
         H5Pclose(fapl);
     if (*fid < 0)
-        return mdnl_error(MDNL_ERR_INPUT, "%s: cannot create the output file (%s)", path, h5_reason());
+        return mdnl_error(MDNL_ERR_INPUT, "%s: cannot create the output file (%s)", path, mdnl_h5_reason());
     hid_t h = make_group(*fid, "h5md");
     TRY(h, "create /h5md");
     int32_t version[2] = {1, 1};

@@ -373,37 +373,10 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
         double est = 1.1 * per_atom * (double)n / (full ? 1.0 : 2.0) / nthreads;
         guess = est < 1e10 ? (int64_t)est : 0;
     }
-    /* Every buffer at its first guess before the walk (no pages yet), and
-     * the CSR at the whole list's estimate: one thread faults them all in
-     * while the others walk (page faults from two threads at once contend
-     * in the kernel; one thread faulting beside others computing does not). */
-    const int64_t expect = guess / 11 * 10 * nthreads;
-    for (int t = 0; t < nthreads && !failed && guess > 0; ++t)
-        if (caps[t] < guess) {
-            uint64_t *nb = mdnl_realloc(bufs[t], (size_t)guess * sizeof *nb, "neighbor row buffer");
-            if (!nb)
-                failed = 1;
-            else
-                bufs[t] = nb, caps[t] = guess;
-        }
-    if (!failed && expect > out->cap_pairs && mdnl_nlist_reserve(out, n, expect) != MDNL_OK)
-        failed = 1;
     if (!failed) {
 #pragma omp parallel num_threads(nthreads)
         {
             const int t = omp_get_thread_num();
-#pragma omp single nowait
-            {
-                for (int u = 1; u <= nthreads; ++u) { /* the others' buffers first, the CSR, then its own */
-                    const int tt = (t + u) % nthreads;
-                    if (tt == t) {
-                        const int64_t m = expect < out->cap_pairs ? expect : out->cap_pairs;
-                        prefault(out->j, (size_t)m * sizeof *out->j);
-                        prefault(out->d, (size_t)m * sizeof *out->d);
-                    }
-                    prefault(bufs[tt], (size_t)(guess / 11 * 10) * sizeof *bufs[tt]);
-                }
-            }
             mdnl_cells_runs h = {0};
             mdnl_cells_hood hood = {0};
             uint64_t *buf = bufs[t], tmp[64], *keys_b = NULL; /* buf: kept from the frame before, or none */

@@ -23,8 +23,6 @@
 
 #define MAX_RANK 4
 
-
-
 /* MDNL_ERR_RESOURCE "PATH: cannot WHAT (reason)". */
 static mdnl_status fail(const char *path, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -235,10 +235,11 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
 }
 
 /* The cell list of ctx->view by an atomic counting sort (bin, CUB scan of
- * the cell counts, scatter of the indices, gather of the positions): within a cell the order follows the atomics, so
- * it is only for kernels whose output does not depend on it (every neighbor
- * list path sorts its rows; energy and rdf keep the stable list of
- * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
+ * the cell counts, scatter of the indices, gather of the positions): within
+ * a cell the order follows the atomics, so it is only for kernels whose
+ * output does not depend on it (every neighbor list path sorts its rows;
+ * energy and rdf keep the stable list of cells_cuda.cuh). The fullest
+ * cell's population goes to flags[2]. */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n)
 {
     mdnl_status st;

@@ -88,7 +88,7 @@ __device__ __forceinline__ float walk_axis_gap(float xj, float lo, float hi, flo
 
 template <bool FULL>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                       unsigned *__restrict__ slab, size_t dstride,
+                                                       unsigned *__restrict__ slab,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ maxlen, int *__restrict__ longlist,
                                                        int *__restrict__ nlong)
@@ -176,11 +176,8 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
                 const unsigned m = __ballot_sync(FULLMASK, hit);
                 const int ca = __shfl_sync(FULLMASK, cnt, a);
                 const int p = ca + __popc(m & lt);
-                if (hit && p < WALK_CAP) {
-                    unsigned *const r = rowp_s[hbase + a] + p;
-                    __stcg(r, ((unsigned)j << 6) | (unsigned)p);
-                    __stcg(r + dstride, __float_as_uint(d2));
-                }
+                if (hit && p < WALK_CAP)
+                    __stcg(rowp_s[hbase + a] + p, key);
                 if (lane == a)
                     cnt = ca + __popc(m);
             }
@@ -234,83 +231,68 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         atomicMax(maxlen, m);
 }
 
-/* The warp's 32 rows of the slab half at `src` (keys or d2), 16 bytes a
- * lane, into shared memory: the words up to the longest row (a shorter
- * row's tail holds an earlier frame's words, or the zeros the slab was
- * allocated with, and is never used). */
-__device__ __forceinline__ void walk_rows_stage(const unsigned *__restrict__ src, int nrows, int qmax,
-                                              unsigned *__restrict__ st, int lane)
-{
-    const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
-    for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
-        const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-        if (q < qmax)
-            *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(s4 + e);
-    }
-}
-
-/* One row's keys out (NET keys in the network, NET >= the warp's longest row
- * of at most WALK_CAP): sorted, then j written; then the warp's d2 rows are
- * staged where the keys were, each thread takes the d2 of its sorted keys
- * (a key is j << 6 | the hit's slot in its row) and d = sqrt(d2) is written
- * (the walk's d2: d has the bits of mdnl_pair_d2). Staged (every row of the
- * warp is the thread's own and they fit the stage): j, then d, go through
- * shared memory in output order and the warp writes them coalesced.
- * Otherwise each thread writes its own row. */
+/* One row's sorted keys out: NET keys in the network (NET >= the warp's
+ * longest row of at most WALK_CAP). Staged (every row of the warp is the
+ * thread's own and they fit the stage): the sorted keys and their row's lane
+ * go to shared memory in output order, and the warp writes j, then computes
+ * and writes d, entry by entry in output order (coalesced stores, and the
+ * gathers of many entries in flight). Otherwise each thread writes its own
+ * row. */
 template <int NET>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
-                                            long long wbase, int span, bool staged, const unsigned *__restrict__ d2src,
-                                            int nrows, int qmax, unsigned *__restrict__ st, int lane,
-                                            int32_t *__restrict__ j_out, float *__restrict__ d_out)
+                                            long long wbase, int span, bool staged, float4 pi,
+                                            const float4 *__restrict__ opos, const float (*sh)[3],
+                                            unsigned *__restrict__ st, unsigned char *__restrict__ rid,
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
+                                            float *__restrict__ d_out)
 {
     thread_bitonic<NET>(x);
-    const int rel = (int)(off - wbase);
     if (staged) {
+        const int rel = (int)(off - wbase);
 #pragma unroll
         for (int e = 0; e < NET; ++e)
-            if (e < len)
-                st[rel + e] = x[e] >> 6;
+            if (e < len) {
+                st[rel + e] = x[e];
+                rid[rel + e] = (unsigned char)lane;
+            }
         __syncwarp();
         for (int e = lane; e < span; e += 32)
-            __stcs(j_out + wbase + e, (int32_t)st[e]);
-        __syncwarp();
-    } else if (mine) {
-#pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len)
-                __stcs(j_out + off + e, (int32_t)(x[e] >> 6));
+            __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
+#pragma unroll 4
+        for (int e = lane; e < span; e += 32) {
+            const unsigned key = st[e];
+            const float4 p = pis[rid[e]];
+            const float4 pj = __ldg(opos + (key >> 5));
+            __stcs(d_out + wbase + e, __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u])));
+        }
+        return;
     }
-    walk_rows_stage(d2src, nrows, qmax, st, lane);
-    __syncwarp();
+    if (!mine)
+        return;
 #pragma unroll
-    for (int e = 0; e < NET; ++e) /* the key dies as its d2 is read */
-        x[e] = e < len ? st[lane * WALK_LPITCH + (x[e] & 63u)] : 0u;
-    if (staged) {
-        __syncwarp(); /* every d2 read before the stage is overwritten */
-#pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len)
-                st[rel + e] = __float_as_uint(__fsqrt_rn(__uint_as_float(x[e])));
-        __syncwarp();
-        for (int e = lane; e < span; e += 32)
-            __stcs(d_out + wbase + e, __uint_as_float(st[e]));
-    } else if (mine) {
-#pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len)
-                __stcs(d_out + off + e, __fsqrt_rn(__uint_as_float(x[e])));
-    }
+    for (int e = 0; e < NET; ++e)
+        if (e < len) {
+            const unsigned key = x[e];
+            const float4 pj = __ldg(opos + (key >> 5));
+            __stcs(j_out + off + e, (int32_t)(key >> 5));
+            __stcs(d_out + off + e, __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u])));
+        }
 }
 
 /* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
-__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const unsigned *__restrict__ slab, size_t dstride, int n,
-                                                        const int64_t *__restrict__ offsets, long long cap,
+__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
+                                                        const unsigned *__restrict__ slab, int n,
+                                                        const int64_t *__restrict__ offsets,
+                                                        const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
+    __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
+    __shared__ float4 pi_s[WALK_RT / 32][32];
+    __shared__ float sh[27][3];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *npairs_out = total;
@@ -319,6 +301,9 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const unsigned *__re
     }
     if (total > cap)
         return; /* the whole grid */
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+    __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int i0 = blockIdx.x * WALK_RT + (threadIdx.x & ~31);
     const int i = i0 + lane;
@@ -338,8 +323,18 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const unsigned *__re
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
-    const int nrows = min(32, n - i0), qmax = (min(wmax, WALK_CAP) + 3) / 4;
-    walk_rows_stage(slab + (size_t)i0 * WALK_CAP, nrows, qmax, st, lane);
+    /* the warp's rows, 16 bytes a lane, into shared memory (the words up to
+     * the longest row: a shorter row's tail holds an earlier frame's keys, or
+     * the zeros the slab was allocated with, and is masked below) */
+    {
+        const int nrows = min(32, n - i0), qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
+        for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
+            const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
+            if (q < qmax)
+                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
+        }
+    }
     __syncwarp();
     unsigned x[WALK_CAP];
 #pragma unroll
@@ -352,14 +347,17 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const unsigned *__re
         x[4 * q + 2] = 4 * q + 2 < len ? u.z : ~0u;
         x[4 * q + 3] = 4 * q + 3 < len ? u.w : ~0u;
     }
+    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    pi_s[w][lane] = pi;
     __syncwarp(); /* st is reused for the output */
     const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
     const int span = staged ? (int)(wend - wbase) : 0;
-    const unsigned *const d2src = slab + dstride + (size_t)i0 * WALK_CAP;
     if (wmax <= 32)
-        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, d2src, nrows, qmax, st, lane, j_out, d_out);
+        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
     else
-        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, d2src, nrows, qmax, st, lane, j_out, d_out);
+        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -488,7 +486,7 @@ __global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_con
  * (a periodic z window splits once at most), j < 2^27. */
 bool nl_dense_walk_fits(const mdnl_geom *g)
 {
-    if (g->natoms >= (1 << 26))
+    if (g->natoms >= (1 << 27))
         return false;
     for (int k = 0; k < 3; ++k)
         if (g->pbc[k] && g->ncell[k] < 2 * g->stencil[k] + 1)
@@ -524,8 +522,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    const size_t dstride = (size_t)n * WALK_CAP; /* the d2 half of the slab, after the keys */
-    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, 2 * dstride * sizeof(unsigned), "neighbor slab",
+    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * sizeof(unsigned), "neighbor slab",
                                        ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
@@ -536,7 +533,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
-    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->slab.ptr, dstride,
+    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->slab.ptr,
                                                            (unsigned long long *)ctx->counts.ptr,
                                                            (int *)ctx->flags.ptr + 1, longlist, nlong);
     MDNL_CUDA_LAUNCHED(ctx->stream);
@@ -549,7 +546,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
     walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        (const unsigned *)ctx->slab.ptr, dstride, n, offsets, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        *g, (const unsigned *)ctx->slab.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

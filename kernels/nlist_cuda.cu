@@ -19,6 +19,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     c->stage_cap = 32;
     c->smem_budget = -1;
     c->cell_path = MDNL_CELL_PATH_AUTO;
+    c->walk_rows = -1;
     mdnl_status st = MDNL_OK;
     cudaError_t e;
 #define CTX_TRY(call)                                                                                                  \
@@ -29,7 +30,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     CTX_TRY(cudaSetDevice(mdnl_cuda_device_index()));
     CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, mdnl_cuda_device_index()));
     CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    CTX_TRY(cudaMallocHost((void **)&c->h_small, 8 * sizeof(int64_t)));
+    CTX_TRY(cudaMallocHost((void **)&c->h_small, 12 * sizeof(int64_t))); /* [4..]: the FLAG_INTS flags */
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         for (int b = 0; b < 2; ++b)
             CTX_TRY(cudaEventCreate(&c->ev[s][b]));
@@ -89,6 +90,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
+extern "C" int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *c) { return c->walk_rows; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
 extern "C" void mdnl_cuda_ctx_set_cell_path(mdnl_cuda_ctx *c, int path)
 {
@@ -187,20 +189,42 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
 }
 
 /* Thread per original atom i: its cell's population (atomic slot); the
- * fullest cell's population into *maxcell (one atomic per warp at most). */
+ * fullest cell's population into *maxcell (one atomic per warp at most).
+ * How far the input order follows space, sampled in every 8th block: the
+ * atoms in the same cell as the atom before them (within a warp) added to
+ * inorder[0], the atoms compared to inorder[1] (one atomic each a block). */
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
-                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell)
+                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
+                                int *__restrict__ inorder)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    int k = 0;
+    int k = 0, cell = -1;
     if (i < n) {
         const float4 p = pos[i];
-        k = atomicAdd(&count[mdnl_cell_linear(g, p.x, p.y, p.z)], 1);
+        cell = (int)mdnl_cell_linear(g, p.x, p.y, p.z);
+        k = atomicAdd(&count[cell], 1);
         slot[i] = k;
     }
+    const int lane = threadIdx.x & 31;
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
-    if ((threadIdx.x & 31) == 0 && m > *(volatile int *)maxcell)
+    if (lane == 0 && m > *(volatile int *)maxcell)
         atomicMax(maxcell, m);
+    if ((blockIdx.x & 7) == 0) { /* block-uniform */
+        __shared__ int tally[2];
+        if (threadIdx.x < 2)
+            tally[threadIdx.x] = 0;
+        __syncthreads();
+        const int prev = __shfl_up_sync(FULLMASK, cell, 1);
+        const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell >= 0 && cell == prev);
+        const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell >= 0);
+        if (lane == 0) {
+            atomicAdd(&tally[0], __popc(same));
+            atomicAdd(&tally[1], __popc(cmp));
+        }
+        __syncthreads();
+        if (threadIdx.x < 2)
+            atomicAdd(&inorder[threadIdx.x], tally[threadIdx.x]);
+    }
 }
 
 /* Thread per original atom i: its index into its slot of the cell order
@@ -260,7 +284,8 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
         return st;
     int *count = (int *)ctx->tcount.ptr, *start = (int *)ctx->tstart.ptr, *slot = (int *)ctx->tslot.ptr;
     MDNL_CUDA_CHECK(cudaMemsetAsync(count, 0, (size_t)(ncells + 1) * sizeof(int), ctx->stream));
-    fast_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot, (int *)ctx->flags.ptr + 2);
+    fast_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot, (int *)ctx->flags.ptr + 2,
+                                                              (int *)ctx->flags.ptr + FLAG_INORDER);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     size_t tb = ctx->ttemp.cap;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
@@ -353,6 +378,7 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
         return st;
 again:
     ctx->deferred = 0;
+    ctx->walk_rows = -1;
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
         ctx->used[s] = 0;
         ctx->stage_ms[s] = 0;
@@ -395,6 +421,7 @@ again:
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     if (ctx->deferred == 2) { /* dense-walk */
         memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
+        ctx->walk_rows = nl_walk_packed(n, h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
         if (h_flags[FLAG_OUTGROWN]) {
             /* nothing was written: grow the output to the exact size and build again */
             const size_t np = (size_t)(npairs > 0 ? npairs : 1);

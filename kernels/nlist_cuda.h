@@ -27,9 +27,10 @@
  *     dense-walk    (> 100, where it fits and rows average at most 90% of
  *                   its 64-key slab rows; nlist_cell_dense_walk.cu) a warp
  *                   per home cell walks the stencil once, candidates beyond
- *                   the home atoms' bounding box dropped, hits into a slab;
- *                   rows sorted in registers, written coalesced; rows over 64
- *                   walked again by one thread.
+ *                   the home atoms' bounding box dropped, hits into a slab
+ *                   (with their d2 when the input order is unrelated to
+ *                   space); rows sorted in registers, written coalesced;
+ *                   rows over 64 walked again by a warp.
  *     dense-tiles   (> 100 otherwise; nlist_cell_dense_tiles.cu) a block per
  *                   tile of cells stages its stencil region in shared memory,
  *                   sorts it once by original index, and its atoms write hits
@@ -124,6 +125,12 @@ double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
  * and how many retries the context has done so far. */
 void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
+
+/* How the last build's dense-walk rows went (nlist_cell_dense_walk.cu): 1
+ * packed (the walk stored d2 beside each key: input order unrelated to
+ * space), 0 gathered (the rows kernel read positions by original index), -1
+ * when the last build did not take dense-walk. */
+int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *ctx);
 
 /* The cell method's paths (see the top of this file). */
 typedef enum mdnl_cell_path {

@@ -439,6 +439,44 @@ Test(nlist_gpu, cell_sparse_stage_overflow_builds_again)
 #endif
 }
 
+#ifdef MDNL_HAVE_CUDA
+/* A copy of f with its atoms in the order of cells of edge h (x fastest),
+ * the order a spatially sorted trajectory has. */
+static const int64_t *sort_keys;
+static int by_key(const void *a, const void *b)
+{
+    const int64_t ka = sort_keys[*(const int64_t *)a], kb = sort_keys[*(const int64_t *)b];
+    return (ka > kb) - (ka < kb);
+}
+static void cell_sorted_copy(const mdnl_frame *f, double h, mdnl_frame *out)
+{
+    const int64_t n = f->natoms;
+    int64_t *key = malloc((size_t)n * sizeof *key), *idx = malloc((size_t)n * sizeof *idx);
+    cr_assert(key && idx);
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t c[3];
+        for (int d = 0; d < 3; ++d)
+            c[d] = (int64_t)floor(f->pos[i][d] / h) + 1000; /* the box starts at 0; a few atoms may sit just below */
+        key[i] = (c[2] * 4096 + c[1]) * 4096 + c[0];
+        idx[i] = i;
+    }
+    sort_keys = key;
+    qsort(idx, (size_t)n, sizeof *idx, by_key);
+    memset(out, 0, sizeof *out);
+    cr_assert_eq(mdnl_frame_reserve(out, n), MDNL_OK);
+    for (int64_t k = 0; k < n; ++k) {
+        memcpy(out->pos[k], f->pos[idx[k]], sizeof out->pos[k]);
+        out->species[k] = f->species[idx[k]];
+    }
+    out->natoms = n;
+    out->nspecies = f->nspecies;
+    memcpy(out->symbols, f->symbols, sizeof out->symbols);
+    out->box = f->box;
+    free(key);
+    free(idx);
+}
+#endif
+
 /* 200,000 atoms at LJ liquid density 0.8442 in a periodic cube, cutoff 3.0:
  * ~95 neighbours per atom, ~25 atoms per cell; the default path and every
  * forced cell path against the CPU cell twin. One test per list kind, so
@@ -464,8 +502,29 @@ static void dense_200k(mdnl_list_kind kind)
         mdnl_cuda_ctx_set_cell_path(ctx, v);
         cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, kind, &got),
                      MDNL_OK, "%s", mdnl_last_error());
+        if (v == MDNL_CELL_PATH_DENSE_WALK) /* random positions: rows unrelated in space, ~30% over 64 */
+            cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), 1, "random order: dense-walk's rows packed");
         mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
         expect_same_list(&want, &got, what);
+    }
+    /* the same atoms in cell order: dense-walk's other row layout, with the
+     * same long rows */
+    {
+        mdnl_frame c;
+        cell_sorted_copy(&f, 3.0, &c);
+        prepared pc = prepare(&c, 3.0);
+        mdnl_nlist want_c = {0}, got_c = {0};
+        cr_assert_eq(mdnl_nlist_build_cpu(&pc.g, (const float(*)[4])pc.pos4, MDNL_METHOD_CELL, kind, &want_c), MDNL_OK);
+        mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_DENSE_WALK);
+        cr_assert_eq(mdnl_nlist_build_cuda(ctx, &pc.g, (const float(*)[4])pc.pos4, MDNL_METHOD_CELL, kind, &got_c),
+                     MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), 0, "cell order: dense-walk's rows gathered");
+        mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
+        expect_same_list(&want_c, &got_c, "200k dense in cell order, cell path dense-walk");
+        mdnl_nlist_free(&want_c);
+        mdnl_nlist_free(&got_c);
+        free(pc.pos4);
+        mdnl_frame_free(&c);
     }
     /* the device-resident build reports the same size */
     mdnl_nlist_dev dev;
@@ -642,9 +701,11 @@ Test(nlist_gpu, shuffled_frame_equals_cpu_twin_and_permutes_the_sorted_list)
         cr_assert_eq(mdnl_nlist_build_cuda(ctx, &pf.g, (const float(*)[4])pf.pos4, MDNL_METHOD_CELL,
                                            (mdnl_list_kind)kind, &a),
                      MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), 0, "lattice order: dense-walk's rows gathered");
         cr_assert_eq(mdnl_nlist_build_cuda(ctx, &ps.g, (const float(*)[4])ps.pos4, MDNL_METHOD_CELL,
                                            (mdnl_list_kind)kind, &b),
                      MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), 1, "shuffled: dense-walk's rows packed");
         cr_assert_eq(a.npairs, b.npairs);
         if (kind == MDNL_LIST_FULL)
             for (int64_t k = 0; k < n; ++k) {

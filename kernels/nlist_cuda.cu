@@ -190,9 +190,9 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
 
 /* Thread per original atom i: its cell's population (atomic slot); the
  * fullest cell's population into *maxcell (one atomic per warp at most).
- * How far the input order follows space, sampled in every 8th block: the
- * atoms in the same cell as the atom before them (within a warp) added to
- * inorder[0], the atoms compared to inorder[1] (one atomic each a block). */
+ * How far the input order follows space, sampled by the first warp of every
+ * 16th block: the atoms in the same cell as the atom before them added to
+ * inorder[0], the atoms compared to inorder[1]. */
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                 int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
                                 int *__restrict__ inorder)
@@ -209,21 +209,12 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
     if (lane == 0 && m > *(volatile int *)maxcell)
         atomicMax(maxcell, m);
-    if ((blockIdx.x & 7) == 0) { /* block-uniform */
-        __shared__ int tally[2];
-        if (threadIdx.x < 2)
-            tally[threadIdx.x] = 0;
-        __syncthreads();
+    if ((blockIdx.x & 15) == 0 && threadIdx.x < 32) { /* warp-uniform */
         const int prev = __shfl_up_sync(FULLMASK, cell, 1);
         const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell >= 0 && cell == prev);
         const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell >= 0);
-        if (lane == 0) {
-            atomicAdd(&tally[0], __popc(same));
-            atomicAdd(&tally[1], __popc(cmp));
-        }
-        __syncthreads();
-        if (threadIdx.x < 2)
-            atomicAdd(&inorder[threadIdx.x], tally[threadIdx.x]);
+        if (lane < 2 && cmp)
+            atomicAdd(&inorder[lane], __popc(lane == 0 ? same : cmp));
     }
 }
 

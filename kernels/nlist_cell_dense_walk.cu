@@ -45,21 +45,30 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * load, mdnl_pair_d2, a ballot; the hits of that ballot are appended to a's
  * slab row together (its running count, held by lane a, plus the hit's rank
  * in the ballot). A candidate is loaded once per cell instead of once per
- * atom and every lane works in every step. The slab holds WALK_CAP keys a row,
- * rows in original index order, the key j << 5 | shift code (the slab is
- * zeroed when allocated: the rows kernel loads whole words up to a warp's
- * longest row, never uninitialised memory); the walk counts every row
- * exactly (counts[i]) and records the longest (flags[1]); keys past
- * WALK_CAP are dropped. There is no count pass: the candidates are walked once.
+ * atom and every lane works in every step. The slab holds WALK_CAP entries a
+ * row, rows in original index order, in one of two layouts chosen on the
+ * device from the binning's sample of the input order (nl_walk_packed):
+ * gathered, 4-byte keys j << 5 | shift code; packed (input order unrelated
+ * to space), 8-byte entries (j << 6 | the entry's slot, d2), one store a
+ * hit as before. The slab is zeroed when allocated: the rows kernel loads
+ * whole words up to a warp's longest row, never uninitialised memory. The
+ * walk counts every row exactly (counts[i]) and records the longest
+ * (flags[1]); entries past WALK_CAP are dropped. There is no count pass: the
+ * candidates are walked once.
  *
  * Rows (walk_rows_kernel). Mapping: thread per original row i, so a warp's 32
  * rows are contiguous in the slab and in the CSR. The warp loads its rows
  * into shared memory with coalesced 16-byte loads; each thread takes its
  * row into registers and sorts it with a bitonic network (32 or 64 keys,
  * compile-time indices; the warp's longest row decides); the warp then
- * writes j and computes and writes d entry by entry in output order, from
- * the positions in original order (the floats the walk used, mdnl_pair_d2:
- * the same bits), with coalesced stores. A row longer than WALK_CAP is walked
+ * writes j, and d entry by entry in output order, with coalesced stores.
+ * Gathered, d is computed from the positions in original order (the floats
+ * the walk used, mdnl_pair_d2: the same bits), a gather an entry that hits
+ * L1 when the warp's 32 atoms are neighbours in space and misses it when
+ * the input order is random (H200, lj-1m-liquid shuffled: rows 0.65 ms of
+ * 1.27). Packed, d = sqrt of the slot's d2, from the warp's d2 rows staged
+ * in shared memory after its keys (rows 0.39 ms; twice the slab bytes, which
+ * costs the ordered inputs more than their gathers). A row longer than WALK_CAP is walked
  * again by a warp (walk_long_kernel, a no-op when the walk saw no such
  * row; the walk lists the long rows), a warp per row, ranked in shared
  * memory and written into its CSR slots. No host
@@ -75,6 +84,12 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
 #define WALK_RT 64 /* rows: 2 warps */
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
+/* nl_walk_packed on the binning's sample (flags + FLAG_INORDER). */
+__device__ __forceinline__ bool walk_packed(int n, const int *__restrict__ inorder)
+{
+    return nl_walk_packed(n, inorder[0], inorder[1]);
+}
+
 /* The smallest |dx| on one axis between a candidate image (xj, shift v) and
  * any home atom xi in [lo, hi], computed as mdnl_pair_d2 computes dx:
  * rounding is monotone, so fl(fl(xj - hi) + v) <= fl(fl(xj - xi) + v) <=
@@ -86,29 +101,29 @@ __device__ __forceinline__ float walk_axis_gap(float xj, float lo, float hi, flo
     return a > 0.f ? a : (b < 0.f ? -b : 0.f);
 }
 
-template <bool FULL>
-__global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                       uint2 *__restrict__ slab,
-                                                       unsigned long long *__restrict__ counts,
-                                                       int *__restrict__ maxlen, int *__restrict__ longlist,
-                                                       int *__restrict__ nlong)
+/* The walk's shared memory (a warp's share of each array). */
+struct walk_shared {
+    float4 home[WALK_T];
+    unsigned *rowp[WALK_T];
+    int fe[WALK_T], kb[WALK_T], code[WALK_T];
+    float4 cp[2 * WALK_T]; /* kept candidates, a ring of 64 a warp: x, y, z, key */
+    float4 cv[2 * WALK_T]; /* and their shift vector and self */
+    float sh[27][3];
+};
+
+/* One warp's home cell (see walk_walk_kernel); PACK: the slab rows carry d2
+ * (walk_packed). */
+template <bool FULL, bool PACK>
+__device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_view &c, int cell, walk_shared &S,
+                                          unsigned *__restrict__ slab, unsigned long long *__restrict__ counts,
+                                          int *__restrict__ maxlen, int *__restrict__ longlist, int *__restrict__ nlong)
 {
-    constexpr int W = WALK_T / 32;
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
-    __shared__ float4 home_s[W * 32];
-    __shared__ uint2 *rowp_s[W * 32];
-    __shared__ int fe_s[W * 32], kb_s[W * 32], code_s[W * 32];
-    __shared__ float4 cp_s[W * 64]; /* kept candidates, a ring of 64 a warp: x, y, z, key */
-    __shared__ float4 cv_s[W * 64]; /* and their shift vector and self */
-    __shared__ float sh[27][3];
-    if (threadIdx.x < 27)
-        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
-    __syncthreads();
+    float4 *const home_s = S.home, *const cp_s = S.cp, *const cv_s = S.cv;
+    unsigned **const rowp_s = S.rowp;
+    int *const fe_s = S.fe, *const kb_s = S.kb, *const code_s = S.code;
+    const float(*const sh)[3] = S.sh;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int cell = blockIdx.x * W + w;
-    if (cell >= c.ncells)
-        return; /* the whole warp */
+    constexpr size_t pitch = PACK ? 2 * WALK_CAP : WALK_CAP; /* words a slab row */
     const int hb = c.start[cell], he = c.start[cell + 1];
     if (hb == he)
         return;
@@ -131,7 +146,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         if (lane < nh) {
             const float4 p = c.pos[h0 + lane];
             home_s[hbase + lane] = p;
-            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * WALK_CAP;
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -176,8 +191,13 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
                 const unsigned m = __ballot_sync(FULLMASK, hit);
                 const int ca = __shfl_sync(FULLMASK, cnt, a);
                 const int p = ca + __popc(m & lt);
-                if (hit && p < WALK_CAP)
-                    __stcg(rowp_s[hbase + a] + p, make_uint2(((unsigned)j << 6) | (unsigned)p, __float_as_uint(d2)));
+                if (hit && p < WALK_CAP) {
+                    if (PACK)
+                        __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + p,
+                               make_uint2(((unsigned)j << 6) | (unsigned)p, __float_as_uint(d2)));
+                    else
+                        __stcg(rowp_s[hbase + a] + p, key);
+                }
                 if (lane == a)
                     cnt = ca + __popc(m);
             }
@@ -231,38 +251,110 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         atomicMax(maxlen, m);
 }
 
-/* The warp's 32 slab rows into shared memory, 16 bytes (two entries) a
- * lane: the keys to st, the d2 to d2s, the entries up to the longest row,
- * qmax pairs of them (a shorter row's tail holds an earlier frame's entries,
- * or the zeros the slab was allocated with, and is never used). */
+template <bool FULL>
+__global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                       unsigned *__restrict__ slab, const int *__restrict__ inorder,
+                                                       unsigned long long *__restrict__ counts,
+                                                       int *__restrict__ maxlen, int *__restrict__ longlist,
+                                                       int *__restrict__ nlong)
+{
+    constexpr int W = WALK_T / 32;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
+    __shared__ walk_shared S;
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
+    __syncthreads();
+    const int cell = blockIdx.x * W + (threadIdx.x >> 5);
+    if (cell >= c.ncells)
+        return; /* the whole warp */
+    if (walk_packed(c.natoms, inorder))
+        walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
+    else
+        walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
+}
+
+/* One gathered row's keys out, sorted (NET >= the warp's longest row of at
+ * most WALK_CAP, the network the kernel sorted them with). Staged (every row of the warp is the
+ * thread's own and they fit the stage): the sorted keys and their row's lane
+ * go to shared memory in output order, and the warp writes j, then computes
+ * and writes d, entry by entry in output order (coalesced stores, and the
+ * gathers of many entries in flight). Otherwise each thread writes its own
+ * row. */
+template <int NET>
+__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
+                                            long long wbase, int span, bool staged, float4 pi,
+                                            const float4 *__restrict__ opos, const float (*sh)[3],
+                                            unsigned *__restrict__ st, unsigned char *__restrict__ rid,
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
+                                            float *__restrict__ d_out)
+{
+    if (staged) {
+        const int rel = (int)(off - wbase);
+#pragma unroll
+        for (int e = 0; e < NET; ++e)
+            if (e < len) {
+                st[rel + e] = x[e];
+                rid[rel + e] = (unsigned char)lane;
+            }
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
+#pragma unroll 4
+        for (int e = lane; e < span; e += 32) {
+            const unsigned key = st[e];
+            const float4 p = pis[rid[e]];
+            const float4 pj = __ldg(opos + (key >> 5));
+            __stcs(d_out + wbase + e, __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u])));
+        }
+        return;
+    }
+    if (!mine)
+        return;
+#pragma unroll
+    for (int e = 0; e < NET; ++e)
+        if (e < len) {
+            const unsigned key = x[e];
+            const float4 pj = __ldg(opos + (key >> 5));
+            __stcs(j_out + off + e, (int32_t)(key >> 5));
+            __stcs(d_out + off + e, __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u])));
+        }
+}
+
+/* Packed slab rows (walk_packed): one word of each 8-byte entry (WORD 0:
+ * the keys, 1: the d2) of the warp's 32 rows into shared memory, 16 bytes
+ * (two entries) a lane, the entries up to the longest row (qmax pairs; a
+ * shorter row's tail holds an earlier frame's entries, or the zeros the slab
+ * was allocated with, and is never used). The keys are read through L2, the
+ * d2 (their last use) streamed. */
+template <int WORD>
 __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
-                                              unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
+                                              unsigned *__restrict__ st, int lane)
 {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
     for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
         const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
         if (q < qmax) {
-            const uint4 u = __ldcs(s4 + e);
-            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
-            *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
+            const uint4 u = WORD == 0 ? __ldcg(s4 + e) : __ldcs(s4 + e);
+            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) =
+                WORD == 0 ? make_uint2(u.x, u.z) : make_uint2(u.y, u.w);
         }
     }
 }
 
-/* One row's keys out (NET keys in the network, NET >= the warp's longest row
- * of at most WALK_CAP): sorted, then j written; each thread takes the d2 of
- * its sorted keys from its staged row (a key is j << 6 | the hit's slot in
- * its row) and d = sqrt(d2) is written (the walk's d2: d has the bits of
- * mdnl_pair_d2). Staged (every row of the warp is the thread's own and they
- * fit the stage): j, then d, go through shared memory in output order and
- * the warp writes them coalesced. Otherwise each thread writes its own row. */
+/* One packed row's keys out, sorted (NET as in walk_rows_out; a key is j <<
+ * 6 | the hit's slot in its row): j written; then the warp's d2 rows are staged where the
+ * keys were, each thread takes the d2 of its sorted keys and d = sqrt(d2) is
+ * written (the walk's d2: d has the bits of mdnl_pair_d2, as the gathering
+ * path's). Staged (as in walk_rows_out): j, then d, through shared memory in
+ * output order, written coalesced; otherwise each thread writes its own row. */
 template <int NET>
-__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
-                                            long long wbase, int span, bool staged, const unsigned *__restrict__ d2s,
-                                            unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
-                                            float *__restrict__ d_out)
+__device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
+                                                   long long wbase, int span, bool staged,
+                                                   const uint2 *__restrict__ rows, int nrows, int qmax,
+                                                   unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
+                                                   float *__restrict__ d_out)
 {
-    thread_bitonic<NET>(x);
     const int rel = (int)(off - wbase);
     if (staged) {
 #pragma unroll
@@ -279,10 +371,13 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
             if (e < len)
                 __stcs(j_out + off + e, (int32_t)(x[e] >> 6));
     }
+    walk_rows_stage<1>(rows, nrows, qmax, st, lane);
+    __syncwarp();
 #pragma unroll
     for (int e = 0; e < NET; ++e) /* the key dies as its d2 is read */
-        x[e] = e < len ? d2s[lane * WALK_LPITCH + (x[e] & 63u)] : 0u;
+        x[e] = e < len ? st[lane * WALK_LPITCH + (x[e] & 63u)] : 0u;
     if (staged) {
+        __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
         for (int e = 0; e < NET; ++e)
             if (e < len)
@@ -301,13 +396,18 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
 /* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
-__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const uint2 *__restrict__ slab, int n,
-                                                        const int64_t *__restrict__ offsets, long long cap,
+__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
+                                                        const unsigned *__restrict__ slab,
+                                                        const int *__restrict__ inorder, int n,
+                                                        const int64_t *__restrict__ offsets,
+                                                        const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
-    __shared__ __align__(16) unsigned d2_s[WALK_RT / 32][32 * WALK_LPITCH];
+    __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
+    __shared__ float4 pi_s[WALK_RT / 32][32];
+    __shared__ float sh[27][3];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *npairs_out = total;
@@ -316,6 +416,9 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const uint2 *__restr
     }
     if (total > cap)
         return; /* the whole grid */
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+    __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int i0 = blockIdx.x * WALK_RT + (threadIdx.x & ~31);
     const int i = i0 + lane;
@@ -335,9 +438,25 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const uint2 *__restr
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
-    const int nrows = min(32, n - i0), qmax = (min(wmax, WALK_CAP) + 1) / 2;
-    const uint2 *const rows = slab + (size_t)i0 * WALK_CAP;
-    walk_rows_stage(rows, nrows, qmax, st, d2_s[w], lane);
+    const bool pack = walk_packed(n, inorder);
+    const int nrows = min(32, n - i0);
+    const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
+    const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
+    if (pack) {
+        walk_rows_stage<0>(prows, nrows, pqmax, st, lane);
+    } else {
+        /* the warp's rows, 16 bytes a lane, into shared memory (the words up
+         * to the longest row: a shorter row's tail holds an earlier frame's
+         * keys, or the zeros the slab was allocated with, and is masked
+         * below) */
+        const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
+        for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
+            const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
+            if (q < qmax)
+                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
+        }
+    }
     __syncwarp();
     unsigned x[WALK_CAP];
 #pragma unroll
@@ -350,13 +469,31 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const uint2 *__restr
         x[4 * q + 2] = 4 * q + 2 < len ? u.z : ~0u;
         x[4 * q + 3] = 4 * q + 3 < len ? u.w : ~0u;
     }
-    __syncwarp(); /* st is reused for the output */
     const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
     const int span = staged ? (int)(wend - wbase) : 0;
-    if (wmax <= 32)
-        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, d2_s[w], st, lane, j_out, d_out);
+    if (wmax <= 32) /* one network for both layouts (the kernel's code stays in the instruction cache) */
+        thread_bitonic<32>(x);
     else
-        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, d2_s[w], st, lane, j_out, d_out);
+        thread_bitonic<64>(x);
+    if (pack) {
+        __syncwarp(); /* st is reused for the output */
+        if (wmax <= 32)
+            walk_rows_out_packed<32>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
+                                     d_out);
+        else
+            walk_rows_out_packed<64>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
+                                     d_out);
+        return;
+    }
+    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    pi_s[w][lane] = pi;
+    __syncwarp(); /* st is reused for the output */
+    if (wmax <= 32)
+        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
+    else
+        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
+                        d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -485,7 +622,7 @@ __global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_con
  * (a periodic z window splits once at most), j < 2^27. */
 bool nl_dense_walk_fits(const mdnl_geom *g)
 {
-    if (g->natoms >= (1 << 26))
+    if (g->natoms >= (1 << 27))
         return false;
     for (int k = 0; k < 3; ++k)
         if (g->pbc[k] && g->ncell[k] < 2 * g->stencil[k] + 1)
@@ -532,7 +669,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
-    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (uint2 *)ctx->slab.ptr,
+    const int *inorder = (const int *)ctx->flags.ptr + FLAG_INORDER; /* the binning's count */
+    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->slab.ptr, inorder,
                                                            (unsigned long long *)ctx->counts.ptr,
                                                            (int *)ctx->flags.ptr + 1, longlist, nlong);
     MDNL_CUDA_LAUNCHED(ctx->stream);
@@ -545,7 +683,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
     walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        (const uint2 *)ctx->slab.ptr, n, offsets, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        *g, (const unsigned *)ctx->slab.ptr, inorder, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

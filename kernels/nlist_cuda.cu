@@ -52,8 +52,7 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp, &c->slab,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover,
-                         &c->trank};
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -224,15 +223,13 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
  * random). */
 static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                            const int *__restrict__ start, const int *__restrict__ slot,
-                                           int *__restrict__ order, int *__restrict__ rank)
+                                           int *__restrict__ order)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
     const float4 p = pos[i];
-    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
-    order[k] = i;
-    rank[i] = k;
+    order[start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i]] = i;
 }
 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
@@ -273,7 +270,6 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
         (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell slots")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tpos, (size_t)n * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->torder, (size_t)n * sizeof(int), "cell order")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->trank, (size_t)n * sizeof(int), "slot of atom")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tcell, (size_t)n * sizeof(int), "cell of slot")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->ttemp, scan_bytes, "cell scan scratch")) != MDNL_OK)
         return st;
@@ -284,8 +280,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_LAUNCHED(ctx->stream);
     size_t tb = ctx->ttemp.cap;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
-    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (int *)ctx->torder.ptr,
-                                                                  (int *)ctx->trank.ptr);
+    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (int *)ctx->torder.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     fast_gather_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, (const int *)ctx->torder.ptr,
                                                                  (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr);
@@ -296,7 +291,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     ctx->view.pos = (const float4 *)ctx->tpos.ptr;
     ctx->view.order = (const int *)ctx->torder.ptr;
     ctx->view.cell = (const int *)ctx->tcell.ptr;
-    ctx->view.rank = (const int *)ctx->trank.ptr;
+    ctx->view.rank = nullptr;
     return MDNL_OK;
 }
 

@@ -323,19 +323,18 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
 
 /* Packed slab rows (walk_packed): one word of each 8-byte entry (WORD 0:
  * the keys, 1: the d2) of the warp's 32 rows into shared memory, 16 bytes
- * (two entries) a lane, a row a step, each row's entries up to its own
- * length (len, lane r's for row r; a row over WALK_CAP is walk_long_kernel's
- * and not read). The keys are read through L2, the d2 (their last use)
- * streamed. */
+ * (two entries) a lane, the entries up to the longest row (qmax pairs; a
+ * shorter row's tail holds an earlier frame's entries, or the zeros the slab
+ * was allocated with, and is never used). The keys are read through L2, the
+ * d2 (their last use) streamed. */
 template <int WORD>
-__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int len,
+__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
                                               unsigned *__restrict__ st, int lane)
 {
-    static_assert(WALK_CAP / 2 == 32, "a row a step");
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
-    for (int row = 0; row < nrows; ++row) { /* warp-uniform */
-        const int rl = __shfl_sync(FULLMASK, len, row), q = lane, e = row * (WALK_CAP / 2) + lane;
-        if (rl <= WALK_CAP && 2 * q < rl) {
+    for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
+        const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
+        if (q < qmax) {
             const uint4 u = WORD == 0 ? __ldcg(s4 + e) : __ldcs(s4 + e);
             *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) =
                 WORD == 0 ? make_uint2(u.x, u.z) : make_uint2(u.y, u.w);
@@ -352,7 +351,7 @@ __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, i
 template <int NET>
 __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
                                                    long long wbase, int span, bool staged,
-                                                   const uint2 *__restrict__ rows, int nrows,
+                                                   const uint2 *__restrict__ rows, int nrows, int qmax,
                                                    unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
                                                    float *__restrict__ d_out)
 {
@@ -372,7 +371,7 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], in
             if (e < len)
                 __stcs(j_out + off + e, (int32_t)(x[e] >> 6));
     }
-    walk_rows_stage<1>(rows, nrows, len, st, lane);
+    walk_rows_stage<1>(rows, nrows, qmax, st, lane);
     __syncwarp();
 #pragma unroll
     for (int e = 0; e < NET; ++e) /* the key dies as its d2 is read */
@@ -442,18 +441,19 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const bool pack = walk_packed(n, inorder);
     const int nrows = min(32, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
+    const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if (pack) {
-        walk_rows_stage<0>(prows, nrows, len, st, lane);
+        walk_rows_stage<0>(prows, nrows, pqmax, st, lane);
     } else {
-        /* the warp's rows, 16 bytes a lane, two rows a step, into shared
-         * memory: each row's words up to its own length (the rest of a
-         * 16-byte word holds an earlier frame's keys, or the zeros the slab
-         * was allocated with, and is masked below) */
+        /* the warp's rows, 16 bytes a lane, into shared memory (the words up
+         * to the longest row: a shorter row's tail holds an earlier frame's
+         * keys, or the zeros the slab was allocated with, and is masked
+         * below) */
+        const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
         const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
-        for (int base = 0; base < nrows * (WALK_CAP / 4); base += 32) { /* warp-uniform */
-            const int e = base + lane, row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-            const int rl = __shfl_sync(FULLMASK, len, row & 31);
-            if (row < nrows && rl <= WALK_CAP && 4 * q < rl)
+        for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
+            const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
+            if (q < qmax)
                 *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
         }
     }
@@ -478,10 +478,10 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     if (pack) {
         __syncwarp(); /* st is reused for the output */
         if (wmax <= 32)
-            walk_rows_out_packed<32>(x, len, mine, off, wbase, span, staged, prows, nrows, st, lane, j_out,
+            walk_rows_out_packed<32>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
                                      d_out);
         else
-            walk_rows_out_packed<64>(x, len, mine, off, wbase, span, staged, prows, nrows, st, lane, j_out,
+            walk_rows_out_packed<64>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
                                      d_out);
         return;
     }

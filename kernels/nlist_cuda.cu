@@ -198,14 +198,24 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
                                 int *__restrict__ inorder)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x & 31;
     int k = 0, cell = -1;
     if (i < n) {
         const float4 p = pos[i];
         cell = (int)mdnl_cell_linear(g, p.x, p.y, p.z);
-        k = atomicAdd(&count[cell], 1);
+    }
+    /* one atomic per cell a warp: in an input ordered in space many lanes
+     * share a cell, and same-address atomics serialise */
+    const unsigned peers = __match_any_sync(FULLMASK, cell);
+    const int leader = __ffs(peers) - 1;
+    int base = 0;
+    if (lane == leader && cell >= 0)
+        base = atomicAdd(&count[cell], __popc(peers));
+    base = __shfl_sync(FULLMASK, base, leader);
+    if (i < n) {
+        k = base + __popc(peers & ((1u << lane) - 1u));
         slot[i] = k;
     }
-    const int lane = threadIdx.x & 31;
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
     if (lane == 0 && m > *(volatile int *)maxcell)
         atomicMax(maxcell, m);

@@ -52,8 +52,7 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp, &c->slab,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover,
-                         &c->tacell};
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -195,8 +194,8 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
  * 16th block: the atoms in the same cell as the atom before them added to
  * inorder[0], the atoms compared to inorder[1]. */
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
-                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ acell,
-                                int *__restrict__ maxcell, int *__restrict__ inorder)
+                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
+                                int *__restrict__ inorder)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
@@ -216,7 +215,6 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
     if (i < n) {
         k = base + __popc(peers & ((1u << lane) - 1u));
         slot[i] = k;
-        acell[i] = cell;
     }
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
     if (lane == 0 && m > *(volatile int *)maxcell)
@@ -233,13 +231,15 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
 /* Thread per original atom i: its index into its slot of the cell order
  * (one 4-byte scatter an atom: in random input order these writes are
  * random). */
-static __global__ void fast_scatter_kernel(int n, const int *__restrict__ acell, const int *__restrict__ start,
-                                           const int *__restrict__ slot, int *__restrict__ order)
+static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                           const int *__restrict__ start, const int *__restrict__ slot,
+                                           int *__restrict__ order)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
-    order[start[acell[i]] + slot[i]] = i;
+    const float4 p = pos[i];
+    order[start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i]] = i;
 }
 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
@@ -280,20 +280,17 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
         (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell slots")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tpos, (size_t)n * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->torder, (size_t)n * sizeof(int), "cell order")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->tacell, (size_t)n * sizeof(int), "cell of atom")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tcell, (size_t)n * sizeof(int), "cell of slot")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->ttemp, scan_bytes, "cell scan scratch")) != MDNL_OK)
         return st;
     int *count = (int *)ctx->tcount.ptr, *start = (int *)ctx->tstart.ptr, *slot = (int *)ctx->tslot.ptr;
     MDNL_CUDA_CHECK(cudaMemsetAsync(count, 0, (size_t)(ncells + 1) * sizeof(int), ctx->stream));
-    fast_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot, (int *)ctx->tacell.ptr,
-                                                              (int *)ctx->flags.ptr + 2,
+    fast_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot, (int *)ctx->flags.ptr + 2,
                                                               (int *)ctx->flags.ptr + FLAG_INORDER);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     size_t tb = ctx->ttemp.cap;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
-    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(n, (const int *)ctx->tacell.ptr, start, slot,
-                                                                  (int *)ctx->torder.ptr);
+    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (int *)ctx->torder.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     fast_gather_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, (const int *)ctx->torder.ptr,
                                                                  (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr);

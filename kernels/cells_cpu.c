@@ -566,19 +566,19 @@ __attribute__((target("avx2,bmi"))) static int64_t runs_keys_avx2(const mdnl_geo
 #endif
 
 #ifdef MDNL_HITS_X86
-/* Two home atoms (k, k2) against each candidate chunk: the chunk's loads,
+/* Two home atoms (k, k + 1) against each candidate chunk: the chunk's loads,
  * the loop and its branches are shared; each atom's keys as in
  * runs_keys_avx512. */
 __attribute__((target("avx512f"))) static int64_t runs_keys2_avx512(const mdnl_geom *g, const mdnl_cells_cpu *c,
-                                                                    const mdnl_cells_runs *r, int64_t k,
-                                                                    int64_t k2, int half, uint64_t *ka, uint64_t *kb,
-                                                                    int64_t *mb_out)
+                                                                    const mdnl_cells_runs *r, int64_t k, int half,
+                                                                    uint64_t *ka, uint64_t *kb, int64_t *mb_out)
 {
     const __m512 axi = _mm512_set1_ps(c->x[k]), ayi = _mm512_set1_ps(c->y[k]), azi = _mm512_set1_ps(c->z[k]);
-    const __m512 bxi = _mm512_set1_ps(c->x[k2]), byi = _mm512_set1_ps(c->y[k2]), bzi = _mm512_set1_ps(c->z[k2]);
+    const __m512 bxi = _mm512_set1_ps(c->x[k + 1]), byi = _mm512_set1_ps(c->y[k + 1]),
+                 bzi = _mm512_set1_ps(c->z[k + 1]);
     const __m512 cut2 = _mm512_set1_ps(g->cutoff2);
-    const __m512i vka = _mm512_set1_epi32((int32_t)k), vkb = _mm512_set1_epi32((int32_t)k2);
-    const __m512i via = _mm512_set1_epi32(c->atoms[k]), vib = _mm512_set1_epi32(c->atoms[k2]);
+    const __m512i vka = _mm512_set1_epi32((int32_t)k), vkb = _mm512_set1_epi32((int32_t)(k + 1));
+    const __m512i via = _mm512_set1_epi32(c->atoms[k]), vib = _mm512_set1_epi32(c->atoms[k + 1]);
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     int64_t ma = 0, mb = 0;
     for (int64_t t = 0; t < r->n; ++t) {
@@ -647,13 +647,13 @@ bool mdnl_cells_runs_simd(void)
 }
 
 int64_t mdnl_cells_runs_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
-                              int64_t k2, int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb)
+                              int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb)
 {
 #ifdef MDNL_HITS_X86
     if (__builtin_cpu_supports("avx512f"))
-        return runs_keys2_avx512(g, c, r, k, k2, half, keys_a, keys_b, mb);
+        return runs_keys2_avx512(g, c, r, k, half, keys_a, keys_b, mb);
 #endif
-    *mb = mdnl_cells_runs_keys(g, c, r, k2, half, keys_b);
+    *mb = mdnl_cells_runs_keys(g, c, r, k + 1, half, keys_b);
     return mdnl_cells_runs_keys(g, c, r, k, half, keys_a);
 }
 

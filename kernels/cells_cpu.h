@@ -114,12 +114,12 @@ void mdnl_cells_runs_free(mdnl_cells_runs *r); /* NULL is a no-op */
 int64_t mdnl_cells_runs_keys(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
                              int half, uint64_t *keys);
 
-/* The rows of two atoms of the runs' home cell, at k and k2, at once (they
- * share the candidate loads and the loop): k's keys into keys_a (returned:
- * their number), k2's into keys_b (*mb: their number); each needs r->ncand +
- * 16 entries. The same -1 where mdnl_cells_runs_simd() is false. */
+/* The rows of the atoms at k and k + 1 at once (they share the candidate
+ * loads and the loop): k's keys into keys_a (returned: their number), k + 1's
+ * into keys_b (*mb: their number); each needs r->ncand + 16 entries. The
+ * same -1 where mdnl_cells_runs_simd() is false. */
 int64_t mdnl_cells_runs_keys2(const mdnl_geom *g, const mdnl_cells_cpu *c, const mdnl_cells_runs *r, int64_t k,
-                              int64_t k2, int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb);
+                              int half, uint64_t *keys_a, uint64_t *keys_b, int64_t *mb);
 
 /* The same for a half traversal: only the candidates of cell-order index k'
  * with (k' > k) or (k' == k and S positive) when they share a cell, and all

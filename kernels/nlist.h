@@ -71,7 +71,6 @@ typedef struct mdnl_nlist_cpu_kept {
     int64_t *src; /* [cap_atoms] where atom i's row starts in its buffer */
     int32_t *thr; /* [cap_atoms] whose buffer */
     int64_t cap_atoms;
-    int64_t batch_bytes_test; /* > 0: the row buffers' bytes a batch instead of the default (tests) */
 } mdnl_nlist_cpu_kept;
 mdnl_status mdnl_nlist_build_cpu_kept(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, const float (*pos4)[4],
                                       mdnl_method method, mdnl_list_kind kind, mdnl_nlist *out);

@@ -347,12 +347,7 @@ static mdnl_status kept_reserve(mdnl_nlist_cpu_kept *kept, int64_t n, int nthrea
     return MDNL_OK;
 }
 
-/* The cell method (see the top of the file), with the row buffers of `kept`.
- * The rows are built and copied in batches of atom indices (each batch walks
- * the cells for its own home atoms), so that the row buffers hold one batch
- * and are refilled: a frame faults in the CSR and about BATCH_BYTES of row
- * buffers, not the CSR twice. */
-#define BATCH_BYTES ((int64_t)48 << 20)
+/* The cell method (see the top of the file), with the row buffers of `kept`. */
 static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, const float (*pos4)[4],
                                mdnl_list_kind kind, mdnl_nlist *out)
 {
@@ -370,32 +365,22 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
     off[0] = 0;
     const int full = kind == MDNL_LIST_FULL;
     const int simd = mdnl_cells_runs_simd();
-    /* The list's size at a uniform density (1.1x): the CSR is reserved for
-     * it (grown as needed), the batches are cut from it, and a thread's
-     * first row buffer is its share of a batch. */
-    double est = 0;
+    /* First guess of a thread's row buffer: its share of the pairs of a
+     * uniform density (grown as needed). */
+    int64_t guess = 0;
     if (g->volume > 0.0) {
-        const double per_atom = 4.18879 * (double)g->cutoff * g->cutoff * g->cutoff * (double)n / g->volume;
-        est = 1.1 * per_atom * (double)n / (full ? 1.0 : 2.0);
-        if (!(est < 1e12))
-            est = 0;
+        double per_atom = 4.18879 * (double)g->cutoff * g->cutoff * g->cutoff * (double)n / g->volume;
+        double est = 1.1 * per_atom * (double)n / (full ? 1.0 : 2.0) / nthreads;
+        guess = est < 1e10 ? (int64_t)est : 0;
     }
-    int64_t nbatch = kept->batch_bytes_test > 0 ? kept->batch_bytes_test : BATCH_BYTES;
-    nbatch = (int64_t)(est * (double)sizeof(uint64_t) / (double)nbatch) + 1;
-    if (nbatch > n)
-        nbatch = n > 0 ? n : 1;
-    const int64_t guess = (int64_t)(est / (double)nbatch / nthreads);
-    if (!failed && (st = mdnl_nlist_reserve(out, n, (int64_t)est)) != MDNL_OK)
-        failed = 1;
-    for (int64_t b = 0; b < nbatch && !failed; ++b) {
-        const int64_t ia = n * b / nbatch, ie = n * (b + 1) / nbatch; /* this batch's atoms */
+    if (!failed) {
 #pragma omp parallel num_threads(nthreads)
         {
             const int t = omp_get_thread_num();
             mdnl_cells_runs h = {0};
             mdnl_cells_hood hood = {0};
-            uint64_t *buf = bufs[t], tmp[64], *keys_b = NULL; /* buf: kept from the batch or frame before */
-            int64_t len = 0, cap = caps[t], cap_b = 0, *mk = NULL, cap_mk = 0;
+            uint64_t *buf = bufs[t], tmp[64], *keys_b = NULL; /* buf: kept from the frame before, or none */
+            int64_t len = 0, cap = caps[t], cap_b = 0;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
                 const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
@@ -404,22 +389,6 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
                 bad = failed;
                 if (kb == ke || bad)
                     continue;
-                if (ke - kb > cap_mk) { /* the cell's atoms in this batch, in cell order */
-                    int64_t *nm = mdnl_realloc(mk, (size_t)(ke - kb) * sizeof *nm, "neighbor batch members");
-                    if (!nm) {
-#pragma omp atomic write
-                        failed = 1;
-                        continue;
-                    }
-                    mk = nm;
-                    cap_mk = ke - kb;
-                }
-                int64_t m = 0;
-                for (int64_t k = kb; k < ke; ++k)
-                    if (cells.atoms[k] >= ia && cells.atoms[k] < ie)
-                        mk[m++] = k;
-                if (m == 0)
-                    continue;
                 if (simd ? mdnl_cells_runs_build(g, &cells, cell, &h) != MDNL_OK
                          : mdnl_cells_hood_gather(g, &cells, cell, &hood) != MDNL_OK) {
 #pragma omp atomic write
@@ -427,18 +396,20 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
                     continue;
                 }
                 const int64_t ncand = simd ? h.ncand : hood.n;
-                for (int64_t x = 0; x < m; x += 2) {
-                    const int64_t k = mk[x], k2 = x + 1 < m ? mk[x + 1] : -1;
-                    const int pair = simd && k2 >= 0; /* two atoms share the candidate loop */
-                    for (int64_t y = x + 2; y < x + 4 && y < m; ++y) { /* their records are written at random atom indices: fetch ahead */
-                        const int32_t ia2 = cells.atoms[mk[y]];
-                        __builtin_prefetch(&src[ia2], 1);
-                        __builtin_prefetch(&thr[ia2], 1);
-                        __builtin_prefetch(&off[ia2 + 1], 1);
+                for (int64_t k = kb; k < ke; k += 2) {
+                    const int pair = simd && k + 1 < ke; /* two atoms share the candidate loop */
+                    if (k + 3 < cells.natoms) { /* their records are written at random atom indices: fetch ahead */
+                        const int32_t ia = cells.atoms[k + 2], ib = cells.atoms[k + 3];
+                        __builtin_prefetch(&src[ia], 1);
+                        __builtin_prefetch(&thr[ia], 1);
+                        __builtin_prefetch(&off[ia + 1], 1);
+                        __builtin_prefetch(&src[ib], 1);
+                        __builtin_prefetch(&thr[ib], 1);
+                        __builtin_prefetch(&off[ib + 1], 1);
                     }
-                    const int64_t need = 2 * (ncand + 16); /* at most: every candidate twice, and spare slots */
-                    if (len + need > cap) {
-                        int64_t nc = cap + cap / 2 + need + 4096;
+                    const int64_t m = 2 * (ncand + 16); /* at most: every candidate twice, and spare slots */
+                    if (len + m > cap) {
+                        int64_t nc = cap + cap / 2 + m + 4096;
                         if (cap == 0 && guess > nc)
                             nc = guess;
                         uint64_t *nb = mdnl_realloc(buf, (size_t)nc * sizeof *nb, "neighbor row buffer");
@@ -466,10 +437,10 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
                     uint64_t *row = buf + len;
                     int64_t rb = 0;
                     const int64_t r = !simd  ? hood_keys(g, &cells, &hood, k, full, row)
-                                      : pair ? mdnl_cells_runs_keys2(g, &cells, &h, k, k2, !full, row, keys_b, &rb)
+                                      : pair ? mdnl_cells_runs_keys2(g, &cells, &h, k, !full, row, keys_b, &rb)
                                              : mdnl_cells_runs_keys(g, &cells, &h, k, !full, row);
                     for (int side = 0; side < 1 + pair; ++side) {
-                        const int32_t i = cells.atoms[side ? k2 : k];
+                        const int32_t i = cells.atoms[k + side];
                         const int64_t rl = side ? rb : r;
                         if (side)
                             memcpy(buf + len, keys_b, (size_t)rb * sizeof *keys_b);
@@ -479,55 +450,50 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
                         off[i + 1] = rl;
                         len += rl;
                     }
-                    x -= !pair; /* one atom done: the next pass starts at x + 1 */
+                    k -= !pair; /* one atom done: the next pass starts at k + 1 */
                 }
             }
             bufs[t] = buf;
             caps[t] = cap;
             free(keys_b);
-            free(mk);
             mdnl_cells_runs_free(&h);
             mdnl_cells_hood_free(&hood);
         }
-        if (failed)
-            break;
-        for (int64_t i = ia; i < ie; ++i)
-            off[i + 1] += off[i];
-        if ((st = mdnl_nlist_reserve(out, n, off[ie])) != MDNL_OK) {
-            failed = 1;
-            break;
-        }
-#pragma omp parallel num_threads(nthreads)
-        { /* each thread faults in the part of the batch's CSR its share of the copy below writes */
-            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-            const int64_t pb = ia + (ie - ia) * t / nt, pe = ia + (ie - ia) * (t + 1) / nt;
-            prefault(out->j + off[pb], (size_t)(off[pe] - off[pb]) * sizeof *out->j);
-            prefault(out->d + off[pb], (size_t)(off[pe] - off[pb]) * sizeof *out->d);
-        }
-#pragma omp parallel for schedule(static) num_threads(nthreads)
-        for (int64_t i = ia; i < ie; ++i) {
-            if (i + 8 < ie) { /* rows are read in random order (cell order vs atom order): fetch ahead */
-                const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
-                const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
-                for (int64_t q = 0; q < bytes; q += 64)
-                    __builtin_prefetch(ahead + q);
-            }
-            const uint64_t *row = bufs[thr[i]] + src[i];
-            int32_t *oj = out->j + off[i];
-            float *od = out->d + off[i];
-            for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
-                const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
-                float dv;
-                memcpy(&dv, &u, sizeof dv);
-                oj[a] = (int32_t)(row[a] >> 32);
-                od[a] = dv;
-            }
-        }
     }
     if (!failed) {
+        for (int64_t i = 0; i < n; ++i)
+            off[i + 1] += off[i];
         out->natoms = n;
         out->npairs = off[n];
-    } else if (st == MDNL_OK) {
+        if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
+#pragma omp parallel num_threads(nthreads)
+            { /* each thread faults in the part of the CSR its share of the copy below writes */
+                const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+                const int64_t ib = n * t / nt, ie = n * (t + 1) / nt;
+                prefault(out->j + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->j);
+                prefault(out->d + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->d);
+            }
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+            for (int64_t i = 0; i < n; ++i) {
+                if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
+                    const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
+                    const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
+                    for (int64_t b = 0; b < bytes; b += 64)
+                        __builtin_prefetch(ahead + b);
+                }
+                const uint64_t *row = bufs[thr[i]] + src[i];
+                int32_t *oj = out->j + off[i];
+                float *od = out->d + off[i];
+                for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
+                    const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
+                    float dv;
+                    memcpy(&dv, &u, sizeof dv);
+                    oj[a] = (int32_t)(row[a] >> 32);
+                    od[a] = dv;
+                }
+            }
+        }
+    } else {
         st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the neighbor list of %lld atoms", (long long)n);
     }
     mdnl_cells_cpu_free(&cells);

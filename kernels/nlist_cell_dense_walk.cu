@@ -658,7 +658,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * sizeof(uint2), "neighbor slab",
+    /* 8-byte entries where the walk may pack its rows, 4-byte keys otherwise */
+    const size_t entry = nl_walk_may_pack(n) ? sizeof(uint2) : sizeof(unsigned);
+    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * entry, "neighbor slab",
                                        ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)

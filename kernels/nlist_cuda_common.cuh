@@ -355,9 +355,13 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
  * order, 23% of atoms in the cell of the one before, gathers; shuffled, 0%,
  * packs). Both the kernels (on the device flags) and the host (on the flags
  * read back) decide by it. */
+__host__ __device__ __forceinline__ bool nl_walk_may_pack(long long n)
+{
+    return n < (1LL << 26); /* j << 6 | slot in 32 bits */
+}
 __host__ __device__ __forceinline__ bool nl_walk_packed(long long n, long long same, long long compared)
 {
-    return n < (1LL << 26) && 16 * same < compared;
+    return nl_walk_may_pack(n) && 16 * same < compared;
 }
 
 struct mdnl_cuda_ctx {

@@ -82,7 +82,6 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
 #define WALK_RT 64 /* rows: 2 warps */
-#define WALK_STG 16 /* walk: slab entries a home atom stages in shared memory before the warp stores them together */
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
 /* nl_walk_packed on the binning's sample (flags + FLAG_INORDER). */
@@ -110,8 +109,6 @@ struct walk_shared {
     float4 cp[2 * WALK_T]; /* kept candidates, a ring of 64 a warp: x, y, z, key */
     float4 cv[2 * WALK_T]; /* and their shift vector and self */
     float sh[27][3];
-    /* each home atom's open block of WALK_STG slab entries (8 bytes packed, 4 gathered) */
-    __align__(16) unsigned stg[WALK_T * WALK_STG * 2];
 };
 
 /* One warp's home cell (see walk_walk_kernel); PACK: the slab rows carry d2
@@ -142,8 +139,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     __syncwarp();
     const unsigned lt = (1u << lane) - 1u;
     const int hbase = w * 32, rbase = w * 64;
-    uint2 *const stg2 = reinterpret_cast<uint2 *>(S.stg) + w * 32 * WALK_STG;
-    unsigned *const stg1 = S.stg + w * 32 * WALK_STG;
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
         const int nh = min(32, he - h0);
@@ -166,15 +161,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             }
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far */
-        /* lanes 0..n-1 store entries b..b+n-1 of a's row from its open block */
-        auto flush = [&](int a, int b, int n) {
-            if (lane < n) {
-                if (PACK)
-                    __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + b + lane, stg2[a * WALK_STG + lane]);
-                else
-                    __stcg(rowp_s[hbase + a] + b + lane, stg1[a * WALK_STG + lane]);
-            }
-        };
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
         /* Takes up to 32 kept candidates off the ring (one a lane; lanes past `count` hold none) and tests each
          * against every home atom, appending the hits. */
@@ -204,26 +190,16 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     hit = hit && mdnl_half_keep(__float_as_int(pa.w), j, s0, s1, s2);
                 const unsigned m = __ballot_sync(FULLMASK, hit);
                 const int ca = __shfl_sync(FULLMASK, cnt, a);
-                const int p = ca + __popc(m & lt), end = ca + __popc(m);
-                /* the hits go to a's open block in shared memory; each block they complete is stored by the
-                 * warp at once (WALK_STG consecutive entries of a's slab row); usually one round */
-                for (int b = ca & ~(WALK_STG - 1); m != 0u && b < end; b += WALK_STG) {
-                    if (hit && p >= b && p < b + WALK_STG) {
-                        if (PACK)
-                            stg2[a * WALK_STG + (p & (WALK_STG - 1))] =
-                                make_uint2(((unsigned)j << 6) | (unsigned)(p & 63), __float_as_uint(d2));
-                        else
-                            stg1[a * WALK_STG + (p & (WALK_STG - 1))] = key;
-                    }
-                    if (end >= b + WALK_STG) {
-                        __syncwarp();
-                        if (b < WALK_CAP)
-                            flush(a, b, WALK_STG);
-                        __syncwarp();
-                    }
+                const int p = ca + __popc(m & lt);
+                if (hit && p < WALK_CAP) {
+                    if (PACK)
+                        __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + p,
+                               make_uint2(((unsigned)j << 6) | (unsigned)p, __float_as_uint(d2)));
+                    else
+                        __stcg(rowp_s[hbase + a] + p, key);
                 }
                 if (lane == a)
-                    cnt = end;
+                    cnt = ca + __popc(m);
             }
         };
         int q = 0; /* this lane's range (its flat index only grows) */
@@ -262,19 +238,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         }
         if (nk > 0)
             take(nk);
-        __syncwarp();
-        /* every row's last, partial block */
-        for (int a0 = 0; a0 < nh; a0 += 32 / WALK_STG) {
-            const int a = a0 + lane / WALK_STG, e = lane & (WALK_STG - 1);
-            const int ca = __shfl_sync(FULLMASK, cnt, min(a, 31));
-            const int b = ca & ~(WALK_STG - 1);
-            if (a < nh && b < WALK_CAP && e < ca - b) {
-                if (PACK)
-                    __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + b + e, stg2[a * WALK_STG + e]);
-                else
-                    __stcg(rowp_s[hbase + a] + b + e, stg1[a * WALK_STG + e]);
-            }
-        }
         if (lane < nh) {
             counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
             longest = max(longest, cnt);

@@ -8,10 +8,12 @@
  *   27-cell stencil gives 356 candidates per atom, 373 M distance checks of
  *   ~9 flops and one 16-byte float4 load each (from L1/L2: the 16 MB of
  *   sorted positions stay in the 50 MB L2).
- *   fused: 3.4 Gflop fp32 + 58 M pair energies in fp64 (~25 flops with the
- *   division) = 1.5 Gflop fp64; H100 SXM: ~60 Tflop/s fp32, ~30 fp64 ->
- *   floor ~0.1 ms; the L1 load rate (~6 GB of float4) is the likelier
- *   limit, ~0.2-0.3 ms.
+ *   fused (total only): the half traversal, each pair once: about half the
+ *   candidates, 1.7 Gflop fp32 + 29 M pair energies in fp64 (~25 flops with
+ *   the division) = 0.7 Gflop fp64; H100 SXM: ~60 Tflop/s fp32, ~30 fp64 ->
+ *   floor ~0.05 ms; the L1 load rate (~3 GB of float4) is the likelier
+ *   limit, ~0.1-0.15 ms. fused/per-atom walks the whole stencil (58 M pair
+ *   energies), twice that.
  *   list (full): reads 58 M floats + 8 MB offsets = 240 MB, at ~3 TB/s
  *   ~0.08 ms; the half list reads half of that but scatters per-atom
  *   energies with atomics (when asked; not timed here).
@@ -76,7 +78,7 @@ static int row_ok(const bench_row *r, double cpu_total)
 }
 
 #if defined(MDNL_HAVE_CUDA)
-typedef enum gpu_path { GPU_FUSED = 0, GPU_FUSED_CELLS, GPU_LIST_FULL, GPU_LIST_HALF } gpu_path;
+typedef enum gpu_path { GPU_FUSED = 0, GPU_FUSED_CELLS, GPU_LIST_FULL, GPU_LIST_HALF, GPU_FUSED_PER_ATOM } gpu_path;
 
 /* Median device time of `reps` runs of one path (after one warm-up run). */
 static mdnl_status time_gpu(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p, gpu_path path,
@@ -85,8 +87,8 @@ static mdnl_status time_gpu(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_
     double t[64];
     mdnl_status st = MDNL_OK;
     for (int r = -1; r < reps && st == MDNL_OK; ++r) {
-        if (path == GPU_FUSED || path == GPU_FUSED_CELLS)
-            st = mdnl_energy_cuda_run_fused(e, g, p, path == GPU_FUSED_CELLS, 0);
+        if (path == GPU_FUSED || path == GPU_FUSED_CELLS || path == GPU_FUSED_PER_ATOM)
+            st = mdnl_energy_cuda_run_fused(e, g, p, path == GPU_FUSED_CELLS, path == GPU_FUSED_PER_ATOM);
         else
             st = mdnl_energy_cuda_run_list(e, path == GPU_LIST_HALF ? MDNL_LIST_HALF : MDNL_LIST_FULL, p, 0);
         if (st == MDNL_OK && r >= 0)
@@ -108,10 +110,10 @@ static mdnl_status bench_gpu(const mdnl_geom *g, const float (*pos4)[4], const m
         return st;
     mdnl_energy_cuda_set_timing(e, 1);
     static const mdnl_energy_reduce variants[] = {MDNL_REDUCE_ATOMIC, MDNL_REDUCE_TREE, MDNL_REDUCE_SHUFFLE};
-    static const char *names[] = {"fused", "fused+cells", "list-full", "list-half"};
+    static const char *names[] = {"fused", "fused+cells", "list-full", "list-half", "fused/per-atom"};
     const int reps = 21;
     st = mdnl_energy_cuda_upload_positions(e, g, pos4);
-    for (int path = GPU_FUSED; path <= GPU_LIST_HALF && st == MDNL_OK; ++path) {
+    for (int path = GPU_FUSED; path <= GPU_FUSED_PER_ATOM && st == MDNL_OK; ++path) {
         if (path == GPU_LIST_FULL)
             st = mdnl_energy_cuda_upload_list(e, full);
         if (path == GPU_LIST_HALF && st == MDNL_OK)

@@ -55,6 +55,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <type_traits>
 
 /* Read-only view passed by value to kernels. */
 struct mdnl_cells_view {
@@ -99,6 +100,17 @@ __device__ __forceinline__ bool mdnl_cell_wrap(int periodic, int n, int &c, int 
     return c >= 0 && c < n;
 }
 
+/* Calls f(j, d2, s0, s1, s2), or f(j, d2, s0, s1, s2, k) where f takes the
+ * candidate's sorted slot k as well. */
+template <class F>
+__device__ __forceinline__ void mdnl_visit(F &f, int j, float d2, int s0, int s1, int s2, int k)
+{
+    if constexpr (std::is_invocable<F &, int, float, int, int, int, int>::value)
+        f(j, d2, s0, s1, s2, k);
+    else
+        f(j, d2, s0, s1, s2);
+}
+
 /* Tests the candidates in cell-order slots [kb, ke) against the atom at pi
  * (slot self) with image shift v, calling f for every d2 < cutoff2. With a
  * zero shift (zero: the atom itself is skipped) the "+ 0" of mdnl_pair_d2 is
@@ -119,7 +131,7 @@ __device__ __forceinline__ void mdnl_scan_range(const float4 &pi, const float4 *
             const float dx = __fsub_rn(pj.x, pi.x), dy = __fsub_rn(pj.y, pi.y), dz = __fsub_rn(pj.z, pi.z);
             const float d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
             if (d2 < cutoff2 && (!SKIP_SELF || k != self))
-                f(__float_as_int(pj.w), d2, 0, 0, 0);
+                mdnl_visit(f, __float_as_int(pj.w), d2, 0, 0, 0, k);
         }
     } else {
 #pragma unroll 4
@@ -129,7 +141,7 @@ __device__ __forceinline__ void mdnl_scan_range(const float4 &pi, const float4 *
                 continue;
             const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
             if (d2 < cutoff2)
-                f(__float_as_int(pj.w), d2, s0, s1, s2);
+                mdnl_visit(f, __float_as_int(pj.w), d2, s0, s1, s2, k);
         }
     }
 }
@@ -262,8 +274,8 @@ __device__ __forceinline__ float mdnl_cell_gap(int d, int c, float t, float cw, 
  * others is trimmed to the cells that meet [t_z - h, t_z + h], h =
  * sqrt(reach^2 - gap_x^2 - gap_y^2). Same pair set, same d2, same order of
  * columns; fewer candidates tested (on a grid refined by 2: about 40% of
- * the 27-cell stencil's for a 3D liquid). HALF (the RDF's half traversal,
- * each pair once): only candidates in slots k > is, or k == is with a
+ * the 27-cell stencil's for a 3D liquid). HALF (the half traversal of the
+ * RDF and of the total energy, each pair once): only candidates in slots k > is, or k == is with a
  * lexicographically positive shift; a column whose cells all lie below the
  * atom's own in memory order holds only slots < is and is skipped before
  * its range is loaded.

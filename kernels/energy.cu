@@ -133,16 +133,23 @@ template <int K> __device__ __forceinline__ double pair_energy_d(const mdnl_pote
     return mdnl_pair_energy_d(&p, d);
 }
 
-/* Sorted slot `is` of the cell list: atom i = order[is] sums its full row as
- * the cell walk finds it, keeps half. Neighbouring threads sit in the same
+/* Sorted slot `is` of the cell list. Neighbouring threads sit in the same
  * cell, so a warp walks the same cells and its candidate loads hit the same
  * cache lines. The walk is mdnl_for_each_pair_pruned_part (columns and z
  * ranges cut to the atom's cutoff sphere: the same pairs in the same order
- * as mdnl_for_each_pair, fewer candidates). nparts warps share 32 atoms: warp w walks the
- * columns dealt to part w % nparts of atoms (w / nparts) * 32 + lane, and the
- * part sums of an atom are added in part order through shared memory, so
- * the bits depend only on the grid and nparts. */
-template <int V, int K>
+ * as mdnl_for_each_pair, fewer candidates). The total is a sum over each
+ * pair once: the pairs of the half traversal (candidate slot k > is, or
+ * k == is with a lexicographically positive shift), each thread's in walk
+ * order. Total only (PER_ATOM false): the half traversal itself, half the
+ * pairs evaluated. Per-atom energies: the full walk, e_i = half its row sum
+ * (bit for bit the CPU twin's for LJ), while the same half traversal's
+ * pairs, a subsequence of it in the same order, are summed apart for the
+ * total, so the total has the same bits with and without --per-atom.
+ * nparts warps share 32 atoms: warp w walks the stencil positions dealt to
+ * part w % nparts of atoms (w / nparts) * 32 + lane (the same dealing in
+ * both walks), and the part sums of an atom are added in part order through
+ * shared memory, so the bits depend only on the grid and nparts. */
+template <int V, int K, bool PER_ATOM>
 __global__ void __launch_bounds__(EBLOCK)
     energy_fused_kernel(const __grid_constant__ mdnl_geom g, const mdnl_cells_view c,
                         const __grid_constant__ mdnl_potential p, const mdnl_prune pr, int nparts,
@@ -151,24 +158,38 @@ __global__ void __launch_bounds__(EBLOCK)
     __shared__ double part_sum[EBLOCK];
     const int warp = threadIdx.x >> 5, part = warp % nparts;
     const int is = blockIdx.x * (EBLOCK / nparts) + (warp / nparts) * 32 + (threadIdx.x & 31);
-    double s = 0.0;
+    double h = 0.0, s = 0.0; /* the half traversal's sum; the full row's (PER_ATOM) */
     if (is < c.natoms) {
-        auto add = [&](int, float d2, int, int, int) { s += pair_energy_d<K>(p, sqrtf(d2)); };
-        mdnl_for_each_pair_pruned_part(g, c, pr, is, part, nparts, add);
+        if (PER_ATOM)
+            mdnl_for_each_pair_pruned_part(g, c, pr, is, part, nparts,
+                                           [&](int, float d2, int s0, int s1, int s2, int k) {
+                                               const double u = pair_energy_d<K>(p, sqrtf(d2));
+                                               s += u;
+                                               if (k > is || (k == is && mdnl_shift_positive(s0, s1, s2)))
+                                                   h += u;
+                                           });
+        else
+            mdnl_for_each_pair_pruned_part<true>(g, c, pr, is, part, nparts,
+                                                 [&](int, float d2, int, int, int) { h += pair_energy_d<K>(p, sqrtf(d2)); });
     }
     if (nparts > 1) {
-        part_sum[threadIdx.x] = s;
+        part_sum[threadIdx.x] = h;
         __syncthreads();
         if (part == 0)
             for (int q = 1; q < nparts; ++q)
-                s += part_sum[threadIdx.x + 32 * q];
+                h += part_sum[threadIdx.x + 32 * q];
+        if (PER_ATOM) {
+            __syncthreads();
+            part_sum[threadIdx.x] = s;
+            __syncthreads();
+            if (part == 0)
+                for (int q = 1; q < nparts; ++q)
+                    s += part_sum[threadIdx.x + 32 * q];
+        }
     }
-    double e = 0.0;
-    if (part == 0 && is < c.natoms) {
-        e = 0.5 * s;
-        if (per_atom)
-            per_atom[c.order[is]] = e;
-    }
+    const double e = part == 0 && is < c.natoms ? h : 0.0;
+    if (PER_ATOM && part == 0 && is < c.natoms)
+        per_atom[c.order[is]] = 0.5 * s;
     block_reduce<V>(e, block_sums, total);
 }
 
@@ -361,8 +382,12 @@ template <int V, int K> static void launch_fused_k(mdnl_energy_cuda *e, const md
 {
     const int64_t n = e->grid.natoms;
     double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
-    energy_fused_kernel<V, K><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
-        e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
+    if (pa)
+        energy_fused_kernel<V, K, true><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
+            e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
+    else
+        energy_fused_kernel<V, K, false><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
+            e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
 }
 
 template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa)

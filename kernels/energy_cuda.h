@@ -10,12 +10,16 @@
  *              round-robin to them, part sums added in part order): the
  *              walk cut to the atom's cutoff sphere
  *              (mdnl_for_each_pair_pruned_part: the same pairs in the same
- *              order as the 27-cell walk, fewer candidates), sums
- *              mdnl_pair_energy of its full row in double, keeps half. The
- *              total's bits depend on the walk's grid and threads per atom,
- *              so every path (mdnl energy, mdnl run, the tests) uses this one
- *              walk (H100: lj-100k 0.131 ms, lj-1m 0.80 ms;
- *              tools/bench/RESULTS.md).
+ *              order as the 27-cell walk, fewer candidates). The total is
+ *              summed over each pair once, the half traversal's pairs
+ *              (candidate slot k > the atom's, or k equal with a positive
+ *              shift): total only, the half traversal itself (half the
+ *              pairs evaluated); with per-atom energies, the full walk
+ *              (e_i = half its row, in double) summing the same pairs, in the
+ *              same order, apart for the total, so the total has the same
+ *              bits either way. The bits depend on the walk's grid and
+ *              threads per atom, so every path (mdnl energy, mdnl run, the
+ *              tests) uses this one walk (tools/bench/RESULTS.md).
  *   list       thread per CSR row i: sums mdnl_pair_energy_d over the row
  *              in row order. Full list: e_i = half the row. Half list: the
  *              row's sum goes to the total; per-atom energies, when asked,

@@ -8,10 +8,11 @@
  *
  * Histogram accumulation is a compile-time policy (Acc<V> below):
  *   GLOBAL      one 64-bit global atomicAdd per pair (and per partial hit).
- *   SHARED      atomicAdd on a 32-bit shared-memory bin; the return value
- *               tells when the bin wraps, and that thread carries 2^32 into
- *               the global 64-bit bin at once, so no count is ever lost. At
- *               block end each nonzero shared bin is added to global.
+ *   SHARED      atomicAdd on a 32-bit shared-memory bin, its return value
+ *               unused: each thread adds at most kThreadBudget there, so no
+ *               bin can wrap, and past it straight to the global 64-bit bin
+ *               (no count is ever lost). At block end each nonzero shared bin
+ *               is added to global.
  *   SHARED_AGG  as SHARED, but a thread first merges consecutive pairs that
  *               fall into the same slot in registers (slot, run) and issues
  *               one shared atomic per run.
@@ -84,23 +85,42 @@ template <> struct Acc<MDNL_HIST_GLOBAL> {
     __device__ void finish() {}
 };
 
-/* Adds w to a 32-bit shared bin; the thread that makes it wrap carries 2^32. */
-__device__ __forceinline__ void shared_add(unsigned *sh, unsigned long long *gh, int lo, int slot, unsigned w)
+/* A thread adds at most kThreadBudget to its block's shared bins in all, so
+ * a 32-bit shared bin never wraps (a block of at most 256 threads: below
+ * 2^31); past its budget (only in frames far denser than any liquid: 4M
+ * pairs a thread) it adds straight to the 64-bit global bins. No shared
+ * atomic's return value is waited on. */
+constexpr unsigned kThreadBudget = 1u << 23;
+static_assert((unsigned long long)kThreadBudget * (kBlock > kTile ? kBlock : kTile) <= (1ull << 31),
+              "a shared bin must not wrap");
+
+/* Adds w to a 32-bit shared bin within the thread's budget `left`, else to
+ * the global bin. */
+__device__ __forceinline__ void shared_add(unsigned *sh, unsigned long long *gh, int lo, int slot, unsigned w,
+                                           unsigned &left)
 {
-    unsigned old = atomicAdd(sh + (slot - lo), w);
-    if (old > 0xFFFFFFFFu - w)
-        atomicAdd(gh + slot, 1ull << 32);
+    if (w <= left) {
+        left -= w;
+        atomicAdd(sh + (slot - lo), w);
+    } else {
+        atomicAdd(gh + slot, (unsigned long long)w);
+    }
 }
 
 template <> struct Acc<MDNL_HIST_SHARED> {
     unsigned *sh;
     unsigned long long *gh;
     int lo, n;
-    __device__ void init(const HistArgs &a, unsigned *s) { sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n; }
+    unsigned left;
+    __device__ void init(const HistArgs &a, unsigned *s)
+    {
+        sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n;
+        left = kThreadBudget;
+    }
     __device__ __forceinline__ void add(int slot, unsigned w)
     {
         if ((unsigned)(slot - lo) < (unsigned)n)
-            shared_add(sh, gh, lo, slot, w);
+            shared_add(sh, gh, lo, slot, w, left);
     }
     __device__ void finish() {}
 };
@@ -110,11 +130,12 @@ template <> struct Acc<MDNL_HIST_SHARED_AGG> {
     unsigned long long *gh;
     int lo, n;
     int cur;
-    unsigned run;
+    unsigned run, left;
     __device__ void init(const HistArgs &a, unsigned *s)
     {
         sh = s, gh = a.gh, lo = a.slot_lo, n = a.slot_n;
         cur = -1, run = 0;
+        left = kThreadBudget;
     }
     __device__ __forceinline__ void add(int slot, unsigned w)
     {
@@ -129,7 +150,7 @@ template <> struct Acc<MDNL_HIST_SHARED_AGG> {
     __device__ __forceinline__ void finish()
     {
         if (run)
-            shared_add(sh, gh, lo, cur, run);
+            shared_add(sh, gh, lo, cur, run, left);
         cur = -1, run = 0;
     }
 };

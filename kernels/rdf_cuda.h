@@ -10,9 +10,10 @@
  *                         the baseline.
  *   MDNL_HIST_SHARED      a privatized 32-bit histogram per block in shared
  *                         memory, merged into the global 64-bit one when the
- *                         block ends; a 32-bit bin that wraps carries 2^32
- *                         into the global bin at once (detected from the
- *                         atomic's return value), so counts are exact for any
+ *                         block ends; each thread adds at most 2^23 there
+ *                         (so no 32-bit bin can wrap, and no thread waits on
+ *                         an atomic's return value) and the rest straight to
+ *                         the global bins, so counts are exact for any
  *                         frame. Histograms larger than shared memory are
  *                         done in passes over slot ranges (at most
  *                         MDNL_HIST_MAX_PASSES), beyond that GLOBAL is used.

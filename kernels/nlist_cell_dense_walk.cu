@@ -145,7 +145,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
         if (lane < nh) {
             const float4 p = c.pos[h0 + lane];
-            home_s[hbase + lane] = p;
+            /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
+            home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
             rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
@@ -179,15 +180,14 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const float v[3] = {pv.x, pv.y, pv.z};
             const unsigned key = __float_as_uint(pj.w);
             const int j = (int)(key >> 5);
-            int s0, s1, s2; /* for the half list's rule */
-            shift_of_code((int)(key & 31u), s0, s1, s2);
+            /* The half list's rule (mdnl_half_keep: j > i, or j == i with a positive shift) as one compare:
+             * 2j + [S > 0] > 2i. It also drops the home atom itself (j == i, S = 0). */
+            const int jj = 2 * j + ((int)(key & 31u) > SHIFT_CODE_ZERO);
 #pragma unroll 4
             for (int a = 0; a < nh; ++a) {
                 const float4 pa = home_s[hbase + a];
                 const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
-                bool hit = d2 < g.cutoff2 && self != a;
-                if (!FULL)
-                    hit = hit && mdnl_half_keep(__float_as_int(pa.w), j, s0, s1, s2);
+                const bool hit = d2 < g.cutoff2 && (FULL ? self != a : jj > __float_as_int(pa.w));
                 const unsigned m = __ballot_sync(FULLMASK, hit);
                 const int ca = __shfl_sync(FULLMASK, cnt, a);
                 const int p = ca + __popc(m & lt);
@@ -239,7 +239,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         if (nk > 0)
             take(nk);
         if (lane < nh) {
-            counts[__float_as_int(home_s[hbase + lane].w)] = (unsigned long long)cnt;
+            counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
                 longlist[atomicAdd(nlong, 1)] = h0 + lane;

@@ -167,7 +167,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
          * against every home atom, appending the hits. */
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
-            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f), pv = make_float4(0.f, 0.f, 0.f, 0.f);
+            /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
+            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, __uint_as_float(SHIFT_CODE_ZERO)),
+                   pv = make_float4(0.f, 0.f, 0.f, 0.f);
             int self = -1;
             if (lane < count) {
                 const int slot = rbase + ((head + lane) & 63);
@@ -183,24 +185,40 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* The half list's rule (mdnl_half_keep: j > i, or j == i with a positive shift) as one compare:
              * 2j + [S > 0] > 2i. It also drops the home atom itself (j == i, S = 0). */
             const int jj = 2 * j + ((int)(key & 31u) > SHIFT_CODE_ZERO);
+            /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
+             * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
+             * the square erases: the same bits, three adds fewer a test). */
+            auto test = [&](auto zero) {
+                constexpr bool Z = decltype(zero)::value;
 #pragma unroll 4
-            for (int a = 0; a < nh; ++a) {
-                const float4 pa = home_s[hbase + a];
-                const float d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
-                const bool hit = d2 < g.cutoff2 && (FULL ? self != a : jj > __float_as_int(pa.w));
-                const unsigned m = __ballot_sync(FULLMASK, hit);
-                const int ca = __shfl_sync(FULLMASK, cnt, a);
-                const int p = ca + __popc(m & lt);
-                if (hit && p < WALK_CAP) {
-                    if (PACK)
-                        __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + p,
-                               make_uint2(((unsigned)j << 6) | (unsigned)p, __float_as_uint(d2)));
-                    else
-                        __stcg(rowp_s[hbase + a] + p, key);
+                for (int a = 0; a < nh; ++a) {
+                    const float4 pa = home_s[hbase + a];
+                    float d2;
+                    if (Z) {
+                        const float dx = __fsub_rn(pj.x, pa.x), dy = __fsub_rn(pj.y, pa.y), dz = __fsub_rn(pj.z, pa.z);
+                        d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+                    } else {
+                        d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
+                    }
+                    const bool hit = d2 < g.cutoff2 && (FULL ? self != a : jj > __float_as_int(pa.w));
+                    const unsigned m = __ballot_sync(FULLMASK, hit);
+                    const int ca = __shfl_sync(FULLMASK, cnt, a);
+                    const int p = ca + __popc(m & lt);
+                    if (hit && p < WALK_CAP) {
+                        if (PACK)
+                            __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + p,
+                                   make_uint2(((unsigned)j << 6) | (unsigned)p, __float_as_uint(d2)));
+                        else
+                            __stcg(rowp_s[hbase + a] + p, key);
+                    }
+                    if (lane == a)
+                        cnt = ca + __popc(m);
                 }
-                if (lane == a)
-                    cnt = ca + __popc(m);
-            }
+            };
+            if (__all_sync(FULLMASK, (key & 31u) == SHIFT_CODE_ZERO))
+                test(std::true_type{});
+            else
+                test(std::false_type{});
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {

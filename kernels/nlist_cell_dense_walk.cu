@@ -188,9 +188,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
              * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
              * the square erases: the same bits, three adds fewer a test). */
-            /* lane a: its home atom's ballot (each home atom comes once a batch, so its count before the batch,
-             * ca, serves every hit of the batch; the count grows after the loop) */
-            unsigned mine = 0u;
             auto test = [&](auto zero) {
                 constexpr bool Z = decltype(zero)::value;
 #pragma unroll 4
@@ -215,14 +212,13 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                             __stcg(rowp_s[hbase + a] + p, key);
                     }
                     if (lane == a)
-                        mine = m;
+                        cnt = ca + __popc(m);
                 }
             };
             if (__all_sync(FULLMASK, (key & 31u) == SHIFT_CODE_ZERO))
                 test(std::true_type{});
             else
                 test(std::false_type{});
-            cnt += __popc(mine);
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {

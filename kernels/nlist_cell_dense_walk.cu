@@ -42,7 +42,9 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * in float, so no pair is lost); the kept ones go to a per-warp ring of 64
  * in shared memory, and each time 32 are there the warp takes them (one a
  * lane) and tests each against every home atom a in turn: a broadcast shared
- * load, mdnl_pair_d2, a ballot; the hits of that ballot are appended to a's
+ * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the 32 has a
+ * zero shift: the same bits), the half list's rule as one integer compare
+ * (2j + [S > 0] > 2i), a ballot; the hits of that ballot are appended to a's
  * slab row together (its running count, held by lane a, plus the hit's rank
  * in the ballot). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP entries a

@@ -190,10 +190,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
              * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
              * the square erases: the same bits, three adds fewer a test). */
-            /* NS (full list): no candidate of the 32 is a home atom itself (most batches: only the home cell's
-             * zero-shift range holds them), so `self != a` is not tested. */
-            auto test = [&](auto zero, auto noself) {
-                constexpr bool Z = decltype(zero)::value, NS = decltype(noself)::value;
+            auto test = [&](auto zero) {
+                constexpr bool Z = decltype(zero)::value;
 #pragma unroll 4
                 for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
@@ -204,7 +202,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     } else {
                         d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
                     }
-                    const bool hit = d2 < g.cutoff2 && (FULL ? (NS || self != a) : jj > __float_as_int(pa.w));
+                    const bool hit = d2 < g.cutoff2 && (FULL ? self != a : jj > __float_as_int(pa.w));
                     const unsigned m = __ballot_sync(FULLMASK, hit);
                     const int ca = __shfl_sync(FULLMASK, cnt, a);
                     const int p = ca + __popc(m & lt);
@@ -219,17 +217,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                         cnt = ca + __popc(m);
                 }
             };
-            const bool zero = __all_sync(FULLMASK, (key & 31u) == SHIFT_CODE_ZERO);
-            if (FULL && __all_sync(FULLMASK, self < 0)) {
-                if (zero)
-                    test(std::true_type{}, std::true_type{});
-                else
-                    test(std::false_type{}, std::true_type{});
-            } else if (zero) {
-                test(std::true_type{}, std::false_type{});
-            } else {
-                test(std::false_type{}, std::false_type{});
-            }
+            if (__all_sync(FULLMASK, (key & 31u) == SHIFT_CODE_ZERO))
+                test(std::true_type{});
+            else
+                test(std::false_type{});
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {

@@ -6,6 +6,7 @@
 #include "device.h"
 #include "energy.h"
 #include "energy_fixtures.h"
+#include "rdf_test_util.h" /* rdf_random: random frames in every kind of box */
 #include "nlist.h"
 #include "potential.h"
 #ifdef MDNL_HAVE_CUDA
@@ -149,6 +150,28 @@ Test(energy_gpu, fixtures_match_cpu_twin_every_path_and_variant)
         setup_frame(&s, fixture_load(cases[k].fixture), cases[k].cutoff, cases[k].spec);
         char label[192];
         snprintf(label, sizeof label, "%s rc %g %s", cases[k].fixture, cases[k].cutoff, cases[k].spec);
+        check_against_cpu(&s, label);
+        setup_free(&s);
+    }
+}
+
+/* The fused walks (the half traversal for the total, the full walk for
+ * per-atom energies) in every kind of box, atoms in random order:
+ * orthorhombic, triclinic (the whole stencil: no per-atom pruning), open,
+ * and periodic in x and z only; LJ with sigma 0.5, so that the random
+ * overlaps stay finite. */
+Test(energy_gpu, random_frames_in_every_box_match_cpu)
+{
+    if (!need_device())
+        return;
+    static const char *kinds[] = {"orthorhombic", "triclinic", "open", "pbc T F T"};
+    for (int kind = 0; kind < 4; ++kind) {
+        mdnl_frame f;
+        rdf_random(&f, 3000, kind, 15.0, 0);
+        setup s;
+        setup_frame(&s, f, 2.5, "lj:epsilon=1,sigma=0.5");
+        char label[96];
+        snprintf(label, sizeof label, "random 3000 atoms, %s box, rc 2.5", kinds[kind]);
         check_against_cpu(&s, label);
         setup_free(&s);
     }

@@ -347,16 +347,17 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
  * shorter row's tail holds an earlier frame's entries, or the zeros the slab
  * was allocated with, and is never used). The keys are read through L2, the
  * d2 (their last use) streamed. */
+template <int WORD>
 __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
-                                              unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
+                                              unsigned *__restrict__ st, int lane)
 {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
     for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
         const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
         if (q < qmax) {
-            const uint4 u = __ldcs(s4 + e);
-            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
-            *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
+            const uint4 u = WORD == 0 ? __ldcg(s4 + e) : __ldcs(s4 + e);
+            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) =
+                WORD == 0 ? make_uint2(u.x, u.z) : make_uint2(u.y, u.w);
         }
     }
 }
@@ -370,7 +371,7 @@ __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, i
 template <int NET>
 __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
                                                    long long wbase, int span, bool staged,
-                                                   const unsigned *__restrict__ d2s,
+                                                   const uint2 *__restrict__ rows, int nrows, int qmax,
                                                    unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
                                                    float *__restrict__ d_out)
 {
@@ -390,9 +391,11 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], in
             if (e < len)
                 __stcs(j_out + off + e, (int32_t)(x[e] >> 6));
     }
+    walk_rows_stage<1>(rows, nrows, qmax, st, lane);
+    __syncwarp();
 #pragma unroll
     for (int e = 0; e < NET; ++e) /* the key dies as its d2 is read */
-        x[e] = e < len ? d2s[lane * WALK_LPITCH + (x[e] & 63u)] : 0u;
+        x[e] = e < len ? st[lane * WALK_LPITCH + (x[e] & 63u)] : 0u;
     if (staged) {
         __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
@@ -422,7 +425,6 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
-    __shared__ __align__(16) unsigned d2_s[WALK_RT / 32][32 * WALK_LPITCH]; /* packed: the entries' d2 */
     __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
     __shared__ float4 pi_s[WALK_RT / 32][32];
     __shared__ float sh[27][3];
@@ -461,7 +463,7 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
     const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if (pack) {
-        walk_rows_stage(prows, nrows, pqmax, st, d2_s[w], lane);
+        walk_rows_stage<0>(prows, nrows, pqmax, st, lane);
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory (the words up
          * to the longest row: a shorter row's tail holds an earlier frame's
@@ -496,9 +498,11 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     if (pack) {
         __syncwarp(); /* st is reused for the output */
         if (wmax <= 32)
-            walk_rows_out_packed<32>(x, len, mine, off, wbase, span, staged, d2_s[w], st, lane, j_out, d_out);
+            walk_rows_out_packed<32>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
+                                     d_out);
         else
-            walk_rows_out_packed<64>(x, len, mine, off, wbase, span, staged, d2_s[w], st, lane, j_out, d_out);
+            walk_rows_out_packed<64>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
+                                     d_out);
         return;
     }
     const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);

@@ -285,23 +285,6 @@ static void prefault(void *p, size_t bytes)
 #endif
 }
 
-/* prefault of every page that [p, p + bytes) touches (a page shared with a
- * neighbouring range may be faulted in by both: the second call finds it
- * present and leaves it). */
-static void prefault_cover(void *p, size_t bytes)
-{
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-    const uintptr_t page = 4096;
-    const uintptr_t b = (uintptr_t)p & ~(page - 1), e = ((uintptr_t)p + bytes + page - 1) & ~(page - 1);
-    if (bytes > 0)
-        (void)madvise((void *)b, (size_t)(e - b), MADV_POPULATE_WRITE);
-#else
-    (void)p, (void)bytes;
-#endif
-}
-
-#define CSR_CHUNK 262144 /* entries of a copy chunk: 128 kB of j and of d, in L2 together */
-
 /* The row of the atom at cell-order index k from its home cell's gathered
  * neighbourhood (the path where the runs have no SIMD form: one vectorisable
  * distance loop over the whole neighbourhood beats short loops over runs).
@@ -484,36 +467,29 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
         out->npairs = off[n];
         if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
 #pragma omp parallel num_threads(nthreads)
-            { /* each thread copies a contiguous range of rows into atom order, a chunk at a time: the chunk's
-               * CSR pages are faulted in first (one madvise), and its rows written while those freshly zeroed
-               * pages are still in cache */
+            { /* each thread faults in the part of the CSR its share of the copy below writes */
                 const int nt = omp_get_num_threads(), t = omp_get_thread_num();
                 const int64_t ib = n * t / nt, ie = n * (t + 1) / nt;
-                for (int64_t c0 = ib; c0 < ie;) {
-                    int64_t c1 = c0 + 1;
-                    while (c1 < ie && off[c1] - off[c0] < CSR_CHUNK)
-                        ++c1;
-                    prefault_cover(out->j + off[c0], (size_t)(off[c1] - off[c0]) * sizeof *out->j);
-                    prefault_cover(out->d + off[c0], (size_t)(off[c1] - off[c0]) * sizeof *out->d);
-                    for (int64_t i = c0; i < c1; ++i) {
-                        if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
-                            const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
-                            const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
-                            for (int64_t b = 0; b < bytes; b += 64)
-                                __builtin_prefetch(ahead + b);
-                        }
-                        const uint64_t *row = bufs[thr[i]] + src[i];
-                        int32_t *oj = out->j + off[i];
-                        float *od = out->d + off[i];
-                        for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
-                            const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
-                            float dv;
-                            memcpy(&dv, &u, sizeof dv);
-                            oj[a] = (int32_t)(row[a] >> 32);
-                            od[a] = dv;
-                        }
-                    }
-                    c0 = c1;
+                prefault(out->j + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->j);
+                prefault(out->d + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->d);
+            }
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+            for (int64_t i = 0; i < n; ++i) {
+                if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
+                    const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
+                    const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
+                    for (int64_t b = 0; b < bytes; b += 64)
+                        __builtin_prefetch(ahead + b);
+                }
+                const uint64_t *row = bufs[thr[i]] + src[i];
+                int32_t *oj = out->j + off[i];
+                float *od = out->d + off[i];
+                for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
+                    const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
+                    float dv;
+                    memcpy(&dv, &u, sizeof dv);
+                    oj[a] = (int32_t)(row[a] >> 32);
+                    od[a] = dv;
                 }
             }
         }

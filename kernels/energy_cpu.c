@@ -85,20 +85,10 @@ mdnl_status mdnl_energy_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], co
                 const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
                 for (int64_t k = kb; k < ke; ++k) {
                     const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
-                    const int32_t i = cells.atoms[k];
                     double sum = 0.0; /* in candidate order (cells_cpu.h) */
-                    if (per_atom) { /* half of each pair of the row */
-                        for (int64_t a = 0; a < m; ++a)
-                            sum += mdnl_pair_energy(p, h.d2[h.hit[a]]);
-                        e[i] = 0.5 * sum;
-                    } else { /* the total only: each pair once, from the row that keeps it in a half list */
-                        for (int64_t a = 0; a < m; ++a) {
-                            const int32_t q = h.hit[a], j = h.j[q];
-                            if (j > i || (j == i && h.pos[q]))
-                                sum += mdnl_pair_energy(p, h.d2[q]);
-                        }
-                        e[i] = sum;
-                    }
+                    for (int64_t a = 0; a < m; ++a)
+                        sum += mdnl_pair_energy(p, h.d2[h.hit[a]]);
+                    e[cells.atoms[k]] = 0.5 * sum;
                 }
             }
             mdnl_cells_hood_free(&h);

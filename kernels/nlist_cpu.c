@@ -278,10 +278,8 @@ static void prefault(void *p, size_t bytes)
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     const uintptr_t page = 4096;
     const uintptr_t b = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + bytes) & ~(page - 1);
-    if (e > b) {
-        (void)madvise((void *)b, (size_t)(e - b), MADV_HUGEPAGE);
+    if (e > b)
         (void)madvise((void *)b, (size_t)(e - b), MADV_POPULATE_WRITE);
-    }
 #else
     (void)p, (void)bytes;
 #endif

@@ -285,6 +285,21 @@ static void prefault(void *p, size_t bytes)
 #endif
 }
 
+/* prefault of every page that [p, p + bytes) touches. */
+static void prefault_cover(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    const uintptr_t page = 4096;
+    const uintptr_t b = (uintptr_t)p & ~(page - 1), e = ((uintptr_t)p + bytes + page - 1) & ~(page - 1);
+    if (bytes > 0)
+        (void)madvise((void *)b, (size_t)(e - b), MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
+#define BUF_STRETCH 131072 /* row-buffer entries faulted in at a time: 1 MB */
+
 /* The row of the atom at cell-order index k from its home cell's gathered
  * neighbourhood (the path where the runs have no SIMD form: one vectorisable
  * distance loop over the whole neighbourhood beats short loops over runs).
@@ -381,6 +396,7 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
             mdnl_cells_hood hood = {0};
             uint64_t *buf = bufs[t], tmp[64], *keys_b = NULL; /* buf: kept from the frame before, or none */
             int64_t len = 0, cap = caps[t], cap_b = 0;
+            int64_t pop = cap; /* entries faulted in (a kept buffer: all of it) */
 #pragma omp for schedule(dynamic, 16)
             for (int64_t cell = 0; cell < cells.ncells; ++cell) {
                 const int64_t kb = cells.start[cell], ke = cells.start[cell + 1];
@@ -418,10 +434,14 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
                             failed = 1;
                             break;
                         }
-                        if (cap == 0) /* the first guess: the pages that will be written, ~1/1.1 of it */
-                            prefault(nb, (size_t)(nc / 11 * 10) * sizeof *nb);
                         buf = nb;
                         cap = nc;
+                    }
+                    if (len + m > pop && pop < cap) { /* fault in the next stretch as the rows reach it, so that the
+                                                         threads' page faults spread over the walk */
+                        const int64_t stretch = pop + BUF_STRETCH < cap ? BUF_STRETCH : cap - pop;
+                        prefault_cover(buf + pop, (size_t)stretch * sizeof *buf);
+                        pop += stretch;
                     }
                     if (ncand + 16 > cap_b) {
                         int64_t nc = ncand + ncand / 2 + 64;

@@ -300,6 +300,25 @@ static void prefault_cover(void *p, size_t bytes)
 #endif
 }
 
+/* The first atom of part t of nt of the CSR, the parts splitting its
+ * off[n] entries evenly (off: the row offsets, off[0] = 0): the smallest i
+ * with off[i] >= off[n] * t / nt (n for t = nt). */
+static int64_t entry_split(const int64_t *off, int64_t n, int t, int nt)
+{
+    if (t >= nt)
+        return n;
+    const int64_t want = (int64_t)((double)off[n] * t / nt);
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (off[mid] < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 #define BUF_STRETCH 131072 /* row-buffer entries faulted in at a time: 1 MB */
 
 /* The row of the atom at cell-order index k from its home cell's gathered
@@ -489,29 +508,30 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
         out->npairs = off[n];
         if ((st = mdnl_nlist_reserve(out, n, off[n])) == MDNL_OK) {
 #pragma omp parallel num_threads(nthreads)
-            { /* each thread faults in the part of the CSR its share of the copy below writes */
+            { /* Each thread faults in, then fills, the CSR of a contiguous range of atoms holding an equal share
+               * of the entries (a half list's rows are long for small i and short for large i: split by atoms,
+               * the first of two threads had three quarters of the work). */
                 const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-                const int64_t ib = n * t / nt, ie = n * (t + 1) / nt;
+                const int64_t ib = entry_split(off, n, t, nt), ie = entry_split(off, n, t + 1, nt);
                 prefault(out->j + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->j);
                 prefault(out->d + off[ib], (size_t)(off[ie] - off[ib]) * sizeof *out->d);
-            }
-#pragma omp parallel for schedule(static) num_threads(nthreads)
-            for (int64_t i = 0; i < n; ++i) {
-                if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
-                    const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
-                    const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
-                    for (int64_t b = 0; b < bytes; b += 64)
-                        __builtin_prefetch(ahead + b);
-                }
-                const uint64_t *row = bufs[thr[i]] + src[i];
-                int32_t *oj = out->j + off[i];
-                float *od = out->d + off[i];
-                for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
-                    const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
-                    float dv;
-                    memcpy(&dv, &u, sizeof dv);
-                    oj[a] = (int32_t)(row[a] >> 32);
-                    od[a] = dv;
+                for (int64_t i = ib; i < ie; ++i) {
+                    if (i + 8 < n) { /* rows are read in random order (cell order vs atom order): fetch ahead */
+                        const char *ahead = (const char *)(bufs[thr[i + 8]] + src[i + 8]);
+                        const int64_t bytes = (off[i + 9] - off[i + 8]) * (int64_t)sizeof(uint64_t);
+                        for (int64_t b = 0; b < bytes; b += 64)
+                            __builtin_prefetch(ahead + b);
+                    }
+                    const uint64_t *row = bufs[thr[i]] + src[i];
+                    int32_t *oj = out->j + off[i];
+                    float *od = out->d + off[i];
+                    for (int64_t a = 0, len = off[i + 1] - off[i]; a < len; ++a) {
+                        const uint32_t u = (uint32_t)(row[a] & 0xffffffffu);
+                        float dv;
+                        memcpy(&dv, &u, sizeof dv);
+                        oj[a] = (int32_t)(row[a] >> 32);
+                        od[a] = dv;
+                    }
                 }
             }
         }

@@ -258,9 +258,7 @@ static void sort_row(int32_t *j, float *d, int64_t n, uint64_t *keys)
     }
 }
 
-/* Faults in the whole pages of [p, p + bytes) with one madvise call instead
- * of one page fault per page at first touch (Linux 5.14+; elsewhere, or
- * when it fails, the pages fault in as they are written). */
+/* Drops the whole pages of [p, p + bytes) before the buffer is freed. */
 static void release(void *p, size_t bytes)
 {
 #if defined(__linux__)
@@ -276,20 +274,12 @@ static void release(void *p, size_t bytes)
 #endif
 }
 
+/* Faults in every page that [p, p + bytes) touches with one madvise call
+ * instead of one page fault per page at first touch (Linux 5.14+; elsewhere,
+ * or when it fails, the pages fault in as they are written). A page shared
+ * with a neighbouring range may be asked for twice: the second call finds it
+ * present. */
 static void prefault(void *p, size_t bytes)
-{
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-    const uintptr_t page = 4096;
-    const uintptr_t b = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + bytes) & ~(page - 1);
-    if (e > b)
-        (void)madvise((void *)b, (size_t)(e - b), MADV_POPULATE_WRITE);
-#else
-    (void)p, (void)bytes;
-#endif
-}
-
-/* prefault of every page that [p, p + bytes) touches. */
-static void prefault_cover(void *p, size_t bytes)
 {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     const uintptr_t page = 4096;
@@ -462,7 +452,7 @@ static mdnl_status build_cells(mdnl_nlist_cpu_kept *kept, const mdnl_geom *g, co
                     if (len + m > pop && pop < cap) { /* fault in the next stretch as the rows reach it, so that the
                                                          threads' page faults spread over the walk */
                         const int64_t stretch = pop + BUF_STRETCH < cap ? BUF_STRETCH : cap - pop;
-                        prefault_cover(buf + pop, (size_t)stretch * sizeof *buf);
+                        prefault(buf + pop, (size_t)stretch * sizeof *buf);
                         pop += stretch;
                     }
                     if (ncand + 16 > cap_b) {

@@ -35,12 +35,6 @@ static const char *const method_labels[NMETHODS] = {"brute-atomic",      "brute-
                                                     "cell-sparse-stage", "cell-sparse-rows", "cell-dense-walk",
                                                     "cell-dense-tiles",  "cell-dense-rows"};
 
-/* mdnl_cuda_ctx_walk_rows's layouts */
-static const char *walk_rows_name(int mode)
-{
-    return mode == 2 ? "slots" : mode == 1 ? "packed" : "gathered";
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -201,7 +195,7 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
                 fprintf(out, "%s\"%s\":%.5f", s ? "," : "", mdnl_cuda_stage_name(s), r->stage_ms[s]);
             fprintf(out, "}");
             if (r->walk_rows >= 0)
-                fprintf(out, ",\"walk_rows\":\"%s\"", walk_rows_name(r->walk_rows));
+                fprintf(out, ",\"walk_rows\":\"%s\"", r->walk_rows ? "packed" : "gathered");
             fprintf(out, "}");
         }
         fprintf(out, "]}");
@@ -220,7 +214,7 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
                 if (r->stage_ms[s] > 0)
                     fprintf(out, " %s %.4f", mdnl_cuda_stage_name(s), r->stage_ms[s]);
             if (r->walk_rows >= 0)
-                fprintf(out, " (dense-walk rows %s)", walk_rows_name(r->walk_rows));
+                fprintf(out, " (dense-walk rows %s)", r->walk_rows ? "packed" : "gathered");
             fprintf(out, "\n");
         }
         fprintf(out, "%-13s %lld atoms, cutoff %g, %s list, %lld pairs (%.1f per atom); CPU %s oracle %.0f ms\n", name,

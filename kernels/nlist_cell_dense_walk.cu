@@ -86,15 +86,10 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
 #define WALK_RT 64 /* rows: 2 warps */
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
-/* The slab's layout (see walk_walk_kernel): rows by original index, 4-byte
- * keys j << 5 | code (GATHER) or 8-byte entries with d2 (PACK); or rows by
- * cell-order slot, 4-byte keys k << 5 | code with k the candidate's slot
- * (SLOT). */
-enum walk_mode { WALK_GATHER = 0, WALK_PACK = 1, WALK_SLOT = 2 };
-__device__ __forceinline__ int walk_mode_of(int n, const int *__restrict__ inorder)
+/* nl_walk_packed on the binning's sample (flags + FLAG_INORDER). */
+__device__ __forceinline__ bool walk_packed(int n, const int *__restrict__ inorder)
 {
-    (void)inorder;
-    return nl_walk_may_pack(n) ? WALK_SLOT : WALK_GATHER;
+    return nl_walk_packed(n, inorder[0], inorder[1]);
 }
 
 /* The smallest |dx| on one axis between a candidate image (xj, shift v) and
@@ -114,13 +109,13 @@ struct walk_shared {
     unsigned *rowp[WALK_T];
     int fe[WALK_T], kb[WALK_T], code[WALK_T];
     float4 cp[2 * WALK_T]; /* kept candidates, a ring of 64 a warp: x, y, z, key */
-    float4 cv[2 * WALK_T]; /* and their shift vector and rule word (walk_cell's aux) */
+    float4 cv[2 * WALK_T]; /* and their shift vector and self */
     float sh[27][3];
 };
 
 /* One warp's home cell (see walk_walk_kernel); PACK: the slab rows carry d2
  * (walk_packed). */
-template <bool FULL, int MODE>
+template <bool FULL, bool PACK>
 __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_view &c, int cell, walk_shared &S,
                                           unsigned *__restrict__ slab, unsigned long long *__restrict__ counts,
                                           int *__restrict__ maxlen, int *__restrict__ longlist, int *__restrict__ nlong)
@@ -130,7 +125,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     int *const fe_s = S.fe, *const kb_s = S.kb, *const code_s = S.code;
     const float(*const sh)[3] = S.sh;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    constexpr bool PACK = MODE == WALK_PACK;
     constexpr size_t pitch = PACK ? 2 * WALK_CAP : WALK_CAP; /* words a slab row */
     const int hb = c.start[cell], he = c.start[cell + 1];
     if (hb == he)
@@ -155,7 +149,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const float4 p = c.pos[h0 + lane];
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
             home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
-            rowp_s[hbase + lane] = slab + (size_t)(MODE == WALK_SLOT ? h0 + lane : __float_as_int(p.w)) * pitch;
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -178,18 +172,21 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
             float4 pj = make_float4(INFINITY, INFINITY, INFINITY, __uint_as_float(SHIFT_CODE_ZERO)),
                    pv = make_float4(0.f, 0.f, 0.f, 0.f);
-            /* full: the home atom this candidate is (or -1); half: 2j + [S > 0] (see the load) */
-            int aux = FULL ? -1 : -2;
+            int self = -1;
             if (lane < count) {
                 const int slot = rbase + ((head + lane) & 63);
                 pj = cp_s[slot];
                 pv = cv_s[slot];
-                aux = __float_as_int(pv.w);
+                self = __float_as_int(pv.w);
             }
             __syncwarp(); /* its reads before the next writes */
             head = (head + 32) & 63;
             const float v[3] = {pv.x, pv.y, pv.z};
             const unsigned key = __float_as_uint(pj.w);
+            const int j = (int)(key >> 5);
+            /* The half list's rule (mdnl_half_keep: j > i, or j == i with a positive shift) as one compare:
+             * 2j + [S > 0] > 2i. It also drops the home atom itself (j == i, S = 0). */
+            const int jj = 2 * j + ((int)(key & 31u) > SHIFT_CODE_ZERO);
             /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
              * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
              * the square erases: the same bits, three adds fewer a test). */
@@ -205,14 +202,14 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     } else {
                         d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
                     }
-                    const bool hit = d2 < g.cutoff2 && (FULL ? aux != a : aux > __float_as_int(pa.w));
+                    const bool hit = d2 < g.cutoff2 && (FULL ? self != a : jj > __float_as_int(pa.w));
                     const unsigned m = __ballot_sync(FULLMASK, hit);
                     const int ca = __shfl_sync(FULLMASK, cnt, a);
                     const int p = ca + __popc(m & lt);
                     if (hit && p < WALK_CAP) {
                         if (PACK)
                             __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + p,
-                                   make_uint2(((key >> 5) << 6) | (unsigned)p, __float_as_uint(d2)));
+                                   make_uint2(((unsigned)j << 6) | (unsigned)p, __float_as_uint(d2)));
                         else
                             __stcg(rowp_s[hbase + a] + p, key);
                     }
@@ -239,11 +236,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             }
             const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
             const int j = __float_as_int(pj.w);
-            /* full: the home atom this candidate is, at S = 0 (or -1); half: the half list's rule (mdnl_half_keep:
-             * j > i, or j == i with a positive shift) as one compare, 2j + [S > 0] > 2i, which also drops the
-             * home atom itself (j == i, S = 0) */
-            const int aux = FULL ? (code == SHIFT_CODE_ZERO ? k - h0 : -1) : 2 * j + (code > SHIFT_CODE_ZERO);
-            pj.w = __uint_as_float(((unsigned)(MODE == WALK_SLOT ? k : j) << 5) | (unsigned)code);
+            const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
+            pj.w = __uint_as_float(((unsigned)j << 5) | (unsigned)code);
             /* Keep the candidate only if it can be within the cutoff of the box (a bound on every d2 below). */
             const float ex = walk_axis_gap(pj.x, lo[0], hi[0], v[0]);
             const float ey = walk_axis_gap(pj.y, lo[1], hi[1], v[1]);
@@ -254,7 +248,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             if (keep) {
                 const int slot = rbase + ((head + nk + __popc(km & lt)) & 63);
                 cp_s[slot] = pj;
-                cv_s[slot] = make_float4(v[0], v[1], v[2], __int_as_float(aux));
+                cv_s[slot] = make_float4(v[0], v[1], v[2], __int_as_float(self));
             }
             nk += __popc(km);
             if (nk >= 32) {
@@ -294,13 +288,10 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
     const int cell = blockIdx.x * W + (threadIdx.x >> 5);
     if (cell >= c.ncells)
         return; /* the whole warp */
-    const int mode = walk_mode_of(c.natoms, inorder);
-    if (mode == WALK_SLOT)
-        walk_cell<FULL, WALK_SLOT>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
-    else if (mode == WALK_PACK)
-        walk_cell<FULL, WALK_PACK>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
+    if (walk_packed(c.natoms, inorder))
+        walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
     else
-        walk_cell<FULL, WALK_GATHER>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
+        walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
 }
 
 /* One gathered row's keys out, sorted (NET >= the warp's longest row of at
@@ -422,126 +413,10 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], in
     }
 }
 
-/* The warp's 32 rows, staged in st (row r at r * WALK_LPITCH), written to
- * their CSR rows (row r of lane r's off and len; 0 for a long row):
- * coalesced stores a row. */
-template <typename T>
-__device__ __forceinline__ void walk_rows_scatter(const unsigned *__restrict__ st, int nrows, long long off, int len,
-                                                int lane, T *__restrict__ out)
-{
-    for (int r = 0; r < nrows; ++r) {
-        const long long o = __shfl_sync(FULLMASK, off, r);
-        const int l = __shfl_sync(FULLMASK, len, r);
-        for (int e = lane; e < l; e += 32) {
-            const unsigned u = st[r * WALK_LPITCH + e];
-            T v;
-            memcpy(&v, &u, sizeof v);
-            __stcs(out + o + e, v);
-        }
-    }
-}
-
-/* Slot rows (WALK_SLOT; thread per cell-order slot s, the warp's 32 slab
- * rows contiguous): the keys k << 5 | code are staged in st; each thread
- * makes sort keys j << 6 | e from its row's candidates' original indices
- * (c.pos[k].w: the candidates of a warp's home cells, gathers that hit L1),
- * sorts them (NET as in walk_rows_out), takes each sorted entry's key back
- * from st and computes d from the cell-order positions the walk tested (the
- * same bits); j and then d are staged row by row and written by the warp a
- * row at a time to the row's CSR slots (the rows of a warp are scattered in
- * the CSR when the input order is random). */
-template <int NET>
-__device__ __forceinline__ void walk_rows_slot_out(unsigned (&x)[WALK_CAP], int len, float4 pi, long long off,
-                                                 int nrows, const float4 *__restrict__ cpos, const float (*sh)[3],
-                                                 unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
-                                                 float *__restrict__ d_out)
-{
-    unsigned *const row = st + lane * WALK_LPITCH;
-#pragma unroll
-    for (int e = 0; e < NET; ++e)
-        if (e < len)
-            x[e] = row[x[e] & 63u];
-#pragma unroll
-    for (int q = 0; q < NET / 4; ++q) {
-        unsigned jv[4];
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-            const int e = 4 * q + t;
-            jv[t] = 0u;
-            if (e < len) {
-                const unsigned key = x[e];
-                const float4 pj = cpos[key >> 5];
-                jv[t] = __float_as_uint(pj.w);
-                x[e] = __float_as_uint(__fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u])));
-            }
-        }
-        if (4 * q < len)
-            *reinterpret_cast<uint4 *>(row + 4 * q) = make_uint4(jv[0], jv[1], jv[2], jv[3]);
-    }
-    __syncwarp();
-    walk_rows_scatter(st, nrows, off, len, lane, j_out);
-    __syncwarp();
-#pragma unroll
-    for (int q = 0; q < NET / 4; ++q)
-        if (4 * q < len)
-            *reinterpret_cast<uint4 *>(row + 4 * q) = make_uint4(x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]);
-    __syncwarp();
-    walk_rows_scatter(st, nrows, off, len, lane, d_out);
-}
-
-__device__ __forceinline__ void walk_rows_slots(const mdnl_cells_view &c, const unsigned *__restrict__ slab, int n,
-                                              const int64_t *__restrict__ offsets, const float (*sh)[3],
-                                              unsigned *__restrict__ st, int s0, int lane, int32_t *__restrict__ j_out,
-                                              float *__restrict__ d_out)
-{
-    const int s = s0 + lane;
-    float4 pi = make_float4(0.f, 0.f, 0.f, 0.f);
-    long long off = 0;
-    int len = 0;
-    if (s < n) {
-        pi = c.pos[s];
-        const int i = __float_as_int(pi.w);
-        off = offsets[i];
-        len = (int)(offsets[i + 1] - off);
-    }
-    if (len > WALK_CAP)
-        len = 0; /* walk_long_kernel's */
-    const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
-    const int nrows = min(32, n - s0);
-    const int qmax = (wmax + 3) / 4;
-    const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)s0 * WALK_CAP);
-    for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
-        const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-        if (q < qmax)
-            *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
-    }
-    __syncwarp();
-    unsigned x[WALK_CAP];
-#pragma unroll
-    for (int q = 0; q < WALK_CAP / 4; ++q) {
-        uint4 u = make_uint4(0u, 0u, 0u, 0u);
-        if (4 * q < len)
-            u = *reinterpret_cast<const uint4 *>(st + lane * WALK_LPITCH + 4 * q);
-        const unsigned k4[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-            const int e = 4 * q + t;
-            x[e] = e < len ? ((unsigned)__float_as_int(c.pos[k4[t] >> 5].w) << 6) | (unsigned)e : ~0u;
-        }
-    }
-    if (wmax <= 32) {
-        thread_bitonic<32>(x);
-        walk_rows_slot_out<32>(x, len, pi, off, nrows, c.pos, sh, st, lane, j_out, d_out);
-    } else {
-        thread_bitonic<64>(x);
-        walk_rows_slot_out<64>(x, len, pi, off, nrows, c.pos, sh, st, lane, j_out, d_out);
-    }
-}
-
 /* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
-__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
                                                         const int *__restrict__ inorder, int n,
                                                         const int64_t *__restrict__ offsets,
@@ -569,11 +444,6 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const int i = i0 + lane;
     if (i0 >= n)
         return; /* the whole warp */
-    const int mode = walk_mode_of(n, inorder);
-    if (mode == WALK_SLOT) {
-        walk_rows_slots(c, slab, n, offsets, sh, stage_s[w], i0, lane, j_out, d_out);
-        return;
-    }
     long long off;
     int len = 0;
     if (i < n) {
@@ -588,7 +458,7 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
-    const bool pack = mode == WALK_PACK;
+    const bool pack = walk_packed(n, inorder);
     const int nrows = min(32, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
     const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
@@ -809,7 +679,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
     /* 8-byte entries where the walk may pack its rows, 4-byte keys otherwise */
-    const size_t entry = sizeof(unsigned);
+    const size_t entry = nl_walk_may_pack(n) ? sizeof(uint2) : sizeof(unsigned);
     if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * entry, "neighbor slab",
                                        ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
@@ -839,7 +709,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_rows_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                          cudaSharedmemCarveoutMaxShared));
     walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        *g, ctx->view, (const unsigned *)ctx->slab.ptr, inorder, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        *g, (const unsigned *)ctx->slab.ptr, inorder, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

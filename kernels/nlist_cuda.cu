@@ -422,7 +422,7 @@ again:
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     if (ctx->deferred == 2) { /* dense-walk */
         memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
-        ctx->walk_rows = nl_walk_may_pack(n) ? 2 : 0;
+        ctx->walk_rows = nl_walk_packed(n, h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
         if (h_flags[FLAG_OUTGROWN]) {
             /* nothing was written: grow the output to the exact size and build again */
             const size_t np = (size_t)(npairs > 0 ? npairs : 1);

@@ -149,7 +149,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const float4 p = c.pos[h0 + lane];
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
             home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
-            rowp_s[hbase + lane] = slab + (size_t)(h0 + lane) * pitch; /* the row of slot h0 + lane */
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -348,17 +348,14 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
  * was allocated with, and is never used). The keys are read through L2, the
  * d2 (their last use) streamed. */
 template <int WORD>
-__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int rk, int nrows, int qmax,
+__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
                                               unsigned *__restrict__ st, int lane)
 {
-    static_assert(WALK_CAP / 2 == 32, "a row of 16-byte loads a warp");
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
-    const int q = lane;
-    for (int row = 0; row < nrows; ++row) {
-        const int r = __shfl_sync(FULLMASK, rk, row); /* the slab row (the slot) of the warp's row `row` */
+    for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
+        const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
         if (q < qmax) {
-            const uint4 *a = s4 + (size_t)r * (WALK_CAP / 2) + q;
-            const uint4 u = WORD == 0 ? __ldcg(a) : __ldcs(a);
+            const uint4 u = WORD == 0 ? __ldcg(s4 + e) : __ldcs(s4 + e);
             *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) =
                 WORD == 0 ? make_uint2(u.x, u.z) : make_uint2(u.y, u.w);
         }
@@ -374,7 +371,7 @@ __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, i
 template <int NET>
 __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
                                                    long long wbase, int span, bool staged,
-                                                   const uint2 *__restrict__ rows, int rk, int nrows, int qmax,
+                                                   const uint2 *__restrict__ rows, int nrows, int qmax,
                                                    unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
                                                    float *__restrict__ d_out)
 {
@@ -394,7 +391,7 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], in
             if (e < len)
                 __stcs(j_out + off + e, (int32_t)(x[e] >> 6));
     }
-    walk_rows_stage<1>(rows, rk, nrows, qmax, st, lane);
+    walk_rows_stage<1>(rows, nrows, qmax, st, lane);
     __syncwarp();
 #pragma unroll
     for (int e = 0; e < NET; ++e) /* the key dies as its d2 is read */
@@ -421,7 +418,6 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], in
  * again). */
 __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
-                                                        const int *__restrict__ rank,
                                                         const int *__restrict__ inorder, int n,
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
@@ -464,24 +460,21 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     unsigned *const st = stage_s[w];
     const bool pack = walk_packed(n, inorder);
     const int nrows = min(32, n - i0);
-    const uint2 *const prows = reinterpret_cast<const uint2 *>(slab);
-    const int rk = i < n ? rank[i] : 0; /* the slab row: the walk writes a row by cell-order slot */
+    const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
     const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if (pack) {
-        walk_rows_stage<0>(prows, rk, nrows, pqmax, st, lane);
+        walk_rows_stage<0>(prows, nrows, pqmax, st, lane);
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory (the words up
          * to the longest row: a shorter row's tail holds an earlier frame's
          * keys, or the zeros the slab was allocated with, and is masked
          * below) */
         const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
-        const uint4 *src = reinterpret_cast<const uint4 *>(slab);
-        for (int b = 0; b < nrows * (WALK_CAP / 4); b += 32) { /* two rows a step */
-            const int e = b + lane, row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-            const int r = __shfl_sync(FULLMASK, rk, row & 31);
-            if (row < nrows && q < qmax)
-                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) =
-                    __ldcs(src + (size_t)r * (WALK_CAP / 4) + q);
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
+        for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
+            const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
+            if (q < qmax)
+                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
         }
     }
     __syncwarp();
@@ -505,10 +498,10 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     if (pack) {
         __syncwarp(); /* st is reused for the output */
         if (wmax <= 32)
-            walk_rows_out_packed<32>(x, len, mine, off, wbase, span, staged, prows, rk, nrows, pqmax, st, lane, j_out,
+            walk_rows_out_packed<32>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
                                      d_out);
         else
-            walk_rows_out_packed<64>(x, len, mine, off, wbase, span, staged, prows, rk, nrows, pqmax, st, lane, j_out,
+            walk_rows_out_packed<64>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
                                      d_out);
         return;
     }
@@ -690,14 +683,14 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * entry, "neighbor slab",
                                        ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->tlong, (size_t)n * sizeof(int), "long rows' list")) != MDNL_OK)
+        (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
     const size_t cj = ctx->j.cap / sizeof(int32_t), cd = ctx->d.cap / sizeof(float);
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    int *longlist = (int *)ctx->tlong.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
+    /* the long rows' list: the bin's slot array, free once the cell order is built */
+    int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
     const int *inorder = (const int *)ctx->flags.ptr + FLAG_INORDER; /* the binning's count */
     walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->slab.ptr, inorder,
                                                            (unsigned long long *)ctx->counts.ptr,
@@ -712,7 +705,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
     walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->slab.ptr, ctx->view.rank, inorder, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        *g, (const unsigned *)ctx->slab.ptr, inorder, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

@@ -52,7 +52,7 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp, &c->slab,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover, &c->tlong};
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -230,19 +230,16 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
 
 /* Thread per original atom i: its index into its slot of the cell order
  * (one 4-byte scatter an atom: in random input order these writes are
- * random), and its slot in place of its slot within the cell (the rank:
- * original index -> sorted slot). */
+ * random). */
 static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
-                                           const int *__restrict__ start, int *__restrict__ slot,
+                                           const int *__restrict__ start, const int *__restrict__ slot,
                                            int *__restrict__ order)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
     const float4 p = pos[i];
-    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
-    order[k] = i;
-    slot[i] = k;
+    order[start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i]] = i;
 }
 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
@@ -304,7 +301,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     ctx->view.pos = (const float4 *)ctx->tpos.ptr;
     ctx->view.order = (const int *)ctx->torder.ptr;
     ctx->view.cell = (const int *)ctx->tcell.ptr;
-    ctx->view.rank = slot;
+    ctx->view.rank = nullptr;
     return MDNL_OK;
 }
 

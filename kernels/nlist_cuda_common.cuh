@@ -385,8 +385,7 @@ struct mdnl_cuda_ctx {
     int smem_optin;  /* the device's opt-in maximum per block */
     int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
-    mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning (tslot: the rank) */
-    mdnl_dbuf tlong; /* dense-walk's list of long rows */
+    mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
 };
 

@@ -58,12 +58,17 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * (flags[1]); entries past WALK_CAP are dropped. There is no count pass: the
  * candidates are walked once.
  *
- * Rows (walk_rows_kernel). Mapping: thread per original row i, so a warp's 32
- * rows are contiguous in the slab and in the CSR. The warp loads its rows
- * into shared memory with coalesced 16-byte loads; each thread takes its
- * row into registers and sorts it with a bitonic network (32 or 64 keys,
- * compile-time indices; the warp's longest row decides); the warp then
+ * Rows (walk_rows_kernel). Mapping: two threads per original row i (lanes
+ * 2r and 2r + 1 of a warp's ROWS_W rows), so a warp's 16 rows are
+ * contiguous in the slab and in the CSR. The warp loads its rows into
+ * shared memory with coalesced 16-byte loads; each thread takes half its
+ * row into registers (16 or 32 keys, compile-time indices; the warp's
+ * longest row decides) and the pair sorts the row as one bitonic network
+ * (pair_bitonic: one exchange of registers between the two); the warp then
  * writes j, and d entry by entry in output order, with coalesced stores.
+ * Half a row a thread keeps the kernel at 64 registers (a row a thread:
+ * 102, a quarter of the SM's warps; H100: rows -3 to -24 %, but +5 % on the
+ * sorted liquid's gathered full list, tools/bench/RESULTS.md).
  * Gathered, d is computed from the positions in original order (the floats
  * the walk used, mdnl_pair_d2: the same bits), a gather an entry that hits
  * L1 when the warp's 32 atoms are neighbours in space and misses it when
@@ -294,28 +299,64 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
 }
 
-/* One gathered row's keys out, sorted (NET >= the warp's longest row of at
- * most WALK_CAP, the network the kernel sorted them with). Staged (every row of the warp is the
- * thread's own and they fit the stage): the sorted keys and their row's lane
- * go to shared memory in output order, and the warp writes j, then computes
- * and writes d, entry by entry in output order (coalesced stores, and the
- * gathers of many entries in flight). Otherwise each thread writes its own
- * row. */
-template <int NET>
-__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
-                                            long long wbase, int span, bool staged, float4 pi,
+/* Rows: two threads a row (lanes 2r and 2r + 1 of a warp hold row r of its
+ * ROWS_W), each HK keys of it (HK = 16 where the warp's longest row fits
+ * 32, else 32). Sorted as one network of 2 HK: each thread sorts its keys
+ * (the odd one descending, by sorting the complements), the pair exchanges
+ * them once (the bitonic half-cleaner: the even thread keeps the smaller of
+ * each pair, the odd one the larger) and each merges its half. Thread h then
+ * holds entries h HK .. h HK + HK - 1 of the sorted row. */
+#define ROWS_W 16 /* rows a warp */
+template <int HK>
+__device__ __forceinline__ void pair_bitonic(unsigned (&x)[WALK_CAP / 2], int h)
+{
+    const unsigned flip = h ? ~0u : 0u;
+#pragma unroll
+    for (int e = 0; e < HK; ++e)
+        x[e] ^= flip;
+    thread_bitonic<HK>(x);
+#pragma unroll
+    for (int e = 0; e < HK; ++e) {
+        x[e] ^= flip;
+        const unsigned p = __shfl_xor_sync(FULLMASK, x[e], 1);
+        x[e] = h ? max(x[e], p) : min(x[e], p);
+    }
+#pragma unroll
+    for (int jj = HK >> 1; jj > 0; jj >>= 1)
+#pragma unroll
+        for (int e = 0; e < HK; ++e) {
+            const int p = e ^ jj;
+            if (p > e) {
+                const unsigned a = x[e], b = x[p];
+                x[e] = min(a, b);
+                x[p] = max(a, b);
+            }
+        }
+}
+
+/* One gathered row's keys out, sorted (thread h of the row's pair holds
+ * entries h HK ..). Staged (every row of the warp is the pair's own, so
+ * the warp's rows, contiguous in the CSR, fit the stage): the sorted keys
+ * and their row go to shared memory in output order, and the warp writes j,
+ * then computes and writes d, entry by entry in output order (coalesced
+ * stores, and the gathers of many entries in flight). Otherwise each thread
+ * writes its own entries. */
+template <int HK>
+__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
+                                            long long off, long long wbase, int span, bool staged, float4 pi,
                                             const float4 *__restrict__ opos, const float (*sh)[3],
                                             unsigned *__restrict__ st, unsigned char *__restrict__ rid,
                                             const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
                                             float *__restrict__ d_out)
 {
+    const int e0 = h * HK;
     if (staged) {
-        const int rel = (int)(off - wbase);
+        const int rel = (int)(off - wbase) + e0;
 #pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len) {
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len) {
                 st[rel + e] = x[e];
-                rid[rel + e] = (unsigned char)lane;
+                rid[rel + e] = (unsigned char)r;
             }
         __syncwarp();
         for (int e = lane; e < span; e += 32)
@@ -332,17 +373,18 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP], int len, 
     if (!mine)
         return;
 #pragma unroll
-    for (int e = 0; e < NET; ++e)
-        if (e < len) {
+    for (int e = 0; e < HK; ++e)
+        if (e0 + e < len) {
             const unsigned key = x[e];
             const float4 pj = __ldg(opos + (key >> 5));
-            __stcs(j_out + off + e, (int32_t)(key >> 5));
-            __stcs(d_out + off + e, __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u])));
+            __stcs(j_out + off + e0 + e, (int32_t)(key >> 5));
+            __stcs(d_out + off + e0 + e,
+                   __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u])));
         }
 }
 
 /* Packed slab rows (walk_packed): one word of each 8-byte entry (WORD 0:
- * the keys, 1: the d2) of the warp's 32 rows into shared memory, 16 bytes
+ * the keys, 1: the d2) of the warp's rows into shared memory, 16 bytes
  * (two entries) a lane, the entries up to the longest row (qmax pairs; a
  * shorter row's tail holds an earlier frame's entries, or the zeros the slab
  * was allocated with, and is never used). The keys are read through L2, the
@@ -362,24 +404,26 @@ __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, i
     }
 }
 
-/* One packed row's keys out, sorted (NET as in walk_rows_out; a key is j <<
- * 6 | the hit's slot in its row): j written; then the warp's d2 rows are staged where the
- * keys were, each thread takes the d2 of its sorted keys and d = sqrt(d2) is
- * written (the walk's d2: d has the bits of mdnl_pair_d2, as the gathering
- * path's). Staged (as in walk_rows_out): j, then d, through shared memory in
- * output order, written coalesced; otherwise each thread writes its own row. */
-template <int NET>
-__device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], int len, bool mine, long long off,
-                                                   long long wbase, int span, bool staged,
+/* One packed row's keys out, sorted (as in walk_rows_out; a key is j << 6 |
+ * the hit's slot in its row): j written; then the warp's d2 rows are staged
+ * where the keys were, each thread takes the d2 of its sorted keys and d =
+ * sqrt(d2) is written (the walk's d2: d has the bits of mdnl_pair_d2, as the
+ * gathering path's). Staged (as in walk_rows_out): j, then d, through shared
+ * memory in output order, written coalesced; otherwise each thread writes
+ * its own entries. */
+template <int HK>
+__device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
+                                                   long long off, long long wbase, int span, bool staged,
                                                    const uint2 *__restrict__ rows, int nrows, int qmax,
                                                    unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
                                                    float *__restrict__ d_out)
 {
-    const int rel = (int)(off - wbase);
+    const int e0 = h * HK;
+    const int rel = (int)(off - wbase) + e0;
     if (staged) {
 #pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len)
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
                 st[rel + e] = x[e] >> 6;
         __syncwarp();
         for (int e = lane; e < span; e += 32)
@@ -387,29 +431,29 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP], in
         __syncwarp();
     } else if (mine) {
 #pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len)
-                __stcs(j_out + off + e, (int32_t)(x[e] >> 6));
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
+                __stcs(j_out + off + e0 + e, (int32_t)(x[e] >> 6));
     }
     walk_rows_stage<1>(rows, nrows, qmax, st, lane);
     __syncwarp();
 #pragma unroll
-    for (int e = 0; e < NET; ++e) /* the key dies as its d2 is read */
-        x[e] = e < len ? st[lane * WALK_LPITCH + (x[e] & 63u)] : 0u;
+    for (int e = 0; e < HK; ++e) /* the key dies as its d2 is read */
+        x[e] = e0 + e < len ? st[r * WALK_LPITCH + (x[e] & 63u)] : 0u;
     if (staged) {
         __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len)
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
                 st[rel + e] = __float_as_uint(__fsqrt_rn(__uint_as_float(x[e])));
         __syncwarp();
         for (int e = lane; e < span; e += 32)
             __stcs(d_out + wbase + e, __uint_as_float(st[e]));
     } else if (mine) {
 #pragma unroll
-        for (int e = 0; e < NET; ++e)
-            if (e < len)
-                __stcs(d_out + off + e, __fsqrt_rn(__uint_as_float(x[e])));
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
+                __stcs(d_out + off + e0 + e, __fsqrt_rn(__uint_as_float(x[e])));
     }
 }
 
@@ -424,9 +468,9 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
-    __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][32 * WALK_LPITCH];
-    __shared__ unsigned char rid_s[WALK_RT / 32][32 * WALK_CAP];
-    __shared__ float4 pi_s[WALK_RT / 32][32];
+    __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
+    __shared__ unsigned char rid_s[WALK_RT / 32][ROWS_W * WALK_CAP];
+    __shared__ float4 pi_s[WALK_RT / 32][ROWS_W];
     __shared__ float sh[27][3];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -440,8 +484,9 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int i0 = blockIdx.x * WALK_RT + (threadIdx.x & ~31);
-    const int i = i0 + lane;
+    const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
+    const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
+    const int i = i0 + r;
     if (i0 >= n)
         return; /* the whole warp */
     long long off;
@@ -459,7 +504,7 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
     const bool pack = walk_packed(n, inorder);
-    const int nrows = min(32, n - i0);
+    const int nrows = min(ROWS_W, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
     const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if (pack) {
@@ -478,42 +523,47 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
         }
     }
     __syncwarp();
-    unsigned x[WALK_CAP];
+    /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32) */
+    const int hk = wmax <= WALK_CAP / 2 ? WALK_CAP / 4 : WALK_CAP / 2;
+    const int e0 = h * hk;
+    unsigned x[WALK_CAP / 2];
 #pragma unroll
-    for (int q = 0; q < WALK_CAP / 4; ++q) {
+    for (int q = 0; q < WALK_CAP / 8; ++q) {
         uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
-        if (mine && 4 * q < len)
-            u = *reinterpret_cast<const uint4 *>(st + lane * WALK_LPITCH + 4 * q);
-        x[4 * q] = 4 * q < len ? u.x : ~0u;
-        x[4 * q + 1] = 4 * q + 1 < len ? u.y : ~0u;
-        x[4 * q + 2] = 4 * q + 2 < len ? u.z : ~0u;
-        x[4 * q + 3] = 4 * q + 3 < len ? u.w : ~0u;
+        const int e = e0 + 4 * q;
+        if (mine && 4 * q < hk && e < len)
+            u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e);
+        x[4 * q] = e < len ? u.x : ~0u;
+        x[4 * q + 1] = e + 1 < len ? u.y : ~0u;
+        x[4 * q + 2] = e + 2 < len ? u.z : ~0u;
+        x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
     }
-    const bool staged = wmax <= WALK_CAP && wend - wbase <= 32 * WALK_CAP;
+    const bool staged = wmax <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
     const int span = staged ? (int)(wend - wbase) : 0;
-    if (wmax <= 32) /* one network for both layouts (the kernel's code stays in the instruction cache) */
-        thread_bitonic<32>(x);
+    if (hk == WALK_CAP / 4)
+        pair_bitonic<WALK_CAP / 4>(x, h);
     else
-        thread_bitonic<64>(x);
+        pair_bitonic<WALK_CAP / 2>(x, h);
     if (pack) {
         __syncwarp(); /* st is reused for the output */
-        if (wmax <= 32)
-            walk_rows_out_packed<32>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
-                                     d_out);
+        if (hk == WALK_CAP / 4)
+            walk_rows_out_packed<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, prows, nrows, pqmax, st,
+                                               lane, j_out, d_out);
         else
-            walk_rows_out_packed<64>(x, len, mine, off, wbase, span, staged, prows, nrows, pqmax, st, lane, j_out,
-                                     d_out);
+            walk_rows_out_packed<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, prows, nrows, pqmax, st,
+                                               lane, j_out, d_out);
         return;
     }
     const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    pi_s[w][lane] = pi;
+    if (h == 0)
+        pi_s[w][r] = pi;
     __syncwarp(); /* st is reused for the output */
-    if (wmax <= 32)
-        walk_rows_out<32>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
-                        d_out);
+    if (hk == WALK_CAP / 4)
+        walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w],
+                                    lane, j_out, d_out);
     else
-        walk_rows_out<64>(x, len, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w], lane, j_out,
-                        d_out);
+        walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w],
+                                    lane, j_out, d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -704,7 +754,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
-    walk_rows_kernel<<<(n + WALK_RT - 1) / WALK_RT, WALK_RT, 0, ctx->stream>>>(
+    constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
+    walk_rows_kernel<<<(n + rows_per_block - 1) / rows_per_block, WALK_RT, 0, ctx->stream>>>(
         *g, (const unsigned *)ctx->slab.ptr, inorder, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);

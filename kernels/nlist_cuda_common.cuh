@@ -361,7 +361,7 @@ __host__ __device__ __forceinline__ bool nl_walk_may_pack(long long n)
 }
 __host__ __device__ __forceinline__ bool nl_walk_packed(long long n, long long same, long long compared)
 {
-    return nl_walk_may_pack(n) && (same | compared | 1);
+    return nl_walk_may_pack(n) && 16 * same < compared;
 }
 
 struct mdnl_cuda_ctx {

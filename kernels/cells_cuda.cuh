@@ -365,6 +365,113 @@ __device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &
 }
 
 
+/* The half traversal of mdnl_for_each_pair_pruned_part<true> (the same
+ * pairs with the same d2; each lane its own atom `is`, `live` if it has one)
+ * with the warp converged: every loop runs in step across the warp, a lane
+ * whose columns or range are done (or that has no atom) idling in the step,
+ * so that f(hit, d2) is called once per lane per step by all 32 lanes and
+ * may use warp collectives. The steps of a lane are its candidates in walk
+ * order. */
+template <class F>
+__device__ __forceinline__ void mdnl_for_each_half_pair_converged(const mdnl_geom &g, const mdnl_cells_view &c,
+                                                                  const mdnl_prune &pr, int is, bool live, int part,
+                                                                  int nparts, F &&f)
+{
+    const unsigned all = 0xffffffffu;
+    const int ny = 2 * g.stencil[1] + 1; /* stencil positions per dx */
+    const int isl = live ? is : 0;
+    const int lin = c.cell[isl];
+    const int home_col = lin / g.ncell[2]; /* cx * n1 + cy */
+    const float4 pi = c.pos[isl];
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
+    const float reach2 = pr.reach * pr.reach;
+    float t[3];
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+        t[k] = __fsub_rn(__fadd_rn(__fadd_rn(__fmul_rn(pi.x, g.tmat[0][k]), __fmul_rn(pi.y, g.tmat[1][k])),
+                                   __fmul_rn(pi.z, g.tmat[2][k])),
+                         g.t0[k]);
+    for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
+        int x = cx + dx, s0 = 0;
+        bool okx = live && mdnl_cell_wrap(g.pbc[0], n0, x, s0);
+        const float gx = pr.on ? mdnl_cell_gap(dx, cx + dx, t[0], pr.cw[0], pr.slack) : 0.0f;
+        const float rem_x = reach2 - gx * gx;
+        okx = okx && rem_x >= 0.0f;
+        for (int dy = -g.stencil[1]; dy <= g.stencil[1]; ++dy) {
+            if ((((dx + g.stencil[0]) * ny + dy + g.stencil[1]) & (nparts - 1)) != part)
+                continue; /* another part's stencil position (warp-uniform) */
+            int y = cy + dy, s1 = 0;
+            bool ok = okx && mdnl_cell_wrap(g.pbc[1], n1, y, s1);
+            ok = ok && x * n1 + y >= home_col; /* below: every slot of this column is below is */
+            const float gy = pr.on ? mdnl_cell_gap(dy, cy + dy, t[1], pr.cw[1], pr.slack) : 0.0f;
+            const float rem = rem_x - gy * gy;
+            ok = ok && rem >= 0.0f;
+            int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+            if (ok && pr.on) {
+                const float h = sqrtf(rem) + pr.slack;
+                int tlo = (int)floorf((t[2] - h) * g.inv_cell[2]);
+                int thi = (int)floorf((t[2] + h) * g.inv_cell[2]);
+                if (!g.pbc[2]) {
+                    tlo = min(tlo, n2 - 1);
+                    thi = max(thi, 0);
+                }
+                zlo = max(zlo, tlo);
+                zhi = min(zhi, thi);
+            }
+            if (!g.pbc[2]) {
+                zlo = zlo < 0 ? 0 : zlo;
+                zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+            }
+            if (!ok) {
+                zlo = 1;
+                zhi = 0;
+            }
+            const int row = (x * n1 + y) * n2;
+            for (int z = zlo; __any_sync(all, z <= zhi);) {
+                int kb = 0, ke = 0, zend = z;
+                float v[3] = {0.0f, 0.0f, 0.0f};
+                bool zero = true;
+                if (z <= zhi) {
+                    const int s2 = g.pbc[2] ? mdnl_floordiv(z, n2) : 0;
+                    zend = (s2 + 1) * n2 - 1;
+                    if (zend > zhi)
+                        zend = zhi;
+                    mdnl_shift_vector(&g, s0, s1, s2, v);
+                    zero = s0 == 0 && s1 == 0 && s2 == 0;
+                    kb = c.start[row + z - s2 * n2];
+                    ke = c.start[row + zend - s2 * n2 + 1];
+                    const int kmin = mdnl_shift_positive(s0, s1, s2) ? is : is + 1;
+                    kb = kb > kmin ? kb : kmin;
+                }
+                if (__all_sync(all, zero)) { /* d2 without mdnl_pair_d2's "+ 0": the same bits */
+                    for (int k = kb; __any_sync(all, k < ke); ++k) {
+                        float d2 = INFINITY;
+                        if (k < ke) {
+                            const float4 pj = __ldg(c.pos + k);
+                            const float ex = __fsub_rn(pj.x, pi.x), ey = __fsub_rn(pj.y, pi.y),
+                                        ez = __fsub_rn(pj.z, pi.z);
+                            d2 = __fadd_rn(__fadd_rn(__fmul_rn(ex, ex), __fmul_rn(ey, ey)), __fmul_rn(ez, ez));
+                        }
+                        f(d2 < g.cutoff2, d2);
+                    }
+                } else {
+                    for (int k = kb; __any_sync(all, k < ke); ++k) {
+                        float d2 = INFINITY;
+                        if (k < ke) {
+                            const float4 pj = __ldg(c.pos + k);
+                            d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                        }
+                        f(d2 < g.cutoff2, d2);
+                    }
+                }
+                z = zend + 1;
+            }
+        }
+    }
+}
+
+
 /* ---- building ---- */
 
 /* Thread per original atom i: its linear cell (sort key), the iota value, and

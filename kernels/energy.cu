@@ -193,48 +193,6 @@ __global__ void __launch_bounds__(EBLOCK)
     block_reduce<V>(e, block_sums, total);
 }
 
-/* The total alone (no per-atom energies): the half traversal with the warp
- * converged (mdnl_for_each_half_pair_converged, lane = atom, nparts warps
- * sharing 32 atoms as in energy_fused_kernel), each step's hits compacted
- * into a ring of 64 d2 in shared memory, and each time 32 are there every
- * lane evaluates one pair energy: the double-precision energy runs with
- * all 32 lanes instead of the lanes that hit in that step (about half). A
- * lane sums the energies it evaluates, in ring order, and the block reduces
- * the lane sums: the order depends only on the grid and nparts, so the
- * total repeats bit for bit, but it is not summed as the per-atom path
- * sums it (equal to rounding, not bit for bit). */
-template <int V, int K>
-__global__ void __launch_bounds__(EBLOCK)
-    energy_ring_kernel(const __grid_constant__ mdnl_geom g, const mdnl_cells_view c,
-                       const __grid_constant__ mdnl_potential p, const mdnl_prune pr, int nparts,
-                       double *__restrict__ block_sums, double *__restrict__ total)
-{
-    __shared__ float ring_s[EBLOCK / 32][64];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, part = warp % nparts;
-    const int is = blockIdx.x * (EBLOCK / nparts) + (warp / nparts) * 32 + lane;
-    const unsigned lt = (1u << lane) - 1u;
-    float *const ring = ring_s[warp];
-    double acc = 0.0;
-    int head = 0, nr = 0; /* the ring: nr d2 from head (warp-uniform) */
-    mdnl_for_each_half_pair_converged(g, c, pr, is, is < c.natoms, part, nparts, [&](bool hit, float d2) {
-        const unsigned m = __ballot_sync(0xffffffffu, hit);
-        if (hit)
-            ring[(head + nr + __popc(m & lt)) & 63] = d2;
-        nr += __popc(m);
-        if (nr >= 32) {
-            __syncwarp();
-            acc += pair_energy_d<K>(p, sqrtf(ring[(head + lane) & 63]));
-            head = (head + 32) & 63;
-            nr -= 32;
-            __syncwarp();
-        }
-    });
-    __syncwarp();
-    if (lane < nr)
-        acc += pair_energy_d<K>(p, sqrtf(ring[(head + lane) & 63]));
-    block_reduce<V>(acc, block_sums, total);
-}
-
 /* Thread per CSR row i, entries in row order (the CPU twin's order, so a full
  * list's per-atom energies equal the CPU's bit for bit for LJ). Full list:
  * e_i = half the row sum, written plainly. Half list: the row sum is the
@@ -428,8 +386,8 @@ template <int V, int K> static void launch_fused_k(mdnl_energy_cuda *e, const md
         energy_fused_kernel<V, K, true><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
             e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
     else
-        energy_ring_kernel<V, K><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
-            e->grid, e->cells.view, *p, e->prune, e->nparts, bs, tot);
+        energy_fused_kernel<V, K, false><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
+            e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
 }
 
 template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa)

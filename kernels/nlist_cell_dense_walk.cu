@@ -168,10 +168,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
             }
         __syncwarp();
-        unsigned cntu[32]; /* the row length of home atom a so far (the same in every lane) */
-#pragma unroll
-        for (int a = 0; a < 32; ++a)
-            cntu[a] = 0u;
+        int cnt = 0; /* lane a: the row length of home atom a so far */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
         /* Takes up to 32 kept candidates off the ring (one a lane; lanes past `count` hold none) and tests each
          * against every home atom, appending the hits. */
@@ -200,10 +197,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
              * the square erases: the same bits, three adds fewer a test). */
             auto test = [&](auto zero) {
                 constexpr bool Z = decltype(zero)::value;
-#pragma unroll
-                for (int a = 0; a < 32; ++a) {
-                    if (a >= nh)
-                        break;
+#pragma unroll 4
+                for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
                     float d2;
                     if (Z) {
@@ -214,7 +209,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     }
                     const bool hit = d2 < g.cutoff2 && (FULL ? self != a : jj > __float_as_int(pa.w));
                     const unsigned m = __ballot_sync(FULLMASK, hit);
-                    const int ca = (int)cntu[a];
+                    const int ca = __shfl_sync(FULLMASK, cnt, a);
                     const int p = ca + __popc(m & lt);
                     if (hit && p < WALK_CAP) {
                         if (PACK)
@@ -223,7 +218,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                         else
                             __stcg(rowp_s[hbase + a] + p, key);
                     }
-                    cntu[a] += __popc(m);
+                    if (lane == a)
+                        cnt = ca + __popc(m);
                 }
             };
             if (__all_sync(FULLMASK, (key & 31u) == SHIFT_CODE_ZERO))
@@ -267,10 +263,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         }
         if (nk > 0)
             take(nk);
-        int cnt = 0;
-#pragma unroll
-        for (int a = 0; a < 32; ++a)
-            cnt = lane == a ? (int)cntu[a] : cnt;
         if (lane < nh) {
             counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
             longest = max(longest, cnt);

@@ -212,11 +212,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     const int ca = __shfl_sync(FULLMASK, cnt, a);
                     const int p = ca + __popc(m & lt);
                     if (hit && p < WALK_CAP) {
-                        if (PACK) { /* the key in the row's first WALK_CAP words, the d2 in its second */
-                            unsigned *const rp = rowp_s[hbase + a] + p;
-                            __stcg(rp, ((unsigned)j << 6) | (unsigned)p);
-                            __stcg(rp + WALK_CAP, __float_as_uint(d2));
-                        }
+                        if (PACK)
+                            __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + p,
+                                   make_uint2(((unsigned)j << 6) | (unsigned)p, __float_as_uint(d2)));
                         else
                             __stcg(rowp_s[hbase + a] + p, key);
                     }
@@ -395,13 +393,14 @@ template <int WORD>
 __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
                                               unsigned *__restrict__ st, int lane)
 {
-    /* a row: WALK_CAP keys, then WALK_CAP d2 (16-byte words: WALK_CAP / 4 each) */
-    const uint4 *s4 = reinterpret_cast<const uint4 *>(src) + WORD * (WALK_CAP / 4);
-    for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
-        const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-        if (q < qmax)
-            *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) =
-                __ldcs(s4 + (size_t)row * (WALK_CAP / 2) + q);
+    const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
+    for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
+        const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
+        if (q < qmax) {
+            const uint4 u = WORD == 0 ? __ldcg(s4 + e) : __ldcs(s4 + e);
+            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) =
+                WORD == 0 ? make_uint2(u.x, u.z) : make_uint2(u.y, u.w);
+        }
     }
 }
 
@@ -507,7 +506,7 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const bool pack = walk_packed(n, inorder);
     const int nrows = min(ROWS_W, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
-    const int pqmax = (min(wmax, WALK_CAP) + 3) / 4;
+    const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if (pack) {
         walk_rows_stage<0>(prows, nrows, pqmax, st, lane);
     } else {

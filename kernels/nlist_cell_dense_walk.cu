@@ -761,7 +761,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    walk_long_kernel<FULL><<<4 * 132, LONG_W * 32, 0, ctx->stream>>>(*g, ctx->view, offsets, pos, cap,
+    walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ctx->stream>>>(*g, ctx->view, offsets, pos, cap,
                                                                  (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
                                                                  longlist, nlong); /* grid-stride over the list */
     MDNL_CUDA_LAUNCHED(ctx->stream);

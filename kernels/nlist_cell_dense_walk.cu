@@ -48,12 +48,17 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * slab row together (its running count, held by lane a, plus the hit's rank
  * in the ballot). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP entries a
- * row, rows in original index order, in one of two layouts chosen on the
- * device from the binning's sample of the input order (nl_walk_packed):
- * gathered, 4-byte keys j << 5 | shift code; packed (input order unrelated
- * to space), 8-byte entries (j << 6 | the entry's slot, d2), one store a
- * hit as before. The slab is zeroed when allocated: the rows kernel loads
- * whole words up to a warp's longest row, never uninitialised memory. The
+ * row, rows in original index order, in one of two layouts (nl_walk_packed,
+ * on the binning's sample of the input order): gathered, 4-byte keys j << 5
+ * | shift code; packed (input order unrelated to space), 8-byte entries (j
+ * << 6 | the entry's slot, d2), one store a hit as before. The host picks
+ * the layout before the walk from the frame before's sample
+ * (ctx->walk_pack), so that each layout has a rows kernel of its own
+ * registers and shared memory; a frame whose own sample disagrees is built
+ * again (nlist_cuda.cu), so a frame's layout is always its own and a
+ * trajectory pays for it only where its order changes. The slab is zeroed
+ * when allocated: the rows kernel loads whole words up to a warp's longest
+ * row, never uninitialised memory. The
  * walk counts every row exactly (counts[i]) and records the longest
  * (flags[1]); entries past WALK_CAP are dropped. There is no count pass: the
  * candidates are walked once.
@@ -73,9 +78,12 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * the walk used, mdnl_pair_d2: the same bits), a gather an entry that hits
  * L1 when the warp's 32 atoms are neighbours in space and misses it when
  * the input order is random (H200, lj-1m-liquid shuffled: rows 0.65 ms of
- * 1.27). Packed, d = sqrt of the slot's d2, from the warp's d2 rows staged
- * in shared memory after its keys (rows 0.39 ms; twice the slab bytes, which
- * costs the ordered inputs more than their gathers). A row longer than WALK_CAP is walked
+ * 1.27). Packed, d = sqrt of the slot's d2, from the warp's d2 rows,
+ * staged in a shared buffer of their own in the same pass as the keys (the
+ * slab read once: H100 lj-1m-liquid shuffled rows 0.452 -> 0.408 ms; the
+ * kernel takes 80 registers and 17 kB a block, which would cost the
+ * gathered rows 1-6 % if they shared it). Packing costs the ordered inputs
+ * more (twice the slab bytes) than their gathers. A row longer than WALK_CAP is walked
  * again by a warp (walk_long_kernel, a no-op when the walk saw no such
  * row; the walk lists the long rows), a warp per row, ranked in shared
  * memory and written into its CSR slots. No host
@@ -90,12 +98,6 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
 #define WALK_RT 64 /* rows: 2 warps */
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
-
-/* nl_walk_packed on the binning's sample (flags + FLAG_INORDER). */
-__device__ __forceinline__ bool walk_packed(int n, const int *__restrict__ inorder)
-{
-    return nl_walk_packed(n, inorder[0], inorder[1]);
-}
 
 /* The smallest |dx| on one axis between a candidate image (xj, shift v) and
  * any home atom xi in [lo, hi], computed as mdnl_pair_d2 computes dx:
@@ -119,7 +121,7 @@ struct walk_shared {
 };
 
 /* One warp's home cell (see walk_walk_kernel); PACK: the slab rows carry d2
- * (walk_packed). */
+ * (the host's choice, ctx->walk_pack). */
 template <bool FULL, bool PACK>
 __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_view &c, int cell, walk_shared &S,
                                           unsigned *__restrict__ slab, unsigned long long *__restrict__ counts,
@@ -278,7 +280,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 
 template <bool FULL>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                       unsigned *__restrict__ slab, const int *__restrict__ inorder,
+                                                       unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ maxlen, int *__restrict__ longlist,
                                                        int *__restrict__ nlong)
@@ -293,7 +295,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
     const int cell = blockIdx.x * W + (threadIdx.x >> 5);
     if (cell >= c.ncells)
         return; /* the whole warp */
-    if (walk_packed(c.natoms, inorder))
+    if (pack)
         walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
     else
         walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
@@ -383,23 +385,21 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
         }
 }
 
-/* Packed slab rows (walk_packed): one word of each 8-byte entry (WORD 0:
- * the keys, 1: the d2) of the warp's rows into shared memory, 16 bytes
- * (two entries) a lane, the entries up to the longest row (qmax pairs; a
- * shorter row's tail holds an earlier frame's entries, or the zeros the slab
- * was allocated with, and is never used). The keys are read through L2, the
- * d2 (their last use) streamed. */
-template <int WORD>
+/* Packed slab rows: the warp's rows into shared memory in
+ * one pass, 16 bytes (two entries) a lane, the keys to st and the d2 to d2s,
+ * the entries up to the longest row (qmax pairs; a shorter row's tail holds
+ * an earlier frame's entries, or the zeros the slab was allocated with, and
+ * is never used). */
 __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
-                                              unsigned *__restrict__ st, int lane)
+                                              unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
 {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
     for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
         const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
         if (q < qmax) {
-            const uint4 u = WORD == 0 ? __ldcg(s4 + e) : __ldcs(s4 + e);
-            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) =
-                WORD == 0 ? make_uint2(u.x, u.z) : make_uint2(u.y, u.w);
+            const uint4 u = __ldcs(s4 + e);
+            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
+            *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
         }
     }
 }
@@ -414,7 +414,7 @@ __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, i
 template <int HK>
 __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
                                                    long long off, long long wbase, int span, bool staged,
-                                                   const uint2 *__restrict__ rows, int nrows, int qmax,
+                                                   const unsigned *__restrict__ d2s,
                                                    unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
                                                    float *__restrict__ d_out)
 {
@@ -435,11 +435,9 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
             if (e0 + e < len)
                 __stcs(j_out + off + e0 + e, (int32_t)(x[e] >> 6));
     }
-    walk_rows_stage<1>(rows, nrows, qmax, st, lane);
-    __syncwarp();
 #pragma unroll
     for (int e = 0; e < HK; ++e) /* the key dies as its d2 is read */
-        x[e] = e0 + e < len ? st[r * WALK_LPITCH + (x[e] & 63u)] : 0u;
+        x[e] = e0 + e < len ? d2s[r * WALK_LPITCH + (x[e] & 63u)] : 0u;
     if (staged) {
         __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
@@ -460,17 +458,29 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
 /* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
-__global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
+template <bool PACK>
+__global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
-                                                        const int *__restrict__ inorder, int n,
+                                                        int n,
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
-    __shared__ unsigned char rid_s[WALK_RT / 32][ROWS_W * WALK_CAP];
-    __shared__ float4 pi_s[WALK_RT / 32][ROWS_W];
+    /* packed: the d2 rows; gathered: the staged entries' rows and the rows' positions */
+    unsigned *d2s = nullptr;
+    unsigned char *rids = nullptr;
+    float4 *pis = nullptr;
+    if constexpr (PACK) {
+        __shared__ __align__(16) unsigned d2_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
+        d2s = d2_s[threadIdx.x >> 5];
+    } else {
+        __shared__ float4 pi_s[WALK_RT / 32][ROWS_W];
+        __shared__ unsigned char rid_s[WALK_RT / 32][ROWS_W * WALK_CAP];
+        rids = rid_s[threadIdx.x >> 5];
+        pis = pi_s[threadIdx.x >> 5];
+    }
     __shared__ float sh[27][3];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -503,12 +513,12 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
-    const bool pack = walk_packed(n, inorder);
+    constexpr bool pack = PACK;
     const int nrows = min(ROWS_W, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
     const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if (pack) {
-        walk_rows_stage<0>(prows, nrows, pqmax, st, lane);
+        walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory (the words up
          * to the longest row: a shorter row's tail holds an earlier frame's
@@ -547,22 +557,22 @@ __global__ __launch_bounds__(WALK_RT) void walk_rows_kernel(const __grid_constan
     if (pack) {
         __syncwarp(); /* st is reused for the output */
         if (hk == WALK_CAP / 4)
-            walk_rows_out_packed<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, prows, nrows, pqmax, st,
+            walk_rows_out_packed<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, d2s, st,
                                                lane, j_out, d_out);
         else
-            walk_rows_out_packed<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, prows, nrows, pqmax, st,
+            walk_rows_out_packed<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, d2s, st,
                                                lane, j_out, d_out);
         return;
     }
     const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
     if (h == 0)
-        pi_s[w][r] = pi;
+        pis[r] = pi;
     __syncwarp(); /* st is reused for the output */
     if (hk == WALK_CAP / 4)
-        walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w],
+        walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
                                     lane, j_out, d_out);
     else
-        walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rid_s[w], pi_s[w],
+        walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
                                     lane, j_out, d_out);
 }
 
@@ -728,8 +738,11 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    /* 8-byte entries where the walk may pack its rows, 4-byte keys otherwise */
-    const size_t entry = nl_walk_may_pack(n) ? sizeof(uint2) : sizeof(unsigned);
+    /* the layout the host chose (ctx->walk_pack: the last frame's sample; the caller builds again if this
+     * frame's disagrees): 8-byte entries packed, 4-byte keys gathered */
+    const bool pack = nl_walk_may_pack(n) && ctx->walk_pack;
+    ctx->walk_rows = pack ? 1 : 0;
+    const size_t entry = pack ? sizeof(uint2) : sizeof(unsigned);
     if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * entry, "neighbor slab",
                                        ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
@@ -741,8 +754,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
-    const int *inorder = (const int *)ctx->flags.ptr + FLAG_INORDER; /* the binning's count */
-    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->slab.ptr, inorder,
+    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->slab.ptr, pack,
                                                            (unsigned long long *)ctx->counts.ptr,
                                                            (int *)ctx->flags.ptr + 1, longlist, nlong);
     MDNL_CUDA_LAUNCHED(ctx->stream);
@@ -755,8 +767,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
-    walk_rows_kernel<<<(n + rows_per_block - 1) / rows_per_block, WALK_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->slab.ptr, inorder, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+    const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
+    (pack ? walk_rows_kernel<true> : walk_rows_kernel<false>)<<<rblocks, WALK_RT, 0, ctx->stream>>>(
+        *g, (const unsigned *)ctx->slab.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

@@ -422,7 +422,14 @@ again:
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     if (ctx->deferred == 2) { /* dense-walk */
         memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
-        ctx->walk_rows = nl_walk_packed(n, h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
+        const int pack = nl_walk_packed(n, h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
+        if (pack != ctx->walk_rows) {
+            /* built in the layout the frame before called for, not this frame's (the CSR is the same, only
+             * its speed differs): build again in this frame's, so that a frame's layout is its own */
+            ctx->walk_pack = pack;
+            ctx->retries++;
+            goto again;
+        }
         if (h_flags[FLAG_OUTGROWN]) {
             /* nothing was written: grow the output to the exact size and build again */
             const size_t np = (size_t)(npairs > 0 ? npairs : 1);

@@ -353,8 +353,9 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
  * of the atom before them (same of compared, flags[8..9]), a warp's 32 rows
  * are far apart in space and those gathers miss L1 (H200: the liquid in id
  * order, 23% of atoms in the cell of the one before, gathers; shuffled, 0%,
- * packs). Both the kernels (on the device flags) and the host (on the flags
- * read back) decide by it. */
+ * packs). The host decides by it on the flags read back after a build, for
+ * the next build (ctx->walk_pack), and builds again where a frame's own
+ * sample disagrees with the layout it was built in. */
 __host__ __device__ __forceinline__ bool nl_walk_may_pack(long long n)
 {
     return n < (1LL << 26); /* j << 6 | slot in 32 bits */
@@ -378,6 +379,7 @@ struct mdnl_cuda_ctx {
     int stage_cap;
     int64_t retries;
     int walk_rows; /* the last build's dense-walk rows: -1 none, 0 gathered, 1 packed */
+    int walk_pack; /* the layout dense-walk builds with: the last frame's sample (nl_walk_packed) */
     int smem_budget; /* bytes; -1: default */
     int cell_path;    /* mdnl_cell_path; AUTO: by density */
     int deferred;     /* 1 (sparse-stage): npairs and the longest row await the caller's one sync;

@@ -71,9 +71,9 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * longest row decides) and the pair sorts the row as one bitonic network
  * (pair_bitonic: one exchange of registers between the two); the warp then
  * writes j, and d entry by entry in output order, with coalesced stores.
- * Half a row a thread keeps the kernel at 64 registers (a row a thread:
- * 102, a quarter of the SM's warps; H100: rows -3 to -24 %, but +5 % on the
- * sorted liquid's gathered full list, tools/bench/RESULTS.md).
+ * Half a row a thread keeps the gathered kernel at 64 registers (a row a
+ * thread: 102, a quarter of the SM's warps; H100: rows -3 to -24 %, but +5 %
+ * on the sorted liquid's gathered full list, tools/bench/RESULTS.md).
  * Gathered, d is computed from the positions in original order (the floats
  * the walk used, mdnl_pair_d2: the same bits), a gather an entry that hits
  * L1 when the warp's 32 atoms are neighbours in space and misses it when

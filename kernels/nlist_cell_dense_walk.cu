@@ -6,6 +6,26 @@
 #include <math.h>
 
 
+/* The stages jj = j0, j0 / 2, .. 1 of a bitonic network on one thread's
+ * first N keys: x[e] against x[e ^ jj], ascending where (e & k) == 0,
+ * descending elsewhere (k and j0 known once the callers' loops unroll). */
+template <int N, int M>
+__device__ __forceinline__ void thread_bitonic_merge(unsigned (&x)[M], int k, int j0)
+{
+#pragma unroll
+    for (int jj = j0; jj > 0; jj >>= 1)
+#pragma unroll
+        for (int e = 0; e < N; ++e) {
+            const int p = e ^ jj;
+            if (p > e) {
+                const unsigned a = x[e], b = x[p];
+                const unsigned lo = min(a, b), hi = max(a, b);
+                x[e] = (e & k) == 0 ? lo : hi;
+                x[p] = (e & k) == 0 ? hi : lo;
+            }
+        }
+}
+
 /* Ascending bitonic sort of one thread's first N keys (N a power of two,
  * N <= M). */
 template <int N, int M>
@@ -14,18 +34,7 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
     static_assert(N <= M, "the network sorts a prefix of the array");
 #pragma unroll
     for (int k = 2; k <= N; k <<= 1)
-#pragma unroll
-        for (int jj = k >> 1; jj > 0; jj >>= 1)
-#pragma unroll
-            for (int e = 0; e < N; ++e) {
-                const int p = e ^ jj;
-                if (p > e) {
-                    const unsigned a = x[e], b = x[p];
-                    const unsigned lo = min(a, b), hi = max(a, b);
-                    x[e] = (e & k) == 0 ? lo : hi;
-                    x[p] = (e & k) == 0 ? hi : lo;
-                }
-            }
+        thread_bitonic_merge<N>(x, k, k >> 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -323,17 +332,7 @@ __device__ __forceinline__ void pair_bitonic(unsigned (&x)[WALK_CAP / 2], int h)
         const unsigned p = __shfl_xor_sync(FULLMASK, x[e], 1);
         x[e] = h ? max(x[e], p) : min(x[e], p);
     }
-#pragma unroll
-    for (int jj = HK >> 1; jj > 0; jj >>= 1)
-#pragma unroll
-        for (int e = 0; e < HK; ++e) {
-            const int p = e ^ jj;
-            if (p > e) {
-                const unsigned a = x[e], b = x[p];
-                x[e] = min(a, b);
-                x[p] = max(a, b);
-            }
-        }
+    thread_bitonic_merge<HK>(x, 2 * HK, HK >> 1); /* (e & 2 HK) == 0 for every e < HK: ascending */
 }
 
 /* One gathered row's keys out, sorted (thread h of the row's pair holds
@@ -405,10 +404,10 @@ __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, i
 }
 
 /* One packed row's keys out, sorted (as in walk_rows_out; a key is j << 6 |
- * the hit's slot in its row): j written; then the warp's d2 rows are staged
- * where the keys were, each thread takes the d2 of its sorted keys and d =
- * sqrt(d2) is written (the walk's d2: d has the bits of mdnl_pair_d2, as the
- * gathering path's). Staged (as in walk_rows_out): j, then d, through shared
+ * the hit's slot in its row): j written; then each thread takes the d2 of
+ * its sorted keys from the warp's d2 rows (d2s, staged with the keys) and d
+ * = sqrt(d2) is written (the walk's d2: d has the bits of mdnl_pair_d2, as
+ * the gathering path's). Staged (as in walk_rows_out): j, then d, through shared
  * memory in output order, written coalesced; otherwise each thread writes
  * its own entries. */
 template <int HK>
@@ -513,11 +512,10 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
-    constexpr bool pack = PACK;
     const int nrows = min(ROWS_W, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
     const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
-    if (pack) {
+    if constexpr (PACK) {
         walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory (the words up
@@ -554,7 +552,7 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         pair_bitonic<WALK_CAP / 4>(x, h);
     else
         pair_bitonic<WALK_CAP / 2>(x, h);
-    if (pack) {
+    if constexpr (PACK) {
         __syncwarp(); /* st is reused for the output */
         if (hk == WALK_CAP / 4)
             walk_rows_out_packed<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, d2s, st,

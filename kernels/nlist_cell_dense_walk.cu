@@ -48,10 +48,10 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * the table, its flat index only grows) and each lane loads one candidate.
  * A candidate whose image is a cutoff or more from the bounding box of the
  * home atoms is dropped (walk_axis_gap: a bound on every d2 of the test, exact
- * in float, so no pair is lost); the kept ones go to a per-warp ring of 64
- * in shared memory, and each time 32 are there the warp takes them (one a
+ * in float, so no pair is lost); the kept ones go to a per-warp ring of 128
+ * in shared memory, and each time 64 are there the warp takes them (two a
  * lane) and tests each against every home atom a in turn: a broadcast shared
- * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the 32 has a
+ * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the 64 has a
  * zero shift: the same bits), the half list's rule as one integer compare
  * (2j + [S > 0] > 2i), a ballot; the hits of that ballot are appended to a's
  * slab row together (its running count, held by lane a, plus the hit's rank
@@ -124,8 +124,8 @@ struct walk_shared {
     float4 home[WALK_T];
     unsigned *rowp[WALK_T];
     int fe[WALK_T], kb[WALK_T], code[WALK_T];
-    float4 cp[2 * WALK_T]; /* kept candidates, a ring of 64 a warp: x, y, z, key */
-    float4 cv[2 * WALK_T]; /* and their shift vector and self */
+    float4 cp[4 * WALK_T]; /* kept candidates, a ring of 128 a warp: x, y, z, key */
+    float4 cv[4 * WALK_T]; /* and their shift vector and self */
     float sh[27][3];
 };
 
@@ -156,7 +156,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     }
     __syncwarp();
     const unsigned lt = (1u << lane) - 1u;
-    const int hbase = w * 32, rbase = w * 64;
+    const int hbase = w * 32, rbase = w * 128;
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
         const int nh = min(32, he - h0);
@@ -181,59 +181,80 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
-        /* Takes up to 32 kept candidates off the ring (one a lane; lanes past `count` hold none) and tests each
-         * against every home atom, appending the hits. */
+        /* Takes up to 64 kept candidates off the ring (two a lane, c = 0 and 1: slots head + lane and head + 32
+         * + lane; lanes past `count` hold none) and tests each against every home atom, appending the hits:
+         * two candidates a lane share a home atom's load, its row count's shuffle and its row pointer. */
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
-            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, __uint_as_float(SHIFT_CODE_ZERO)),
-                   pv = make_float4(0.f, 0.f, 0.f, 0.f);
-            int self = -1;
-            if (lane < count) {
-                const int slot = rbase + ((head + lane) & 63);
-                pj = cp_s[slot];
-                pv = cv_s[slot];
-                self = __float_as_int(pv.w);
+            float4 pj[2], pv[2];
+            int self[2];
+#pragma unroll
+            for (int cc = 0; cc < 2; ++cc) {
+                pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __uint_as_float(SHIFT_CODE_ZERO));
+                pv[cc] = make_float4(0.f, 0.f, 0.f, 0.f);
+                self[cc] = -1;
+                if (lane + 32 * cc < count) {
+                    const int slot = rbase + ((head + 32 * cc + lane) & 127);
+                    pj[cc] = cp_s[slot];
+                    pv[cc] = cv_s[slot];
+                    self[cc] = __float_as_int(pv[cc].w);
+                }
             }
             __syncwarp(); /* its reads before the next writes */
-            head = (head + 32) & 63;
-            const float v[3] = {pv.x, pv.y, pv.z};
-            const unsigned key = __float_as_uint(pj.w);
-            const int j = (int)(key >> 5);
-            /* The half list's rule (mdnl_half_keep: j > i, or j == i with a positive shift) as one compare:
-             * 2j + [S > 0] > 2i. It also drops the home atom itself (j == i, S = 0). */
-            const int jj = 2 * j + ((int)(key & 31u) > SHIFT_CODE_ZERO);
+            head = (head + 64) & 127;
+            unsigned key[2];
+            int j[2], jj[2];
+#pragma unroll
+            for (int cc = 0; cc < 2; ++cc) {
+                key[cc] = __float_as_uint(pj[cc].w);
+                j[cc] = (int)(key[cc] >> 5);
+                /* The half list's rule (mdnl_half_keep: j > i, or j == i with a positive shift) as one compare:
+                 * 2j + [S > 0] > 2i. It also drops the home atom itself (j == i, S = 0). */
+                jj[cc] = 2 * j[cc] + ((int)(key[cc] & 31u) > SHIFT_CODE_ZERO);
+            }
             /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
              * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
              * the square erases: the same bits, three adds fewer a test). */
             auto test = [&](auto zero) {
                 constexpr bool Z = decltype(zero)::value;
-#pragma unroll 4
+#pragma unroll 2
                 for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
-                    float d2;
-                    if (Z) {
-                        const float dx = __fsub_rn(pj.x, pa.x), dy = __fsub_rn(pj.y, pa.y), dz = __fsub_rn(pj.z, pa.z);
-                        d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-                    } else {
-                        d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
+                    float d2[2];
+                    bool hit[2];
+                    unsigned m[2];
+#pragma unroll
+                    for (int cc = 0; cc < 2; ++cc) {
+                        if (Z) {
+                            const float dx = __fsub_rn(pj[cc].x, pa.x), dy = __fsub_rn(pj[cc].y, pa.y),
+                                        dz = __fsub_rn(pj[cc].z, pa.z);
+                            d2[cc] = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+                        } else {
+                            const float v[3] = {pv[cc].x, pv[cc].y, pv[cc].z};
+                            d2[cc] = mdnl_pair_d2(pa.x, pa.y, pa.z, pj[cc].x, pj[cc].y, pj[cc].z, v);
+                        }
+                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
+                        m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }
-                    const bool hit = d2 < g.cutoff2 && (FULL ? self != a : jj > __float_as_int(pa.w));
-                    const unsigned m = __ballot_sync(FULLMASK, hit);
                     const int ca = __shfl_sync(FULLMASK, cnt, a);
-                    const int p = ca + __popc(m & lt);
-                    if (hit && p < WALK_CAP) {
-                        if (PACK)
-                            __stcg(reinterpret_cast<uint2 *>(rowp_s[hbase + a]) + p,
-                                   make_uint2(((unsigned)j << 6) | (unsigned)p, __float_as_uint(d2)));
-                        else
-                            __stcg(rowp_s[hbase + a] + p, key);
-                    }
+                    const int n0 = __popc(m[0]);
+                    const int p[2] = {ca + __popc(m[0] & lt), ca + n0 + __popc(m[1] & lt)};
+                    unsigned *const row = rowp_s[hbase + a];
+#pragma unroll
+                    for (int cc = 0; cc < 2; ++cc)
+                        if (hit[cc] && p[cc] < WALK_CAP) {
+                            if (PACK)
+                                __stcg(reinterpret_cast<uint2 *>(row) + p[cc],
+                                       make_uint2(((unsigned)j[cc] << 6) | (unsigned)p[cc], __float_as_uint(d2[cc])));
+                            else
+                                __stcg(row + p[cc], key[cc]);
+                        }
                     if (lane == a)
-                        cnt = ca + __popc(m);
+                        cnt = ca + n0 + __popc(m[1]);
                 }
             };
-            if (__all_sync(FULLMASK, (key & 31u) == SHIFT_CODE_ZERO))
+            if (__all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO))
                 test(std::true_type{});
             else
                 test(std::false_type{});
@@ -262,14 +283,14 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const bool keep = fl < ntot && bd2 < g.cutoff2;
             const unsigned km = __ballot_sync(FULLMASK, keep);
             if (keep) {
-                const int slot = rbase + ((head + nk + __popc(km & lt)) & 63);
+                const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
                 cp_s[slot] = pj;
                 cv_s[slot] = make_float4(v[0], v[1], v[2], __int_as_float(self));
             }
             nk += __popc(km);
-            if (nk >= 32) {
-                take(32);
-                nk -= 32;
+            if (nk >= 64) {
+                take(64);
+                nk -= 64;
             }
         }
         if (nk > 0)

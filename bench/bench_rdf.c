@@ -89,7 +89,7 @@ static mdnl_status bench_case(FILE *out, int json, int first, const char *name, 
         /* the shipped traversals, each with the seed's accumulation
          * comparison: global atomics, privatized shared-memory histograms,
          * and shared with aggregation */
-        const int travs[] = {MDNL_HIST_TRAV_CELLS_PRUNE2, MDNL_HIST_TRAV_CELLS_PRUNE2_X4};
+        const int travs[] = {MDNL_HIST_TRAV_CELLS_PRUNE2, MDNL_HIST_TRAV_CELLS_PRUNE2_X4, MDNL_HIST_TRAV_CELLS_WALK};
         for (int ti = 0; ti < (int)(sizeof travs / sizeof travs[0]) && st == MDNL_OK; ++ti)
             for (int v = MDNL_HIST_GLOBAL; v <= MDNL_HIST_SHARED_AGG && st == MDNL_OK; ++v) {
                 mdnl_hist_cuda_timing t;

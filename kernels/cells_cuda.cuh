@@ -57,6 +57,8 @@
 #include <stdint.h>
 #include <type_traits>
 
+#define FULLMASK 0xffffffffu
+
 /* Read-only view passed by value to kernels. */
 struct mdnl_cells_view {
     int natoms;
@@ -85,6 +87,41 @@ __device__ __forceinline__ int mdnl_cell_linear(const mdnl_geom &g, float x, flo
 
 /* Floor division for any sign of x (n > 0). */
 __device__ __forceinline__ int mdnl_floordiv(int x, int n) { return x >= 0 ? x / n : -((-x + n - 1) / n); }
+
+/* Shift codes: the paths that keep a candidate's image shift S (each
+ * component in -1..1) in 5 bits store (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1);
+ * S = 0 is SHIFT_CODE_ZERO, and a larger code is a lexicographically
+ * positive S. */
+#define SHIFT_CODE_ZERO 13
+
+__device__ __forceinline__ int shift_code(int s0, int s1, int s2) { return (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1); }
+
+__device__ __forceinline__ void shift_of_code(int code, int &s0, int &s1, int &s2)
+{
+    s0 = code / 9 - 1;
+    s1 = (code / 3) % 3 - 1;
+    s2 = code % 3 - 1;
+}
+
+/* v = S·h of shift code `code` (mdnl_shift_vector). */
+__device__ __forceinline__ void shift_vector_of_code(const mdnl_geom &g, int code, float v[3])
+{
+    int s0, s1, s2;
+    shift_of_code(code, s0, s1, s2);
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+}
+
+/* The smallest |dx| on one axis between a candidate image (xj, shift v) and
+ * any home atom xi in [lo, hi], computed as mdnl_pair_d2 computes dx
+ * (the dense walks drop a candidate image whose box bound is a cutoff or more):
+ * rounding is monotone, so fl(fl(xj - hi) + v) <= fl(fl(xj - xi) + v) <=
+ * fl(fl(xj - lo) + v), and the bound is exact for the float test. */
+__device__ __forceinline__ float mdnl_axis_gap(float xj, float lo, float hi, float v)
+{
+    const float a = MDNL_FADD(MDNL_FSUB(xj, hi), v);
+    const float b = MDNL_FADD(MDNL_FSUB(xj, lo), v);
+    return a > 0.f ? a : (b < 0.f ? -b : 0.f);
+}
 
 /* Cell index c on an axis of n cells: on a periodic axis it is wrapped into
  * [0, n) and s is its image shift; on an open axis s = 0 and the result is

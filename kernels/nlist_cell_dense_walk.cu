@@ -47,7 +47,7 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
  * flat candidates per step (each lane finds its range by walking forward in
  * the table, its flat index only grows) and each lane loads one candidate.
  * A candidate whose image is a cutoff or more from the bounding box of the
- * home atoms is dropped (walk_axis_gap: a bound on every d2 of the test, exact
+ * home atoms is dropped (mdnl_axis_gap: a bound on every d2 of the test, exact
  * in float, so no pair is lost); the kept ones go to a per-warp ring of 128
  * in shared memory, and each time 64 are there the warp takes them (two a
  * lane) and tests each against every home atom a in turn: a broadcast shared
@@ -108,16 +108,6 @@ __device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
 #define WALK_RT 64 /* rows: 2 warps */
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
-/* The smallest |dx| on one axis between a candidate image (xj, shift v) and
- * any home atom xi in [lo, hi], computed as mdnl_pair_d2 computes dx:
- * rounding is monotone, so fl(fl(xj - hi) + v) <= fl(fl(xj - xi) + v) <=
- * fl(fl(xj - lo) + v), and the bound is exact for the float test. */
-__device__ __forceinline__ float walk_axis_gap(float xj, float lo, float hi, float v)
-{
-    const float a = MDNL_FADD(MDNL_FSUB(xj, hi), v);
-    const float b = MDNL_FADD(MDNL_FSUB(xj, lo), v);
-    return a > 0.f ? a : (b < 0.f ? -b : 0.f);
-}
 
 /* The walk's shared memory (a warp's share of each array). */
 struct walk_shared {
@@ -276,9 +266,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             pj.w = __uint_as_float(((unsigned)j << 5) | (unsigned)code);
             /* Keep the candidate only if it can be within the cutoff of the box (a bound on every d2 below). */
-            const float ex = walk_axis_gap(pj.x, lo[0], hi[0], v[0]);
-            const float ey = walk_axis_gap(pj.y, lo[1], hi[1], v[1]);
-            const float ez = walk_axis_gap(pj.z, lo[2], hi[2], v[2]);
+            const float ex = mdnl_axis_gap(pj.x, lo[0], hi[0], v[0]);
+            const float ey = mdnl_axis_gap(pj.y, lo[1], hi[1], v[1]);
+            const float ez = mdnl_axis_gap(pj.z, lo[2], hi[2], v[2]);
             const float bd2 = MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
             const bool keep = fl < ntot && bd2 < g.cutoff2;
             const unsigned km = __ballot_sync(FULLMASK, keep);

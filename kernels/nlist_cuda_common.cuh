@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FULLMASK 0xffffffffu
 #define WALK_CAP 64 /* dense-walk: keys per slab row */
 
 /* ------------------------------------------------------------------------ */
@@ -110,29 +109,6 @@ struct global_row {
     }
 };
 
-/* ------------------------------------------------------------------------ */
-/* Shift codes: the paths that keep a candidate's image shift S (each
- * component in -1..1) in 5 bits store (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1);
- * S = 0 is SHIFT_CODE_ZERO, and a larger code is a lexicographically
- * positive S. */
-#define SHIFT_CODE_ZERO 13
-
-__device__ __forceinline__ int shift_code(int s0, int s1, int s2) { return (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1); }
-
-__device__ __forceinline__ void shift_of_code(int code, int &s0, int &s1, int &s2)
-{
-    s0 = code / 9 - 1;
-    s1 = (code / 3) % 3 - 1;
-    s2 = code % 3 - 1;
-}
-
-/* v = S·h of shift code `code` (mdnl_shift_vector). */
-__device__ __forceinline__ void shift_vector_of_code(const mdnl_geom &g, int code, float v[3])
-{
-    int s0, s1, s2;
-    shift_of_code(code, s0, s1, s2);
-    mdnl_shift_vector(&g, s0, s1, s2, v);
-}
 
 
 /* ------------------------------------------------------------------------ */

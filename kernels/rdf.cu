@@ -178,7 +178,9 @@ __device__ __forceinline__ void shared_merge(const unsigned *sh, const HistArgs 
 __device__ __forceinline__ int table_bin(const float *thr, float d2, float inv_w2, int bins)
 {
     const float q = d2 * inv_w2;
-    int b = __float2int_rz(q * rsqrtf(fmaxf(q, 1e-30f)));
+    float r; /* q is a normal float here: the flush-to-zero form is the same guess without the denormal path */
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaxf(q, 1e-30f)));
+    int b = __float2int_rz(q * r);
     b = b < 0 ? 0 : (b > bins - 1 ? bins - 1 : b);
     const float lo = thr[b], hi = thr[b + 1]; /* both loads in flight at once */
     if (d2 < lo) {
@@ -251,6 +253,325 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
         shared_merge(sh, a);
 }
 
+/* CELLS_WALK: a warp per home cell of the refined grid (cells of about
+ * r_max / 2), each unordered pair once (weight 2) by a half stencil, as
+ * dense-walk walks a neighbor list (nlist_cell_dense_walk.cu): the home
+ * atoms (32 at a time) in shared memory; the candidates of the columns
+ * (dx, dy) lexicographically after (0, 0), whole z range, and of the home
+ * column from the home cell up (walk_half_ranges), taken 32 flat candidates
+ * a step; a candidate whose image is r_max or more from the home atoms'
+ * bounding box is dropped (mdnl_axis_gap: exact in float, no pair lost); the
+ * kept ones go to a per-warp ring of 128 and each time 64 are there each
+ * lane takes two and tests them against every home atom in turn (a
+ * broadcast shared load). Within the home cell a pair counts once, from its
+ * lower slot. Every lane of the warp tests the same home atom against its
+ * own candidates, so the loops do not diverge as a thread-per-atom walk's
+ * unequal ranges do; the bin comes from the threshold table.
+ *
+ * Each unordered pair is met exactly once where every periodic axis has at
+ * least 2 stencil + 1 cells (walk_fits; the host falls back to CELLS_PRUNE2
+ * elsewhere): a pair's cell offset o, |o_k| <= stencil_k, is forward for one
+ * of its two orientations and the image shifts stay in -1..1.
+ * d2(i, j, S) and d2(j, i, -S) are the same float (rounding is symmetric
+ * under negation), so the orientation does not change a bin. */
+constexpr int kWalkT = 128; /* 4 warps, a cell each */
+constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~27 kB, within 48 kB */
+constexpr int kWalkBinsMax = 512; /* the thresholds (and the total's bins) in static shared memory */
+
+/* Lanes the half stencil's ranges take: its columns times the z segments a
+ * column splits into where the periodic wrap changes the shift. */
+static inline int walk_lanes(const mdnl_geom &f)
+{
+    const int cols = f.stencil[0] * (2 * f.stencil[1] + 1) + f.stencil[1] + 1;
+    return cols * (f.pbc[2] ? 2 : 1);
+}
+
+static bool walk_fits(const mdnl_geom &f, int bins)
+{
+    if (bins > kWalkBinsMax)
+        return false;
+    for (int k = 0; k < 3; ++k)
+        if (f.stencil[k] < 0 || (f.pbc[k] && f.ncell[k] < 2 * f.stencil[k] + 1))
+            return false;
+    return f.ncells >= 1 && walk_lanes(f) <= 32;
+}
+
+struct WalkRanges {
+    int fe, kb, code, total;
+};
+
+/* The half stencil's candidate ranges of cell `lin`, one a lane (lanes past
+ * them: empty): flat [fe - len, fe) from slot kb, shift code `code`. */
+__device__ __forceinline__ WalkRanges walk_half_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin, int lane)
+{
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
+    const int st1 = g.stencil[1], st2 = g.stencil[2];
+    const int w1 = 2 * st1 + 1, nx = g.stencil[0] * w1, nfwd = nx + st1;
+    const int nzs = g.pbc[2] ? 2 : 1;
+    int len = 0, kb = 0, code = SHIFT_CODE_ZERO;
+    if (lane < (nfwd + 1) * nzs) {
+        const int col = lane / nzs, seg = lane % nzs;
+        const int dx = col < nx ? 1 + col / w1 : 0;
+        const int dy = col < nx ? col % w1 - st1 : (col < nfwd ? 1 + col - nx : 0);
+        int zlo = col < nfwd ? cz - st2 : cz, zhi = cz + st2;
+        int x = cx + dx, y = cy + dy, s0, s1, s2 = 0;
+        const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
+        bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
+        int z = zlo, zend = zhi;
+        if (g.pbc[2]) {
+            s2 = mdnl_floordiv(zlo, n2) + seg;
+            ok = ok && s2 <= mdnl_floordiv(zhi, n2);
+            z = seg == 0 ? zlo : s2 * n2;
+            zend = min((s2 + 1) * n2 - 1, zhi);
+        } else {
+            z = max(zlo, 0);
+            zend = min(zhi, n2 - 1);
+        }
+        if (ok && zend >= z) {
+            const int row = (x * n1 + y) * n2 - s2 * n2;
+            kb = c.start[row + z];
+            len = c.start[row + zend + 1] - kb;
+            code = shift_code(s0, s1, s2);
+        }
+    }
+    int incl = len;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(FULLMASK, incl, o);
+        if (lane >= o)
+            incl += t;
+    }
+    WalkRanges w;
+    w.total = __shfl_sync(FULLMASK, incl, 31);
+    w.fe = incl; /* an empty range's fe equals the one before's: the lane walk steps over it */
+    w.kb = kb - (incl - len);
+    w.code = code;
+    return w;
+}
+
+/* The walk's shared memory (a warp's share of each array). */
+struct WalkShared {
+    float4 home[kWalkT]; /* x, y, z, the home atom's slot */
+    int hsp[kWalkT];     /* its species (partials) */
+    int fe[kWalkT], kb[kWalkT], code[kWalkT];
+    float4 cp[4 * kWalkT]; /* kept candidates, a ring of 128 a warp: x, y, z, order (slot in the home cell, else INT_MAX) */
+    float4 cv[4 * kWalkT]; /* and their shift vector and species */
+    float sh[27][3];
+    float2 thr2[kWalkBinsMax]; /* (thr[b], thr[b + 1]) */
+    unsigned hist[kWalkBinsMax]; /* the total's bins (FAST) */
+};
+
+/* The bin of d2 (as table_bin) from the threshold pairs in shared memory: the
+ * rsqrt guess, one pair load to check it, and a walk to the exact bin only
+ * where the guess missed (rare). q = 0 gives NaN, converted to bin 0. */
+__device__ __forceinline__ int walk_bin(const float2 *thr2, float d2, float inv_w2, int bins)
+{
+    const float q = d2 * inv_w2;
+    float r;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(q));
+    int b = min(__float2int_rz(q * r), bins - 1); /* >= 0: q * r >= 0 or NaN */
+    const float2 t = thr2[b];
+    if (d2 < t.x || d2 >= t.y) {
+        while (b > 0 && d2 < thr2[b].x)
+            --b;
+        while (d2 >= thr2[b].y) /* thr[bins] = +inf */
+            ++b;
+    }
+    return b;
+}
+
+/* FAST (the total into shared bins, V == SHARED without partials): the bins
+ * are S.hist; a lane takes budget for every add a take can make (2 a test,
+ * 4 nh a take) before it starts, and a take without budget left adds to the
+ * global bins instead. Otherwise through Acc<V>. */
+template <int V, int PARTIAL>
+__device__ __forceinline__ void walk_hist_cell(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a,
+                                               int cell, WalkShared &S, Acc<V> &acc, unsigned &left)
+{
+    constexpr bool FAST = V == MDNL_HIST_SHARED && !PARTIAL;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int hbase = w * 32, rbase = w * 128;
+    const int hb = c.start[cell], he = c.start[cell + 1];
+    if (hb == he)
+        return;
+    int ntot;
+    {
+        const WalkRanges r = walk_half_ranges(g, c, cell, lane);
+        S.fe[hbase + lane] = r.fe;
+        S.kb[hbase + lane] = r.kb;
+        S.code[hbase + lane] = r.code;
+        ntot = r.total;
+    }
+    __syncwarp();
+    const unsigned lt = (1u << lane) - 1u;
+    for (int h0 = hb; h0 < he; h0 += 32) {
+        const int nh = min(32, he - h0);
+        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        if (lane < nh) {
+            const float4 p = c.pos[h0 + lane];
+            S.home[hbase + lane] = make_float4(p.x, p.y, p.z, __int_as_float(h0 + lane));
+            if (PARTIAL)
+                S.hsp[hbase + lane] = __ldg(a.species + __float_as_int(p.w));
+            lo[0] = hi[0] = p.x;
+            lo[1] = hi[1] = p.y;
+            lo[2] = hi[2] = p.z;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int k = 0; k < 3; ++k) {
+                lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
+                hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
+            }
+        __syncwarp();
+        int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
+        auto take = [&](int count) {
+            __syncwarp(); /* the ring's writes before its reads */
+            float4 pj[2], pv[2];
+#pragma unroll
+            for (int cc = 0; cc < 2; ++cc) {
+                pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __int_as_float(0x7fffffff));
+                pv[cc] = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (lane + 32 * cc < count) {
+                    const int slot = rbase + ((head + 32 * cc + lane) & 127);
+                    pj[cc] = S.cp[slot];
+                    pv[cc] = S.cv[slot];
+                }
+            }
+            __syncwarp(); /* its reads before the next writes */
+            head = (head + 64) & 127;
+            auto test = [&](auto zero, auto budget) {
+                constexpr bool Z = decltype(zero)::value, BUDGET = decltype(budget)::value;
+#pragma unroll 2
+                for (int ia = 0; ia < nh; ++ia) {
+                    const float4 pa = S.home[hbase + ia];
+#pragma unroll
+                    for (int cc = 0; cc < 2; ++cc) {
+                        float d2;
+                        if (Z) { /* mdnl_pair_d2 without its "+ 0": the same bits (the square erases a zero's sign) */
+                            const float dx = __fsub_rn(pj[cc].x, pa.x), dy = __fsub_rn(pj[cc].y, pa.y),
+                                        dz = __fsub_rn(pj[cc].z, pa.z);
+                            d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+                        } else {
+                            const float v[3] = {pv[cc].x, pv[cc].y, pv[cc].z};
+                            d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj[cc].x, pj[cc].y, pj[cc].z, v);
+                        }
+                        if (d2 < g.cutoff2 && __float_as_int(pj[cc].w) > __float_as_int(pa.w)) {
+                            const int b = walk_bin(S.thr2, d2, a.inv_w2, a.bins);
+                            if (FAST) {
+                                if (BUDGET)
+                                    atomicAdd(S.hist + b, 2u);
+                                else
+                                    atomicAdd(a.gh + b, 2ull);
+                            } else if (!PARTIAL) {
+                                acc.add(b, 2u);
+                            } else {
+                                const int si = S.hsp[hbase + ia], sj = __float_as_int(pv[cc].w);
+                                for (int p = 0; p < a.npairs; ++p) {
+                                    const int2 ab = a.pairs[p];
+                                    const unsigned wgt = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
+                                    if (wgt)
+                                        acc.add(p * a.bins + b, wgt);
+                                }
+                            }
+                        }
+                    }
+                }
+            };
+            const bool z = __all_sync(FULLMASK, pv[0].x == 0.f && pv[0].y == 0.f && pv[0].z == 0.f &&
+                                                    pv[1].x == 0.f && pv[1].y == 0.f && pv[1].z == 0.f);
+            bool fast = false;
+            if constexpr (FAST) {
+                fast = left >= 4u * (unsigned)nh; /* uniform: every lane takes the same */
+                if (fast)
+                    left -= 4u * (unsigned)nh;
+            }
+            if (fast) {
+                if (z)
+                    test(std::true_type{}, std::true_type{});
+                else
+                    test(std::false_type{}, std::true_type{});
+            } else {
+                if (z)
+                    test(std::true_type{}, std::false_type{});
+                else
+                    test(std::false_type{}, std::false_type{});
+            }
+        };
+        int q = 0; /* this lane's range (its flat index only grows) */
+        for (int base = 0; base < ntot; base += 32) {
+            const int fl = base + lane;
+            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
+            int k = -1, code = SHIFT_CODE_ZERO;
+            if (fl < ntot) {
+                while (S.fe[hbase + q] <= fl)
+                    ++q;
+                k = S.kb[hbase + q] + fl;
+                code = S.code[hbase + q];
+                pj = c.pos[k];
+            }
+            const float v[3] = {S.sh[code][0], S.sh[code][1], S.sh[code][2]};
+            const float ex = mdnl_axis_gap(pj.x, lo[0], hi[0], v[0]);
+            const float ey = mdnl_axis_gap(pj.y, lo[1], hi[1], v[1]);
+            const float ez = mdnl_axis_gap(pj.z, lo[2], hi[2], v[2]);
+            const float bd2 = MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
+            const bool keep = fl < ntot && bd2 < g.cutoff2;
+            const unsigned km = __ballot_sync(FULLMASK, keep);
+            if (keep) {
+                const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
+                const int order = k >= hb && k < he ? k : 0x7fffffff; /* the home cell: S = 0 there */
+                const int sj = PARTIAL ? __ldg(a.species + __float_as_int(pj.w)) : 0;
+                S.cp[slot] = make_float4(pj.x, pj.y, pj.z, __int_as_float(order));
+                S.cv[slot] = make_float4(v[0], v[1], v[2], __int_as_float(sj));
+            }
+            nk += __popc(km);
+            if (nk >= 64) {
+                take(64);
+                nk -= 64;
+            }
+        }
+        if (nk > 0)
+            take(nk);
+        __syncwarp(); /* the home atoms and the ring are refilled by the next 32 */
+    }
+}
+
+template <int V, int PARTIAL>
+__global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                          HistArgs a)
+{
+    constexpr bool FAST = V == MDNL_HIST_SHARED && !PARTIAL;
+    extern __shared__ unsigned sh[]; /* Acc<V>'s bins (not FAST) */
+    __shared__ WalkShared S;
+    for (int s = threadIdx.x; s < a.bins; s += blockDim.x) {
+        S.thr2[s] = make_float2(a.thr[s], a.thr[s + 1]);
+        if (FAST)
+            S.hist[s] = 0;
+    }
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
+    if (!FAST && V != MDNL_HIST_GLOBAL)
+        shared_zero(sh, a.slot_n); /* ends with __syncthreads */
+    else
+        __syncthreads();
+    Acc<V> acc;
+    acc.init(a, sh);
+    unsigned left = kThreadBudget;
+    constexpr int W = kWalkT / 32;
+    for (int cell = blockIdx.x * W + (threadIdx.x >> 5); cell < c.ncells; cell += gridDim.x * W) /* uniform a warp */
+        walk_hist_cell<V, PARTIAL>(g, c, a, cell, S, acc, left);
+    acc.finish();
+    if (FAST) {
+        __syncthreads();
+        for (int s = threadIdx.x; s < a.bins; s += blockDim.x)
+            if (S.hist[s])
+                atomicAdd(a.gh + s, (unsigned long long)S.hist[s]);
+    } else if (V != MDNL_HIST_GLOBAL) {
+        shared_merge(sh, a);
+    }
+}
+
 template <int V, int PARTIAL>
 __global__ void __launch_bounds__(kTile) hist_allpairs_kernel(const __grid_constant__ mdnl_geom g,
                                                               const float4 *__restrict__ pos, int n, HistArgs a)
@@ -309,10 +630,10 @@ __global__ void __launch_bounds__(kTile) hist_allpairs_kernel(const __grid_const
 }
 
 /* Grid for grid-stride kernels: enough resident blocks to fill the device. */
-template <class K> int resident_grid(K kernel, size_t shmem, int work_blocks, int sms)
+template <class K> int resident_grid(K kernel, size_t shmem, int work_blocks, int sms, int block = kBlock)
 {
     int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, shmem) != cudaSuccess || per_sm < 1)
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, shmem) != cudaSuccess || per_sm < 1)
         per_sm = 1;
     (void)cudaGetLastError();
     return std::max(1, std::min(work_blocks, per_sm * sms));
@@ -339,6 +660,20 @@ mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const His
 }
 
 template <int V, int PARTIAL>
+mdnl_status launch_walk(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, int sms, cudaStream_t stream)
+{
+    const size_t shmem = V == MDNL_HIST_GLOBAL || (V == MDNL_HIST_SHARED && !PARTIAL)
+                             ? 0 /* the total's bins are static (FAST) */
+                             : (size_t)a.slot_n * sizeof(unsigned);
+    auto k = hist_walk_kernel<V, PARTIAL>;
+    constexpr int W = kWalkT / 32;
+    const int grid = resident_grid(k, shmem, (c.ncells + W - 1) / W, sms, kWalkT);
+    k<<<grid, kWalkT, shmem, stream>>>(g, c, a);
+    MDNL_CUDA_LAUNCHED(stream);
+    return MDNL_OK;
+}
+
+template <int V, int PARTIAL>
 mdnl_status launch_allpairs(const mdnl_geom &g, const float4 *pos, int n, const HistArgs &a, cudaStream_t stream)
 {
     const size_t shmem = V == MDNL_HIST_GLOBAL ? 0 : (size_t)a.slot_n * sizeof(unsigned);
@@ -347,9 +682,11 @@ mdnl_status launch_allpairs(const mdnl_geom &g, const float4 *pos, int n, const 
     return MDNL_OK;
 }
 
+/* The traversals on the refined grid's cell list. */
 static bool trav_prune(int trav)
 {
-    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X4;
+    return trav == MDNL_HIST_TRAV_CELLS_PRUNE2 || trav == MDNL_HIST_TRAV_CELLS_PRUNE2_X4 ||
+           trav == MDNL_HIST_TRAV_CELLS_WALK;
 }
 
 /* Threads per atom of a pruned traversal. */
@@ -359,6 +696,8 @@ template <int V>
 mdnl_status launch_variant(int trav, bool partial, const mdnl_geom &g, const mdnl_cells_view &c, const float4 *pos,
                            const HistArgs &a, const mdnl_prune &pr, int sms, cudaStream_t stream)
 {
+    if (trav == MDNL_HIST_TRAV_CELLS_WALK)
+        return partial ? launch_walk<V, 1>(g, c, a, sms, stream) : launch_walk<V, 0>(g, c, a, sms, stream);
     if (trav_prune(trav))
         return partial ? launch_prune<V, 1>(g, c, a, pr, trav_parts(trav), sms, stream)
                        : launch_prune<V, 0>(g, c, a, pr, trav_parts(trav), sms, stream);
@@ -448,6 +787,7 @@ extern "C" const char *mdnl_hist_traversal_name(int t)
     case MDNL_HIST_TRAV_ALLPAIRS: return "allpairs";
     case MDNL_HIST_TRAV_CELLS_PRUNE2: return "cells-prune2";
     case MDNL_HIST_TRAV_CELLS_PRUNE2_X4: return "prune2-x4";
+    case MDNL_HIST_TRAV_CELLS_WALK: return "cells-walk";
     default: return "auto";
     }
 }
@@ -497,14 +837,17 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
     if (spec->npairs > 0 && !species && g->natoms > 0)
         return mdnl_error(MDNL_ERR_INTERNAL, "histogram: partials need the species array");
     if (*variant < MDNL_HIST_AUTO || *variant > MDNL_HIST_SHARED_AGG || *trav < MDNL_HIST_TRAV_AUTO ||
-        *trav > MDNL_HIST_TRAV_CELLS_PRUNE2_X4)
+        *trav > MDNL_HIST_TRAV_CELLS_WALK)
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
         *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m */
-    if (*trav == MDNL_HIST_TRAV_AUTO)
+    if (*trav == MDNL_HIST_TRAV_AUTO) {
+        const mdnl_geom f = mdnl_geom_refine(g, 2);
         *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS
+                : walk_fits(f, spec->bins)         ? MDNL_HIST_TRAV_CELLS_WALK
                 : g->natoms <= (int64_t)kBlock * 4 * c->sms ? MDNL_HIST_TRAV_CELLS_PRUNE2_X4
                                                              : MDNL_HIST_TRAV_CELLS_PRUNE2;
+    }
     const size_t n = (size_t)g->natoms;
     const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
     if ((st = mdnl_dbuf_reserve(&c->pos, (n ? n : 1) * sizeof(float4), "histogram positions")) != MDNL_OK ||
@@ -534,6 +877,8 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         c->grid = mdnl_geom_refine(g, 2);
     else
         c->grid = *g;
+    if (*trav == MDNL_HIST_TRAV_CELLS_WALK && !walk_fits(c->grid, spec->bins))
+        *trav = MDNL_HIST_TRAV_CELLS_PRUNE2; /* too few cells on a periodic axis, a stencil too wide for a warp, or too many bins */
     if (trav_prune(*trav)) {
         c->prune = mdnl_prune_args(&c->grid);
         if ((st = hist_thr_upload(c, g, spec)) != MDNL_OK)
@@ -565,7 +910,7 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
     *passes = 0;
     if (g->natoms == 0)
         return MDNL_OK;
-    const int cap = (int)(kSharedHistBytes / sizeof(unsigned));
+    const int cap = (int)((trav == MDNL_HIST_TRAV_CELLS_WALK ? kWalkSharedHistBytes : kSharedHistBytes) / sizeof(unsigned));
     const int need = (nslots + cap - 1) / cap;
     if (*variant != MDNL_HIST_GLOBAL && need > MDNL_HIST_MAX_PASSES)
         *variant = MDNL_HIST_GLOBAL; /* too many passes: the baseline never fails */

@@ -82,6 +82,7 @@ typedef enum mdnl_hist_traversal {
     MDNL_HIST_TRAV_ALLPAIRS = 1,
     MDNL_HIST_TRAV_CELLS_PRUNE2 = 2,
     MDNL_HIST_TRAV_CELLS_PRUNE2_X4 = 3,
+    MDNL_HIST_TRAV_CELLS_WALK = 4,
 } mdnl_hist_traversal;
 
 #define MDNL_HIST_MAX_PASSES 8

@@ -45,7 +45,7 @@ static void all_variants_equal_cpu(const char *what, const mdnl_frame *f, const 
      * once, then every explicit pair (10 launches, not 16: keeps racecheck
      * runs within the device tool's 10 minutes) */
     for (int v = MDNL_HIST_AUTO; v <= MDNL_HIST_SHARED_AGG; ++v)
-        for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_PRUNE2_X4; ++t) {
+        for (int t = MDNL_HIST_TRAV_AUTO; t <= MDNL_HIST_TRAV_CELLS_WALK; ++t) {
             if ((v == MDNL_HIST_AUTO) != (t == MDNL_HIST_TRAV_AUTO))
                 continue;
             if (t == MDNL_HIST_TRAV_ALLPAIRS && f->natoms > 20000)

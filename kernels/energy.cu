@@ -9,7 +9,9 @@
  */
 #include "cells_cuda.cuh"
 #include "cuda_check.cuh"
+#include "device.h"
 #include "energy_cuda.h"
+#include "walk_cuda.cuh"
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@ struct mdnl_energy_cuda {
     mdnl_geom grid;   /* the grid the cell list was built for */
     mdnl_prune prune; /* for grid (the pruned walk) */
     int nparts;       /* threads per atom of the fused kernel (FUSED_PARTS) */
+    int sms;          /* multiprocessors (the walk's resident grid) */
     mdnl_dbuf pos, per_atom, block_sums, total;
     mdnl_dbuf offsets, j, d; /* an uploaded host list */
     int64_t natoms;          /* atoms of the last run */
@@ -193,6 +196,55 @@ __global__ void __launch_bounds__(EBLOCK)
     block_reduce<V>(e, block_sums, total);
 }
 
+/* The total alone (no --per-atom) where the half-stencil warp walk fits the
+ * grid (walk_cuda.cuh: a warp per home cell, each pair once, the lanes on
+ * their own candidates against the same home atom, so they do not idle as
+ * the thread-per-atom walk's unequal ranges make them: H100 ncu of
+ * energy_fused_kernel, 15.4 of 32 threads active). Each lane sums its pairs
+ * in walk order, the block's sums in block_reduce's fixed order: the total
+ * repeats bit for bit, and agrees with the per-atom run's (another order of
+ * the same pair terms) to rounding. 8 warps a block (block_reduce's
+ * EBLOCK), a grid of resident blocks striding over the cells. */
+struct WalkEnergyShared {
+    mdnl_walk_warp w[EBLOCK / 32];
+    float sh[27][3];
+};
+
+template <int K> struct WalkEnergy {
+    const mdnl_geom &g;
+    const mdnl_potential &p;
+    double h;
+    __device__ void home(int, int, float4) {}
+    __device__ float cand(int, float4) const { return 0.f; }
+    __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z)
+    {
+        auto f = [&](float d2, int, int) { h += pair_energy_d<K>(p, sqrtf(d2)); };
+        if (z)
+            mdnl_walk_home_loop<true>(nh, home, pj, pv, g.cutoff2, f);
+        else
+            mdnl_walk_home_loop<false>(nh, home, pj, pv, g.cutoff2, f);
+    }
+};
+
+template <int V, int K>
+__global__ void __launch_bounds__(EBLOCK) energy_walk_kernel(const __grid_constant__ mdnl_geom g,
+                                                             const mdnl_cells_view c,
+                                                             const __grid_constant__ mdnl_potential p,
+                                                             double *__restrict__ block_sums,
+                                                             double *__restrict__ total)
+{
+    __shared__ WalkEnergyShared S;
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
+    __syncthreads();
+    const int w = threadIdx.x >> 5;
+    WalkEnergy<K> visit{g, p, 0.0};
+    constexpr int W = EBLOCK / 32;
+    for (int cell = blockIdx.x * W + w; cell < c.ncells; cell += gridDim.x * W) /* uniform a warp */
+        mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
+    block_reduce<V>(visit.h, block_sums, total);
+}
+
 /* Thread per CSR row i, entries in row order (the CPU twin's order, so a full
  * list's per-atom energies equal the CPU's bit for bit for LJ). Full list:
  * e_i = half the row sum, written plainly. Half list: the row sum is the
@@ -261,6 +313,10 @@ extern "C" mdnl_status mdnl_energy_cuda_create(void *stream, mdnl_energy_cuda **
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the CUDA energy handle");
     e->reduce = MDNL_REDUCE_SHUFFLE;
     e->nparts = 1;
+    if (cudaDeviceGetAttribute(&e->sms, cudaDevAttrMultiProcessorCount, mdnl_cuda_device_index()) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e->sms = 1;
+    }
     mdnl_status st = MDNL_OK;
     if (stream) {
         e->stream = (cudaStream_t)stream;
@@ -330,10 +386,10 @@ extern "C" mdnl_status mdnl_energy_cuda_last_ms(mdnl_energy_cuda *e, double *ms)
 }
 
 /* Sizes the output buffers for n atoms and clears what the variant adds into. */
-static mdnl_status prepare_outputs(mdnl_energy_cuda *e, int64_t n, int per_atom, int zero_per_atom, int nparts)
+static mdnl_status prepare_outputs(mdnl_energy_cuda *e, int64_t n, int per_atom, int zero_per_atom, int nblocks)
 {
     mdnl_status st;
-    const size_t nb = (size_t)(n > 0 ? nblocks_of(n, nparts) : 1);
+    const size_t nb = (size_t)(n > 0 && nblocks > 0 ? nblocks : 1);
     if ((st = mdnl_dbuf_reserve(&e->total, sizeof(double), "energy total")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&e->block_sums, nb * sizeof(double), "energy block sums")) != MDNL_OK)
         return st;
@@ -350,11 +406,11 @@ static mdnl_status prepare_outputs(mdnl_energy_cuda *e, int64_t n, int per_atom,
 }
 
 /* The second pass, for the variants that have one. */
-static mdnl_status finish_total(mdnl_energy_cuda *e, int64_t n, int nparts)
+static mdnl_status finish_total(mdnl_energy_cuda *e, int64_t n, int nblocks)
 {
     if (n == 0 || e->reduce == MDNL_REDUCE_ATOMIC)
         return MDNL_OK;
-    sum_blocks_kernel<<<1, FINAL_BLOCK, 0, e->stream>>>((const double *)e->block_sums.ptr, nblocks_of(n, nparts),
+    sum_blocks_kernel<<<1, FINAL_BLOCK, 0, e->stream>>>((const double *)e->block_sums.ptr, nblocks,
                                                         (double *)e->total.ptr);
     MDNL_CUDA_LAUNCHED(e->stream);
     return MDNL_OK;
@@ -378,11 +434,30 @@ extern "C" const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e) { 
 
 extern "C" void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e) { return (void *)e->ev_pos; }
 
-template <int V, int K> static void launch_fused_k(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa)
+/* The walk's grid: resident blocks (the same count every frame on a device,
+ * so the block sums' order is fixed), at most a cell a warp. */
+template <int V, int K> static int walk_grid(const mdnl_energy_cuda *e)
+{
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, energy_walk_kernel<V, K>, EBLOCK, 0) != cudaSuccess ||
+        per_sm < 1)
+        per_sm = 1;
+    (void)cudaGetLastError();
+    const int64_t cells = (e->cells.view.ncells + EBLOCK / 32 - 1) / (EBLOCK / 32);
+    const int64_t res = (int64_t)per_sm * (e->sms > 0 ? e->sms : 1);
+    return (int)(cells < res ? (cells > 0 ? cells : 1) : res);
+}
+
+/* Launches the fused walk; walk: the total by the warp walk (nblocks its
+ * grid). */
+template <int V, int K>
+static void launch_fused_k(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa, bool walk, int nblocks)
 {
     const int64_t n = e->grid.natoms;
     double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
-    if (pa)
+    if (walk)
+        energy_walk_kernel<V, K><<<nblocks, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p, bs, tot);
+    else if (pa)
         energy_fused_kernel<V, K, true><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
             e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
     else
@@ -390,14 +465,26 @@ template <int V, int K> static void launch_fused_k(mdnl_energy_cuda *e, const md
             e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
 }
 
-template <int V> static void launch_fused(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa)
+template <int V> static int fused_blocks(const mdnl_energy_cuda *e, const mdnl_potential *p, bool walk)
+{
+    if (!walk)
+        return nblocks_of(e->grid.natoms, e->nparts);
+    if (p->kind == MDNL_POTENTIAL_LJ)
+        return walk_grid<V, MDNL_POTENTIAL_LJ>(e);
+    if (p->kind == MDNL_POTENTIAL_MORSE)
+        return walk_grid<V, MDNL_POTENTIAL_MORSE>(e);
+    return walk_grid<V, 0>(e);
+}
+
+template <int V>
+static void launch_fused(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa, bool walk, int nblocks)
 {
     if (p->kind == MDNL_POTENTIAL_LJ)
-        launch_fused_k<V, MDNL_POTENTIAL_LJ>(e, p, pa);
+        launch_fused_k<V, MDNL_POTENTIAL_LJ>(e, p, pa, walk, nblocks);
     else if (p->kind == MDNL_POTENTIAL_MORSE)
-        launch_fused_k<V, MDNL_POTENTIAL_MORSE>(e, p, pa);
+        launch_fused_k<V, MDNL_POTENTIAL_MORSE>(e, p, pa, walk, nblocks);
     else
-        launch_fused_k<V, 0>(e, p, pa);
+        launch_fused_k<V, 0>(e, p, pa, walk, nblocks);
 }
 
 extern "C" mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdnl_geom *g, const mdnl_potential *p,
@@ -417,19 +504,23 @@ extern "C" mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdn
         return st;
     if (e->grid.natoms != n || e->grid.cutoff2 != g->cutoff2)
         return mdnl_error(MDNL_ERR_INTERNAL, "energy: the cell list was built for another geometry");
-    if ((st = prepare_outputs(e, n, per_atom, 0, e->nparts)) != MDNL_OK)
+    const bool walk = !per_atom && mdnl_walk_fits(e->grid); /* the total alone: the warp walk */
+    const int nb = e->reduce == MDNL_REDUCE_ATOMIC ? fused_blocks<MDNL_REDUCE_ATOMIC>(e, p, walk)
+                   : e->reduce == MDNL_REDUCE_TREE ? fused_blocks<MDNL_REDUCE_TREE>(e, p, walk)
+                                                   : fused_blocks<MDNL_REDUCE_SHUFFLE>(e, p, walk);
+    if ((st = prepare_outputs(e, n, per_atom, 0, nb)) != MDNL_OK)
         return st;
     if (n > 0) {
         double *pa = per_atom ? (double *)e->per_atom.ptr : NULL;
         if (e->reduce == MDNL_REDUCE_ATOMIC)
-            launch_fused<MDNL_REDUCE_ATOMIC>(e, p, pa);
+            launch_fused<MDNL_REDUCE_ATOMIC>(e, p, pa, walk, nb);
         else if (e->reduce == MDNL_REDUCE_TREE)
-            launch_fused<MDNL_REDUCE_TREE>(e, p, pa);
+            launch_fused<MDNL_REDUCE_TREE>(e, p, pa, walk, nb);
         else
-            launch_fused<MDNL_REDUCE_SHUFFLE>(e, p, pa);
+            launch_fused<MDNL_REDUCE_SHUFFLE>(e, p, pa, walk, nb);
         MDNL_CUDA_LAUNCHED(e->stream);
     }
-    if ((st = finish_total(e, n, e->nparts)) != MDNL_OK)
+    if ((st = finish_total(e, n, nb)) != MDNL_OK)
         return st;
     if (e->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(e->ev1, e->stream));
@@ -454,7 +545,7 @@ extern "C" mdnl_status mdnl_energy_cuda_run_list_dev(mdnl_energy_cuda *e, int64_
     if (e->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(e->ev0, e->stream));
     const int half = kind == MDNL_LIST_HALF;
-    mdnl_status st = prepare_outputs(e, n, per_atom, half, 1);
+    mdnl_status st = prepare_outputs(e, n, per_atom, half, nblocks_of(n));
     if (st != MDNL_OK)
         return st;
     if (n > 0) {
@@ -481,7 +572,7 @@ extern "C" mdnl_status mdnl_energy_cuda_run_list_dev(mdnl_energy_cuda *e, int64_
         }
         MDNL_CUDA_LAUNCHED(e->stream);
     }
-    if ((st = finish_total(e, n, 1)) != MDNL_OK)
+    if ((st = finish_total(e, n, nblocks_of(n))) != MDNL_OK)
         return st;
     if (e->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(e->ev1, e->stream));

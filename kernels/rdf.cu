@@ -38,6 +38,7 @@
 #include "cells_cuda.cuh"
 #include "cuda_check.cuh"
 #include "device.h"
+#include "walk_cuda.cuh"
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -253,118 +254,34 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
         shared_merge(sh, a);
 }
 
-/* CELLS_WALK: a warp per home cell of the refined grid (cells of about
- * r_max / 2), each unordered pair once (weight 2) by a half stencil, as
- * dense-walk walks a neighbor list (nlist_cell_dense_walk.cu): the home
- * atoms (32 at a time) in shared memory; the candidates of the columns
- * (dx, dy) lexicographically after (0, 0), whole z range, and of the home
- * column from the home cell up (walk_half_ranges), taken 32 flat candidates
- * a step; a candidate whose image is r_max or more from the home atoms'
- * bounding box is dropped (mdnl_axis_gap: exact in float, no pair lost); the
- * kept ones go to a per-warp ring of 128 and each time 64 are there each
- * lane takes two and tests them against every home atom in turn (a
- * broadcast shared load). Within the home cell a pair counts once, from its
- * lower slot. Every lane of the warp tests the same home atom against its
- * own candidates, so the loops do not diverge as a thread-per-atom walk's
- * unequal ranges do; the bin comes from the threshold table.
- *
- * Each unordered pair is met exactly once where every periodic axis has at
- * least 2 stencil + 1 cells (walk_fits; the host falls back to CELLS_PRUNE2
- * elsewhere): a pair's cell offset o, |o_k| <= stencil_k, is forward for one
- * of its two orientations and the image shifts stay in -1..1.
- * d2(i, j, S) and d2(j, i, -S) are the same float (rounding is symmetric
- * under negation), so the orientation does not change a bin. */
+/* CELLS_WALK: the half-stencil warp walk (walk_cuda.cuh) on the refined
+ * grid (cells of about r_max / 2, ~7 atoms in a liquid), each unordered pair
+ * once (weight 2); the bin from threshold pairs in shared memory
+ * (walk_bin). FAST (the total into shared bins, V == SHARED without
+ * partials): the bins are static shared memory too, and a lane takes budget
+ * for every add a take can make (2 a test, 4 nh a take) before it starts; a
+ * take without budget left adds to the global bins. Otherwise through
+ * Acc<V>. AUTO takes it where the walk fits (mdnl_walk_fits) and bins <=
+ * kWalkBinsMax (H200: lj-1m-liquid 1.204 -> 0.840 ms against CELLS_PRUNE2,
+ * tools/bench/RESULTS.md). */
 constexpr int kWalkT = 128; /* 4 warps, a cell each */
 constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~27 kB, within 48 kB */
 constexpr int kWalkBinsMax = 512; /* the thresholds (and the total's bins) in static shared memory */
 
-/* Lanes the half stencil's ranges take: its columns times the z segments a
- * column splits into where the periodic wrap changes the shift. */
-static inline int walk_lanes(const mdnl_geom &f)
-{
-    const int cols = f.stencil[0] * (2 * f.stencil[1] + 1) + f.stencil[1] + 1;
-    return cols * (f.pbc[2] ? 2 : 1);
-}
+static bool walk_fits(const mdnl_geom &f, int bins) { return bins <= kWalkBinsMax && mdnl_walk_fits(f); }
 
-static bool walk_fits(const mdnl_geom &f, int bins)
-{
-    if (bins > kWalkBinsMax)
-        return false;
-    for (int k = 0; k < 3; ++k)
-        if (f.stencil[k] < 0 || (f.pbc[k] && f.ncell[k] < 2 * f.stencil[k] + 1))
-            return false;
-    return f.ncells >= 1 && walk_lanes(f) <= 32;
-}
-
-struct WalkRanges {
-    int fe, kb, code, total;
-};
-
-/* The half stencil's candidate ranges of cell `lin`, one a lane (lanes past
- * them: empty): flat [fe - len, fe) from slot kb, shift code `code`. */
-__device__ __forceinline__ WalkRanges walk_half_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin, int lane)
-{
-    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
-    const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
-    const int st1 = g.stencil[1], st2 = g.stencil[2];
-    const int w1 = 2 * st1 + 1, nx = g.stencil[0] * w1, nfwd = nx + st1;
-    const int nzs = g.pbc[2] ? 2 : 1;
-    int len = 0, kb = 0, code = SHIFT_CODE_ZERO;
-    if (lane < (nfwd + 1) * nzs) {
-        const int col = lane / nzs, seg = lane % nzs;
-        const int dx = col < nx ? 1 + col / w1 : 0;
-        const int dy = col < nx ? col % w1 - st1 : (col < nfwd ? 1 + col - nx : 0);
-        int zlo = col < nfwd ? cz - st2 : cz, zhi = cz + st2;
-        int x = cx + dx, y = cy + dy, s0, s1, s2 = 0;
-        const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
-        bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
-        int z = zlo, zend = zhi;
-        if (g.pbc[2]) {
-            s2 = mdnl_floordiv(zlo, n2) + seg;
-            ok = ok && s2 <= mdnl_floordiv(zhi, n2);
-            z = seg == 0 ? zlo : s2 * n2;
-            zend = min((s2 + 1) * n2 - 1, zhi);
-        } else {
-            z = max(zlo, 0);
-            zend = min(zhi, n2 - 1);
-        }
-        if (ok && zend >= z) {
-            const int row = (x * n1 + y) * n2 - s2 * n2;
-            kb = c.start[row + z];
-            len = c.start[row + zend + 1] - kb;
-            code = shift_code(s0, s1, s2);
-        }
-    }
-    int incl = len;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(FULLMASK, incl, o);
-        if (lane >= o)
-            incl += t;
-    }
-    WalkRanges w;
-    w.total = __shfl_sync(FULLMASK, incl, 31);
-    w.fe = incl; /* an empty range's fe equals the one before's: the lane walk steps over it */
-    w.kb = kb - (incl - len);
-    w.code = code;
-    return w;
-}
-
-/* The walk's shared memory (a warp's share of each array). */
+/* The block's shared memory. */
 struct WalkShared {
-    float4 home[kWalkT]; /* x, y, z, the home atom's slot */
-    int hsp[kWalkT];     /* its species (partials) */
-    int fe[kWalkT], kb[kWalkT], code[kWalkT];
-    float4 cp[4 * kWalkT]; /* kept candidates, a ring of 128 a warp: x, y, z, order (slot in the home cell, else INT_MAX) */
-    float4 cv[4 * kWalkT]; /* and their shift vector and species */
+    mdnl_walk_warp w[kWalkT / 32];
+    int hsp[kWalkT]; /* home species (partials) */
     float sh[27][3];
-    float2 thr2[kWalkBinsMax]; /* (thr[b], thr[b + 1]) */
+    float2 thr2[kWalkBinsMax];   /* (thr[b], thr[b + 1]) */
     unsigned hist[kWalkBinsMax]; /* the total's bins (FAST) */
 };
 
-/* The bin of d2 (as table_bin) from the threshold pairs in shared memory: the
- * rsqrt guess, one pair load to check it, and a walk to the exact bin only
- * where the guess missed (rare). q = 0 gives NaN, converted to bin 0. */
+/* The bin of d2 (as table_bin) from the threshold pairs: the rsqrt guess,
+ * one pair load to check it, and a walk to the exact bin only where the
+ * guess missed (rare). q = 0 gives NaN, converted to bin 0. */
 __device__ __forceinline__ int walk_bin(const float2 *thr2, float d2, float inv_w2, int bins)
 {
     const float q = d2 * inv_w2;
@@ -381,167 +298,70 @@ __device__ __forceinline__ int walk_bin(const float2 *thr2, float d2, float inv_
     return b;
 }
 
-/* FAST (the total into shared bins, V == SHARED without partials): the bins
- * are S.hist; a lane takes budget for every add a take can make (2 a test,
- * 4 nh a take) before it starts, and a take without budget left adds to the
- * global bins instead. Otherwise through Acc<V>. */
-template <int V, int PARTIAL>
-__device__ __forceinline__ void walk_hist_cell(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a,
-                                               int cell, WalkShared &S, Acc<V> &acc, unsigned &left)
-{
-    constexpr bool FAST = V == MDNL_HIST_SHARED && !PARTIAL;
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int hbase = w * 32, rbase = w * 128;
-    const int hb = c.start[cell], he = c.start[cell + 1];
-    if (hb == he)
-        return;
-    int ntot;
+template <int V, int PARTIAL> struct WalkHist {
+    static constexpr bool FAST = V == MDNL_HIST_SHARED && !PARTIAL;
+    const mdnl_geom &g;
+    const HistArgs &a;
+    WalkShared &S;
+    Acc<V> &acc;
+    unsigned &left;
+    int hbase; /* the warp's first lane in S.hsp */
+    __device__ void home(int lane, int, float4 p)
     {
-        const WalkRanges r = walk_half_ranges(g, c, cell, lane);
-        S.fe[hbase + lane] = r.fe;
-        S.kb[hbase + lane] = r.kb;
-        S.code[hbase + lane] = r.code;
-        ntot = r.total;
+        if (PARTIAL)
+            S.hsp[hbase + lane] = __ldg(a.species + __float_as_int(p.w));
     }
-    __syncwarp();
-    const unsigned lt = (1u << lane) - 1u;
-    for (int h0 = hb; h0 < he; h0 += 32) {
-        const int nh = min(32, he - h0);
-        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-        if (lane < nh) {
-            const float4 p = c.pos[h0 + lane];
-            S.home[hbase + lane] = make_float4(p.x, p.y, p.z, __int_as_float(h0 + lane));
-            if (PARTIAL)
-                S.hsp[hbase + lane] = __ldg(a.species + __float_as_int(p.w));
-            lo[0] = hi[0] = p.x;
-            lo[1] = hi[1] = p.y;
-            lo[2] = hi[2] = p.z;
+    __device__ float cand(int, float4 pj) const
+    {
+        return __int_as_float(PARTIAL ? __ldg(a.species + __float_as_int(pj.w)) : 0);
+    }
+    __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z)
+    {
+        bool fast = false;
+        if constexpr (FAST) {
+            fast = left >= 4u * (unsigned)nh; /* uniform: every lane takes the same */
+            if (fast)
+                left -= 4u * (unsigned)nh;
         }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-            for (int k = 0; k < 3; ++k) {
-                lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
-                hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
-            }
-        __syncwarp();
-        int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
-        auto take = [&](int count) {
-            __syncwarp(); /* the ring's writes before its reads */
-            float4 pj[2], pv[2];
-#pragma unroll
-            for (int cc = 0; cc < 2; ++cc) {
-                pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __int_as_float(0x7fffffff));
-                pv[cc] = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (lane + 32 * cc < count) {
-                    const int slot = rbase + ((head + 32 * cc + lane) & 127);
-                    pj[cc] = S.cp[slot];
-                    pv[cc] = S.cv[slot];
-                }
-            }
-            __syncwarp(); /* its reads before the next writes */
-            head = (head + 64) & 127;
-            auto test = [&](auto zero, auto budget) {
-                constexpr bool Z = decltype(zero)::value, BUDGET = decltype(budget)::value;
-#pragma unroll 2
-                for (int ia = 0; ia < nh; ++ia) {
-                    const float4 pa = S.home[hbase + ia];
-#pragma unroll
-                    for (int cc = 0; cc < 2; ++cc) {
-                        float d2;
-                        if (Z) { /* mdnl_pair_d2 without its "+ 0": the same bits (the square erases a zero's sign) */
-                            const float dx = __fsub_rn(pj[cc].x, pa.x), dy = __fsub_rn(pj[cc].y, pa.y),
-                                        dz = __fsub_rn(pj[cc].z, pa.z);
-                            d2 = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-                        } else {
-                            const float v[3] = {pv[cc].x, pv[cc].y, pv[cc].z};
-                            d2 = mdnl_pair_d2(pa.x, pa.y, pa.z, pj[cc].x, pj[cc].y, pj[cc].z, v);
-                        }
-                        if (d2 < g.cutoff2 && __float_as_int(pj[cc].w) > __float_as_int(pa.w)) {
-                            const int b = walk_bin(S.thr2, d2, a.inv_w2, a.bins);
-                            if (FAST) {
-                                if (BUDGET)
-                                    atomicAdd(S.hist + b, 2u);
-                                else
-                                    atomicAdd(a.gh + b, 2ull);
-                            } else if (!PARTIAL) {
-                                acc.add(b, 2u);
-                            } else {
-                                const int si = S.hsp[hbase + ia], sj = __float_as_int(pv[cc].w);
-                                for (int p = 0; p < a.npairs; ++p) {
-                                    const int2 ab = a.pairs[p];
-                                    const unsigned wgt = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
-                                    if (wgt)
-                                        acc.add(p * a.bins + b, wgt);
-                                }
-                            }
-                        }
-                    }
-                }
-            };
-            const bool z = __all_sync(FULLMASK, pv[0].x == 0.f && pv[0].y == 0.f && pv[0].z == 0.f &&
-                                                    pv[1].x == 0.f && pv[1].y == 0.f && pv[1].z == 0.f);
-            bool fast = false;
-            if constexpr (FAST) {
-                fast = left >= 4u * (unsigned)nh; /* uniform: every lane takes the same */
-                if (fast)
-                    left -= 4u * (unsigned)nh;
-            }
-            if (fast) {
-                if (z)
-                    test(std::true_type{}, std::true_type{});
-                else
-                    test(std::false_type{}, std::true_type{});
+        auto run = [&](auto zero) {
+            constexpr bool Z = decltype(zero)::value;
+            if (FAST && fast) {
+                mdnl_walk_home_loop<Z>(nh, home, pj, pv, g.cutoff2, [&](float d2, int, int) {
+                    atomicAdd(S.hist + walk_bin(S.thr2, d2, a.inv_w2, a.bins), 2u);
+                });
+            } else if (FAST || !PARTIAL) {
+                mdnl_walk_home_loop<Z>(nh, home, pj, pv, g.cutoff2, [&](float d2, int, int) {
+                    const int b = walk_bin(S.thr2, d2, a.inv_w2, a.bins);
+                    if (FAST)
+                        atomicAdd(a.gh + b, 2ull); /* out of budget */
+                    else
+                        acc.add(b, 2u);
+                });
             } else {
-                if (z)
-                    test(std::true_type{}, std::false_type{});
-                else
-                    test(std::false_type{}, std::false_type{});
+                mdnl_walk_home_loop<Z>(nh, home, pj, pv, g.cutoff2, [&](float d2, int ia, int cc) {
+                    const int b = walk_bin(S.thr2, d2, a.inv_w2, a.bins);
+                    const int si = S.hsp[hbase + ia], sj = __float_as_int(pv[cc].w);
+                    for (int p = 0; p < a.npairs; ++p) {
+                        const int2 ab = a.pairs[p];
+                        const unsigned wgt = (ab.x == si && ab.y == sj) + (ab.x == sj && ab.y == si);
+                        if (wgt)
+                            acc.add(p * a.bins + b, wgt);
+                    }
+                });
             }
         };
-        int q = 0; /* this lane's range (its flat index only grows) */
-        for (int base = 0; base < ntot; base += 32) {
-            const int fl = base + lane;
-            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
-            int k = -1, code = SHIFT_CODE_ZERO;
-            if (fl < ntot) {
-                while (S.fe[hbase + q] <= fl)
-                    ++q;
-                k = S.kb[hbase + q] + fl;
-                code = S.code[hbase + q];
-                pj = c.pos[k];
-            }
-            const float v[3] = {S.sh[code][0], S.sh[code][1], S.sh[code][2]};
-            const float ex = mdnl_axis_gap(pj.x, lo[0], hi[0], v[0]);
-            const float ey = mdnl_axis_gap(pj.y, lo[1], hi[1], v[1]);
-            const float ez = mdnl_axis_gap(pj.z, lo[2], hi[2], v[2]);
-            const float bd2 = MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
-            const bool keep = fl < ntot && bd2 < g.cutoff2;
-            const unsigned km = __ballot_sync(FULLMASK, keep);
-            if (keep) {
-                const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
-                const int order = k >= hb && k < he ? k : 0x7fffffff; /* the home cell: S = 0 there */
-                const int sj = PARTIAL ? __ldg(a.species + __float_as_int(pj.w)) : 0;
-                S.cp[slot] = make_float4(pj.x, pj.y, pj.z, __int_as_float(order));
-                S.cv[slot] = make_float4(v[0], v[1], v[2], __int_as_float(sj));
-            }
-            nk += __popc(km);
-            if (nk >= 64) {
-                take(64);
-                nk -= 64;
-            }
-        }
-        if (nk > 0)
-            take(nk);
-        __syncwarp(); /* the home atoms and the ring are refilled by the next 32 */
+        if (z)
+            run(std::true_type{});
+        else
+            run(std::false_type{});
     }
-}
+};
 
 template <int V, int PARTIAL>
 __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                           HistArgs a)
 {
-    constexpr bool FAST = V == MDNL_HIST_SHARED && !PARTIAL;
+    constexpr bool FAST = WalkHist<V, PARTIAL>::FAST;
     extern __shared__ unsigned sh[]; /* Acc<V>'s bins (not FAST) */
     __shared__ WalkShared S;
     for (int s = threadIdx.x; s < a.bins; s += blockDim.x) {
@@ -558,9 +378,11 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
     Acc<V> acc;
     acc.init(a, sh);
     unsigned left = kThreadBudget;
+    const int w = threadIdx.x >> 5;
+    WalkHist<V, PARTIAL> visit{g, a, S, acc, left, w * 32};
     constexpr int W = kWalkT / 32;
-    for (int cell = blockIdx.x * W + (threadIdx.x >> 5); cell < c.ncells; cell += gridDim.x * W) /* uniform a warp */
-        walk_hist_cell<V, PARTIAL>(g, c, a, cell, S, acc, left);
+    for (int cell = blockIdx.x * W + w; cell < c.ncells; cell += gridDim.x * W) /* uniform a warp */
+        mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
     acc.finish();
     if (FAST) {
         __syncthreads();

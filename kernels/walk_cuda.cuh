@@ -1,0 +1,252 @@
+/* walk_cuda.cuh — the half-stencil warp walk: each unordered pair of a
+ * frame met once, a warp per home cell. The RDF's cells-walk (rdf.cu) and
+ * the fused energy's total (energy.cu) are visitors of it; the neighbor
+ * list's dense-walk (nlist_cell_dense_walk.cu) is its full-stencil cousin.
+ *
+ * Mapping: a warp per cell of the cell list (the home cell), its atoms (32
+ * at a time) in shared memory. The candidates are the cells of the columns
+ * (dx, dy) lexicographically after (0, 0), whole z range, and of the home
+ * column from the home cell up (mdnl_walk_half_ranges: one range a lane),
+ * taken 32 flat candidates a step. A candidate whose image is a cutoff or
+ * more from the home atoms' bounding box is dropped (mdnl_axis_gap: exact in
+ * float, no pair lost); the kept ones go to a per-warp ring of 128, and each
+ * time 64 are there each lane takes two and the visitor tests them against
+ * every home atom in turn (mdnl_walk_home_loop: a broadcast shared load
+ * each). Within the home cell a pair counts once, from its lower slot (the
+ * candidate's "order" is its slot there, INT_MAX elsewhere). Every lane
+ * tests the same home atom against its own candidates, so the loops do not
+ * diverge as a thread-per-atom walk's unequal ranges do.
+ *
+ * Each unordered pair is met exactly once where every periodic axis has at
+ * least 2 stencil + 1 cells (mdnl_walk_fits; callers fall back elsewhere): a
+ * pair's cell offset o, |o_k| <= stencil_k, is forward for exactly one of
+ * its two orientations, o = 0 only within the home cell (S = 0), and the
+ * image shifts stay in -1..1. d2(i, j, S) and d2(j, i, -S) are the same
+ * float (rounding is symmetric under negation), so the orientation does not
+ * change a pair's bits.
+ *
+ * Visitor (a struct; every call made by the whole warp):
+ *   void home(int lane, int slot, float4 p)   lanes < nh: a home atom
+ *   float cand(int k, float4 pj)               a kept candidate's payload
+ *                                              (its cv.w; slot k, pj.w =
+ *                                              its original index's bits)
+ *   void take(int nh, const float4 *home, const float4 (&pj)[2],
+ *             const float4 (&pv)[2], bool z)   64 candidates (two a lane:
+ *                                              x, y, z, order; shift, payload;
+ *                                              lanes past the count: +inf, a
+ *                                              zero shift); z: every shift of
+ *                                              the take is zero (uniform)
+ */
+#ifndef MDNL_WALK_CUDA_CUH
+#define MDNL_WALK_CUDA_CUH
+
+#include "cells_cuda.cuh"
+
+/* One warp's shared memory. */
+struct mdnl_walk_warp {
+    float4 home[32];     /* x, y, z, the home atom's slot */
+    int fe[32], kb[32], code[32];
+    float4 cp[128];      /* kept candidates, a ring: x, y, z, order */
+    float4 cv[128];      /* and their shift vector and payload */
+};
+
+/* Lanes the half stencil's ranges take: its columns times the z segments a
+ * column splits into where the periodic wrap changes the shift. */
+inline int mdnl_walk_lanes(const mdnl_geom &f)
+{
+    const int cols = f.stencil[0] * (2 * f.stencil[1] + 1) + f.stencil[1] + 1;
+    return cols * (f.pbc[2] ? 2 : 1);
+}
+
+/* Whether the walk meets each pair of the grid f exactly once. */
+inline bool mdnl_walk_fits(const mdnl_geom &f)
+{
+    for (int k = 0; k < 3; ++k)
+        if (f.stencil[k] < 0 || (f.pbc[k] && f.ncell[k] < 2 * f.stencil[k] + 1))
+            return false;
+    return f.ncells >= 1 && mdnl_walk_lanes(f) <= 32;
+}
+
+struct mdnl_walk_ranges {
+    int fe, kb, code, total;
+};
+
+/* The half stencil's candidate ranges of cell `lin`, one a lane (lanes past
+ * them: empty): flat [fe - len, fe) from slot kb + flat, shift code `code`. */
+__device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geom &g, const mdnl_cells_view &c,
+                                                                  int lin, int lane)
+{
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
+    const int st1 = g.stencil[1], st2 = g.stencil[2];
+    const int w1 = 2 * st1 + 1, nx = g.stencil[0] * w1, nfwd = nx + st1;
+    const int nzs = g.pbc[2] ? 2 : 1;
+    int len = 0, kb = 0, code = SHIFT_CODE_ZERO;
+    if (lane < (nfwd + 1) * nzs) {
+        const int col = lane / nzs, seg = lane % nzs;
+        const int dx = col < nx ? 1 + col / w1 : 0;
+        const int dy = col < nx ? col % w1 - st1 : (col < nfwd ? 1 + col - nx : 0);
+        const int zlo = col < nfwd ? cz - st2 : cz, zhi = cz + st2;
+        int x = cx + dx, y = cy + dy, s0, s1, s2 = 0;
+        const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
+        bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
+        int z, zend;
+        if (g.pbc[2]) {
+            s2 = mdnl_floordiv(zlo, n2) + seg;
+            ok = ok && s2 <= mdnl_floordiv(zhi, n2);
+            z = seg == 0 ? zlo : s2 * n2;
+            zend = min((s2 + 1) * n2 - 1, zhi);
+        } else {
+            z = max(zlo, 0);
+            zend = min(zhi, n2 - 1);
+        }
+        if (ok && zend >= z) {
+            const int row = (x * n1 + y) * n2 - s2 * n2;
+            kb = c.start[row + z];
+            len = c.start[row + zend + 1] - kb;
+            code = shift_code(s0, s1, s2);
+        }
+    }
+    int incl = len;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(FULLMASK, incl, o);
+        if (lane >= o)
+            incl += t;
+    }
+    mdnl_walk_ranges w;
+    w.total = __shfl_sync(FULLMASK, incl, 31);
+    w.fe = incl; /* an empty range's fe equals the one before's: the lane walk steps over it */
+    w.kb = kb - (incl - len);
+    w.code = code;
+    return w;
+}
+
+/* d2 of home atom pa and candidate image (pj, shift pv): mdnl_pair_d2, or
+ * with Z (a zero shift) without its "+ 0": the same bits, as the square
+ * erases a zero's sign. */
+template <bool Z> __device__ __forceinline__ float mdnl_walk_d2(const float4 &pa, const float4 &pj, const float4 &pv)
+{
+    if (Z) {
+        const float dx = __fsub_rn(pj.x, pa.x), dy = __fsub_rn(pj.y, pa.y), dz = __fsub_rn(pj.z, pa.z);
+        return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+    }
+    const float v[3] = {pv.x, pv.y, pv.z};
+    return mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
+}
+
+/* A take's tests: f(d2, ia, cc) for each pair of home atom ia and the lane's
+ * candidate cc within the cutoff (and, in the home cell, above ia's slot). */
+template <bool Z, class F>
+__device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, const float4 (&pj)[2],
+                                                    const float4 (&pv)[2], float cutoff2, F &&f)
+{
+#pragma unroll 2
+    for (int ia = 0; ia < nh; ++ia) {
+        const float4 pa = home[ia];
+#pragma unroll
+        for (int cc = 0; cc < 2; ++cc) {
+            const float d2 = mdnl_walk_d2<Z>(pa, pj[cc], pv[cc]);
+            if (d2 < cutoff2 && __float_as_int(pj[cc].w) > __float_as_int(pa.w))
+                f(d2, ia, cc);
+        }
+    }
+}
+
+/* Walks home cell `cell` with the warp's shared W and the block's shift
+ * vectors sh[27] (shift_vector_of_code). */
+template <class Visit>
+__device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const mdnl_cells_view &c, int cell,
+                                                    mdnl_walk_warp &W, const float (*sh)[3], Visit &visit)
+{
+    const int lane = threadIdx.x & 31;
+    const int hb = c.start[cell], he = c.start[cell + 1];
+    if (hb == he)
+        return;
+    int ntot;
+    {
+        const mdnl_walk_ranges r = mdnl_walk_half_ranges(g, c, cell, lane);
+        W.fe[lane] = r.fe;
+        W.kb[lane] = r.kb;
+        W.code[lane] = r.code;
+        ntot = r.total;
+    }
+    __syncwarp();
+    const unsigned lt = (1u << lane) - 1u;
+    for (int h0 = hb; h0 < he; h0 += 32) {
+        const int nh = min(32, he - h0);
+        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        if (lane < nh) {
+            const float4 p = c.pos[h0 + lane];
+            W.home[lane] = make_float4(p.x, p.y, p.z, __int_as_float(h0 + lane));
+            visit.home(lane, h0 + lane, p);
+            lo[0] = hi[0] = p.x;
+            lo[1] = hi[1] = p.y;
+            lo[2] = hi[2] = p.z;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int k = 0; k < 3; ++k) {
+                lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
+                hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
+            }
+        __syncwarp();
+        int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
+        auto take = [&](int count) {
+            __syncwarp(); /* the ring's writes before its reads */
+            float4 pj[2], pv[2];
+#pragma unroll
+            for (int cc = 0; cc < 2; ++cc) {
+                pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __int_as_float(0x7fffffff));
+                pv[cc] = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (lane + 32 * cc < count) {
+                    const int slot = (head + 32 * cc + lane) & 127;
+                    pj[cc] = W.cp[slot];
+                    pv[cc] = W.cv[slot];
+                }
+            }
+            __syncwarp(); /* its reads before the next writes */
+            head = (head + 64) & 127;
+            const bool z = __all_sync(FULLMASK, pv[0].x == 0.f && pv[0].y == 0.f && pv[0].z == 0.f &&
+                                                    pv[1].x == 0.f && pv[1].y == 0.f && pv[1].z == 0.f);
+            visit.take(nh, W.home, pj, pv, z);
+        };
+        int q = 0; /* this lane's range (its flat index only grows) */
+        for (int base = 0; base < ntot; base += 32) {
+            const int fl = base + lane;
+            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
+            int k = -1, code = SHIFT_CODE_ZERO;
+            if (fl < ntot) {
+                while (W.fe[q] <= fl)
+                    ++q;
+                k = W.kb[q] + fl;
+                code = W.code[q];
+                pj = c.pos[k];
+            }
+            const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
+            const float ex = mdnl_axis_gap(pj.x, lo[0], hi[0], v[0]);
+            const float ey = mdnl_axis_gap(pj.y, lo[1], hi[1], v[1]);
+            const float ez = mdnl_axis_gap(pj.z, lo[2], hi[2], v[2]);
+            const float bd2 = MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
+            const bool keep = fl < ntot && bd2 < g.cutoff2;
+            const unsigned km = __ballot_sync(FULLMASK, keep);
+            if (keep) {
+                const int slot = (head + nk + __popc(km & lt)) & 127;
+                const int order = k >= hb && k < he ? k : 0x7fffffff; /* the home cell: S = 0 there */
+                W.cp[slot] = make_float4(pj.x, pj.y, pj.z, __int_as_float(order));
+                W.cv[slot] = make_float4(v[0], v[1], v[2], visit.cand(k, pj));
+            }
+            nk += __popc(km);
+            if (nk >= 64) {
+                take(64);
+                nk -= 64;
+            }
+        }
+        if (nk > 0)
+            take(nk);
+        __syncwarp(); /* the home atoms and the ring are refilled by the next 32 */
+    }
+}
+
+#endif

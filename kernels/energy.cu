@@ -9,7 +9,6 @@
  */
 #include "cells_cuda.cuh"
 #include "cuda_check.cuh"
-#include "device.h"
 #include "energy_cuda.h"
 #include "walk_cuda.cuh"
 
@@ -33,7 +32,6 @@ struct mdnl_energy_cuda {
     mdnl_geom grid;   /* the grid the cell list was built for */
     mdnl_prune prune; /* for grid (the pruned walk) */
     int nparts;       /* threads per atom of the fused kernel (FUSED_PARTS) */
-    int sms;          /* multiprocessors (the walk's resident grid) */
     mdnl_dbuf pos, per_atom, block_sums, total;
     mdnl_dbuf offsets, j, d; /* an uploaded host list */
     int64_t natoms;          /* atoms of the last run */
@@ -204,25 +202,48 @@ __global__ void __launch_bounds__(EBLOCK)
  * in walk order, the block's sums in block_reduce's fixed order: the total
  * repeats bit for bit, and agrees with the per-atom run's (another order of
  * the same pair terms) to rounding. 8 warps a block (block_reduce's
- * EBLOCK), a grid of resident blocks striding over the cells. */
+ * EBLOCK), a cell a warp (walk_grid). */
 struct WalkEnergyShared {
     mdnl_walk_warp w[EBLOCK / 32];
+    float hits[EBLOCK / 32][64]; /* a warp's ring of hit d2, evaluated 32 at a time */
     float sh[27][3];
 };
 
+/* The hits (about a fifth of the tests) are compacted into the warp's ring
+ * and evaluated 32 at a time, every lane busy in the double-precision pair
+ * energy (evaluated where they hit, ~7 of 32 lanes would work through it). */
 template <int K> struct WalkEnergy {
     const mdnl_geom &g;
     const mdnl_potential &p;
+    float *ring; /* the warp's 64 */
     double h;
+    int wpos, rpos; /* written and evaluated hits (uniform) */
     __device__ void home(int, int, float4) {}
     __device__ float cand(int, float4) const { return 0.f; }
+    __device__ void eval(int n) /* the n <= 32 oldest hits, a lane each */
+    {
+        const int lane = threadIdx.x & 31;
+        __syncwarp(); /* the ring's writes before its reads */
+        if (lane < n)
+            h += pair_energy_d<K>(p, sqrtf(ring[(rpos + lane) & 63]));
+        __syncwarp(); /* its reads before the next writes */
+        rpos += n;
+    }
     __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z)
     {
-        auto f = [&](float d2, int, int) { h += pair_energy_d<K>(p, sqrtf(d2)); };
+        const unsigned lt = (1u << (threadIdx.x & 31)) - 1u;
+        auto f = [&](float d2, bool hit, int, int) {
+            const unsigned m = __ballot_sync(FULLMASK, hit);
+            if (hit)
+                ring[(wpos + __popc(m & lt)) & 63] = d2;
+            wpos += __popc(m);
+            if (wpos - rpos >= 32) /* at most 63 pending: the ring never laps */
+                eval(32);
+        };
         if (z)
-            mdnl_walk_home_loop<true>(nh, home, pj, pv, g.cutoff2, f);
+            mdnl_walk_home_tests<true>(nh, home, pj, pv, g.cutoff2, f);
         else
-            mdnl_walk_home_loop<false>(nh, home, pj, pv, g.cutoff2, f);
+            mdnl_walk_home_tests<false>(nh, home, pj, pv, g.cutoff2, f);
     }
 };
 
@@ -238,10 +259,11 @@ __global__ void __launch_bounds__(EBLOCK) energy_walk_kernel(const __grid_consta
         shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
     __syncthreads();
     const int w = threadIdx.x >> 5;
-    WalkEnergy<K> visit{g, p, 0.0};
-    constexpr int W = EBLOCK / 32;
-    for (int cell = blockIdx.x * W + w; cell < c.ncells; cell += gridDim.x * W) /* uniform a warp */
+    WalkEnergy<K> visit{g, p, S.hits[w], 0.0, 0, 0};
+    const int cell = blockIdx.x * (EBLOCK / 32) + w; /* uniform a warp */
+    if (cell < c.ncells)
         mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
+    visit.eval(visit.wpos - visit.rpos); /* the last < 32 */
     block_reduce<V>(visit.h, block_sums, total);
 }
 
@@ -313,10 +335,6 @@ extern "C" mdnl_status mdnl_energy_cuda_create(void *stream, mdnl_energy_cuda **
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory for the CUDA energy handle");
     e->reduce = MDNL_REDUCE_SHUFFLE;
     e->nparts = 1;
-    if (cudaDeviceGetAttribute(&e->sms, cudaDevAttrMultiProcessorCount, mdnl_cuda_device_index()) != cudaSuccess) {
-        (void)cudaGetLastError();
-        e->sms = 1;
-    }
     mdnl_status st = MDNL_OK;
     if (stream) {
         e->stream = (cudaStream_t)stream;
@@ -434,18 +452,13 @@ extern "C" const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e) { 
 
 extern "C" void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e) { return (void *)e->ev_pos; }
 
-/* The walk's grid: resident blocks (the same count every frame on a device,
- * so the block sums' order is fixed), at most a cell a warp. */
-template <int V, int K> static int walk_grid(const mdnl_energy_cuda *e)
+/* The walk's grid: a cell a warp, so that the block scheduler balances the
+ * cells' unequal costs (a grid of resident blocks striding over the cells
+ * waits for its slowest warp); the block sums stay in a fixed order. */
+static int walk_grid(const mdnl_energy_cuda *e)
 {
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, energy_walk_kernel<V, K>, EBLOCK, 0) != cudaSuccess ||
-        per_sm < 1)
-        per_sm = 1;
-    (void)cudaGetLastError();
-    const int64_t cells = (e->cells.view.ncells + EBLOCK / 32 - 1) / (EBLOCK / 32);
-    const int64_t res = (int64_t)per_sm * (e->sms > 0 ? e->sms : 1);
-    return (int)(cells < res ? (cells > 0 ? cells : 1) : res);
+    const int64_t nb = ((int64_t)e->cells.view.ncells + EBLOCK / 32 - 1) / (EBLOCK / 32);
+    return (int)(nb > 0 ? nb : 1);
 }
 
 /* Launches the fused walk; walk: the total by the warp walk (nblocks its
@@ -465,15 +478,9 @@ static void launch_fused_k(mdnl_energy_cuda *e, const mdnl_potential *p, double 
             e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
 }
 
-template <int V> static int fused_blocks(const mdnl_energy_cuda *e, const mdnl_potential *p, bool walk)
+static int fused_blocks(const mdnl_energy_cuda *e, bool walk)
 {
-    if (!walk)
-        return nblocks_of(e->grid.natoms, e->nparts);
-    if (p->kind == MDNL_POTENTIAL_LJ)
-        return walk_grid<V, MDNL_POTENTIAL_LJ>(e);
-    if (p->kind == MDNL_POTENTIAL_MORSE)
-        return walk_grid<V, MDNL_POTENTIAL_MORSE>(e);
-    return walk_grid<V, 0>(e);
+    return walk ? walk_grid(e) : nblocks_of(e->grid.natoms, e->nparts);
 }
 
 template <int V>
@@ -505,9 +512,7 @@ extern "C" mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdn
     if (e->grid.natoms != n || e->grid.cutoff2 != g->cutoff2)
         return mdnl_error(MDNL_ERR_INTERNAL, "energy: the cell list was built for another geometry");
     const bool walk = !per_atom && mdnl_walk_fits(e->grid); /* the total alone: the warp walk */
-    const int nb = e->reduce == MDNL_REDUCE_ATOMIC ? fused_blocks<MDNL_REDUCE_ATOMIC>(e, p, walk)
-                   : e->reduce == MDNL_REDUCE_TREE ? fused_blocks<MDNL_REDUCE_TREE>(e, p, walk)
-                                                   : fused_blocks<MDNL_REDUCE_SHUFFLE>(e, p, walk);
+    const int nb = fused_blocks(e, walk);
     if ((st = prepare_outputs(e, n, per_atom, 0, nb)) != MDNL_OK)
         return st;
     if (n > 0) {

@@ -135,11 +135,12 @@ template <bool Z> __device__ __forceinline__ float mdnl_walk_d2(const float4 &pa
     return mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
 }
 
-/* A take's tests: f(d2, ia, cc) for each pair of home atom ia and the lane's
- * candidate cc within the cutoff (and, in the home cell, above ia's slot). */
+/* A take's tests: f(d2, hit, ia, cc) for every home atom ia and the lane's
+ * candidate cc, the warp converged; hit: within the cutoff (and, in the home
+ * cell, above ia's slot). */
 template <bool Z, class F>
-__device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, const float4 (&pj)[2],
-                                                    const float4 (&pv)[2], float cutoff2, F &&f)
+__device__ __forceinline__ void mdnl_walk_home_tests(int nh, const float4 *home, const float4 (&pj)[2],
+                                                     const float4 (&pv)[2], float cutoff2, F &&f)
 {
 #pragma unroll 2
     for (int ia = 0; ia < nh; ++ia) {
@@ -147,10 +148,20 @@ __device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, 
 #pragma unroll
         for (int cc = 0; cc < 2; ++cc) {
             const float d2 = mdnl_walk_d2<Z>(pa, pj[cc], pv[cc]);
-            if (d2 < cutoff2 && __float_as_int(pj[cc].w) > __float_as_int(pa.w))
-                f(d2, ia, cc);
+            f(d2, d2 < cutoff2 && __float_as_int(pj[cc].w) > __float_as_int(pa.w), ia, cc);
         }
     }
+}
+
+/* f(d2, ia, cc) for the hits alone. */
+template <bool Z, class F>
+__device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, const float4 (&pj)[2],
+                                                    const float4 (&pv)[2], float cutoff2, F &&f)
+{
+    mdnl_walk_home_tests<Z>(nh, home, pj, pv, cutoff2, [&](float d2, bool hit, int ia, int cc) {
+        if (hit)
+            f(d2, ia, cc);
+    });
 }
 
 /* Walks home cell `cell` with the warp's shared W and the block's shift

@@ -267,7 +267,6 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
 constexpr int kWalkT = 128; /* 4 warps, a cell each */
 constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~27 kB, within 48 kB */
 constexpr int kWalkBinsMax = 512; /* the thresholds (and the total's bins) in static shared memory */
-constexpr int kWalkCells = 8;     /* cells a warp of a block (hist_walk_kernel) */
 
 static bool walk_fits(const mdnl_geom &f, int bins) { return bins <= kWalkBinsMax && mdnl_walk_fits(f); }
 
@@ -381,18 +380,9 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
     unsigned left = kThreadBudget;
     const int w = threadIdx.x >> 5;
     WalkHist<V, PARTIAL> visit{g, a, S, acc, left, w * 32};
-    /* The block's chunk of kWalkT / 32 * kWalkCells consecutive cells, dealt
-     * round-robin to its warps: many short blocks, so that the block
-     * scheduler balances the cells' unequal costs (a resident grid striding
-     * over the cells waited for its slowest warps: lj-1m-liquid +10-20 %; a
-     * counter the warps take cells from was slower still, tools/bench/RESULTS.md). */
     constexpr int W = kWalkT / 32;
-    const int c0 = blockIdx.x * W * kWalkCells;
-    for (int k = 0; k < kWalkCells; ++k) {
-        const int cell = c0 + k * W + w; /* uniform a warp */
-        if (cell < c.ncells)
-            mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
-    }
+    for (int cell = blockIdx.x * W + w; cell < c.ncells; cell += gridDim.x * W) /* uniform a warp */
+        mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
     acc.finish();
     if (FAST) {
         __syncthreads();
@@ -462,10 +452,10 @@ __global__ void __launch_bounds__(kTile) hist_allpairs_kernel(const __grid_const
 }
 
 /* Grid for grid-stride kernels: enough resident blocks to fill the device. */
-template <class K> int resident_grid(K kernel, size_t shmem, int work_blocks, int sms)
+template <class K> int resident_grid(K kernel, size_t shmem, int work_blocks, int sms, int block = kBlock)
 {
     int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, shmem) != cudaSuccess || per_sm < 1)
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, shmem) != cudaSuccess || per_sm < 1)
         per_sm = 1;
     (void)cudaGetLastError();
     return std::max(1, std::min(work_blocks, per_sm * sms));
@@ -492,13 +482,15 @@ mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const His
 }
 
 template <int V, int PARTIAL>
-mdnl_status launch_walk(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, cudaStream_t stream)
+mdnl_status launch_walk(const mdnl_geom &g, const mdnl_cells_view &c, const HistArgs &a, int sms, cudaStream_t stream)
 {
     const size_t shmem = V == MDNL_HIST_GLOBAL || (V == MDNL_HIST_SHARED && !PARTIAL)
                              ? 0 /* the total's bins are static (FAST) */
                              : (size_t)a.slot_n * sizeof(unsigned);
-    constexpr int per_block = kWalkT / 32 * kWalkCells;
-    hist_walk_kernel<V, PARTIAL><<<(c.ncells + per_block - 1) / per_block, kWalkT, shmem, stream>>>(g, c, a);
+    auto k = hist_walk_kernel<V, PARTIAL>;
+    constexpr int W = kWalkT / 32;
+    const int grid = resident_grid(k, shmem, (c.ncells + W - 1) / W, sms, kWalkT);
+    k<<<grid, kWalkT, shmem, stream>>>(g, c, a);
     MDNL_CUDA_LAUNCHED(stream);
     return MDNL_OK;
 }
@@ -527,7 +519,7 @@ mdnl_status launch_variant(int trav, bool partial, const mdnl_geom &g, const mdn
                            const HistArgs &a, const mdnl_prune &pr, int sms, cudaStream_t stream)
 {
     if (trav == MDNL_HIST_TRAV_CELLS_WALK)
-        return partial ? launch_walk<V, 1>(g, c, a, stream) : launch_walk<V, 0>(g, c, a, stream);
+        return partial ? launch_walk<V, 1>(g, c, a, sms, stream) : launch_walk<V, 0>(g, c, a, sms, stream);
     if (trav_prune(trav))
         return partial ? launch_prune<V, 1>(g, c, a, pr, trav_parts(trav), sms, stream)
                        : launch_prune<V, 0>(g, c, a, pr, trav_parts(trav), sms, stream);

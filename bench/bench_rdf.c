@@ -1,5 +1,5 @@
 /* bench_rdf.c — times the pair-distance histogram: the CPU twin once, and
- * the shipped CUDA traversals (cells-prune2, prune2-x4) each with the
+ * the shipped CUDA traversals (cells-prune2, prune2-x4, cells-walk) each with the
  * seed's accumulation comparison (global atomics, privatized shared-memory
  * histograms, shared with aggregation; rdf_cuda.h), each the median of
  * repeats timed with CUDA events and validated against the CPU twin:
@@ -18,7 +18,12 @@
  *                to the atom's r_max sphere: ~630 full, ~320 half (Monte
  *                Carlo over positions in a cell), ~1.4 hits per 4 candidates;
  *                its bin is ~12 instructions (rsqrt guess, two table loads)
- *                instead of ~30 (IEEE sqrt and division).
+ *                instead of ~30 (IEEE sqrt and division). cells-walk (a warp
+ *                per 2.07-sigma cell, ~7.5 atoms, half stencil: 63 cells,
+ *                ~470 candidates a cell enumerated, ~250 kept by the home
+ *                atoms' bounding box, so ~250 tests an atom, every lane
+ *                busy): ncu on the 131k liquid, 78M warp instructions, a
+ *                third of them enumerating candidates.
  *   lj-100k      the same liquid at 97,556 atoms (`mdnl bench --sizes lj-100k`,
  *                the size of the `mdnl run` benchmark): a thread per atom is
  *                382 blocks of 256, under one wave on 132 SMs, which the

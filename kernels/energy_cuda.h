@@ -5,21 +5,25 @@
  * builds, so callers guard their use with MDNL_HAVE_CUDA.
  *
  * Kernels (thread -> data mappings; napkin math in bench/bench_energy.c):
- *   fused      2 threads per atom slot of the device cell list
- *              (cells_cuda.cuh, cell order; the stencil columns dealt
- *              round-robin to them, part sums added in part order): the
- *              walk cut to the atom's cutoff sphere
- *              (mdnl_for_each_pair_pruned_part: the same pairs in the same
- *              order as the 27-cell walk, fewer candidates). The total is
- *              summed over each pair once, the half traversal's pairs
- *              (candidate slot k > the atom's, or k equal with a positive
- *              shift): total only, the half traversal itself (half the
- *              pairs evaluated); with per-atom energies, the full walk
- *              (e_i = half its row, in double) summing the same pairs, in the
- *              same order, apart for the total, so the total has the same
- *              bits either way. The bits depend on the walk's grid and
- *              threads per atom, so every path (mdnl energy, mdnl run, the
- *              tests) uses this one walk (tools/bench/RESULTS.md).
+ *   fused      total only, where the walk fits the grid (mdnl_walk_fits):
+ *              the half-stencil warp walk (walk_cuda.cuh), a warp per home
+ *              cell, each pair once, the hits compacted into a per-warp
+ *              ring and evaluated 32 at a time; a cell a warp, 8 a block
+ *              (H100 at 1ba50e0: lj-1m-liquid 0.38 ms, 0.48 before).
+ *              Otherwise, and for per-atom energies: 2 threads per atom
+ *              slot of the device cell list (cells_cuda.cuh, cell order;
+ *              the stencil columns dealt round-robin to them, part sums
+ *              added in part order): the walk cut to the atom's cutoff
+ *              sphere (mdnl_for_each_pair_pruned_part: the same pairs in
+ *              the same order as the 27-cell walk, fewer candidates), the
+ *              total summed over the half traversal's pairs (candidate slot
+ *              k > the atom's, or k equal with a positive shift), with
+ *              per-atom energies the full walk (e_i = half its row, in
+ *              double) summing those pairs apart for the total. Each walk's
+ *              bits repeat run to run; the warp walk's total and the
+ *              per-atom walk's sum the same terms in different orders and
+ *              agree to rounding. Every path (mdnl energy, mdnl run, the
+ *              tests) uses the same walk for the same question.
  *   list       thread per CSR row i: sums mdnl_pair_energy_d over the row
  *              in row order. Full list: e_i = half the row. Half list: the
  *              row's sum goes to the total; per-atom energies, when asked,

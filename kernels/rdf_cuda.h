@@ -49,13 +49,26 @@
  *                              to them (mdnl_for_each_pair_pruned_part), so a
  *                              frame of ~100k atoms, under one wave of
  *                              thread-per-atom blocks, still fills the device.
+ *   MDNL_HIST_TRAV_CELLS_WALK  the half-stencil warp walk (walk_cuda.cuh) on
+ *                              the same refined grid: a warp per home cell,
+ *                              each unordered pair once (weight 2), every
+ *                              lane on its own candidates against the same
+ *                              home atom (no lanes idle on unequal ranges);
+ *                              the bin from threshold pairs, and the total's
+ *                              bins, in static shared memory. Where it does
+ *                              not fit (a periodic axis of fewer than 2
+ *                              stencil + 1 refined cells, or bins > 512) it
+ *                              runs as CELLS_PRUNE2.
  *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms;
- *                              else CELLS_PRUNE2_X4 when a thread per atom
- *                              fills at most one wave (natoms <= 256 x 4
- *                              blocks x SMs: 135,168 on an H100), else
- *                              CELLS_PRUNE2 (H100: lj-100k 0.185 ms against
- *                              0.283 for one thread per atom; lj-1m 1.24 ms;
- *                              tools/bench/RESULTS.md).
+ *                              else CELLS_WALK where it fits (H100 at
+ *                              1ba50e0: lj-1m-liquid 0.83 ms against 1.21
+ *                              for CELLS_PRUNE2, graphene-1m 0.33 against
+ *                              0.45; H200: lj-100k 0.096 against 0.174 for
+ *                              CELLS_PRUNE2_X4); else CELLS_PRUNE2_X4 when a
+ *                              thread per atom fills at most one wave
+ *                              (natoms <= 256 x 4 blocks x SMs: 135,168 on
+ *                              an H100), else CELLS_PRUNE2
+ *                              (tools/bench/RESULTS.md).
  * Fused: pairs are binned while traversing; no neighbor list is stored.
  */
 #ifndef MDNL_RDF_CUDA_H

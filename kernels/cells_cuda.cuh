@@ -123,6 +123,31 @@ __device__ __forceinline__ float mdnl_axis_gap(float xj, float lo, float hi, flo
     return a > 0.f ? a : (b < 0.f ? -b : 0.f);
 }
 
+/* The inclusive prefix sum of v over the warp's lanes (all 32 call it). */
+__device__ __forceinline__ int mdnl_warp_inclusive_sum(int v, int lane)
+{
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(FULLMASK, v, o);
+        if (lane >= o)
+            v += t;
+    }
+    return v;
+}
+
+/* The bounding box [lo, hi] of the warp's lanes' boxes (a lane without a
+ * point holds +inf / -inf), on every lane. */
+__device__ __forceinline__ void mdnl_warp_box(float (&lo)[3], float (&hi)[3])
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+            lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
+            hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
+        }
+}
+
 /* Cell index c on an axis of n cells: on a periodic axis it is wrapped into
  * [0, n) and s is its image shift; on an open axis s = 0 and the result is
  * false when c leaves the grid (the stencil walks skip it). */

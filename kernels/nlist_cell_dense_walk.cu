@@ -161,13 +161,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             lo[2] = hi[2] = p.z;
         }
         /* the home atoms' bounding box */
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-            for (int k = 0; k < 3; ++k) {
-                lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
-                hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
-            }
+        mdnl_warp_box(lo, hi);
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */

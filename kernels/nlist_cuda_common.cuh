@@ -281,13 +281,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
             len = c.start[row + zend - s2 * n2 + 1] - kb;
         }
     }
-    int incl = len;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(FULLMASK, incl, o);
-        if (lane >= o)
-            incl += t;
-    }
+    const int incl = mdnl_warp_inclusive_sum(len, lane);
     w.total = __shfl_sync(FULLMASK, incl, 31);
     w.kb = kb;
     w.fs = lane < w.nr ? incl - len : 0x7fffffff;

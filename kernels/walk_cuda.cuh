@@ -107,13 +107,7 @@ __device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geo
             code = shift_code(s0, s1, s2);
         }
     }
-    int incl = len;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(FULLMASK, incl, o);
-        if (lane >= o)
-            incl += t;
-    }
+    const int incl = mdnl_warp_inclusive_sum(len, lane);
     mdnl_walk_ranges w;
     w.total = __shfl_sync(FULLMASK, incl, 31);
     w.fe = incl; /* an empty range's fe equals the one before's: the lane walk steps over it */
@@ -195,13 +189,7 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
         }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-            for (int k = 0; k < 3; ++k) {
-                lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
-                hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
-            }
+        mdnl_warp_box(lo, hi);
         __syncwarp();
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
         auto take = [&](int count) {

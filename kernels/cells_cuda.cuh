@@ -123,6 +123,17 @@ __device__ __forceinline__ float mdnl_axis_gap(float xj, float lo, float hi, flo
     return a > 0.f ? a : (b < 0.f ? -b : 0.f);
 }
 
+/* A lower bound on every d2 between the candidate image (pj, shift v) and a
+ * point of the box [lo, hi] (mdnl_axis_gap on each axis). */
+__device__ __forceinline__ float mdnl_box_d2(const float4 &pj, const float (&lo)[3], const float (&hi)[3],
+                                             const float (&v)[3])
+{
+    const float ex = mdnl_axis_gap(pj.x, lo[0], hi[0], v[0]);
+    const float ey = mdnl_axis_gap(pj.y, lo[1], hi[1], v[1]);
+    const float ez = mdnl_axis_gap(pj.z, lo[2], hi[2], v[2]);
+    return MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
+}
+
 /* The inclusive prefix sum of v over the warp's lanes (all 32 call it). */
 __device__ __forceinline__ int mdnl_warp_inclusive_sum(int v, int lane)
 {

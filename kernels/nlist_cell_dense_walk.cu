@@ -260,10 +260,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             pj.w = __uint_as_float(((unsigned)j << 5) | (unsigned)code);
             /* Keep the candidate only if it can be within the cutoff of the box (a bound on every d2 below). */
-            const float ex = mdnl_axis_gap(pj.x, lo[0], hi[0], v[0]);
-            const float ey = mdnl_axis_gap(pj.y, lo[1], hi[1], v[1]);
-            const float ez = mdnl_axis_gap(pj.z, lo[2], hi[2], v[2]);
-            const float bd2 = MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
+            const float bd2 = mdnl_box_d2(pj, lo, hi, v);
             const bool keep = fl < ntot && bd2 < g.cutoff2;
             const unsigned km = __ballot_sync(FULLMASK, keep);
             if (keep) {

@@ -224,10 +224,7 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
                 pj = c.pos[k];
             }
             const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
-            const float ex = mdnl_axis_gap(pj.x, lo[0], hi[0], v[0]);
-            const float ey = mdnl_axis_gap(pj.y, lo[1], hi[1], v[1]);
-            const float ez = mdnl_axis_gap(pj.z, lo[2], hi[2], v[2]);
-            const float bd2 = MDNL_FADD(MDNL_FADD(MDNL_FMUL(ex, ex), MDNL_FMUL(ey, ey)), MDNL_FMUL(ez, ez));
+            const float bd2 = mdnl_box_d2(pj, lo, hi, v);
             const bool keep = fl < ntot && bd2 < g.cutoff2;
             const unsigned km = __ballot_sync(FULLMASK, keep);
             if (keep) {

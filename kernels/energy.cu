@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(EBLOCK)
  * in walk order, the block's sums in block_reduce's fixed order: the total
  * repeats bit for bit, and agrees with the per-atom run's (another order of
  * the same pair terms) to rounding. 8 warps a block (block_reduce's
- * EBLOCK), a cell a warp (walk_grid). */
+ * EBLOCK), a cell a warp (fused_blocks). */
 struct WalkEnergyShared {
     mdnl_walk_warp w[EBLOCK / 32];
     float hits[EBLOCK / 32][64]; /* a warp's ring of hit d2, evaluated 32 at a time */
@@ -452,35 +452,32 @@ extern "C" const float *mdnl_energy_cuda_positions(const mdnl_energy_cuda *e) { 
 
 extern "C" void *mdnl_energy_cuda_positions_ready(const mdnl_energy_cuda *e) { return (void *)e->ev_pos; }
 
-/* The walk's grid: a cell a warp, so that the block scheduler balances the
- * cells' unequal costs (a grid of resident blocks striding over the cells
- * waits for its slowest warp); the block sums stay in a fixed order. */
-static int walk_grid(const mdnl_energy_cuda *e)
+/* The fused kernels' grid. The walk's: a cell a warp, so that the block
+ * scheduler balances the cells' unequal costs (a grid of resident blocks
+ * striding over the cells waits for its slowest warp); the block sums stay
+ * in a fixed order. */
+static int fused_blocks(const mdnl_energy_cuda *e, bool walk)
 {
+    if (!walk)
+        return nblocks_of(e->grid.natoms, e->nparts);
     const int64_t nb = ((int64_t)e->cells.view.ncells + EBLOCK / 32 - 1) / (EBLOCK / 32);
     return (int)(nb > 0 ? nb : 1);
 }
 
-/* Launches the fused walk; walk: the total by the warp walk (nblocks its
- * grid). */
+/* Launches the fused walk on nblocks (fused_blocks); walk: the total by the
+ * warp walk. */
 template <int V, int K>
 static void launch_fused_k(mdnl_energy_cuda *e, const mdnl_potential *p, double *pa, bool walk, int nblocks)
 {
-    const int64_t n = e->grid.natoms;
     double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
     if (walk)
         energy_walk_kernel<V, K><<<nblocks, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p, bs, tot);
     else if (pa)
-        energy_fused_kernel<V, K, true><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
-            e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
+        energy_fused_kernel<V, K, true><<<nblocks, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p, e->prune,
+                                                                          e->nparts, pa, bs, tot);
     else
-        energy_fused_kernel<V, K, false><<<nblocks_of(n, e->nparts), EBLOCK, 0, e->stream>>>(
-            e->grid, e->cells.view, *p, e->prune, e->nparts, pa, bs, tot);
-}
-
-static int fused_blocks(const mdnl_energy_cuda *e, bool walk)
-{
-    return walk ? walk_grid(e) : nblocks_of(e->grid.natoms, e->nparts);
+        energy_fused_kernel<V, K, false><<<nblocks, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p, e->prune,
+                                                                           e->nparts, pa, bs, tot);
 }
 
 template <int V>

@@ -663,13 +663,15 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
         *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m */
-    if (*trav == MDNL_HIST_TRAV_AUTO) {
-        const mdnl_geom f = mdnl_geom_refine(g, 2);
+    const mdnl_geom fine = mdnl_geom_refine(g, 2); /* the grid of the cell traversals */
+    const bool walk = walk_fits(fine, spec->bins);
+    if (*trav == MDNL_HIST_TRAV_AUTO)
         *trav = all_open(g) && g->natoms <= 16384 ? MDNL_HIST_TRAV_ALLPAIRS
-                : walk_fits(f, spec->bins)         ? MDNL_HIST_TRAV_CELLS_WALK
+                : walk                             ? MDNL_HIST_TRAV_CELLS_WALK
                 : g->natoms <= (int64_t)kBlock * 4 * c->sms ? MDNL_HIST_TRAV_CELLS_PRUNE2_X4
                                                              : MDNL_HIST_TRAV_CELLS_PRUNE2;
-    }
+    else if (*trav == MDNL_HIST_TRAV_CELLS_WALK && !walk)
+        *trav = MDNL_HIST_TRAV_CELLS_PRUNE2; /* too few cells on a periodic axis, a stencil too wide for a warp, or too many bins */
     const size_t n = (size_t)g->natoms;
     const size_t nslots = (size_t)mdnl_hist_nhist(spec) * (size_t)spec->bins;
     if ((st = mdnl_dbuf_reserve(&c->pos, (n ? n : 1) * sizeof(float4), "histogram positions")) != MDNL_OK ||
@@ -695,12 +697,7 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         MDNL_CUDA_CHECK(cudaMemcpyAsync(c->pairs.ptr, spec->pairs, (size_t)spec->npairs * sizeof(int2),
                                         cudaMemcpyHostToDevice, c->stream));
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[1], c->stream));
-    if (trav_prune(*trav))
-        c->grid = mdnl_geom_refine(g, 2);
-    else
-        c->grid = *g;
-    if (*trav == MDNL_HIST_TRAV_CELLS_WALK && !walk_fits(c->grid, spec->bins))
-        *trav = MDNL_HIST_TRAV_CELLS_PRUNE2; /* too few cells on a periodic axis, a stencil too wide for a warp, or too many bins */
+    c->grid = trav_prune(*trav) ? fine : *g;
     if (trav_prune(*trav)) {
         c->prune = mdnl_prune_args(&c->grid);
         if ((st = hist_thr_upload(c, g, spec)) != MDNL_OK)

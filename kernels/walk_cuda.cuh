@@ -69,7 +69,6 @@ inline bool mdnl_walk_fits(const mdnl_geom &f)
 
 struct mdnl_walk_ranges {
     int fe, kb, code, total;
-    bool nonempty;
 };
 
 /* The half stencil's candidate ranges of cell `lin`, one a lane (lanes past
@@ -114,7 +113,6 @@ __device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geo
     w.fe = incl; /* an empty range's fe equals the one before's: the lane walk steps over it */
     w.kb = kb - (incl - len);
     w.code = code;
-    w.nonempty = len > 0;
     return w;
 }
 
@@ -170,22 +168,16 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
     const int hb = c.start[cell], he = c.start[cell + 1];
     if (hb == he)
         return;
-    const unsigned lt = (1u << lane) - 1u;
     int ntot;
     {
-        /* the non-empty ranges only, in order (about half the lanes hold an empty z segment: a column wraps at
-         * most once), so that a lane's range walk steps over none */
         const mdnl_walk_ranges r = mdnl_walk_half_ranges(g, c, cell, lane);
-        const unsigned ne = __ballot_sync(FULLMASK, r.nonempty);
-        if (r.nonempty) {
-            const int at = __popc(ne & lt);
-            W.fe[at] = r.fe;
-            W.kb[at] = r.kb;
-            W.code[at] = r.code;
-        }
+        W.fe[lane] = r.fe;
+        W.kb[lane] = r.kb;
+        W.code[lane] = r.code;
         ntot = r.total;
     }
     __syncwarp();
+    const unsigned lt = (1u << lane) - 1u;
     for (int h0 = hb; h0 < he; h0 += 32) {
         const int nh = min(32, he - h0);
         float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};

@@ -66,6 +66,7 @@ struct HistArgs {
     const float *thr;    /* [bins + 1] bin thresholds (mdnl_hist_thresholds), prune kernel only */
     int thr_shared;      /* 1: the prune kernel stages thr in shared memory after the histogram */
     float inv_w2;        /* 1 / width^2: the first guess of a bin from d2 */
+    unsigned *next;      /* this pass's cell counter (walk kernel), zeroed before the launch */
 };
 
 /* What the prune kernel needs beyond the grid: whether per-atom pruning is
@@ -267,6 +268,7 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
 constexpr int kWalkT = 128; /* 4 warps, a cell each */
 constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~27 kB, within 48 kB */
 constexpr int kWalkBinsMax = 512; /* the thresholds (and the total's bins) in static shared memory */
+constexpr int kWalkChunkMax = 64;  /* cells a block takes off the counter at most */
 
 static bool walk_fits(const mdnl_geom &f, int bins) { return bins <= kWalkBinsMax && mdnl_walk_fits(f); }
 
@@ -381,8 +383,31 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
     const int w = threadIdx.x >> 5;
     WalkHist<V, PARTIAL> visit{g, a, S, acc, left, w * 32};
     constexpr int W = kWalkT / 32;
-    for (int cell = blockIdx.x * W + w; cell < c.ncells; cell += gridDim.x * W) /* uniform a warp */
-        mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
+    /* Chunks of consecutive cells off the pass's counter, a chunk a block
+     * (its warps on neighbouring cells: their candidates meet in L1),
+     * shrinking as the cells run out (guided), so that the blocks end
+     * together; thread 0 asks for the next chunk while this one is walked. */
+    __shared__ int s_lo[2], s_n[2];
+    int nlo = 0, nn = 0; /* thread 0: the chunk asked for */
+    auto ask = [&](int seen) {
+        nn = max(W, min(kWalkChunkMax, (c.ncells - seen) / (int)(3 * gridDim.x)) / W * W);
+        nlo = (int)atomicAdd(a.next, (unsigned)nn);
+    };
+    if (threadIdx.x == 0)
+        ask(0);
+    for (int it = 0;; it ^= 1) {
+        if (threadIdx.x == 0) {
+            s_lo[it] = nlo, s_n[it] = nn;
+            if (nlo < c.ncells)
+                ask(nlo);
+        }
+        __syncthreads(); /* s_[it] written; every read of s_[it ^ 1] done before the barrier before */
+        const int lo = s_lo[it], hi = min(lo + s_n[it], c.ncells);
+        if (lo >= c.ncells)
+            break;
+        for (int cell = lo + w; cell < hi; cell += W) /* uniform a warp */
+            mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
+    }
     acc.finish();
     if (FAST) {
         __syncthreads();
@@ -678,7 +703,8 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         (st = mdnl_dbuf_reserve(&c->species, (n ? n : 1) * sizeof(int), "histogram species")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&c->pairs, (size_t)(spec->npairs + 1) * sizeof(int2), "histogram pairs")) !=
             MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&c->hist, nslots * sizeof(unsigned long long), "histogram")) != MDNL_OK)
+        (st = mdnl_dbuf_reserve(&c->hist, (nslots + MDNL_HIST_MAX_PASSES) * sizeof(unsigned long long),
+                                "histogram")) != MDNL_OK) /* the walk's cell counters after the bins */
         return st;
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[0], c->stream));
     if (n && d_pos4) { /* already on the device, complete when `ready` is */
@@ -725,7 +751,8 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
                             int *passes)
 {
     const int nslots = (int)((int64_t)mdnl_hist_nhist(spec) * spec->bins);
-    MDNL_CUDA_CHECK(cudaMemsetAsync(c->hist.ptr, 0, (size_t)nslots * sizeof(unsigned long long), c->stream));
+    MDNL_CUDA_CHECK(cudaMemsetAsync(c->hist.ptr, 0, (size_t)(nslots + MDNL_HIST_MAX_PASSES) * sizeof(unsigned long long),
+                                    c->stream)); /* the bins and the walk's cell counters */
     *passes = 0;
     if (g->natoms == 0)
         return MDNL_OK;
@@ -743,17 +770,20 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
     a.thr = (const float *)c->thr.ptr;
     a.thr_shared = spec->bins + 1 <= 2048; /* with a 40 KB histogram still within 48 KB */
     a.inv_w2 = (float)(1.0 / ((double)a.width * (double)a.width));
+    unsigned *next = (unsigned *)((unsigned long long *)c->hist.ptr + nslots);
     const bool partial = spec->npairs > 0;
     const float4 *pos = (const float4 *)c->pos.ptr;
     mdnl_status st = MDNL_OK;
     if (*variant == MDNL_HIST_GLOBAL) {
         a.slot_lo = 0, a.slot_n = nslots;
+        a.next = next;
         *passes = 1;
         return launch_variant<MDNL_HIST_GLOBAL>(trav, partial, c->grid, c->cells.view, pos, a, c->prune, c->sms, c->stream);
     }
     for (int lo = 0; lo < nslots && st == MDNL_OK; lo += cap) {
         a.slot_lo = lo;
         a.slot_n = std::min(cap, nslots - lo);
+        a.next = next + 2 * *passes; /* a u64 slot each */
         ++*passes;
         if (*variant == MDNL_HIST_SHARED)
             st = launch_variant<MDNL_HIST_SHARED>(trav, partial, c->grid, c->cells.view, pos, a, c->prune, c->sms,

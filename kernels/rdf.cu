@@ -270,7 +270,9 @@ constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~27 kB, wi
 constexpr int kWalkBinsMax = 512; /* the thresholds (and the total's bins) in static shared memory */
 constexpr int kWalkChunkMax = 64;  /* cells a block takes off the counter at most */
 
-static bool walk_fits(const mdnl_geom &f, int bins) { return bins <= kWalkBinsMax && mdnl_walk_fits(f); }
+constexpr int kWalkK = 2;          /* home blocks of 2 cells in z: the candidates enumerated once for ~15 atoms */
+
+static bool walk_fits(const mdnl_geom &f, int bins) { return bins <= kWalkBinsMax && mdnl_walk_fits(f, kWalkK); }
 
 /* The block's shared memory. */
 struct WalkShared {
@@ -387,10 +389,11 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
      * (its warps on neighbouring cells: their candidates meet in L1),
      * shrinking as the cells run out (guided), so that the blocks end
      * together; thread 0 asks for the next chunk while this one is walked. */
+    const int nblk = mdnl_walk_blocks(g, kWalkK);
     __shared__ int s_lo[2], s_n[2];
     int nlo = 0, nn = 0; /* thread 0: the chunk asked for */
     auto ask = [&](int seen) {
-        nn = max(W, min(kWalkChunkMax, (c.ncells - seen) / (int)(3 * gridDim.x)) / W * W);
+        nn = max(W, min(kWalkChunkMax, (nblk - seen) / (int)(3 * gridDim.x)) / W * W);
         nlo = (int)atomicAdd(a.next, (unsigned)nn);
     };
     if (threadIdx.x == 0)
@@ -398,15 +401,15 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
     for (int it = 0;; it ^= 1) {
         if (threadIdx.x == 0) {
             s_lo[it] = nlo, s_n[it] = nn;
-            if (nlo < c.ncells)
+            if (nlo < nblk)
                 ask(nlo);
         }
         __syncthreads(); /* s_[it] written; every read of s_[it ^ 1] done before the barrier before */
-        const int lo = s_lo[it], hi = min(lo + s_n[it], c.ncells);
-        if (lo >= c.ncells)
+        const int lo = s_lo[it], hi = min(lo + s_n[it], nblk);
+        if (lo >= nblk)
             break;
         for (int cell = lo + w; cell < hi; cell += W) /* uniform a warp */
-            mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
+            mdnl_walk_half_cell<kWalkK>(g, c, cell, S.w[w], S.sh, visit);
     }
     acc.finish();
     if (FAST) {
@@ -514,7 +517,7 @@ mdnl_status launch_walk(const mdnl_geom &g, const mdnl_cells_view &c, const Hist
                              : (size_t)a.slot_n * sizeof(unsigned);
     auto k = hist_walk_kernel<V, PARTIAL>;
     constexpr int W = kWalkT / 32;
-    const int grid = resident_grid(k, shmem, (c.ncells + W - 1) / W, sms, kWalkT);
+    const int grid = resident_grid(k, shmem, (mdnl_walk_blocks(g, kWalkK) + W - 1) / W, sms, kWalkT);
     k<<<grid, kWalkT, shmem, stream>>>(g, c, a);
     MDNL_CUDA_LAUNCHED(stream);
     return MDNL_OK;

@@ -58,23 +58,38 @@ inline int mdnl_walk_lanes(const mdnl_geom &f)
     return cols * (f.pbc[2] ? 2 : 1);
 }
 
-/* Whether the walk meets each pair of the grid f exactly once. */
-inline bool mdnl_walk_fits(const mdnl_geom &f)
+/* Whether the walk with home blocks of K cells in z meets each pair of the
+ * grid f exactly once: no column range (K + 2 stencil cells) meets a cell
+ * twice. */
+inline bool mdnl_walk_fits(const mdnl_geom &f, int K = 1)
 {
     for (int k = 0; k < 3; ++k)
-        if (f.stencil[k] < 0 || (f.pbc[k] && f.ncell[k] < 2 * f.stencil[k] + 1))
+        if (f.stencil[k] < 0 || (f.pbc[k] && f.ncell[k] < 2 * f.stencil[k] + (k == 2 ? K : 1)))
             return false;
     return f.ncells >= 1 && mdnl_walk_lanes(f) <= 32;
+}
+
+/* Home blocks (K consecutive cells of a column, the last one shorter where K
+ * does not divide the column) of grid f, and the first cell of block b. */
+inline __host__ __device__ int mdnl_walk_blocks(const mdnl_geom &f, int K)
+{
+    return f.ncell[0] * f.ncell[1] * ((f.ncell[2] + K - 1) / K);
+}
+__device__ __forceinline__ int mdnl_walk_block_cell(const mdnl_geom &f, int K, int b)
+{
+    const int nzb = (f.ncell[2] + K - 1) / K;
+    return (b / nzb) * f.ncell[2] + (b % nzb) * K;
 }
 
 struct mdnl_walk_ranges {
     int fe, kb, code, total;
 };
 
-/* The half stencil's candidate ranges of cell `lin`, one a lane (lanes past
- * them: empty): flat [fe - len, fe) from slot kb + flat, shift code `code`. */
+/* The half stencil's candidate ranges of the home block of cells lin ..
+ * lin + kz (one column), one a lane (lanes past them: empty): flat
+ * [fe - len, fe) from slot kb + flat, shift code `code`. */
 __device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geom &g, const mdnl_cells_view &c,
-                                                                  int lin, int lane)
+                                                                  int lin, int kz, int lane)
 {
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
     const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
@@ -86,7 +101,7 @@ __device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geo
         const int col = lane / nzs, seg = lane % nzs;
         const int dx = col < nx ? 1 + col / w1 : 0;
         const int dy = col < nx ? col % w1 - st1 : (col < nfwd ? 1 + col - nx : 0);
-        const int zlo = col < nfwd ? cz - st2 : cz, zhi = cz + st2;
+        const int zlo = col < nfwd ? cz - st2 : cz, zhi = cz + kz + st2;
         int x = cx + dx, y = cy + dy, s0, s1, s2 = 0;
         const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
         bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
@@ -158,19 +173,22 @@ __device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, 
     });
 }
 
-/* Walks home cell `cell` with the warp's shared W and the block's shift
- * vectors sh[27] (shift_vector_of_code). */
-template <class Visit>
-__device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const mdnl_cells_view &c, int cell,
+/* Walks home block `blk` (mdnl_walk_blocks; K = 1: the cell) with the
+ * warp's shared W and the block's shift vectors sh[27]
+ * (shift_vector_of_code). */
+template <int K = 1, class Visit>
+__device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const mdnl_cells_view &c, int blk,
                                                     mdnl_walk_warp &W, const float (*sh)[3], Visit &visit)
 {
     const int lane = threadIdx.x & 31;
-    const int hb = c.start[cell], he = c.start[cell + 1];
+    const int cell = K == 1 ? blk : mdnl_walk_block_cell(g, K, blk);
+    const int kz = K == 1 ? 0 : min(K, g.ncell[2] - cell % g.ncell[2]) - 1; /* the block's cells after the first */
+    const int hb = c.start[cell], he = c.start[cell + kz + 1];
     if (hb == he)
         return;
     int ntot;
     {
-        const mdnl_walk_ranges r = mdnl_walk_half_ranges(g, c, cell, lane);
+        const mdnl_walk_ranges r = mdnl_walk_half_ranges(g, c, cell, kz, lane);
         W.fe[lane] = r.fe;
         W.kb[lane] = r.kb;
         W.code[lane] = r.code;

@@ -66,7 +66,8 @@ struct HistArgs {
     const float *thr;    /* [bins + 1] bin thresholds (mdnl_hist_thresholds), prune kernel only */
     int thr_shared;      /* 1: the prune kernel stages thr in shared memory after the histogram */
     float inv_w2;        /* 1 / width^2: the first guess of a bin from d2 */
-    unsigned *next;      /* this pass's cell counter (walk kernel), zeroed before the launch */
+    unsigned *next;      /* walk kernel: this pass's home-block counter, zeroed before the launch */
+    int chunked;         /* walk kernel: home blocks in chunks off `next` (else a static stride) */
 };
 
 /* What the prune kernel needs beyond the grid: whether per-atom pruning is
@@ -256,8 +257,13 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
 }
 
 /* CELLS_WALK: the half-stencil warp walk (walk_cuda.cuh) on the refined
- * grid (cells of about r_max / 2, ~7 atoms in a liquid), each unordered pair
- * once (weight 2); the bin from threshold pairs in shared memory
+ * grid (cells of about r_max / 2, ~7 atoms in a liquid), a warp per home
+ * block of kWalkK cells in z (~15 atoms: the candidates enumerated once for
+ * twice the atoms; H100 lj-1m-liquid 0.829 -> 0.751 ms against single
+ * cells, blocks of 3 cells 0.772), each unordered pair once (weight 2); the
+ * blocks in guided chunks where each warp has kWalkChunkedFrom or more
+ * (0.751 -> 0.724 ms; lj-100k, ~1.5 a warp, loses 11 % with chunks: a
+ * static stride there); the bin from threshold pairs in shared memory
  * (walk_bin). FAST (the total into shared bins, V == SHARED without
  * partials): the bins are static shared memory too, and a lane takes budget
  * for every add a take can make (2 a test, 4 nh a take) before it starts; a
@@ -265,12 +271,12 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
  * Acc<V>. AUTO takes it where the walk fits (mdnl_walk_fits) and bins <=
  * kWalkBinsMax (H200: lj-1m-liquid 1.204 -> 0.840 ms against CELLS_PRUNE2,
  * tools/bench/RESULTS.md). */
-constexpr int kWalkT = 128; /* 4 warps, a cell each */
+constexpr int kWalkT = 128; /* 4 warps, a home block each */
 constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~27 kB, within 48 kB */
 constexpr int kWalkBinsMax = 512; /* the thresholds (and the total's bins) in static shared memory */
-constexpr int kWalkChunkMax = 64;  /* cells a block takes off the counter at most */
-
-constexpr int kWalkK = 2;          /* home blocks of 2 cells in z: the candidates enumerated once for ~15 atoms */
+constexpr int kWalkK = 2; /* home blocks of 2 cells in z: the candidates enumerated once for ~15 atoms */
+constexpr int kWalkChunkMax = 64;    /* home blocks a block takes off the counter at most */
+constexpr int kWalkChunkedFrom = 8; /* home blocks a resident warp, from which they come in chunks */
 
 static bool walk_fits(const mdnl_geom &f, int bins) { return bins <= kWalkBinsMax && mdnl_walk_fits(f, kWalkK); }
 
@@ -385,31 +391,37 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
     const int w = threadIdx.x >> 5;
     WalkHist<V, PARTIAL> visit{g, a, S, acc, left, w * 32};
     constexpr int W = kWalkT / 32;
-    /* Chunks of consecutive cells off the pass's counter, a chunk a block
-     * (its warps on neighbouring cells: their candidates meet in L1),
-     * shrinking as the cells run out (guided), so that the blocks end
-     * together; thread 0 asks for the next chunk while this one is walked. */
     const int nblk = mdnl_walk_blocks(g, kWalkK);
-    __shared__ int s_lo[2], s_n[2];
-    int nlo = 0, nn = 0; /* thread 0: the chunk asked for */
-    auto ask = [&](int seen) {
-        nn = max(W, min(kWalkChunkMax, (nblk - seen) / (int)(3 * gridDim.x)) / W * W);
-        nlo = (int)atomicAdd(a.next, (unsigned)nn);
-    };
-    if (threadIdx.x == 0)
-        ask(0);
-    for (int it = 0;; it ^= 1) {
-        if (threadIdx.x == 0) {
-            s_lo[it] = nlo, s_n[it] = nn;
-            if (nlo < nblk)
-                ask(nlo);
+    if (!a.chunked) { /* a static stride: each warp few home blocks (chunks' barriers would cost more) */
+        for (int b = blockIdx.x * W + w; b < nblk; b += gridDim.x * W) /* uniform a warp */
+            mdnl_walk_half_cell<kWalkK>(g, c, b, S.w[w], S.sh, visit);
+    } else {
+        /* Chunks of consecutive home blocks off the pass's counter, a chunk
+         * a block (its warps on neighbouring cells: their candidates meet in
+         * L1), shrinking as the blocks run out (guided), so that the blocks
+         * end together; thread 0 asks for the next chunk while this one is
+         * walked. */
+        __shared__ int s_lo[2], s_n[2];
+        int nlo = 0, nn = 0; /* thread 0: the chunk asked for */
+        auto ask = [&](int seen) {
+            nn = max(W, min(kWalkChunkMax, (nblk - seen) / (int)(3 * gridDim.x)) / W * W);
+            nlo = (int)atomicAdd(a.next, (unsigned)nn);
+        };
+        if (threadIdx.x == 0)
+            ask(0);
+        for (int it = 0;; it ^= 1) {
+            if (threadIdx.x == 0) {
+                s_lo[it] = nlo, s_n[it] = nn;
+                if (nlo < nblk)
+                    ask(nlo);
+            }
+            __syncthreads(); /* s_[it] written; every read of s_[it ^ 1] done before the barrier before */
+            const int lo = s_lo[it], hi = min(lo + s_n[it], nblk);
+            if (lo >= nblk)
+                break;
+            for (int b = lo + w; b < hi; b += W) /* uniform a warp */
+                mdnl_walk_half_cell<kWalkK>(g, c, b, S.w[w], S.sh, visit);
         }
-        __syncthreads(); /* s_[it] written; every read of s_[it ^ 1] done before the barrier before */
-        const int lo = s_lo[it], hi = min(lo + s_n[it], nblk);
-        if (lo >= nblk)
-            break;
-        for (int cell = lo + w; cell < hi; cell += W) /* uniform a warp */
-            mdnl_walk_half_cell<kWalkK>(g, c, cell, S.w[w], S.sh, visit);
     }
     acc.finish();
     if (FAST) {
@@ -517,8 +529,11 @@ mdnl_status launch_walk(const mdnl_geom &g, const mdnl_cells_view &c, const Hist
                              : (size_t)a.slot_n * sizeof(unsigned);
     auto k = hist_walk_kernel<V, PARTIAL>;
     constexpr int W = kWalkT / 32;
-    const int grid = resident_grid(k, shmem, (mdnl_walk_blocks(g, kWalkK) + W - 1) / W, sms, kWalkT);
-    k<<<grid, kWalkT, shmem, stream>>>(g, c, a);
+    const int nblk = mdnl_walk_blocks(g, kWalkK);
+    const int grid = resident_grid(k, shmem, (nblk + W - 1) / W, sms, kWalkT);
+    HistArgs b = a;
+    b.chunked = nblk >= kWalkChunkedFrom * grid * W;
+    k<<<grid, kWalkT, shmem, stream>>>(g, c, b);
     MDNL_CUDA_LAUNCHED(stream);
     return MDNL_OK;
 }
@@ -763,7 +778,7 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
     const int need = (nslots + cap - 1) / cap;
     if (*variant != MDNL_HIST_GLOBAL && need > MDNL_HIST_MAX_PASSES)
         *variant = MDNL_HIST_GLOBAL; /* too many passes: the baseline never fails */
-    HistArgs a;
+    HistArgs a{};
     a.gh = (unsigned long long *)c->hist.ptr;
     a.species = (const int *)c->species.ptr;
     a.pairs = (const int2 *)c->pairs.ptr;

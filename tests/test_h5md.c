@@ -45,13 +45,33 @@ static void expect_diag_box(const mdnl_frame *f, double a, double b, double c)
 
 static const char *sym(const mdnl_frame *f, int64_t i) { return f->symbols[f->species[i]]; }
 
-/* A temporary directory per test (Criterion runs tests in parallel). */
+/* A temporary directory per test (Criterion runs tests in parallel, each in
+ * a process of its own), removed with what the test wrote when that process
+ * exits. */
+static char tmp_dir[64];
+
+static void tmpdir_remove(void)
+{
+    DIR *d = opendir(tmp_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[sizeof tmp_dir + 256 + 2];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", tmp_dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(tmp_dir);
+}
+
 static char *tmpdir(void)
 {
-    static char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/mdnl-h5md-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    return dir;
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/mdnl-h5md-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp_dir));
+    atexit(tmpdir_remove);
+    return tmp_dir;
 }
 
 static int count_entries(const char *dir)
@@ -550,7 +570,7 @@ static void expect_roundtrip(const char *path, int nframes, int64_t n, bool tric
 Test(h5md_write, traj_roundtrip_triclinic_with_species_change_is_bit_exact)
 {
     char *dir = tmpdir();
-    char path[128];
+    char path[sizeof tmp_dir + 256 + 2];
     snprintf(path, sizeof path, "%s/t.h5md", dir);
     write_traj(path, 4, 7, true, true);
     cr_expect_eq(count_entries(dir), 1, "only the committed file remains");
@@ -575,7 +595,7 @@ Test(h5md_write, traj_roundtrip_triclinic_with_species_change_is_bit_exact)
 Test(h5md_write, traj_roundtrip_orthorhombic_without_time_and_empty_frames)
 {
     char *dir = tmpdir();
-    char path[128];
+    char path[sizeof tmp_dir + 256 + 2];
     snprintf(path, sizeof path, "%s/t.h5", dir);
     write_traj(path, 2, 5, false, false);
     expect_roundtrip(path, 2, 5, false, false);
@@ -591,7 +611,7 @@ Test(h5md_write, traj_roundtrip_orthorhombic_without_time_and_empty_frames)
 Test(h5md_write, traj_atom_count_change_is_input_error_and_abort_leaves_nothing)
 {
     char *dir = tmpdir();
-    char path[128];
+    char path[sizeof tmp_dir + 256 + 2];
     snprintf(path, sizeof path, "%s/t.h5md", dir);
     mdnl_h5md_traj *w = NULL;
     cr_assert_eq(mdnl_h5md_traj_create(path, NULL, &w), MDNL_OK);
@@ -636,7 +656,7 @@ static void read_back(hid_t fid, const char *name, hid_t memtype, void *buf, hsi
 Test(h5md_results, layout_reads_back_with_the_c_api)
 {
     char *dir = tmpdir();
-    char path[128];
+    char path[sizeof tmp_dir + 256 + 2];
     snprintf(path, sizeof path, "%s/res.h5", dir);
     mdnl_h5md_results *w = NULL;
     cr_assert_eq(mdnl_h5md_results_create(path, &w), MDNL_OK, "%s", mdnl_last_error());
@@ -724,7 +744,7 @@ Test(h5md_results, layout_reads_back_with_the_c_api)
 Test(h5md_results, abort_leaves_no_file)
 {
     char *dir = tmpdir();
-    char path[128];
+    char path[sizeof tmp_dir + 256 + 2];
     snprintf(path, sizeof path, "%s/res.h5", dir);
     mdnl_h5md_results *w = NULL;
     cr_assert_eq(mdnl_h5md_results_create(path, &w), MDNL_OK);

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #define EBLOCK 256
-constexpr int kEnergyWalkK = 2; /* the walk's home blocks: 2 cells in z (walk_cuda.cuh) */
 #define FINAL_BLOCK 1024
 #define FUSED_PARTS 2 /* threads per atom of the fused walk (energy_cuda.h) */
 
@@ -262,8 +261,8 @@ __global__ void __launch_bounds__(EBLOCK) energy_walk_kernel(const __grid_consta
     const int w = threadIdx.x >> 5;
     WalkEnergy<K> visit{g, p, S.hits[w], 0.0, 0, 0};
     const int cell = blockIdx.x * (EBLOCK / 32) + w; /* uniform a warp */
-    if (cell < mdnl_walk_blocks(g, kEnergyWalkK))
-        mdnl_walk_half_cell<kEnergyWalkK>(g, c, cell, S.w[w], S.sh, visit);
+    if (cell < c.ncells)
+        mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
     visit.eval(visit.wpos - visit.rpos); /* the last < 32 */
     block_reduce<V>(visit.h, block_sums, total);
 }
@@ -461,7 +460,7 @@ static int fused_blocks(const mdnl_energy_cuda *e, bool walk)
 {
     if (!walk)
         return nblocks_of(e->grid.natoms, e->nparts);
-    const int64_t nb = ((int64_t)mdnl_walk_blocks(e->grid, kEnergyWalkK) + EBLOCK / 32 - 1) / (EBLOCK / 32);
+    const int64_t nb = ((int64_t)e->cells.view.ncells + EBLOCK / 32 - 1) / (EBLOCK / 32);
     return (int)(nb > 0 ? nb : 1);
 }
 
@@ -509,7 +508,7 @@ extern "C" mdnl_status mdnl_energy_cuda_run_fused(mdnl_energy_cuda *e, const mdn
         return st;
     if (e->grid.natoms != n || e->grid.cutoff2 != g->cutoff2)
         return mdnl_error(MDNL_ERR_INTERNAL, "energy: the cell list was built for another geometry");
-    const bool walk = !per_atom && mdnl_walk_fits(e->grid, kEnergyWalkK); /* the total alone: the warp walk */
+    const bool walk = !per_atom && mdnl_walk_fits(e->grid); /* the total alone: the warp walk */
     const int nb = fused_blocks(e, walk);
     if ((st = prepare_outputs(e, n, per_atom, 0, nb)) != MDNL_OK)
         return st;

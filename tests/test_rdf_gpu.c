@@ -114,6 +114,29 @@ RANDOM_BOX_TESTS(1)
 RANDOM_BOX_TESTS(2)
 RANDOM_BOX_TESTS(3)
 
+/* Many small cells: r_max 1 in a box of ~28 x 31.5 x 24.5 gives a refined
+ * grid of ~56 x 63 x 49 cells, ~86,000 home blocks of the cells-walk, more
+ * than 8 a resident warp (H100: 4,224 warps, 33,792 blocks), so the walk
+ * takes them in chunks off its counter (rdf.cu, kWalkChunkedFrom); the
+ * other tests' frames take the static stride. Orthorhombic and triclinic,
+ * total and partials. */
+Test(rdf_gpu, many_cells_walk_in_chunks_equals_cpu_twin)
+{
+    NEED_GPU();
+#ifdef MDNL_HAVE_CUDA
+    const int32_t pairs[3][2] = {{0, 0}, {0, 1}, {1, 1}};
+    mdnl_hist_spec tot = {1.0, 100, 0, NULL};
+    mdnl_hist_spec par = {1.0, 100, 3, pairs};
+    for (int kind = 0; kind <= 1; ++kind) {
+        mdnl_frame f;
+        rdf_random(&f, 30000, kind, 28.0, 0);
+        all_variants_equal_cpu(kind ? "many cells, triclinic" : "many cells", &f, &tot);
+        all_variants_equal_cpu(kind ? "many cells, triclinic, partials" : "many cells, partials", &f, &par);
+        mdnl_frame_free(&f);
+    }
+#endif
+}
+
 Test(rdf_gpu, histograms_larger_than_shared_memory_use_passes_or_fall_back)
 {
     NEED_GPU();

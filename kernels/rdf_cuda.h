@@ -50,21 +50,25 @@
  *                              frame of ~100k atoms, under one wave of
  *                              thread-per-atom blocks, still fills the device.
  *   MDNL_HIST_TRAV_CELLS_WALK  the half-stencil warp walk (walk_cuda.cuh) on
- *                              the same refined grid: a warp per home cell,
- *                              each unordered pair once (weight 2), every
+ *                              the same refined grid: a warp per home block
+ *                              of 2 cells in z (~15 atoms of a liquid), the
+ *                              blocks in guided chunks off a counter where
+ *                              each resident warp has 8 or more (the blocks
+ *                              end together), else a static stride; each
+ *                              unordered pair once (weight 2), every
  *                              lane on its own candidates against the same
  *                              home atom (no lanes idle on unequal ranges);
  *                              the bin from threshold pairs, and the total's
  *                              bins, in static shared memory. Where it does
  *                              not fit (a periodic axis of fewer than 2
- *                              stencil + 1 refined cells, or bins > 512) it
- *                              runs as CELLS_PRUNE2.
+ *                              stencil + 1 refined cells, 2 stencil + 2 in
+ *                              z, or bins > 512) it runs as CELLS_PRUNE2.
  *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms;
  *                              else CELLS_WALK where it fits (H100 at
- *                              1ba50e0: lj-1m-liquid 0.83 ms against 1.21
- *                              for CELLS_PRUNE2, graphene-1m 0.33 against
- *                              0.45; H200: lj-100k 0.096 against 0.174 for
- *                              CELLS_PRUNE2_X4); else CELLS_PRUNE2_X4 when a
+ *                              7bbefe4: lj-1m-liquid 0.72 ms
+ *                              against 1.20 for CELLS_PRUNE2, graphene-1m
+ *                              0.32 against 0.45, lj-100k 0.092 against
+ *                              0.173 for CELLS_PRUNE2_X4); else CELLS_PRUNE2_X4 when a
  *                              thread per atom fills at most one wave
  *                              (natoms <= 256 x 4 blocks x SMs: 135,168 on
  *                              an H100), else CELLS_PRUNE2

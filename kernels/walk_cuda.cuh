@@ -1,7 +1,16 @@
 /* walk_cuda.cuh — the half-stencil warp walk: each unordered pair of a
- * frame met once, a warp per home cell. The RDF's cells-walk (rdf.cu) and
- * the fused energy's total (energy.cu) are visitors of it; the neighbor
- * list's dense-walk (nlist_cell_dense_walk.cu) is its full-stencil cousin.
+ * frame met once, a warp per home cell (or home block of K cells in z). The
+ * RDF's cells-walk (rdf.cu, K = 2) and the fused energy's total (energy.cu,
+ * K = 1) are visitors of it; the neighbor list's dense-walk
+ * (nlist_cell_dense_walk.cu) is its full-stencil cousin.
+ *
+ * Home blocks: K consecutive cells of a column (slots contiguous, so the
+ * block is one home range); the columns' z ranges and the home column's
+ * upward range reach stencil cells past the block's last cell. The
+ * candidates are then enumerated once for K cells' atoms, while the
+ * bounding-box tests grow with the block's box: at cells of r / 2 (the
+ * RDF's) K = 2 took lj-1m-liquid 0.829 -> 0.751 ms (K = 3 worse); at cells
+ * >= r (the energy's) it lost 9 % (tools/bench/RESULTS.md).
  *
  * Mapping: a warp per cell of the cell list (the home cell), its atoms (32
  * at a time) in shared memory. The candidates are the cells of the columns
@@ -18,10 +27,12 @@
  * diverge as a thread-per-atom walk's unequal ranges do.
  *
  * Each unordered pair is met exactly once where every periodic axis has at
- * least 2 stencil + 1 cells (mdnl_walk_fits; callers fall back elsewhere): a
- * pair's cell offset o, |o_k| <= stencil_k, is forward for exactly one of
- * its two orientations, o = 0 only within the home cell (S = 0), and the
- * image shifts stay in -1..1. d2(i, j, S) and d2(j, i, -S) are the same
+ * least 2 stencil + 1 cells, 2 stencil + K in z (mdnl_walk_fits; callers
+ * fall back elsewhere): a pair's cell offset o, |o_k| <= stencil_k, is
+ * forward for exactly one of its two orientations; within a column the
+ * lower atom's block meets the upper one (its upward range), within a block
+ * the lower slot counts it (S = 0 there); no column range (K + 2 stencil
+ * cells) meets a cell twice, and the image shifts stay in -1..1. d2(i, j, S) and d2(j, i, -S) are the same
  * float (rounding is symmetric under negation), so the orientation does not
  * change a pair's bits.
  *

@@ -722,7 +722,7 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         (st = mdnl_dbuf_reserve(&c->pairs, (size_t)(spec->npairs + 1) * sizeof(int2), "histogram pairs")) !=
             MDNL_OK ||
         (st = mdnl_dbuf_reserve(&c->hist, (nslots + MDNL_HIST_MAX_PASSES) * sizeof(unsigned long long),
-                                "histogram")) != MDNL_OK) /* the walk's cell counters after the bins */
+                                "histogram")) != MDNL_OK) /* the walk's home-block counters after the bins */
         return st;
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[0], c->stream));
     if (n && d_pos4) { /* already on the device, complete when `ready` is */
@@ -770,7 +770,7 @@ static mdnl_status hist_run(mdnl_hist_cuda *c, const mdnl_geom *g, const mdnl_hi
 {
     const int nslots = (int)((int64_t)mdnl_hist_nhist(spec) * spec->bins);
     MDNL_CUDA_CHECK(cudaMemsetAsync(c->hist.ptr, 0, (size_t)(nslots + MDNL_HIST_MAX_PASSES) * sizeof(unsigned long long),
-                                    c->stream)); /* the bins and the walk's cell counters */
+                                    c->stream)); /* the bins and the walk's home-block counters */
     *passes = 0;
     if (g->natoms == 0)
         return MDNL_OK;

@@ -146,6 +146,19 @@ __device__ __forceinline__ int mdnl_warp_inclusive_sum(int v, int lane)
     return v;
 }
 
+/* d2 of home atom pa and candidate image (pj, shift pv) of the warp walks:
+ * mdnl_pair_d2, or with Z (a zero shift) without its "+ 0": the same bits,
+ * as the square erases a zero's sign. */
+template <bool Z> __device__ __forceinline__ float mdnl_cand_d2(const float4 &pa, const float4 &pj, const float4 &pv)
+{
+    if (Z) {
+        const float dx = __fsub_rn(pj.x, pa.x), dy = __fsub_rn(pj.y, pa.y), dz = __fsub_rn(pj.z, pa.z);
+        return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+    }
+    const float v[3] = {pv.x, pv.y, pv.z};
+    return mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
+}
+
 /* The bounding box [lo, hi] of the warp's lanes' boxes (a lane without a
  * point holds +inf / -inf), on every lane. */
 __device__ __forceinline__ void mdnl_warp_box(float (&lo)[3], float (&hi)[3])

@@ -210,14 +210,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     unsigned m[2];
 #pragma unroll
                     for (int cc = 0; cc < 2; ++cc) {
-                        if (Z) {
-                            const float dx = __fsub_rn(pj[cc].x, pa.x), dy = __fsub_rn(pj[cc].y, pa.y),
-                                        dz = __fsub_rn(pj[cc].z, pa.z);
-                            d2[cc] = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-                        } else {
-                            const float v[3] = {pv[cc].x, pv[cc].y, pv[cc].z};
-                            d2[cc] = mdnl_pair_d2(pa.x, pa.y, pa.z, pj[cc].x, pj[cc].y, pj[cc].z, v);
-                        }
+                        d2[cc] = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
                         hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }

@@ -109,8 +109,6 @@ struct global_row {
     }
 };
 
-
-
 /* ------------------------------------------------------------------------ */
 /* Fill, sort and write rows. Mapping: thread per row (MODE 0: sorted slot s,
  * row order[s]; MODE 1, 2: row s). A block-wide exclusive scan of the row

@@ -142,19 +142,6 @@ __device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geo
     return w;
 }
 
-/* d2 of home atom pa and candidate image (pj, shift pv): mdnl_pair_d2, or
- * with Z (a zero shift) without its "+ 0": the same bits, as the square
- * erases a zero's sign. */
-template <bool Z> __device__ __forceinline__ float mdnl_walk_d2(const float4 &pa, const float4 &pj, const float4 &pv)
-{
-    if (Z) {
-        const float dx = __fsub_rn(pj.x, pa.x), dy = __fsub_rn(pj.y, pa.y), dz = __fsub_rn(pj.z, pa.z);
-        return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-    }
-    const float v[3] = {pv.x, pv.y, pv.z};
-    return mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
-}
-
 /* A take's tests: f(d2, hit, ia, cc) for every home atom ia and the lane's
  * candidate cc, the warp converged; hit: within the cutoff (and, in the home
  * cell, above ia's slot). */
@@ -167,7 +154,7 @@ __device__ __forceinline__ void mdnl_walk_home_tests(int nh, const float4 *home,
         const float4 pa = home[ia];
 #pragma unroll
         for (int cc = 0; cc < 2; ++cc) {
-            const float d2 = mdnl_walk_d2<Z>(pa, pj[cc], pv[cc]);
+            const float d2 = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
             f(d2, d2 < cutoff2 && __float_as_int(pj[cc].w) > __float_as_int(pa.w), ia, cc);
         }
     }
@@ -258,7 +245,7 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
             const unsigned km = __ballot_sync(FULLMASK, keep);
             if (keep) {
                 const int slot = (head + nk + __popc(km & lt)) & 127;
-                const int order = k >= hb && k < he ? k : 0x7fffffff; /* the home cell: S = 0 there */
+                const int order = k >= hb && k < he ? k : 0x7fffffff; /* the home block: S = 0 there */
                 W.cp[slot] = make_float4(pj.x, pj.y, pj.z, __int_as_float(order));
                 W.cv[slot] = make_float4(v[0], v[1], v[2], visit.cand(k, pj));
             }

@@ -570,7 +570,7 @@ static void expect_roundtrip(const char *path, int nframes, int64_t n, bool tric
 Test(h5md_write, traj_roundtrip_triclinic_with_species_change_is_bit_exact)
 {
     char *dir = tmpdir();
-    char path[sizeof tmp_dir + 256 + 2];
+    char path[128];
     snprintf(path, sizeof path, "%s/t.h5md", dir);
     write_traj(path, 4, 7, true, true);
     cr_expect_eq(count_entries(dir), 1, "only the committed file remains");
@@ -595,7 +595,7 @@ Test(h5md_write, traj_roundtrip_triclinic_with_species_change_is_bit_exact)
 Test(h5md_write, traj_roundtrip_orthorhombic_without_time_and_empty_frames)
 {
     char *dir = tmpdir();
-    char path[sizeof tmp_dir + 256 + 2];
+    char path[128];
     snprintf(path, sizeof path, "%s/t.h5", dir);
     write_traj(path, 2, 5, false, false);
     expect_roundtrip(path, 2, 5, false, false);
@@ -611,7 +611,7 @@ Test(h5md_write, traj_roundtrip_orthorhombic_without_time_and_empty_frames)
 Test(h5md_write, traj_atom_count_change_is_input_error_and_abort_leaves_nothing)
 {
     char *dir = tmpdir();
-    char path[sizeof tmp_dir + 256 + 2];
+    char path[128];
     snprintf(path, sizeof path, "%s/t.h5md", dir);
     mdnl_h5md_traj *w = NULL;
     cr_assert_eq(mdnl_h5md_traj_create(path, NULL, &w), MDNL_OK);
@@ -656,7 +656,7 @@ static void read_back(hid_t fid, const char *name, hid_t memtype, void *buf, hsi
 Test(h5md_results, layout_reads_back_with_the_c_api)
 {
     char *dir = tmpdir();
-    char path[sizeof tmp_dir + 256 + 2];
+    char path[128];
     snprintf(path, sizeof path, "%s/res.h5", dir);
     mdnl_h5md_results *w = NULL;
     cr_assert_eq(mdnl_h5md_results_create(path, &w), MDNL_OK, "%s", mdnl_last_error());
@@ -744,7 +744,7 @@ Test(h5md_results, layout_reads_back_with_the_c_api)
 Test(h5md_results, abort_leaves_no_file)
 {
     char *dir = tmpdir();
-    char path[sizeof tmp_dir + 256 + 2];
+    char path[128];
     snprintf(path, sizeof path, "%s/res.h5", dir);
     mdnl_h5md_results *w = NULL;
     cr_assert_eq(mdnl_h5md_results_create(path, &w), MDNL_OK);

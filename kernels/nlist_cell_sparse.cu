@@ -39,15 +39,41 @@ __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__
 
 
 /* sparse-stage's staged pass: cell_stage_kernel's traversal (the merged
- * walk below), but the first K hits of a row are kept in registers, sorted
- * by insertion as they come (a compare-exchange per register, unrolled: no
- * local memory), and stored once the walk is done, so that the 32 threads
- * of a warp store their q-th keys together (coalesced) and a row of at most
- * K is staged already sorted. Hits past K go to the stage as they come
- * (unsorted; the copy sorts such a row in place). K is 4 or 8 (registers:
- * 4 leaves room for more warps per SM). Mapping: thread per sorted slot s,
- * as cell_stage_kernel; the longest row into *maxlen with one atomic per
- * warp at most. */
+ * walk below), but the first K hits of a row are kept in registers as
+ * (j, d2) keys, unsorted: a hit costs K predicated moves (its slot k is
+ * dynamic; no local memory), which a warp pays on every candidate where any
+ * of its lanes hits. After the walk the K keys are sorted once by a sorting
+ * network (empty slots hold ~0, after every key) and d = sqrt(d2) is taken
+ * of the kept ones: within a j, d2 >= 0 orders like d (sqrt is monotone;
+ * two d2 with one d give identical keys), so the row is the one
+ * mdnl_row_key sorts. The keys are stored once the walk is done, so that
+ * the 32 threads of a warp store their q-th keys together (coalesced) and
+ * a row of at most K is staged already sorted. Hits past K go to the stage
+ * as they come (unsorted; the copy sorts such a row in place). K is 4 or 8
+ * (registers: 4 leaves room for more warps per SM). Mapping: thread per
+ * sorted slot s, as cell_stage_kernel; the longest row into *maxlen with
+ * one atomic per warp at most. */
+
+/* Ascending sort of one thread's K 64-bit keys (K a power of two), a
+ * bitonic network unrolled over registers. */
+template <int K>
+__device__ __forceinline__ void thread_sort_keys(uint64_t (&x)[K])
+{
+#pragma unroll
+    for (int k = 2; k <= K; k <<= 1)
+#pragma unroll
+        for (int jj = k >> 1; jj > 0; jj >>= 1)
+#pragma unroll
+            for (int e = 0; e < K; ++e) {
+                const int p = e ^ jj;
+                if (p > e) {
+                    const uint64_t a = x[e], b = x[p];
+                    const bool up = (e & k) == 0;
+                    x[e] = (a < b) == up ? a : b;
+                    x[p] = (a < b) == up ? b : a;
+                }
+            }
+}
 
 /* mdnl_for_each_pair's pair set, visited in another order (only for kernels
  * that sort their rows): when an atom's z range is its whole cell column on
@@ -117,34 +143,28 @@ __global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_con
         counts[n] = 0;
     if (s < n) {
         const int i = c.order[s];
-        uint64_t r[K];
+        uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
 #pragma unroll
         for (int q = 0; q < K; ++q)
-            r[q] = 0;
+            r[q] = ~0ull;
         walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
             if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
-                uint64_t x = mdnl_row_key(j, __fsqrt_rn(d2));
-                if (k < K) {
+                const uint64_t x = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
 #pragma unroll
-                    for (int q = 0; q < K; ++q) {
-                        const uint64_t a = r[q];
-                        if (q < k) {
-                            r[q] = a < x ? a : x;
-                            x = a < x ? x : a;
-                        } else if (q == k) {
-                            r[q] = x;
-                        }
-                    }
-                } else if (k < cap) {
-                    stage[(size_t)k * n + s] = x;
-                }
+                for (int q = 0; q < K; ++q)
+                    if (q == k)
+                        r[q] = x;
+                if (k >= K && k < cap)
+                    stage[(size_t)k * n + s] = mdnl_row_key(j, __fsqrt_rn(d2));
                 ++k;
             }
         });
+        thread_sort_keys<K>(r);
 #pragma unroll
         for (int q = 0; q < K; ++q)
             if (q < k && q < cap)
-                stage[(size_t)q * n + s] = r[q];
+                stage[(size_t)q * n + s] =
+                    (r[q] & 0xffffffff00000000ull) | __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q])));
         counts[i] = (unsigned long long)k;
     }
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)k);

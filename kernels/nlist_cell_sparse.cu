@@ -10,6 +10,9 @@
  * Both walk the unstable (counting-sort) cell list. */
 #include "nlist_cuda_common.cuh"
 
+#include <cub/agent/single_pass_scan_operators.cuh>
+#include <cuda/std/functional>
+
 /* sparse-rows' staged pass (one traversal instead of count + fill). Mapping: thread per sorted slot s; row order[s]'s k-th entry
  * goes to stage[k * n + s] while k < cap (a warp's stores of the same k
  * coalesce), its true length to counts[order[s]] and the longest row to
@@ -37,22 +40,6 @@ __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__
     atomicMax(maxlen, k > INT32_MAX ? INT32_MAX : (int)k);
 }
 
-
-/* sparse-stage's staged pass: cell_stage_kernel's traversal (the merged
- * walk below), but the first K hits of a row are kept in registers as
- * (j, d2) keys, unsorted: a hit costs K predicated moves (its slot k is
- * dynamic; no local memory), which a warp pays on every candidate where any
- * of its lanes hits. After the walk the K keys are sorted once by a sorting
- * network (empty slots hold ~0, after every key) and d = sqrt(d2) is taken
- * of the kept ones: within a j, d2 >= 0 orders like d (sqrt is monotone;
- * two d2 with one d give identical keys), so the row is the one
- * mdnl_row_key sorts. The keys are stored once the walk is done, so that
- * the 32 threads of a warp store their q-th keys together (coalesced) and
- * a row of at most K is staged already sorted. Hits past K go to the stage
- * as they come (unsorted; the copy sorts such a row in place). K is 4 or 8
- * (registers: 4 leaves room for more warps per SM). Mapping: thread per
- * sorted slot s, as cell_stage_kernel; the longest row into *maxlen with
- * one atomic per warp at most. */
 
 /* Ascending sort of one thread's K 64-bit keys (K a power of two), a
  * bitonic network unrolled over registers. */
@@ -130,23 +117,57 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
     }
 }
 
+/* sparse-stage: one kernel after the binning, no stage and no host
+ * synchronisation before the build's last one. Mapping: thread per original
+ * atom i, a block per tile of 128 rows (a warp's rows are consecutive in the
+ * CSR, and near in space where the input order follows it). The thread finds
+ * its slot in the cell order (its cell's start plus the binning's slot
+ * within the cell: the binning's arithmetic on the same floats) and walks
+ * the stencil (walk_pairs_merged), keeping its first K hits in registers as
+ * (j, d2) keys, unsorted: a hit costs K predicated moves (its slot is
+ * dynamic; no local memory), which a warp pays on every candidate where any
+ * of its lanes hits. After the walk the K keys are sorted once by a network
+ * (empty slots hold ~0, after every key) and d = sqrt(d2) is taken of the
+ * kept ones: within a j, d2 >= 0 orders like d (sqrt is monotone; two d2
+ * with one d give identical keys), so the row is the one mdnl_row_key
+ * sorts. The row offsets are a single-pass scan across the blocks (CUB's
+ * block scan with the decoupled look-back of its device scan: a block
+ * publishes its count, then its inclusive prefix once its predecessors'
+ * are known), so each thread writes offsets[i] and its row straight into
+ * the CSR. A row longer than K is walked again, written in the order found
+ * and sorted in place. Where the CSR would pass `limit` entries (the output
+ * arrays' size) nothing past it is written and flags[FLAG_OUTGROWN] tells
+ * the host, which sizes the output from the pair count (flags[FLAG_NPAIRS],
+ * read back with the flags) and builds again. */
+using sparse_tiles = cub::ScanTileState<long long>;
+
+static __global__ void sparse_tiles_init_kernel(sparse_tiles tiles, int ntiles) { tiles.InitializeStatus(ntiles); }
+
+#define SPARSE_T 128
+
 template <bool FULL, int K>
-__global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                                uint64_t *__restrict__ stage, int cap,
-                                                                unsigned long long *__restrict__ counts,
-                                                                int *__restrict__ maxlen)
+__global__ __launch_bounds__(SPARSE_T) void sparse_direct_kernel(const __grid_constant__ mdnl_geom g,
+                                                                 mdnl_cells_view c, const float4 *__restrict__ pos,
+                                                                 const int *__restrict__ slot, sparse_tiles tiles,
+                                                                 long long limit, int64_t *__restrict__ offsets,
+                                                                 int32_t *__restrict__ j_out,
+                                                                 float *__restrict__ d_out, int *__restrict__ flags)
 {
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    using plus = ::cuda::std::plus<long long>;
+    using block_scan = cub::BlockScan<long long, SPARSE_T>;
+    using look_back = cub::TilePrefixCallbackOp<long long, plus, sparse_tiles>;
+    __shared__ typename block_scan::TempStorage scan_s;
+    __shared__ typename look_back::TempStorage prefix_s;
     const int n = c.natoms;
-    int k = 0;
-    if (s == 0) /* the scan's last term (the build does not clear counts for this path) */
-        counts[n] = 0;
-    if (s < n) {
-        const int i = c.order[s];
-        uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
+    const int i = blockIdx.x * SPARSE_T + threadIdx.x;
+    int k = 0, s = 0;
+    uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
 #pragma unroll
-        for (int q = 0; q < K; ++q)
-            r[q] = ~0ull;
+    for (int q = 0; q < K; ++q)
+        r[q] = ~0ull;
+    if (i < n) {
+        const float4 p = pos[i];
+        s = c.start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
         walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
             if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
                 const uint64_t x = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
@@ -154,70 +175,53 @@ __global__ __launch_bounds__(128) void cell_stage_sorted_kernel(const __grid_con
                 for (int q = 0; q < K; ++q)
                     if (q == k)
                         r[q] = x;
-                if (k >= K && k < cap)
-                    stage[(size_t)k * n + s] = mdnl_row_key(j, __fsqrt_rn(d2));
                 ++k;
             }
         });
         thread_sort_keys<K>(r);
+    }
+    long long off;
+    if (blockIdx.x == 0) {
+        long long total;
+        block_scan(scan_s).ExclusiveSum((long long)k, off, total);
+        if (threadIdx.x == 0)
+            tiles.SetInclusive(0, total);
+    } else {
+        look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
+        block_scan(scan_s).ExclusiveSum((long long)k, off, prefix);
+    }
+    if (i >= n)
+        return;
+    offsets[i] = off;
+    if (i == n - 1) {
+        offsets[n] = off + k;
+        *(long long *)(flags + FLAG_NPAIRS) = off + k;
+        if (off + k > limit)
+            flags[FLAG_OUTGROWN] = 1;
+    }
+    if (off + k > limit)
+        return;
+    if (k <= K) {
 #pragma unroll
         for (int q = 0; q < K; ++q)
-            if (q < k && q < cap)
-                stage[(size_t)q * n + s] =
-                    (r[q] & 0xffffffff00000000ull) | __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q])));
-        counts[i] = (unsigned long long)k;
-    }
-    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)k);
-    if ((threadIdx.x & 31) == 0 && m > *(volatile int *)maxlen)
-        atomicMax(maxlen, m);
-}
-
-/* sparse-stage's copy: thread per sorted slot s copies row order[s] from
- * the stage (stage[q * n + s]: a warp's loads of one q coalesce) straight
- * into the CSR; a row longer than K was staged partly unsorted and
- * is sorted there in place. No shared memory, no block scan. When the staged
- * pass overflowed its capacity (*maxlen > cap) nothing is written: the host
- * sees the longest row after its one synchronisation, grows the capacity and
- * builds again. Thread 0 also copies the pair count (offsets[n]) to
- * *npairs_out, beside the flags, so that the host reads them back in one
- * copy. */
-template <int K>
-__global__ __launch_bounds__(128) void stage_copy_kernel(const int *__restrict__ order, int n,
-                                                         const uint64_t *__restrict__ stage, int cap,
-                                                         const int *__restrict__ maxlen,
-                                                         const int64_t *__restrict__ offsets,
-                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                         long long *__restrict__ npairs_out)
-{
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s == 0)
-        *npairs_out = offsets[n];
-    if (s >= n || *maxlen > cap)
+            if (q < k) {
+                j_out[off + q] = (int32_t)(r[q] >> 32);
+                d_out[off + q] = __fsqrt_rn(__uint_as_float((unsigned)r[q]));
+            }
         return;
-    const int i = order[s];
-    const int64_t off = offsets[i];
-    const int len = (int)(offsets[i + 1] - off);
-    uint64_t r[K];
-#pragma unroll
-    for (int q = 0; q < K; ++q)
-        if (q < len)
-            r[q] = stage[(size_t)q * n + s];
-#pragma unroll
-    for (int q = 0; q < K; ++q)
-        if (q < len) {
-            j_out[off + q] = (int32_t)(r[q] >> 32);
-            d_out[off + q] = __uint_as_float((unsigned)r[q]);
-        }
-    if (len > K) {
-        for (int q = K; q < len; ++q) {
-            const uint64_t key = stage[(size_t)q * n + s];
-            j_out[off + q] = (int32_t)(key >> 32);
-            d_out[off + q] = __uint_as_float((unsigned)key);
-        }
-        sort_row(global_row{j_out + off, d_out + off}, len);
     }
+    int t = 0; /* a long row: walked again, written as found, sorted in place */
+    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if ((FULL || mdnl_half_keep(i, j, s0, s1, s2)) && t < k) {
+            j_out[off + t] = j;
+            d_out[off + t] = __fsqrt_rn(d2);
+            ++t;
+        }
+    });
+    if (t != k)
+        atomicOr(flags, 1);
+    sort_row(global_row{j_out + off, d_out + off}, k);
 }
-
 
 template <bool FULL>
 static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
@@ -229,45 +233,36 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     if ((st = nl_bin_unstable(ctx, g, pos, n)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
-    /* No synchronisation until the caller's last one: the output is
-     * sized for every row at the stage capacity, and a staged pass that
-     * overflowed it is detected there (the longest row, read back with
-     * the pair count) and built again with a larger capacity. */
-    int *maxlen = (int *)ctx->flags.ptr + 1;
-    const int cap = ctx->stage_cap;
-    const size_t most = (size_t)cap * (size_t)n;
-    if ((st = mdnl_dbuf_reserve(&ctx->stage, most * sizeof(uint64_t), "neighbor stage")) != MDNL_OK ||
+    /* No synchronisation until the caller's last one: the output is sized
+     * for stage_cap pairs an atom, and a CSR that outgrew it is detected
+     * there (the pair count read back with the flags) and built again. */
+    const int ntiles = (n + SPARSE_T - 1) / SPARSE_T;
+    size_t tile_bytes = 0;
+    MDNL_CUDA_CHECK(sparse_tiles::AllocationSize(ntiles, tile_bytes));
+    const size_t most = (size_t)ctx->stage_cap * (size_t)n;
+    if ((st = mdnl_dbuf_reserve(&ctx->temp, tile_bytes, "row scan tiles")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
-    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    /* K (rows kept sorted in registers): 4 for the sparsest rows
-     * (graphene: 3 pairs, ~13 candidates per atom), else 8 */
+    sparse_tiles tiles;
+    MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->temp.ptr, tile_bytes));
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    sparse_tiles_init_kernel<<<(ntiles + 127) / 128, 128, 0, ctx->stream>>>(tiles, ntiles);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    /* K (rows kept in registers): 4 for the sparsest rows (graphene: 3
+     * pairs, ~13 candidates per atom), else 8 */
     const int K = cand <= 16 ? 4 : 8;
-    if (K == 4)
-        cell_stage_sorted_kernel<FULL, 4><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-            *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
-    else
-        cell_stage_sorted_kernel<FULL, 8><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-            *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
-    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-    if ((st = nl_scan_counts(ctx, n)) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
-    STAGE(MDNL_CUDA_STAGE_SORT, 0);
     if (K == 4)
-        stage_copy_kernel<4><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-            ctx->view.order, n, (const uint64_t *)ctx->stage.ptr, cap, maxlen, offsets, (int32_t *)ctx->j.ptr,
-            (float *)ctx->d.ptr, (long long *)((int *)ctx->flags.ptr + FLAG_NPAIRS));
+        sparse_direct_kernel<FULL, 4><<<ntiles, SPARSE_T, 0, ctx->stream>>>(
+            *g, ctx->view, pos, (const int *)ctx->tslot.ptr, tiles, (long long)most, offsets, (int32_t *)ctx->j.ptr,
+            (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
     else
-        stage_copy_kernel<8><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-            ctx->view.order, n, (const uint64_t *)ctx->stage.ptr, cap, maxlen, offsets, (int32_t *)ctx->j.ptr,
-            (float *)ctx->d.ptr, (long long *)((int *)ctx->flags.ptr + FLAG_NPAIRS));
+        sparse_direct_kernel<FULL, 8><<<ntiles, SPARSE_T, 0, ctx->stream>>>(
+            *g, ctx->view, pos, (const int *)ctx->tslot.ptr, tiles, (long long)most, offsets, (int32_t *)ctx->j.ptr,
+            (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
-    STAGE(MDNL_CUDA_STAGE_SORT, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
     ctx->deferred = 1; /* the caller reads flags (pair count included) back */
     *npairs = 0;
     return MDNL_OK;

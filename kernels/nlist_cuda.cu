@@ -440,15 +440,15 @@ again:
             goto again;
         }
     } else if (ctx->deferred) { /* sparse-stage */
-        const int longest = h_flags[1];
-        if (longest > ctx->stage_cap) {
-            /* the stage overflowed: rows were counted exactly but not all
-             * stored (nothing was written); grow and build again */
+        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
+        if (h_flags[FLAG_OUTGROWN]) {
+            /* the CSR passed stage_cap pairs an atom (rows past it were not
+             * written): size it from the pair count and build again */
+            const int64_t per = npairs / n + 1;
             ctx->retries++;
-            ctx->stage_cap = longest + longest / 8 + 1;
+            ctx->stage_cap = (int)(per + per / 8 + 1 < INT32_MAX ? per + per / 8 + 1 : INT32_MAX);
             goto again;
         }
-        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
     }
     const int flag = h_flags[0];
     if (flag)

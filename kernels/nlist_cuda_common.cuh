@@ -304,7 +304,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
 /* ctx->flags, cleared by every build and read back by its last copy: [0] a
  * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
  * [3] dense-tiles' oversized regions, [4..5] sparse-stage's and dense-walk's
- * pair count (int64), [6] dense-walk's CSR outgrew the output arrays, [7]
+ * pair count (int64), [6] their CSR outgrew the output arrays, [7]
  * dense-walk's rows longer than its slab rows, [8..9] how far the input
  * order follows space (nl_bin_unstable's sample: atoms in the cell of the
  * atom before them, atoms compared). */
@@ -350,7 +350,7 @@ struct mdnl_cuda_ctx {
     int walk_pack; /* the layout dense-walk builds with: the last frame's sample (nl_walk_packed) */
     int smem_budget; /* bytes; -1: default */
     int cell_path;    /* mdnl_cell_path; AUTO: by density */
-    int deferred;     /* 1 (sparse-stage): npairs and the longest row await the caller's one sync;
+    int deferred;     /* 1 (sparse-stage): npairs and whether the output was large enough await the caller's one sync;
                          2 (dense-walk): npairs and whether the output was large enough */
     int smem_optin;  /* the device's opt-in maximum per block */
     int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */

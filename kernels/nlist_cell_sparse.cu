@@ -117,28 +117,72 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
     }
 }
 
-/* sparse-stage: one kernel after the binning, no stage and no host
- * synchronisation before the build's last one. Mapping: thread per original
- * atom i, a block per tile of 128 rows (a warp's rows are consecutive in the
- * CSR, and near in space where the input order follows it). The thread finds
- * its slot in the cell order (its cell's start plus the binning's slot
- * within the cell: the binning's arithmetic on the same floats) and walks
- * the stencil (walk_pairs_merged), keeping its first K hits in registers as
+/* sparse-stage: two kernels after the binning, no host synchronisation
+ * before the build's last one.
+ *
+ * Walk (sparse_walk_kernel). Mapping: thread per sorted slot s (a warp's
+ * atoms are neighbours in space whatever the input order, so their
+ * candidate ranges overlap and their loads coalesce). The thread walks the
+ * stencil (walk_pairs_merged), keeping its first K hits in registers as
  * (j, d2) keys, unsorted: a hit costs K predicated moves (its slot is
  * dynamic; no local memory), which a warp pays on every candidate where any
  * of its lanes hits. After the walk the K keys are sorted once by a network
  * (empty slots hold ~0, after every key) and d = sqrt(d2) is taken of the
  * kept ones: within a j, d2 >= 0 orders like d (sqrt is monotone; two d2
  * with one d give identical keys), so the row is the one mdnl_row_key
- * sorts. The row offsets are a single-pass scan across the blocks (CUB's
- * block scan with the decoupled look-back of its device scan: a block
- * publishes its count, then its inclusive prefix once its predecessors'
- * are known), so each thread writes offsets[i] and its row straight into
- * the CSR. A row longer than K is walked again, written in the order found
- * and sorted in place. Where the CSR would pass `limit` entries (the output
- * arrays' size) nothing past it is written and flags[FLAG_OUTGROWN] tells
- * the host, which sizes the output from the pair count (flags[FLAG_NPAIRS],
- * read back with the flags) and builds again. */
+ * sorts. The K keys go to the stage as one row (stage[s * K ..], 16-byte
+ * stores: a warp's rows are one contiguous run), the row's true length to
+ * counts[i].
+ *
+ * Rows (sparse_rows_kernel). Mapping: thread per original row i, a block per
+ * tile of 128 rows. The row offsets are a single-pass scan across the
+ * blocks: CUB's block scan with the decoupled look-back of its device scan
+ * (a block publishes its count, then its inclusive prefix once its
+ * predecessors' are known), so each thread writes offsets[i] and, from its
+ * staged row (stage[rank[i] * K ..], one sector whatever the input order),
+ * its row straight into the CSR. A row longer than K is walked again,
+ * written in the order found and sorted in place. Where the CSR would pass
+ * `limit` entries (the output arrays' size) nothing past it is written and
+ * flags[FLAG_OUTGROWN] tells the host, which sizes the output from the pair
+ * count (flags[FLAG_NPAIRS], read back with the flags) and builds again. */
+template <bool FULL, int K>
+__global__ __launch_bounds__(128) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                          uint64_t *__restrict__ stage,
+                                                          unsigned long long *__restrict__ counts)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= c.natoms)
+        return;
+    const int i = c.order[s];
+    int k = 0;
+    uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+        r[q] = ~0ull;
+    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+            const uint64_t x = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
+#pragma unroll
+            for (int q = 0; q < K; ++q)
+                if (q == k)
+                    r[q] = x;
+            ++k;
+        }
+    });
+    thread_sort_keys<K>(r);
+    ulonglong2 *row = (ulonglong2 *)(stage + (size_t)s * K);
+#pragma unroll
+    for (int q = 0; q < K; q += 2) {
+        ulonglong2 v;
+        v.x = q < k ? (r[q] & 0xffffffff00000000ull) | __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q]))) : 0;
+        v.y = q + 1 < k ? (r[q + 1] & 0xffffffff00000000ull) |
+                              __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q + 1])))
+                        : 0;
+        row[q / 2] = v;
+    }
+    counts[i] = (unsigned long long)k;
+}
+
 using sparse_tiles = cub::ScanTileState<long long>;
 
 static __global__ void sparse_tiles_init_kernel(sparse_tiles tiles, int ntiles) { tiles.InitializeStatus(ntiles); }
@@ -146,12 +190,13 @@ static __global__ void sparse_tiles_init_kernel(sparse_tiles tiles, int ntiles) 
 #define SPARSE_T 128
 
 template <bool FULL, int K>
-__global__ __launch_bounds__(SPARSE_T) void sparse_direct_kernel(const __grid_constant__ mdnl_geom g,
-                                                                 mdnl_cells_view c, const float4 *__restrict__ pos,
-                                                                 const int *__restrict__ slot, sparse_tiles tiles,
-                                                                 long long limit, int64_t *__restrict__ offsets,
-                                                                 int32_t *__restrict__ j_out,
-                                                                 float *__restrict__ d_out, int *__restrict__ flags)
+__global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                               const uint64_t *__restrict__ stage,
+                                                               const unsigned long long *__restrict__ counts,
+                                                               sparse_tiles tiles, long long limit,
+                                                               int64_t *__restrict__ offsets,
+                                                               int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                               int *__restrict__ flags)
 {
     using plus = ::cuda::std::plus<long long>;
     using block_scan = cub::BlockScan<long long, SPARSE_T>;
@@ -160,35 +205,16 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_direct_kernel(const __grid_co
     __shared__ typename look_back::TempStorage prefix_s;
     const int n = c.natoms;
     const int i = blockIdx.x * SPARSE_T + threadIdx.x;
-    int k = 0, s = 0;
-    uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
-#pragma unroll
-    for (int q = 0; q < K; ++q)
-        r[q] = ~0ull;
-    if (i < n) {
-        const float4 p = pos[i];
-        s = c.start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
-        walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-            if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
-                const uint64_t x = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
-#pragma unroll
-                for (int q = 0; q < K; ++q)
-                    if (q == k)
-                        r[q] = x;
-                ++k;
-            }
-        });
-        thread_sort_keys<K>(r);
-    }
+    const long long k = i < n ? (long long)counts[i] : 0;
     long long off;
     if (blockIdx.x == 0) {
         long long total;
-        block_scan(scan_s).ExclusiveSum((long long)k, off, total);
+        block_scan(scan_s).ExclusiveSum(k, off, total);
         if (threadIdx.x == 0)
             tiles.SetInclusive(0, total);
     } else {
         look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
-        block_scan(scan_s).ExclusiveSum((long long)k, off, prefix);
+        block_scan(scan_s).ExclusiveSum(k, off, prefix);
     }
     if (i >= n)
         return;
@@ -201,16 +227,24 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_direct_kernel(const __grid_co
     }
     if (off + k > limit)
         return;
+    const int s = c.rank[i];
     if (k <= K) {
+        const ulonglong2 *row = (const ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll
-        for (int q = 0; q < K; ++q)
-            if (q < k) {
-                j_out[off + q] = (int32_t)(r[q] >> 32);
-                d_out[off + q] = __fsqrt_rn(__uint_as_float((unsigned)r[q]));
+        for (int q = 0; q < K; q += 2) {
+            if (q >= k)
+                break;
+            const ulonglong2 v = row[q / 2];
+            j_out[off + q] = (int32_t)(v.x >> 32);
+            d_out[off + q] = __uint_as_float((unsigned)v.x);
+            if (q + 1 < k) {
+                j_out[off + q + 1] = (int32_t)(v.y >> 32);
+                d_out[off + q + 1] = __uint_as_float((unsigned)v.y);
             }
+        }
         return;
     }
-    int t = 0; /* a long row: walked again, written as found, sorted in place */
+    long long t = 0; /* a long row: walked again, written as found, sorted in place */
     walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
         if ((FULL || mdnl_half_keep(i, j, s0, s1, s2)) && t < k) {
             j_out[off + t] = j;
@@ -223,6 +257,26 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_direct_kernel(const __grid_co
     sort_row(global_row{j_out + off, d_out + off}, k);
 }
 
+template <bool FULL, int K>
+static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, sparse_tiles tiles,
+                                       int ntiles, long long limit)
+{
+    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+    sparse_walk_kernel<FULL, K><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
+        *g, ctx->view, (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    sparse_tiles_init_kernel<<<(ntiles + 127) / 128, 128, 0, ctx->stream>>>(tiles, ntiles);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    sparse_rows_kernel<FULL, K><<<ntiles, SPARSE_T, 0, ctx->stream>>>(
+        *g, ctx->view, (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
+        (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    return MDNL_OK;
+}
+
 template <bool FULL>
 static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
                                       int64_t *npairs)
@@ -230,39 +284,29 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     const double cand = nl_cell_candidates(g); /* candidates per atom */
     mdnl_status st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, true)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* No synchronisation until the caller's last one: the output is sized
      * for stage_cap pairs an atom, and a CSR that outgrew it is detected
      * there (the pair count read back with the flags) and built again. */
+    /* K (rows kept in registers): 4 for the sparsest rows (graphene: 3
+     * pairs, ~13 candidates per atom), else 8 */
+    const int K = cand <= 16 ? 4 : 8;
     const int ntiles = (n + SPARSE_T - 1) / SPARSE_T;
     size_t tile_bytes = 0;
     MDNL_CUDA_CHECK(sparse_tiles::AllocationSize(ntiles, tile_bytes));
     const size_t most = (size_t)ctx->stage_cap * (size_t)n;
     if ((st = mdnl_dbuf_reserve(&ctx->temp, tile_bytes, "row scan tiles")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->stage, (size_t)K * n * sizeof(uint64_t), "neighbor stage")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
     sparse_tiles tiles;
     MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->temp.ptr, tile_bytes));
-    STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    sparse_tiles_init_kernel<<<(ntiles + 127) / 128, 128, 0, ctx->stream>>>(tiles, ntiles);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    /* K (rows kept in registers): 4 for the sparsest rows (graphene: 3
-     * pairs, ~13 candidates per atom), else 8 */
-    const int K = cand <= 16 ? 4 : 8;
-    int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-    if (K == 4)
-        sparse_direct_kernel<FULL, 4><<<ntiles, SPARSE_T, 0, ctx->stream>>>(
-            *g, ctx->view, pos, (const int *)ctx->tslot.ptr, tiles, (long long)most, offsets, (int32_t *)ctx->j.ptr,
-            (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
-    else
-        sparse_direct_kernel<FULL, 8><<<ntiles, SPARSE_T, 0, ctx->stream>>>(
-            *g, ctx->view, pos, (const int *)ctx->tslot.ptr, tiles, (long long)most, offsets, (int32_t *)ctx->j.ptr,
-            (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most)
+                     : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most)) != MDNL_OK)
+        return st;
     ctx->deferred = 1; /* the caller reads flags (pair count included) back */
     *npairs = 0;
     return MDNL_OK;

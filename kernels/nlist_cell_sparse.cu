@@ -187,29 +187,7 @@ using sparse_tiles = cub::ScanTileState<long long>;
 
 static __global__ void sparse_tiles_init_kernel(sparse_tiles tiles, int ntiles) { tiles.InitializeStatus(ntiles); }
 
-#define SPARSE_T 128 /* rows kernel: threads a block */
-#define SPARSE_R 8   /* rows a thread, consecutive (the block scan's blocked arrangement) */
-#define SPARSE_TILE (SPARSE_T * SPARSE_R)
-
-/* A long row: walked again from slot s, written as found into the CSR at
- * off and sorted in place; a count that disagrees sets flags[0]. */
-template <bool FULL>
-__device__ __forceinline__ void sparse_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int i, int s, long long off,
-                                long long k, int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                int *__restrict__ flags)
-{
-    long long t = 0;
-    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        if ((FULL || mdnl_half_keep(i, j, s0, s1, s2)) && t < k) {
-            j_out[off + t] = j;
-            d_out[off + t] = __fsqrt_rn(d2);
-            ++t;
-        }
-    });
-    if (t != k)
-        atomicOr(flags, 1);
-    sort_row(global_row{j_out + off, d_out + off}, k);
-}
+#define SPARSE_T 128
 
 template <bool FULL, int K>
 __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
@@ -226,12 +204,9 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     __shared__ typename block_scan::TempStorage scan_s;
     __shared__ typename look_back::TempStorage prefix_s;
     const int n = c.natoms;
-    /* this thread's rows: i0 .. i0 + R - 1 (64-bit: the last tile may pass INT32_MAX) */
-    const long long i0 = (long long)blockIdx.x * SPARSE_TILE + threadIdx.x * SPARSE_R;
-    long long k[SPARSE_R], off[SPARSE_R];
-#pragma unroll
-    for (int q = 0; q < SPARSE_R; ++q)
-        k[q] = i0 + q < n ? (long long)counts[i0 + q] : 0;
+    const int i = blockIdx.x * SPARSE_T + threadIdx.x;
+    const long long k = i < n ? (long long)counts[i] : 0;
+    long long off;
     if (blockIdx.x == 0) {
         long long total;
         block_scan(scan_s).ExclusiveSum(k, off, total);
@@ -241,54 +216,45 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
         look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
         block_scan(scan_s).ExclusiveSum(k, off, prefix);
     }
-#pragma unroll
-    for (int q = 0; q < SPARSE_R; ++q) {
-        const long long i = i0 + q;
-        if (i < n)
-            offsets[i] = off[q];
-        if (i == n - 1) {
-            offsets[n] = off[q] + k[q];
-            *(long long *)(flags + FLAG_NPAIRS) = off[q] + k[q];
-            if (off[q] + k[q] > limit)
-                flags[FLAG_OUTGROWN] = 1;
-        }
+    if (i >= n)
+        return;
+    offsets[i] = off;
+    if (i == n - 1) {
+        offsets[n] = off + k;
+        *(long long *)(flags + FLAG_NPAIRS) = off + k;
+        if (off + k > limit)
+            flags[FLAG_OUTGROWN] = 1;
     }
-    unsigned long_rows = 0; /* rows longer than K, done after the others (one call site) */
+    if (off + k > limit)
+        return;
+    const int s = c.rank[i];
+    if (k <= K) {
+        const ulonglong2 *row = (const ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll
-    for (int q = 0; q < SPARSE_R; ++q) {
-        if (i0 + q >= n || off[q] + k[q] > limit)
-            break;
-        if (k[q] > K) {
-            long_rows |= 1u << q;
-            continue;
-        }
-        const ulonglong2 *row = (const ulonglong2 *)(stage + (size_t)c.rank[i0 + q] * K);
-#pragma unroll
-        for (int e = 0; e < K; e += 2) {
-            if (e >= k[q])
+        for (int q = 0; q < K; q += 2) {
+            if (q >= k)
                 break;
-            const ulonglong2 v = row[e / 2];
-            j_out[off[q] + e] = (int32_t)(v.x >> 32);
-            d_out[off[q] + e] = __uint_as_float((unsigned)v.x);
-            if (e + 1 < k[q]) {
-                j_out[off[q] + e + 1] = (int32_t)(v.y >> 32);
-                d_out[off[q] + e + 1] = __uint_as_float((unsigned)v.y);
+            const ulonglong2 v = row[q / 2];
+            j_out[off + q] = (int32_t)(v.x >> 32);
+            d_out[off + q] = __uint_as_float((unsigned)v.x);
+            if (q + 1 < k) {
+                j_out[off + q + 1] = (int32_t)(v.y >> 32);
+                d_out[off + q + 1] = __uint_as_float((unsigned)v.y);
             }
         }
+        return;
     }
-    while (long_rows) {
-        const int q = __ffs(long_rows) - 1;
-        long_rows &= long_rows - 1;
-        long long o = 0, len = 0;
-#pragma unroll
-        for (int e = 0; e < SPARSE_R; ++e)
-            if (e == q) { /* registers, not a local array */
-                o = off[e];
-                len = k[e];
-            }
-        const int i = (int)(i0 + q);
-        sparse_long_row<FULL>(g, c, i, c.rank[i], o, len, j_out, d_out, flags);
-    }
+    long long t = 0; /* a long row: walked again, written as found, sorted in place */
+    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if ((FULL || mdnl_half_keep(i, j, s0, s1, s2)) && t < k) {
+            j_out[off + t] = j;
+            d_out[off + t] = __fsqrt_rn(d2);
+            ++t;
+        }
+    });
+    if (t != k)
+        atomicOr(flags, 1);
+    sort_row(global_row{j_out + off, d_out + off}, k);
 }
 
 template <bool FULL, int K>
@@ -327,7 +293,7 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     /* K (rows kept in registers): 4 for the sparsest rows (graphene: 3
      * pairs, ~13 candidates per atom), else 8 */
     const int K = cand <= 16 ? 4 : 8;
-    const int ntiles = (n + SPARSE_TILE - 1) / SPARSE_TILE;
+    const int ntiles = (n + SPARSE_T - 1) / SPARSE_T;
     size_t tile_bytes = 0;
     MDNL_CUDA_CHECK(sparse_tiles::AllocationSize(ntiles, tile_bytes));
     const size_t most = (size_t)ctx->stage_cap * (size_t)n;

@@ -187,7 +187,7 @@ using sparse_tiles = cub::ScanTileState<long long>;
 
 static __global__ void sparse_tiles_init_kernel(sparse_tiles tiles, int ntiles) { tiles.InitializeStatus(ntiles); }
 
-#define SPARSE_T 1024 /* rows kernel: a tile of rows a block (the look-back once a tile) */
+#define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
 
 template <bool FULL, int K>
 __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,

@@ -25,9 +25,9 @@
 /* Brute force is timed only when N^2/2 * images is below this. */
 #define BENCH_BRUTE_MAX_WORK 2.0e11
 
-static const char *const system_names[] = {"graphene-17k", "graphene-1m",         "lj-1m",
+static const char *const system_names[] = {"graphene-17k", "graphene-1m",         "graphene-1m-shuffled", "lj-1m",
                                            "lj-1m-liquid", "lj-1m-liquid-sorted", "cu-131k"};
-#define NSYSTEMS 6
+#define NSYSTEMS 7
 /* brute-atomic vs brute-noatomic (the seed's comparison), "cell" (the
  * default, path by density), then each shipped cell path forced. */
 #define NMETHODS 8
@@ -242,7 +242,7 @@ mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE 
             if (strcmp(sizes[k], system_names[s]) == 0)
                 want[s] = found = 1;
         if (!found)
-            return mdnl_error(MDNL_ERR_USAGE, "--sizes: expected graphene-17k, graphene-1m, lj-1m, lj-1m-liquid, lj-1m-liquid-sorted or cu-131k, "
+            return mdnl_error(MDNL_ERR_USAGE, "--sizes: expected graphene-17k, graphene-1m, graphene-1m-shuffled, lj-1m, lj-1m-liquid, lj-1m-liquid-sorted or cu-131k, "
                                               "got \"%s\"",
                               sizes[k]);
     }

@@ -4,6 +4,7 @@
  * systems.h says where it is looked for):
  *   graphene-17k  17,280 atoms, open boundaries, cutoff 1.9
  *   graphene-1m   999,424 atoms, pbc T T F (20 Å of vacuum in z), cutoff 1.9
+ *   graphene-1m-shuffled  the same atoms in random order
  *   lj-1m         1,048,576 atoms, FCC at reduced density 0.8442 with seeded
  *                 displacements of up to 0.05 σ, periodic cube, cutoff 2.5
  *   lj-1m-liquid  1,048,576 atoms of a LAMMPS-melted LJ liquid (the 131k

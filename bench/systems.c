@@ -100,6 +100,23 @@ static mdnl_status liquid_path(char *path, size_t size)
                       LIQUID_FILE);
 }
 
+/* The atoms in random order: a Fisher-Yates shuffle drawing j =
+ * splitmix64() % (k + 1) for k = N-1 .. 1 from seed 2024. */
+static void shuffle_frame(mdnl_frame *f)
+{
+    uint64_t seed = 2024;
+    for (int64_t k = f->natoms - 1; k > 0; --k) {
+        const int64_t j = (int64_t)(splitmix64(&seed) % (uint64_t)(k + 1));
+        double p[3];
+        memcpy(p, f->pos[k], sizeof p);
+        memcpy(f->pos[k], f->pos[j], sizeof p);
+        memcpy(f->pos[j], p, sizeof p);
+        const int32_t s = f->species[k];
+        f->species[k] = f->species[j];
+        f->species[j] = s;
+    }
+}
+
 /* The 131k liquid replicated 2 x 2 x 2 (x slowest), shuffled when asked. */
 static mdnl_status build_liquid(int shuffle, mdnl_frame *f)
 {
@@ -141,19 +158,8 @@ static mdnl_status build_liquid(int shuffle, mdnl_frame *f)
                 }
     set_frame_header(f, n, (const double[3]){2.0 * one.box.h[0][0], 2.0 * one.box.h[1][1], 2.0 * one.box.h[2][2]});
     mdnl_frame_free(&one);
-    if (shuffle) {
-        uint64_t seed = 2024;
-        for (int64_t k = n - 1; k > 0; --k) {
-            const int64_t j = (int64_t)(splitmix64(&seed) % (uint64_t)(k + 1));
-            double p[3];
-            memcpy(p, f->pos[k], sizeof p);
-            memcpy(f->pos[k], f->pos[j], sizeof p);
-            memcpy(f->pos[j], p, sizeof p);
-            const int32_t s = f->species[k];
-            f->species[k] = f->species[j];
-            f->species[j] = s;
-        }
-    }
+    if (shuffle)
+        shuffle_frame(f);
     return MDNL_OK;
 }
 
@@ -189,11 +195,17 @@ mdnl_status mdnl_system_build(const char *name, mdnl_frame *f)
         return mdnl_gen_lj_fcc(29, 0.8442, 0.05, 2024, f);
     if (strcmp(name, "graphene-1m") == 0)
         return mdnl_gen_graphene(512, 488, 1.42, 0.0, 0, 20.0, f);
+    if (strcmp(name, "graphene-1m-shuffled") == 0) {
+        mdnl_status st = mdnl_gen_graphene(512, 488, 1.42, 0.0, 0, 20.0, f);
+        if (st == MDNL_OK)
+            shuffle_frame(f);
+        return st;
+    }
     if (strcmp(name, "graphene-17k") == 0) {
         mdnl_status st = mdnl_gen_graphene(72, 60, 1.42, 0.0, 0, 20.0, f);
         if (st == MDNL_OK)
             memset(&f->box, 0, sizeof f->box); /* open boundaries */
         return st;
     }
-    return mdnl_error(MDNL_ERR_USAGE, "unknown system \"%s\" (graphene-17k, graphene-1m, lj-1m, lj-100k, lj-1m-liquid, lj-1m-liquid-sorted, cu-131k)", name);
+    return mdnl_error(MDNL_ERR_USAGE, "unknown system \"%s\" (graphene-17k, graphene-1m, graphene-1m-shuffled, lj-1m, lj-100k, lj-1m-liquid, lj-1m-liquid-sorted, cu-131k)", name);
 }

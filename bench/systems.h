@@ -4,6 +4,8 @@
  *   graphene-17k  72 x 60 rectangular graphene cells, 17,280 atoms, open
  *   graphene-1m   512 x 488 cells, 999,424 atoms, periodic in x and y,
  *                 20 Å of vacuum in z
+ *   graphene-1m-shuffled  the same atoms in random order (the liquid's
+ *                 shuffle, below)
  *   lj-1m         FCC 64^3 x 4 = 1,048,576 atoms at reduced density 0.8442,
  *                 periodic cube, every coordinate displaced uniformly in
  *                 [-0.05, 0.05] σ by splitmix64 from seed 2024

@@ -115,7 +115,8 @@ static const command commands[] = {
      "Copies the selected frames between XYZ, extended XYZ and H5MD (by OUTPUT's extension:\n"
      ".h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, anything else -> extended XYZ).\n"},
     {"bench", mdnl_cmd_bench,
-     "usage: mdnl bench [--sizes graphene-17k,graphene-1m,lj-1m,lj-100k,lj-1m-liquid,lj-1m-liquid-sorted,cu-131k\n"
+     "usage: mdnl bench [--sizes graphene-17k,graphene-1m,graphene-1m-shuffled,lj-1m,lj-100k,lj-1m-liquid,\n"
+     "                  lj-1m-liquid-sorted,cu-131k\n"
      "                  | --sizes rdf] [--json] [--data DIR]\n"
      "GPU benchmark of the kernels on built-in systems: neighbor-list methods, energy (fused and\n"
      "from a list, each reduction), histograms (each variant and traversal; --sizes rdf: only\n"

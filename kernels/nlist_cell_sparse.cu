@@ -100,27 +100,17 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
                 dlast = g.stencil[1];
             float v[3];
             mdnl_shift_vector(&g, s0, s1, 0, v);
-            const float4 pv = make_float4(v[0], v[1], v[2], 0.f);
+            const int zero = s0 == 0 && s1 == 0;
             const int kb = c.start[(x * n1 + y) * n2];
             const int ke = c.start[(x * n1 + y + (dlast - dy) + 1) * n2];
-            /* a zero shift (most ranges): d2 without the "+ 0" (the same bits),
-             * and only there the atom itself */
-            if (s0 == 0 && s1 == 0) {
 #pragma unroll 4
-                for (int k = kb; k < ke; ++k) {
-                    const float4 pj = c.pos[k];
-                    const float d2 = mdnl_cand_d2<true>(pi, pj, pv);
-                    if (d2 < g.cutoff2 && k != i_sorted)
-                        f(__float_as_int(pj.w), d2, 0, 0, 0);
-                }
-            } else {
-#pragma unroll 4
-                for (int k = kb; k < ke; ++k) {
-                    const float4 pj = c.pos[k];
-                    const float d2 = mdnl_cand_d2<false>(pi, pj, pv);
-                    if (d2 < g.cutoff2)
-                        f(__float_as_int(pj.w), d2, s0, s1, 0);
-                }
+            for (int k = kb; k < ke; ++k) {
+                const float4 pj = c.pos[k];
+                if (zero && k == i_sorted)
+                    continue;
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                if (d2 < g.cutoff2)
+                    f(__float_as_int(pj.w), d2, s0, s1, 0);
             }
             dy = dlast + 1;
         }

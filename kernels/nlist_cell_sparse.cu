@@ -130,20 +130,18 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * (empty slots hold ~0, after every key) and d = sqrt(d2) is taken of the
  * kept ones: within a j, d2 >= 0 orders like d (sqrt is monotone; two d2
  * with one d give identical keys), so the row is the one mdnl_row_key
- * sorts. The K keys go to the stage as the row of i (stage[i * K ..], two
- * 16-byte stores: a sector a row, whatever the input order), the row's true
- * length to counts[i].
+ * sorts. The K keys go to the stage as one row (stage[s * K ..], 16-byte
+ * stores: a warp's rows are one contiguous run), the row's true length to
+ * counts[i].
  *
  * Rows (sparse_rows_kernel). Mapping: thread per original row i, a block per
  * tile of 128 rows. The row offsets are a single-pass scan across the
  * blocks: CUB's block scan with the decoupled look-back of its device scan
  * (a block publishes its count, then its inclusive prefix once its
  * predecessors' are known), so each thread writes offsets[i] and, from its
- * staged row (stage[i * K ..]: a warp's rows are one contiguous run), its
- * row straight into the CSR. A row longer than K is walked again (from its
- * slot: its cell's start plus the binning's slot within the cell, the
- * binning's arithmetic on the same floats), written in the order found and
- * sorted in place. Where the CSR would pass
+ * staged row (stage[rank[i] * K ..], one sector whatever the input order),
+ * its row straight into the CSR. A row longer than K is walked again,
+ * written in the order found and sorted in place. Where the CSR would pass
  * `limit` entries (the output arrays' size) nothing past it is written and
  * flags[FLAG_OUTGROWN] tells the host, which sizes the output from the pair
  * count (flags[FLAG_NPAIRS], read back with the flags) and builds again. */
@@ -172,7 +170,7 @@ __global__ __launch_bounds__(128) void sparse_walk_kernel(const __grid_constant_
         }
     });
     thread_sort_keys<K>(r);
-    ulonglong2 *row = (ulonglong2 *)(stage + (size_t)i * K);
+    ulonglong2 *row = (ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll
     for (int q = 0; q < K; q += 2) {
         ulonglong2 v;
@@ -193,8 +191,6 @@ static __global__ void sparse_tiles_init_kernel(sparse_tiles tiles, int ntiles) 
 
 template <bool FULL, int K>
 __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                               const float4 *__restrict__ pos,
-                                                               const int *__restrict__ slot,
                                                                const uint64_t *__restrict__ stage,
                                                                const unsigned long long *__restrict__ counts,
                                                                sparse_tiles tiles, long long limit,
@@ -231,8 +227,9 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     }
     if (off + k > limit)
         return;
+    const int s = c.rank[i];
     if (k <= K) {
-        const ulonglong2 *row = (const ulonglong2 *)(stage + (size_t)i * K);
+        const ulonglong2 *row = (const ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll
         for (int q = 0; q < K; q += 2) {
             if (q >= k)
@@ -247,8 +244,6 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
         }
         return;
     }
-    const float4 p = pos[i];
-    const int s = c.start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
     long long t = 0; /* a long row: walked again, written as found, sorted in place */
     walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
         if ((FULL || mdnl_half_keep(i, j, s0, s1, s2)) && t < k) {
@@ -263,8 +258,8 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
 }
 
 template <bool FULL, int K>
-static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
-                                       sparse_tiles tiles, int ntiles, long long limit)
+static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, sparse_tiles tiles,
+                                       int ntiles, long long limit)
 {
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     sparse_walk_kernel<FULL, K><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
@@ -275,7 +270,7 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, c
     sparse_tiles_init_kernel<<<(ntiles + 127) / 128, 128, 0, ctx->stream>>>(tiles, ntiles);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     sparse_rows_kernel<FULL, K><<<ntiles, SPARSE_T, 0, ctx->stream>>>(
-        *g, ctx->view, pos, (const int *)ctx->tslot.ptr, (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
+        *g, ctx->view, (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
@@ -289,7 +284,7 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     const double cand = nl_cell_candidates(g); /* candidates per atom */
     mdnl_status st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, true)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* No synchronisation until the caller's last one: the output is sized
@@ -309,8 +304,8 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
         return st;
     sparse_tiles tiles;
     MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->temp.ptr, tile_bytes));
-    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, pos, n, tiles, ntiles, (long long)most)
-                     : launch_sparse_stage<FULL, 8>(ctx, g, pos, n, tiles, ntiles, (long long)most)) != MDNL_OK)
+    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most)
+                     : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most)) != MDNL_OK)
         return st;
     ctx->deferred = 1; /* the caller reads flags (pair count included) back */
     *npairs = 0;

@@ -230,16 +230,20 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
 
 /* Thread per original atom i: its index into its slot of the cell order
  * (one 4-byte scatter an atom: in random input order these writes are
- * random). */
+ * random); with `rank`, the slot also replaces i's slot within its cell
+ * (slot[i], coalesced), the inverse of the order. */
 static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
-                                           const int *__restrict__ start, const int *__restrict__ slot,
-                                           int *__restrict__ order)
+                                           const int *__restrict__ start, int *__restrict__ slot,
+                                           int *__restrict__ order, bool rank)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
     const float4 p = pos[i];
-    order[start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i]] = i;
+    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
+    order[k] = i;
+    if (rank)
+        slot[i] = k;
 }
 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
@@ -265,7 +269,7 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
  * output does not depend on it (every neighbor list path sorts its rows;
  * energy and rdf keep the stable list of cells_cuda.cuh). The fullest
  * cell's population goes to flags[2]. */
-mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n)
+mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank)
 {
     mdnl_status st;
     const int ncells = (int)g->ncells;
@@ -290,7 +294,8 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_LAUNCHED(ctx->stream);
     size_t tb = ctx->ttemp.cap;
     MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
-    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (int *)ctx->torder.ptr);
+    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (int *)ctx->torder.ptr,
+                                                                 rank);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     fast_gather_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, (const int *)ctx->torder.ptr,
                                                                  (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr);
@@ -301,7 +306,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     ctx->view.pos = (const float4 *)ctx->tpos.ptr;
     ctx->view.order = (const int *)ctx->torder.ptr;
     ctx->view.cell = (const int *)ctx->tcell.ptr;
-    ctx->view.rank = nullptr;
+    ctx->view.rank = rank ? slot : nullptr;
     return MDNL_OK;
 }
 

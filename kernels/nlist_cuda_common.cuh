@@ -387,8 +387,8 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs);
 
 /* The cell list of ctx->view by an atomic counting sort (unstable within a
  * cell; every path sorts its rows). The fullest cell's population goes to
- * flags[2]. */
-mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n);
+ * flags[2]. With `rank`, view.rank (each atom's slot) too. */
+mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank = false);
 
 /* Candidates per atom of the cell list (the density the default goes by). */
 double nl_cell_candidates(const mdnl_geom *g);

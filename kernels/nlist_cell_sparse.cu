@@ -145,11 +145,17 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * `limit` entries (the output arrays' size) nothing past it is written and
  * flags[FLAG_OUTGROWN] tells the host, which sizes the output from the pair
  * count (flags[FLAG_NPAIRS], read back with the flags) and builds again. */
+using sparse_tiles = cub::ScanTileState<long long>;
+
 template <bool FULL, int K>
 __global__ __launch_bounds__(128) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                           uint64_t *__restrict__ stage,
-                                                          unsigned long long *__restrict__ counts)
+                                                          unsigned long long *__restrict__ counts,
+                                                          sparse_tiles tiles, int ntiles)
 {
+    /* the rows kernel's tile states, set here rather than by a launch of
+     * their own (the grid has n threads, 128 at least: ntiles + 32 or more) */
+    tiles.InitializeStatus(ntiles);
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= c.natoms)
         return;
@@ -182,10 +188,6 @@ __global__ __launch_bounds__(128) void sparse_walk_kernel(const __grid_constant_
     }
     counts[i] = (unsigned long long)k;
 }
-
-using sparse_tiles = cub::ScanTileState<long long>;
-
-static __global__ void sparse_tiles_init_kernel(sparse_tiles tiles, int ntiles) { tiles.InitializeStatus(ntiles); }
 
 #define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
 
@@ -263,12 +265,10 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
 {
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     sparse_walk_kernel<FULL, K><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-        *g, ctx->view, (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr);
+        *g, ctx->view, (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    sparse_tiles_init_kernel<<<(ntiles + 127) / 128, 128, 0, ctx->stream>>>(tiles, ntiles);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
     sparse_rows_kernel<FULL, K><<<ntiles, SPARSE_T, 0, ctx->stream>>>(
         *g, ctx->view, (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, (int *)ctx->flags.ptr);

@@ -734,3 +734,56 @@ Test(nlist_gpu, shuffled_frame_equals_cpu_twin_and_permutes_the_sorted_list)
     cr_skip_test("built without CUDA");
 #endif
 }
+
+Test(nlist_gpu, sparse_stage_many_tiles_in_lattice_and_random_order_equal_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    /* a periodic graphene sheet of 120 x 70 cells, 33,600 atoms (66 tiles of
+     * the rows kernel's single-pass scan), cutoff 1.9 (3 neighbours, rows in
+     * registers), in lattice order and in random order; the default (by
+     * density) and sparse-stage forced, against the CPU cell twin */
+    mdnl_frame f;
+    graphene_frame(&f, 120, 70, 1.42, 1);
+    for (int order = 0; order < 2; ++order) {
+        if (order == 1) {
+            rng_state = 4711;
+            for (int64_t k = f.natoms - 1; k > 0; --k) {
+                const int64_t j = (int64_t)(uniform() * (double)(k + 1));
+                double t[3];
+                memcpy(t, f.pos[k], sizeof t);
+                memcpy(f.pos[k], f.pos[j], sizeof t);
+                memcpy(f.pos[j], t, sizeof t);
+            }
+        }
+        prepared p = prepare(&f, 1.9);
+        for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+            mdnl_nlist want = {0};
+            cr_assert_eq(
+                mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &want),
+                MDNL_OK, "%s", mdnl_last_error());
+            cr_assert_eq(want.npairs, (kind == MDNL_LIST_FULL ? 3 : 1.5) * f.natoms);
+            for (int path = MDNL_CELL_PATH_AUTO; path <= MDNL_CELL_PATH_SPARSE_STAGE; ++path) {
+                mdnl_nlist got = {0};
+                char what[128];
+                snprintf(what, sizeof what, "graphene %s, %s list, cell path %s", order ? "shuffled" : "in order",
+                         kind == MDNL_LIST_FULL ? "full" : "half", mdnl_cell_path_name(path));
+                mdnl_cuda_ctx_set_cell_path(ctx, path);
+                cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                                   (mdnl_list_kind)kind, &got),
+                             MDNL_OK, "%s: %s", what, mdnl_last_error());
+                expect_same_list(&want, &got, what);
+                mdnl_nlist_free(&got);
+            }
+            mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
+            mdnl_nlist_free(&want);
+        }
+        free(p.pos4);
+    }
+    mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}

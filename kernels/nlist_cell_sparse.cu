@@ -100,27 +100,17 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
                 dlast = g.stencil[1];
             float v[3];
             mdnl_shift_vector(&g, s0, s1, 0, v);
-            const int self = s0 == 0 && s1 == 0 ? i_sorted : -1; /* the atom itself, only at a zero shift */
+            const int zero = s0 == 0 && s1 == 0;
             const int kb = c.start[(x * n1 + y) * n2];
             const int ke = c.start[(x * n1 + y + (dlast - dy) + 1) * n2];
-            /* 32 candidates at a time: the tests set bits of a mask, and the
-             * hits are visited afterwards (in the same order), so that a warp
-             * pays the visit where its lanes hit, not on every candidate */
-            for (int k0 = kb; k0 < ke; k0 += 32) {
-                const int m = min(32, ke - k0);
-                unsigned hits = 0;
 #pragma unroll 4
-                for (int t = 0; t < m; ++t) {
-                    const float4 pj = c.pos[k0 + t];
-                    const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
-                    hits |= (unsigned)(d2 < g.cutoff2 && k0 + t != self) << t;
-                }
-                while (hits) {
-                    const int k = k0 + __ffs(hits) - 1;
-                    hits &= hits - 1;
-                    const float4 pj = c.pos[k];
-                    f(__float_as_int(pj.w), mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v), s0, s1, 0);
-                }
+            for (int k = kb; k < ke; ++k) {
+                const float4 pj = c.pos[k];
+                if (zero && k == i_sorted)
+                    continue;
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                if (d2 < g.cutoff2)
+                    f(__float_as_int(pj.w), d2, s0, s1, 0);
             }
             dy = dlast + 1;
         }

@@ -199,9 +199,6 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
-    /* the fullest cell so far, read before the slot's atomic rather than
-     * after it (two round trips at once, not one after the other) */
-    const int seen = lane == 0 ? *(volatile int *)maxcell : 0;
     int k = 0, cell = -1;
     if (i < n) {
         const float4 p = pos[i];
@@ -220,7 +217,7 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
         slot[i] = k;
     }
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
-    if (lane == 0 && m > seen)
+    if (lane == 0 && m > *(volatile int *)maxcell)
         atomicMax(maxcell, m);
     if ((blockIdx.x & 15) == 0 && threadIdx.x < 32) { /* warp-uniform */
         const int prev = __shfl_up_sync(FULLMASK, cell, 1);

@@ -216,9 +216,19 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
         k = base + __popc(peers & ((1u << lane) - 1u));
         slot[i] = k;
     }
+    /* the fullest cell: a block's maximum in shared memory, one global
+     * atomic a block (a warp's read of the global maximum would be one more
+     * round trip after its slot's) */
+    __shared__ int block_max;
+    if (threadIdx.x == 0)
+        block_max = 0;
+    __syncthreads();
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
-    if (lane == 0 && m > *(volatile int *)maxcell)
-        atomicMax(maxcell, m);
+    if (lane == 0)
+        atomicMax_block(&block_max, m);
+    __syncthreads();
+    if (threadIdx.x == 0 && block_max > *(volatile int *)maxcell)
+        atomicMax(maxcell, block_max);
     if ((blockIdx.x & 15) == 0 && threadIdx.x < 32) { /* warp-uniform */
         const int prev = __shfl_up_sync(FULLMASK, cell, 1);
         const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell >= 0 && cell == prev);

@@ -1,9 +1,13 @@
 /* nlist_cell_sparse.cu — the cell-list paths for sparse rows (nlist_cuda.h):
  * one traversal that stages every row instead of a count pass and a fill.
- *   sparse-stage  (up to 32 candidates per atom) the first K hits of a row
- *                 kept sorted in registers, staged coalesced, copied straight
- *                 into the CSR; no host synchronisation before the build's
- *                 last one (an overflow seen there builds again).
+ *   sparse-stage  (up to 32 candidates per atom) a walk in cell order keeps
+ *                 the first K hits of a row in registers, sorts them once
+ *                 and stages them as one row; a rows kernel per original
+ *                 row scans the row lengths in one pass (CUB's decoupled
+ *                 look-back) and copies each staged row straight into the
+ *                 CSR; no host synchronisation before the build's last one
+ *                 (a CSR that outgrew its arrays is seen there and built
+ *                 again).
  *   sparse-rows   (up to 100 candidates per atom) rows staged transposed,
  *                 scanned, then sorted in shared memory and written warp-
  *                 cooperatively by the rows kernel.

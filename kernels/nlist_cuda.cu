@@ -332,9 +332,10 @@ double nl_cell_candidates(const mdnl_geom *g)
 /* The cell path a build starts with (the context's, or the default by
  * density); dense-walk and dense-tiles may still fall back. The default
  * (H100, tools/bench/RESULTS.md): sparse rows up to 32 candidates per atom
- * (graphene-1m, ~13) take sparse-stage, whose copy sorts rows longer than its
- * registers in global memory (20 ms on lj-1m), so only while rows are short
- * (~0.15-0.25 hits per candidate: rows of ~5-8); up to 100, sparse-rows;
+ * (graphene-1m, ~13) take sparse-stage, whose rows kernel walks rows longer
+ * than its registers again and sorts them in global memory (15 ms on
+ * lj-1m), so only while rows are short (~0.15-0.25 hits per candidate: rows
+ * of ~5-8); up to 100, sparse-rows;
  * denser rows (lj-1m, ~360 candidates) dense-walk where it fits and rows
  * average at most 90% of its 64-key slab rows, else dense-tiles. */
 static int cell_path_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)

@@ -17,9 +17,11 @@
  *                   that grows and retries on overflow; compacted, sorted.
  *   cell            the device cell list; one of five paths, by density
  *                   (candidates per atom = atoms per cell x stencil cells):
- *     sparse-stage  (<= 32; nlist_cell_sparse.cu) one traversal stages each
- *                   row, its first 4 or 8 hits kept sorted in registers; a
- *                   copy writes rows straight into the CSR; no host
+ *     sparse-stage  (<= 32; nlist_cell_sparse.cu) one traversal in cell
+ *                   order stages each row, its first 4 or 8 hits kept in
+ *                   registers and sorted once; a rows kernel scans the row
+ *                   lengths in a single pass (CUB's decoupled look-back) and
+ *                   writes the rows straight into the CSR; no host
  *                   synchronisation before the build's last.
  *     sparse-rows   (<= 100; nlist_cell_sparse.cu) one staged traversal,
  *                   scan, rows sorted in shared memory and written

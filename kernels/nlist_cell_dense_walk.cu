@@ -579,19 +579,7 @@ __device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int 
     const long long len = offsets[i + 1] - off;
     if (len <= WALK_CAP)
         return;
-    long long k = 0;
-    mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
-            if (k < len) {
-                j_out[off + k] = j;
-                d_out[off + k] = __fsqrt_rn(d2);
-            }
-            ++k;
-        }
-    });
-    if (k != len)
-        atomicOr(err, 1);
-    sort_row(global_row{j_out + off, d_out + off}, len);
+    nl_row_walked_again<FULL>([&](auto &&f) { mdnl_for_each_pair(g, c, s, f); }, i, off, len, j_out, d_out, err);
 }
 
 /* Rows longer than WALK_CAP (a few in a liquid: density fluctuations).

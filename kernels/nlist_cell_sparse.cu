@@ -250,17 +250,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
         }
         return;
     }
-    long long t = 0; /* a long row: walked again, written as found, sorted in place */
-    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        if ((FULL || mdnl_half_keep(i, j, s0, s1, s2)) && t < k) {
-            j_out[off + t] = j;
-            d_out[off + t] = __fsqrt_rn(d2);
-            ++t;
-        }
-    });
-    if (t != k)
-        atomicOr(flags, 1);
-    sort_row(global_row{j_out + off, d_out + off}, k);
+    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, off, k, j_out, d_out, flags);
 }
 
 template <bool FULL, int K>

@@ -109,6 +109,30 @@ struct global_row {
     }
 };
 
+/* A row too long for its path's registers or slab, filled by a thread
+ * that walks its candidates again: walk(f) calls f(j, d2, s0, s1, s2) for
+ * every pair of row i (the path's own traversal); the kept hits go to the
+ * CSR at off as they come, the row is then sorted in place. A count that
+ * disagrees with len sets *err (nothing past the row is written). */
+template <bool FULL, class W>
+__device__ void nl_row_walked_again(W &&walk, int i, long long off, long long len, int32_t *__restrict__ j_out,
+                                    float *__restrict__ d_out, int *__restrict__ err)
+{
+    long long k = 0;
+    walk([&](int j, float d2, int s0, int s1, int s2) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+            if (k < len) {
+                j_out[off + k] = j;
+                d_out[off + k] = __fsqrt_rn(d2);
+            }
+            ++k;
+        }
+    });
+    if (k != len)
+        atomicOr(err, 1);
+    sort_row(global_row{j_out + off, d_out + off}, len);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Fill, sort and write rows. Mapping: thread per row (MODE 0: sorted slot s,
  * row order[s]; MODE 1, 2: row s). A block-wide exclusive scan of the row

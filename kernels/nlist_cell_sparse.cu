@@ -212,6 +212,13 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     const int n = c.natoms;
     const int i = blockIdx.x * SPARSE_T + threadIdx.x;
     const long long k = i < n ? (long long)counts[i] : 0;
+    /* the staged row is loaded before the scan, which it does not depend
+     * on: its latency overlaps the block scan's and the look-back's */
+    const int s = i < n ? c.rank[i] : 0;
+    ulonglong2 row[K / 2];
+#pragma unroll
+    for (int q = 0; q < K; q += 2)
+        row[q / 2] = q < k && k <= K ? ((const ulonglong2 *)(stage + (size_t)s * K))[q / 2] : make_ulonglong2(0, 0);
     long long off;
     if (blockIdx.x == 0) {
         long long total;
@@ -233,9 +240,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     }
     if (off + k > limit)
         return;
-    const int s = c.rank[i];
     if (k <= K) {
-        const ulonglong2 *row = (const ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll
         for (int q = 0; q < K; q += 2) {
             if (q >= k)

@@ -402,11 +402,11 @@ Test(nlist_gpu, cell_sparse_stage_overflow_builds_again)
 #ifdef MDNL_HAVE_CUDA
     SKIP_WITHOUT_DEVICE();
     mdnl_cuda_ctx *ctx = new_ctx();
-    /* sparse-stage learns that its stage overflowed only at the build's last
-     * synchronisation and then builds again. Rows here are ~100 pairs: a
-     * capacity of 1, then one between the 8 keys kept sorted in registers
-     * and the longest row, must each overflow once and still give the
-     * twin's list. */
+    /* sparse-stage learns that its CSR outgrew its capacity (stage_cap pairs
+     * an atom) only at the build's last synchronisation and then builds
+     * again. Rows here are ~100 pairs, longer than the 8 keys kept in
+     * registers (walked again): a capacity of 1, then one of 10, must each
+     * overflow once and still give the twin's list. */
     mdnl_frame f;
     random_frame(&f, 1500, BOX_TRICLINIC, 12.0, 99);
     prepared p = prepare(&f, 3.0);

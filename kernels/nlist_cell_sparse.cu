@@ -229,16 +229,51 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
         look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
         block_scan(scan_s).ExclusiveSum(k, off, prefix);
     }
-    if (i >= n)
-        return;
-    offsets[i] = off;
-    if (i == n - 1) {
-        offsets[n] = off + k;
-        *(long long *)(flags + FLAG_NPAIRS) = off + k;
-        if (off + k > limit)
-            flags[FLAG_OUTGROWN] = 1;
+    /* the block's rows are one run of the CSR, [first, last): staged in
+     * shared memory and written by the whole block with coalesced stores,
+     * unless a row of the block is longer than K (walked again below) */
+    __shared__ int32_t j_s[SPARSE_T * K];
+    __shared__ float d_s[SPARSE_T * K];
+    __shared__ long long run[2];
+    const bool mine = i < n;
+    if (threadIdx.x == 0)
+        run[0] = off;
+    if (mine && (i == n - 1 || threadIdx.x == SPARSE_T - 1))
+        run[1] = off + k;
+    if (mine) {
+        offsets[i] = off;
+        if (i == n - 1) {
+            offsets[n] = off + k;
+            *(long long *)(flags + FLAG_NPAIRS) = off + k;
+            if (off + k > limit)
+                flags[FLAG_OUTGROWN] = 1;
+        }
     }
-    if (off + k > limit)
+    const bool any_long = __syncthreads_or(k > K); /* also orders run[] */
+    const long long first = run[0], last = run[1];
+    if (last > limit)
+        return; /* the host builds again, larger */
+    if (!any_long) {
+#pragma unroll
+        for (int q = 0; q < K; q += 2) {
+            const int e = (int)(off - first) + q;
+            if (q < k) {
+                j_s[e] = (int32_t)(row[q / 2].x >> 32);
+                d_s[e] = __uint_as_float((unsigned)row[q / 2].x);
+            }
+            if (q + 1 < k) {
+                j_s[e + 1] = (int32_t)(row[q / 2].y >> 32);
+                d_s[e + 1] = __uint_as_float((unsigned)row[q / 2].y);
+            }
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < (int)(last - first); e += SPARSE_T) {
+            j_out[first + e] = j_s[e];
+            d_out[first + e] = d_s[e];
+        }
+        return;
+    }
+    if (!mine)
         return;
     if (k <= K) {
 #pragma unroll

@@ -139,14 +139,17 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * counts[i].
  *
  * Rows (sparse_rows_kernel). Mapping: thread per original row i, a block per
- * tile of 128 rows. The row offsets are a single-pass scan across the
+ * tile of SPARSE_T rows. The row offsets are a single-pass scan across the
  * blocks: CUB's block scan with the decoupled look-back of its device scan
  * (a block publishes its count, then its inclusive prefix once its
- * predecessors' are known), so each thread writes offsets[i] and, from its
- * staged row (stage[rank[i] * K ..], one sector whatever the input order),
- * its row straight into the CSR. A row longer than K is walked again,
- * written in the order found and sorted in place. Where the CSR would pass
- * `limit` entries (the output arrays' size) nothing past it is written and
+ * predecessors' are known), so each thread writes offsets[i]. Its staged row
+ * (stage[rank[i] * K ..], one sector whatever the input order) is loaded
+ * before the scan; the block's rows, one run of the CSR, are put together
+ * in shared memory and written by the whole block with coalesced stores
+ * (H100: graphene-1m rows 0.050 -> 0.042 ms). A block with a row longer
+ * than K writes row by row instead, the long row walked again, written in
+ * the order found and sorted in place. Where the CSR would pass `limit`
+ * entries (the output arrays' size) a block past it writes nothing and
  * flags[FLAG_OUTGROWN] tells the host, which sizes the output from the pair
  * count (flags[FLAG_NPAIRS], read back with the flags) and builds again. */
 using sparse_tiles = cub::ScanTileState<long long>;

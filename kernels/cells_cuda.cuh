@@ -172,6 +172,46 @@ __device__ __forceinline__ void mdnl_warp_box(float (&lo)[3], float (&hi)[3])
         }
 }
 
+/* One lane's candidate of the warp walks (walk_cuda.cuh, dense-walk): the
+ * warp's flat candidate fl of its range table (fe: each range's flat end,
+ * 0x7fffffff past the last; kb: its first slot minus its flat start; code:
+ * its shift code; q: the lane's range, which only grows as fl does). Past
+ * ntot the candidate is a point at infinity with no slot (k = -1, a zero
+ * shift). keep: its image can be within the cutoff of the home box [lo, hi]
+ * (mdnl_box_d2, a bound on every d2 of its tests, so no pair is lost). */
+struct mdnl_warp_cand {
+    float4 p; /* position, w as the cell list holds it */
+    float v[3]; /* the image shift */
+    int k, code;
+    bool keep;
+};
+__device__ __forceinline__ mdnl_warp_cand mdnl_warp_candidate(const mdnl_geom &g, const mdnl_cells_view &c,
+                                                              const int *fe, const int *kb, const int *code,
+                                                              const float (*sh)[3], int fl, int ntot, int &q,
+                                                              const float (&lo)[3], const float (&hi)[3])
+{
+    mdnl_warp_cand r;
+    float4 p = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
+    int k = -1, cd = SHIFT_CODE_ZERO;
+    if (fl < ntot) {
+        while (fe[q] <= fl)
+            ++q;
+        k = kb[q] + fl;
+        cd = code[q];
+        p = c.pos[k];
+    }
+    const float v[3] = {sh[cd][0], sh[cd][1], sh[cd][2]};
+    const float bd2 = mdnl_box_d2(p, lo, hi, v);
+    r.keep = fl < ntot && bd2 < g.cutoff2;
+    r.p = p;
+    r.k = k;
+    r.code = cd;
+    r.v[0] = v[0];
+    r.v[1] = v[1];
+    r.v[2] = v[2];
+    return r;
+}
+
 /* Cell index c on an axis of n cells: on a periodic axis it is wrapped into
  * [0, n) and s is its image shift; on an open axis s = 0 and the result is
  * false when c leaves the grid (the stencil walks skip it). */

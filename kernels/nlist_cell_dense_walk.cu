@@ -5,38 +5,6 @@
 
 #include <math.h>
 
-
-/* The stages jj = j0, j0 / 2, .. 1 of a bitonic network on one thread's
- * first N keys: x[e] against x[e ^ jj], ascending where (e & k) == 0,
- * descending elsewhere (k and j0 known once the callers' loops unroll). */
-template <int N, int M>
-__device__ __forceinline__ void thread_bitonic_merge(unsigned (&x)[M], int k, int j0)
-{
-#pragma unroll
-    for (int jj = j0; jj > 0; jj >>= 1)
-#pragma unroll
-        for (int e = 0; e < N; ++e) {
-            const int p = e ^ jj;
-            if (p > e) {
-                const unsigned a = x[e], b = x[p];
-                const unsigned lo = min(a, b), hi = max(a, b);
-                x[e] = (e & k) == 0 ? lo : hi;
-                x[p] = (e & k) == 0 ? hi : lo;
-            }
-        }
-}
-
-/* Ascending bitonic sort of one thread's first N keys (N a power of two,
- * N <= M). */
-template <int N, int M>
-__device__ __forceinline__ void thread_bitonic(unsigned (&x)[M])
-{
-    static_assert(N <= M, "the network sorts a prefix of the array");
-#pragma unroll
-    for (int k = 2; k <= N; k <<= 1)
-        thread_bitonic_merge<N>(x, k, k >> 1);
-}
-
 /* ------------------------------------------------------------------------ */
 /* dense-walk: one walk, a warp per home cell; rows sorted afterwards.
  *
@@ -238,28 +206,16 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {
-            const int fl = base + lane;
-            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f); /* past the end: never a neighbour */
-            int k = -1, code = SHIFT_CODE_ZERO;
-            if (fl < ntot) {
-                while (fe_s[hbase + q] <= fl)
-                    ++q;
-                k = kb_s[hbase + q] + fl;
-                code = code_s[hbase + q];
-                pj = c.pos[k];
-            }
-            const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
-            const int j = __float_as_int(pj.w);
-            const int self = code == SHIFT_CODE_ZERO ? k - h0 : -1; /* the home atom this candidate is, at S = 0 */
-            pj.w = __uint_as_float(((unsigned)j << 5) | (unsigned)code);
-            /* Keep the candidate only if it can be within the cutoff of the box (a bound on every d2 below). */
-            const float bd2 = mdnl_box_d2(pj, lo, hi, v);
-            const bool keep = fl < ntot && bd2 < g.cutoff2;
-            const unsigned km = __ballot_sync(FULLMASK, keep);
-            if (keep) {
+            /* kept only if it can be within the cutoff of the home box (a bound on every d2 below) */
+            const mdnl_warp_cand cd =
+                mdnl_warp_candidate(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
+            const unsigned key = ((unsigned)__float_as_int(cd.p.w) << 5) | (unsigned)cd.code;
+            const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
+            const unsigned km = __ballot_sync(FULLMASK, cd.keep);
+            if (cd.keep) {
                 const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
-                cp_s[slot] = pj;
-                cv_s[slot] = make_float4(v[0], v[1], v[2], __int_as_float(self));
+                cp_s[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __uint_as_float(key));
+                cv_s[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], __int_as_float(self));
             }
             nk += __popc(km);
             if (nk >= 64) {

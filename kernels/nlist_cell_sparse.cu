@@ -45,27 +45,6 @@ __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__
 }
 
 
-/* Ascending sort of one thread's K 64-bit keys (K a power of two), a
- * bitonic network unrolled over registers. */
-template <int K>
-__device__ __forceinline__ void thread_sort_keys(uint64_t (&x)[K])
-{
-#pragma unroll
-    for (int k = 2; k <= K; k <<= 1)
-#pragma unroll
-        for (int jj = k >> 1; jj > 0; jj >>= 1)
-#pragma unroll
-            for (int e = 0; e < K; ++e) {
-                const int p = e ^ jj;
-                if (p > e) {
-                    const uint64_t a = x[e], b = x[p];
-                    const bool up = (e & k) == 0;
-                    x[e] = (a < b) == up ? a : b;
-                    x[p] = (a < b) == up ? b : a;
-                }
-            }
-}
-
 /* mdnl_for_each_pair's pair set, visited in another order (only for kernels
  * that sort their rows): when an atom's z range is its whole cell column on
  * an open z axis (a flat sheet: one cell in z), the columns of consecutive dy
@@ -182,7 +161,7 @@ __global__ __launch_bounds__(128) void sparse_walk_kernel(const __grid_constant_
             ++k;
         }
     });
-    thread_sort_keys<K>(r);
+    thread_bitonic<K>(r);
     ulonglong2 *row = (ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll
     for (int q = 0; q < K; q += 2) {
@@ -256,19 +235,22 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     const long long first = run[0], last = run[1];
     if (last > limit)
         return; /* the host builds again, larger */
-    if (!any_long) {
+    /* a short row's k entries, unpacked to jr[0..k) and dr[0..k) */
+    auto put_row = [&](int32_t *jr, float *dr) {
 #pragma unroll
         for (int q = 0; q < K; q += 2) {
-            const int e = (int)(off - first) + q;
             if (q < k) {
-                j_s[e] = (int32_t)(row[q / 2].x >> 32);
-                d_s[e] = __uint_as_float((unsigned)row[q / 2].x);
+                jr[q] = (int32_t)(row[q / 2].x >> 32);
+                dr[q] = __uint_as_float((unsigned)row[q / 2].x);
             }
             if (q + 1 < k) {
-                j_s[e + 1] = (int32_t)(row[q / 2].y >> 32);
-                d_s[e + 1] = __uint_as_float((unsigned)row[q / 2].y);
+                jr[q + 1] = (int32_t)(row[q / 2].y >> 32);
+                dr[q + 1] = __uint_as_float((unsigned)row[q / 2].y);
             }
         }
+    };
+    if (!any_long) {
+        put_row(j_s + (off - first), d_s + (off - first));
         __syncthreads();
         for (int e = threadIdx.x; e < (int)(last - first); e += SPARSE_T) {
             j_out[first + e] = j_s[e];
@@ -279,18 +261,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     if (!mine)
         return;
     if (k <= K) {
-#pragma unroll
-        for (int q = 0; q < K; q += 2) {
-            if (q >= k)
-                break;
-            const ulonglong2 v = row[q / 2];
-            j_out[off + q] = (int32_t)(v.x >> 32);
-            d_out[off + q] = __uint_as_float((unsigned)v.x);
-            if (q + 1 < k) {
-                j_out[off + q + 1] = (int32_t)(v.y >> 32);
-                d_out[off + q + 1] = __uint_as_float((unsigned)v.y);
-            }
-        }
+        put_row(j_out + off, d_out + off);
         return;
     }
     nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, off, k, j_out, d_out, flags);

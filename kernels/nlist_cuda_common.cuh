@@ -92,6 +92,38 @@ __device__ void sort_row(A a, long long n)
     }
 }
 
+/* The stages jj = j0, j0 / 2, .. 1 of a bitonic network on one thread's
+ * first N keys (unsigned or uint64_t): x[e] against x[e ^ jj], ascending
+ * where (e & k) == 0, descending elsewhere (k and j0 known once the
+ * callers' loops unroll). Registers only: every index is a constant. */
+template <int N, class T, int M>
+__device__ __forceinline__ void thread_bitonic_merge(T (&x)[M], int k, int j0)
+{
+#pragma unroll
+    for (int jj = j0; jj > 0; jj >>= 1)
+#pragma unroll
+        for (int e = 0; e < N; ++e) {
+            const int p = e ^ jj;
+            if (p > e) {
+                const T a = x[e], b = x[p];
+                const T lo = a < b ? a : b, hi = a < b ? b : a;
+                x[e] = (e & k) == 0 ? lo : hi;
+                x[p] = (e & k) == 0 ? hi : lo;
+            }
+        }
+}
+
+/* Ascending bitonic sort of one thread's first N keys (N a power of two,
+ * N <= M): dense-walk's rows (32-bit keys), sparse-stage's (64-bit). */
+template <int N, class T, int M>
+__device__ __forceinline__ void thread_bitonic(T (&x)[M])
+{
+    static_assert(N <= M, "the network sorts a prefix of the array");
+#pragma unroll
+    for (int k = 2; k <= N; k <<= 1)
+        thread_bitonic_merge<N>(x, k, k >> 1);
+}
+
 struct smem_row {
     uint64_t *k;
     __device__ uint64_t get(long long q) const { return k[q]; }

@@ -229,25 +229,13 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {
-            const int fl = base + lane;
-            float4 pj = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
-            int k = -1, code = SHIFT_CODE_ZERO;
-            if (fl < ntot) {
-                while (W.fe[q] <= fl)
-                    ++q;
-                k = W.kb[q] + fl;
-                code = W.code[q];
-                pj = c.pos[k];
-            }
-            const float v[3] = {sh[code][0], sh[code][1], sh[code][2]};
-            const float bd2 = mdnl_box_d2(pj, lo, hi, v);
-            const bool keep = fl < ntot && bd2 < g.cutoff2;
-            const unsigned km = __ballot_sync(FULLMASK, keep);
-            if (keep) {
+            const mdnl_warp_cand cd = mdnl_warp_candidate(g, c, W.fe, W.kb, W.code, sh, base + lane, ntot, q, lo, hi);
+            const unsigned km = __ballot_sync(FULLMASK, cd.keep);
+            if (cd.keep) {
                 const int slot = (head + nk + __popc(km & lt)) & 127;
-                const int order = k >= hb && k < he ? k : 0x7fffffff; /* the home block: S = 0 there */
-                W.cp[slot] = make_float4(pj.x, pj.y, pj.z, __int_as_float(order));
-                W.cv[slot] = make_float4(v[0], v[1], v[2], visit.cand(k, pj));
+                const int order = cd.k >= hb && cd.k < he ? cd.k : 0x7fffffff; /* the home block: S = 0 there */
+                W.cp[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __int_as_float(order));
+                W.cv[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], visit.cand(cd.k, cd.p));
             }
             nk += __popc(km);
             if (nk >= 64) {

@@ -5,6 +5,11 @@
 #include "nlist_cuda_common.cuh"
 #include "device.h"
 
+#include <cub/agent/single_pass_scan_operators.cuh>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_store.cuh>
+#include <cuda/std/functional>
+
 extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
 {
     *out = NULL;
@@ -193,10 +198,15 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
  * How far the input order follows space, sampled by the first warp of every
  * 16th block: the atoms in the same cell as the atom before them added to
  * inorder[0], the atoms compared to inorder[1]. */
+using bin_tiles = cub::ScanTileState<int>;
+
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                 int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
-                                int *__restrict__ inorder)
+                                int *__restrict__ inorder, bin_tiles tiles, int ntiles)
 {
+    /* the scan's tile states, set here rather than by a launch of their own
+     * (the grid has ntiles + 32 threads or more) */
+    tiles.InitializeStatus(ntiles);
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
     int k = 0, cell = -1;
@@ -238,6 +248,48 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
     }
 }
 
+/* The cell offsets: start = the exclusive sum of count[0..m), in one pass
+ * (a tile of BIN_SCAN_T x BIN_SCAN_ITEMS cells a block, CUB's block scan
+ * with the decoupled look-back); each count read is set back to zero, so
+ * that the next binning needs no memset (the counts are zero between
+ * builds: zeroed when allocated, ctx->tcount_dirty when a build stopped
+ * between the bin and the scan). */
+#define BIN_SCAN_T 256
+#define BIN_SCAN_ITEMS 8
+static __global__ __launch_bounds__(BIN_SCAN_T) void bin_scan_kernel(int *__restrict__ count, int *__restrict__ start,
+                                                                     int m, bin_tiles tiles)
+{
+    using plus = ::cuda::std::plus<int>;
+    using load = cub::BlockLoad<int, BIN_SCAN_T, BIN_SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+    using store = cub::BlockStore<int, BIN_SCAN_T, BIN_SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+    using block_scan = cub::BlockScan<int, BIN_SCAN_T>;
+    using look_back = cub::TilePrefixCallbackOp<int, plus, bin_tiles>;
+    __shared__ union {
+        typename load::TempStorage load;
+        typename store::TempStorage store;
+        typename block_scan::TempStorage scan;
+    } tmp;
+    __shared__ typename look_back::TempStorage prefix_s;
+    const int base = blockIdx.x * (BIN_SCAN_T * BIN_SCAN_ITEMS);
+    const int valid = min(BIN_SCAN_T * BIN_SCAN_ITEMS, m - base);
+    int x[BIN_SCAN_ITEMS];
+    load(tmp.load).Load(count + base, x, valid, 0);
+    __syncthreads();
+    if (blockIdx.x == 0) {
+        int total;
+        block_scan(tmp.scan).ExclusiveSum(x, x, total);
+        if (threadIdx.x == 0)
+            tiles.SetInclusive(0, total);
+    } else {
+        look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
+        block_scan(tmp.scan).ExclusiveSum(x, x, prefix);
+    }
+    __syncthreads(); /* every count of the tile read, and the scan's storage free */
+    store(tmp.store).Store(start + base, x, valid);
+    for (int e = threadIdx.x; e < valid; e += BIN_SCAN_T)
+        count[base + e] = 0;
+}
+
 /* Thread per original atom i: its index into its slot of the cell order
  * (one 4-byte scatter an atom: in random input order these writes are
  * random); with `rank`, the slot also replaces i's slot within its cell
@@ -273,12 +325,12 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
     spos[k] = p;
 }
 
-/* The cell list of ctx->view by an atomic counting sort (bin, CUB scan of
- * the cell counts, scatter of the indices, gather of the positions): within
- * a cell the order follows the atomics, so it is only for kernels whose
- * output does not depend on it (every neighbor list path sorts its rows;
- * energy and rdf keep the stable list of cells_cuda.cuh). The fullest
- * cell's population goes to flags[2]. */
+/* The cell list of ctx->view by an atomic counting sort (bin, a one-pass
+ * scan of the cell counts, scatter of the indices, gather of the positions;
+ * four launches): within a cell the order follows the atomics, so it is
+ * only for kernels whose output does not depend on it (every neighbor list
+ * path sorts its rows; energy and rdf keep the stable list of
+ * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank)
 {
     mdnl_status st;
@@ -286,24 +338,31 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     if (g->ncells >= INT32_MAX)
         return mdnl_error(MDNL_ERR_INPUT, "%lld cells: the CUDA cell list handles at most %d", (long long)g->ncells,
                           INT32_MAX - 1);
-    size_t scan_bytes = 0;
-    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (int *)nullptr, (int *)nullptr, ncells + 1,
-                                                  ctx->stream));
-    if ((st = mdnl_dbuf_reserve(&ctx->tcount, (size_t)(ncells + 1) * sizeof(int), "cell counts")) != MDNL_OK ||
+    const int ntiles = (ncells + 1 + BIN_SCAN_T * BIN_SCAN_ITEMS - 1) / (BIN_SCAN_T * BIN_SCAN_ITEMS);
+    size_t tile_bytes = 0;
+    MDNL_CUDA_CHECK(bin_tiles::AllocationSize(ntiles, tile_bytes));
+    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->tcount, (size_t)(ncells + 1) * sizeof(int), "cell counts",
+                                       ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tstart, (size_t)(ncells + 1) * sizeof(int), "cell offsets")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell slots")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tpos, (size_t)n * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->torder, (size_t)n * sizeof(int), "cell order")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tcell, (size_t)n * sizeof(int), "cell of slot")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->ttemp, scan_bytes, "cell scan scratch")) != MDNL_OK)
+        (st = mdnl_dbuf_reserve(&ctx->ttemp, tile_bytes, "cell scan tiles")) != MDNL_OK)
         return st;
     int *count = (int *)ctx->tcount.ptr, *start = (int *)ctx->tstart.ptr, *slot = (int *)ctx->tslot.ptr;
-    MDNL_CUDA_CHECK(cudaMemsetAsync(count, 0, (size_t)(ncells + 1) * sizeof(int), ctx->stream));
-    fast_bin_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, count, slot, (int *)ctx->flags.ptr + 2,
-                                                              (int *)ctx->flags.ptr + FLAG_INORDER);
+    if (ctx->tcount_dirty) /* a build stopped between the bin and the scan */
+        MDNL_CUDA_CHECK(cudaMemsetAsync(count, 0, ctx->tcount.cap, ctx->stream));
+    bin_tiles tiles;
+    MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->ttemp.ptr, tile_bytes));
+    ctx->tcount_dirty = 1;
+    const int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
+    fast_bin_kernel<<<(nthreads + 255) / 256, 256, 0, ctx->stream>>>(
+        *g, pos, n, count, slot, (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles);
     MDNL_CUDA_LAUNCHED(ctx->stream);
-    size_t tb = ctx->ttemp.cap;
-    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->ttemp.ptr, tb, count, start, ncells + 1, ctx->stream));
+    bin_scan_kernel<<<ntiles, BIN_SCAN_T, 0, ctx->stream>>>(count, start, ncells + 1, tiles);
+    MDNL_CUDA_LAUNCHED(ctx->stream);
+    ctx->tcount_dirty = 0;
     fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (int *)ctx->torder.ptr,
                                                                  rank);
     MDNL_CUDA_LAUNCHED(ctx->stream);

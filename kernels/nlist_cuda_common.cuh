@@ -412,6 +412,7 @@ struct mdnl_cuda_ctx {
     int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
+    int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
 };
 

@@ -444,65 +444,10 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
     const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
     const int i = i0 + r;
-    const long long cnt = h == 0 && i < n ? (long long)counts[i] : 0; /* row r's length, on thread 2r */
-    const int len = (int)__shfl_sync(FULLMASK, cnt, lane & ~1);
-    /* Rows longer than WALK_CAP are walk_long_kernel's. */
-    const bool mine = len <= WALK_CAP;
-    const bool live = i0 < n; /* the warp has rows */
-    unsigned *const st = stage_s[w];
-    int wmax = 0, hk = WALK_CAP / 4;
-    unsigned x[WALK_CAP / 2];
-    float4 pi = make_float4(0.f, 0.f, 0.f, 0.f);
-    /* First the rows, which need no offset: loaded and sorted while the
-     * blocks before publish theirs (the scan below waits on them). */
-    if (live) {
-        wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
-        const int nrows = min(ROWS_W, n - i0);
-        const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
-        const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
-        if constexpr (PACK) {
-            walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
-        } else {
-            /* the warp's rows, 16 bytes a lane, into shared memory (the words up
-             * to the longest row: a shorter row's tail holds an earlier frame's
-             * keys, or the zeros the slab was allocated with, and is masked
-             * below) */
-            const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
-            const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
-            for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
-                const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-                if (q < qmax)
-                    *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
-            }
-        }
-        __syncwarp();
-        /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32) */
-        hk = wmax <= WALK_CAP / 2 ? WALK_CAP / 4 : WALK_CAP / 2;
-        const int e0 = h * hk;
-#pragma unroll
-        for (int q = 0; q < WALK_CAP / 8; ++q) {
-            uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
-            const int e = e0 + 4 * q;
-            if (mine && 4 * q < hk && e < len)
-                u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e);
-            x[4 * q] = e < len ? u.x : ~0u;
-            x[4 * q + 1] = e + 1 < len ? u.y : ~0u;
-            x[4 * q + 2] = e + 2 < len ? u.z : ~0u;
-            x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
-        }
-        if (hk == WALK_CAP / 4)
-            pair_bitonic<WALK_CAP / 4>(x, h);
-        else
-            pair_bitonic<WALK_CAP / 2>(x, h);
-        if constexpr (!PACK) {
-            pi = i < n ? opos[i] : pi;
-            if (h == 0)
-                pis[r] = pi;
-        }
-    }
     /* The row offsets, a one-pass scan of the walk's counts across the
-     * blocks (tile states set by the binning): row r's offset is the
-     * exclusive sum on thread 2r. */
+     * blocks (tile states set by the binning): row r's length from thread
+     * 2r, its offset the exclusive sum there. */
+    const long long cnt = h == 0 && i < n ? (long long)counts[i] : 0;
     long long ex;
     if (blockIdx.x == 0) {
         long long total;
@@ -513,8 +458,9 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
         block_scan(scan_s).ExclusiveSum(cnt, ex, prefix);
     }
-    __syncthreads(); /* sh, and the stages read */
+    __syncthreads(); /* sh */
     const long long off = __shfl_sync(FULLMASK, ex, lane & ~1); /* past the last row: the total */
+    const int len = (int)__shfl_sync(FULLMASK, cnt, lane & ~1);
     if (h == 0 && i < n) {
         offsets[i] = off;
         if (i == n - 1) {
@@ -524,16 +470,58 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
                 *outgrown = 1;
         }
     }
-    if (!live)
+    if (i0 >= n)
         return; /* the whole warp */
     const long long wbase = __shfl_sync(FULLMASK, off, 0);
     const long long wend = __shfl_sync(FULLMASK, off + len, 31);
     if (wend > cap)
         return; /* the whole warp: the host grows the output and builds again */
+    /* Rows longer than WALK_CAP are walk_long_kernel's. */
+    const bool mine = len <= WALK_CAP;
+    const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
+    unsigned *const st = stage_s[w];
+    const int nrows = min(ROWS_W, n - i0);
+    const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
+    const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
+    if constexpr (PACK) {
+        walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
+    } else {
+        /* the warp's rows, 16 bytes a lane, into shared memory (the words up
+         * to the longest row: a shorter row's tail holds an earlier frame's
+         * keys, or the zeros the slab was allocated with, and is masked
+         * below) */
+        const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
+        for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
+            const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
+            if (q < qmax)
+                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
+        }
+    }
+    __syncwarp();
+    /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32) */
+    const int hk = wmax <= WALK_CAP / 2 ? WALK_CAP / 4 : WALK_CAP / 2;
+    const int e0 = h * hk;
+    unsigned x[WALK_CAP / 2];
+#pragma unroll
+    for (int q = 0; q < WALK_CAP / 8; ++q) {
+        uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
+        const int e = e0 + 4 * q;
+        if (mine && 4 * q < hk && e < len)
+            u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e);
+        x[4 * q] = e < len ? u.x : ~0u;
+        x[4 * q + 1] = e + 1 < len ? u.y : ~0u;
+        x[4 * q + 2] = e + 2 < len ? u.z : ~0u;
+        x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
+    }
     const bool staged = wmax <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
     const int span = staged ? (int)(wend - wbase) : 0;
-    /* st is reused for the output (every thread's keys read: the barrier above) */
+    if (hk == WALK_CAP / 4)
+        pair_bitonic<WALK_CAP / 4>(x, h);
+    else
+        pair_bitonic<WALK_CAP / 2>(x, h);
     if constexpr (PACK) {
+        __syncwarp(); /* st is reused for the output */
         if (hk == WALK_CAP / 4)
             walk_rows_out_packed<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, d2s, st,
                                                lane, j_out, d_out);
@@ -542,6 +530,10 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
                                                lane, j_out, d_out);
         return;
     }
+    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    if (h == 0)
+        pis[r] = pi;
+    __syncwarp(); /* st is reused for the output */
     if (hk == WALK_CAP / 4)
         walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
                                     lane, j_out, d_out);

@@ -3,8 +3,6 @@
  * rows; then rows sorted in registers and written coalesced. */
 #include "nlist_cuda_common.cuh"
 
-#include <cub/agent/single_pass_scan_operators.cuh>
-#include <cuda/std/functional>
 #include <math.h>
 
 /* ------------------------------------------------------------------------ */
@@ -248,6 +246,8 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
                                                        int *__restrict__ nlong)
 {
     constexpr int W = WALK_T / 32;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
     __shared__ walk_shared S;
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
@@ -412,8 +412,7 @@ template <bool PACK>
 __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
                                                         int n,
-                                                        const unsigned long long *__restrict__ counts,
-                                                        nl_row_tiles tiles, int64_t *__restrict__ offsets,
+                                                        const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
@@ -433,49 +432,33 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         pis = pi_s[threadIdx.x >> 5];
     }
     __shared__ float sh[27][3];
-    using plus = ::cuda::std::plus<long long>;
-    using block_scan = cub::BlockScan<long long, WALK_RT>;
-    using look_back = cub::TilePrefixCallbackOp<long long, plus, nl_row_tiles>;
-    __shared__ typename block_scan::TempStorage scan_s;
-    __shared__ typename look_back::TempStorage prefix_s;
+    const long long total = offsets[n];
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        *npairs_out = total;
+        if (total > cap)
+            *outgrown = 1;
+    }
+    if (total > cap)
+        return; /* the whole grid */
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+    __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
     const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
     const int i = i0 + r;
-    /* The row offsets, a one-pass scan of the walk's counts across the
-     * blocks (tile states set by the binning): row r's length from thread
-     * 2r, its offset the exclusive sum there. */
-    const long long cnt = h == 0 && i < n ? (long long)counts[i] : 0;
-    long long ex;
-    if (blockIdx.x == 0) {
-        long long total;
-        block_scan(scan_s).ExclusiveSum(cnt, ex, total);
-        if (threadIdx.x == 0)
-            tiles.SetInclusive(0, total);
-    } else {
-        look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
-        block_scan(scan_s).ExclusiveSum(cnt, ex, prefix);
-    }
-    __syncthreads(); /* sh */
-    const long long off = __shfl_sync(FULLMASK, ex, lane & ~1); /* past the last row: the total */
-    const int len = (int)__shfl_sync(FULLMASK, cnt, lane & ~1);
-    if (h == 0 && i < n) {
-        offsets[i] = off;
-        if (i == n - 1) {
-            offsets[n] = off + len;
-            *npairs_out = off + len;
-            if (off + len > cap)
-                *outgrown = 1;
-        }
-    }
     if (i0 >= n)
         return; /* the whole warp */
+    long long off;
+    int len = 0;
+    if (i < n) {
+        off = offsets[i];
+        len = (int)(offsets[i + 1] - off);
+    } else {
+        off = offsets[n];
+    }
     const long long wbase = __shfl_sync(FULLMASK, off, 0);
     const long long wend = __shfl_sync(FULLMASK, off + len, 31);
-    if (wend > cap)
-        return; /* the whole warp: the host grows the output and builds again */
     /* Rows longer than WALK_CAP are walk_long_kernel's. */
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
@@ -685,16 +668,8 @@ template <bool FULL>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
-    constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
-    const int rblocks = (n + rows_per_block - 1) / rows_per_block;
-    size_t tile_bytes = 0;
-    MDNL_CUDA_CHECK(nl_row_tiles::AllocationSize(rblocks, tile_bytes));
-    if ((st = mdnl_dbuf_reserve(&ctx->temp, tile_bytes, "row scan tiles")) != MDNL_OK)
-        return st;
-    nl_row_tiles tiles;
-    MDNL_CUDA_CHECK(tiles.Init(rblocks, ctx->temp.ptr, tile_bytes));
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, rblocks)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
@@ -721,12 +696,18 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
                                                            (int *)ctx->flags.ptr + 1, longlist, nlong);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+    if ((st = nl_scan_counts(ctx, n)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
+    constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
+    const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     (pack ? walk_rows_kernel<true> : walk_rows_kernel<false>)<<<rblocks, WALK_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->slab.ptr, n, (const unsigned long long *)ctx->counts.ptr, tiles, offsets, pos, cap,
-        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
+        *g, (const unsigned *)ctx->slab.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+        (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);

@@ -5,6 +5,7 @@
 #include "nlist_cuda_common.cuh"
 #include "device.h"
 
+#include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_store.cuh>
 #include <cuda/std/functional>
@@ -201,14 +202,11 @@ using bin_tiles = cub::ScanTileState<int>;
 
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                 int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
-                                int *__restrict__ inorder, bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
-                                int nrtiles)
+                                int *__restrict__ inorder, bin_tiles tiles, int ntiles)
 {
-    /* the scan's tile states (and a rows kernel's), set here rather than by
-     * launches of their own (the grid has n and ntiles + 32 threads or more) */
+    /* the scan's tile states, set here rather than by a launch of their own
+     * (the grid has ntiles + 32 threads or more) */
     tiles.InitializeStatus(ntiles);
-    if (nrtiles > 0)
-        rtiles.InitializeStatus(nrtiles);
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
     int k = 0, cell = -1;
@@ -333,8 +331,7 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
  * only for kernels whose output does not depend on it (every neighbor list
  * path sorts its rows; energy and rdf keep the stable list of
  * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
-mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank,
-                            const nl_row_tiles *row_tiles, int nrow_tiles)
+mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank)
 {
     mdnl_status st;
     const int ncells = (int)g->ncells;
@@ -361,8 +358,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     ctx->tcount_dirty = 1;
     const int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
     fast_bin_kernel<<<(nthreads + 255) / 256, 256, 0, ctx->stream>>>(
-        *g, pos, n, count, slot, (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
-        row_tiles ? *row_tiles : nl_row_tiles(), row_tiles ? nrow_tiles : 0);
+        *g, pos, n, count, slot, (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles);
     MDNL_CUDA_LAUNCHED(ctx->stream);
     bin_scan_kernel<<<ntiles, BIN_SCAN_T, 0, ctx->stream>>>(count, start, ncells + 1, tiles);
     MDNL_CUDA_LAUNCHED(ctx->stream);
@@ -510,7 +506,7 @@ again:
             goto again;
         }
         if (h_flags[FLAG_OUTGROWN]) {
-            /* rows past the output's end were not written: grow it to the exact size and build again */
+            /* nothing was written: grow the output to the exact size and build again */
             const size_t np = (size_t)(npairs > 0 ? npairs : 1);
             if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
                 (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)

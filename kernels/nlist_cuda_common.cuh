@@ -24,7 +24,6 @@
 #include "cuda_host.h"
 #include "nlist_cuda.h"
 
-#include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -443,17 +442,10 @@ mdnl_status nl_scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *ma
 /* Shared-memory keys per block for the rows kernel, from the average row. */
 long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs);
 
-/* The tile states of a one-pass scan of row lengths across blocks (CUB's
- * decoupled look-back): dense-walk's and sparse-stage's rows kernels. */
-using nl_row_tiles = cub::ScanTileState<long long>;
-
 /* The cell list of ctx->view by an atomic counting sort (unstable within a
  * cell; every path sorts its rows). The fullest cell's population goes to
- * flags[2]. With `rank`, view.rank (each atom's slot) too. With row_tiles,
- * the bin kernel also sets their first nrow_tiles states (nrow_tiles <= n),
- * so that a rows kernel can scan without a launch of its own. */
-mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank = false,
-                            const nl_row_tiles *row_tiles = nullptr, int nrow_tiles = 0);
+ * flags[2]. With `rank`, view.rank (each atom's slot) too. */
+mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank = false);
 
 /* Candidates per atom of the cell list (the density the default goes by). */
 double nl_cell_candidates(const mdnl_geom *g);

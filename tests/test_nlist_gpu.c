@@ -439,6 +439,43 @@ Test(nlist_gpu, cell_sparse_stage_overflow_builds_again)
 #endif
 }
 
+Test(nlist_gpu, dense_walk_output_outgrown_builds_again)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    /* dense-walk sizes its output from the mean row of the whole box (times
+     * 1.2) and learns only at the build's last synchronisation that the CSR
+     * outgrew it: its rows kernel then writes nothing, and the build runs
+     * again at the exact size. The liquid fills about half of its box here,
+     * so its rows are about twice the estimate. */
+    mdnl_frame f;
+    lj_cube_frame(&f, 30000, 77);
+    f.box.h[0][0] *= 2.0;
+    prepared p = prepare(&f, 2.5);
+    for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+        mdnl_cuda_ctx *ctx = new_ctx(); /* output arrays not sized by an earlier build */
+        mdnl_nlist want = {0}, got = {0};
+        const char *what = kind == MDNL_LIST_FULL ? "dense-walk outgrown, full list" : "dense-walk outgrown, half list";
+        cr_assert_eq(
+            mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &want),
+            MDNL_OK, "%s", mdnl_last_error());
+        mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_DENSE_WALK);
+        cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                           (mdnl_list_kind)kind, &got),
+                     MDNL_OK, "%s: %s", what, mdnl_last_error());
+        cr_expect(mdnl_cuda_ctx_retries(ctx) > 0, "%s: the output never outgrew its estimate", what);
+        expect_same_list(&want, &got, what);
+        mdnl_nlist_free(&want);
+        mdnl_nlist_free(&got);
+        mdnl_cuda_ctx_free(ctx);
+    }
+    free(p.pos4);
+    mdnl_frame_free(&f);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
 #ifdef MDNL_HAVE_CUDA
 /* A copy of f with its atoms in the order of cells of edge h (x fastest),
  * the order a spatially sorted trajectory has. */

@@ -85,8 +85,16 @@ __device__ __forceinline__ int mdnl_cell_linear(const mdnl_geom &g, float x, flo
     return (cx * g.ncell[1] + cy) * g.ncell[2] + cz;
 }
 
-/* Floor division for any sign of x (n > 0). */
-__device__ __forceinline__ int mdnl_floordiv(int x, int n) { return x >= 0 ? x / n : -((-x + n - 1) / n); }
+/* Floor division for any sign of x (n > 0). The stencil walks' cell
+ * offsets are within one grid of the grid (-n <= x < 2n: a stencil no wider
+ * than the grid) but for tiny boxes, so that case is three compares instead
+ * of an integer division (~20 instructions). */
+__device__ __forceinline__ int mdnl_floordiv(int x, int n)
+{
+    if (x >= -n && x < 2 * n)
+        return (x >= n) - (x < 0);
+    return x >= 0 ? x / n : -((-x + n - 1) / n);
+}
 
 /* Shift codes: the paths that keep a candidate's image shift S (each
  * component in -1..1) in 5 bits store (s0 + 1) * 9 + (s1 + 1) * 3 + (s2 + 1);

@@ -64,9 +64,10 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
         return;
     }
     const float4 pi = c.pos[i_sorted];
-    const int lin = c.cell[i_sorted];
-    const int cy = (lin / n2) % n1;
-    const int cx = lin / (n2 * n1);
+    /* the atom's cell, as the binning found it (mdnl_cell_linear, the same
+     * floats and operations): cheaper than dividing c.cell[i_sorted] */
+    const int cx = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 0);
+    const int cy = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 1);
     for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
         int x = cx + dx, s0;
         if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))

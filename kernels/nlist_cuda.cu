@@ -83,7 +83,7 @@ extern "C" const char *mdnl_cuda_stage_name(int s)
     return s >= 0 && s < MDNL_CUDA_NSTAGES ? names[s] : "?";
 }
 
-extern "C" void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *c, int on) { c->timing = on; }
+extern "C" void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *c, int mode) { c->timing = mode; }
 
 extern "C" void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *c, double ms[MDNL_CUDA_NSTAGES])
 {
@@ -130,7 +130,7 @@ extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
 
 mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end)
 {
-    if (!c->timing)
+    if (c->timing != MDNL_CUDA_TIMING_STAGES)
         return MDNL_OK;
     MDNL_CUDA_CHECK(cudaEventRecord(c->ev[s][end], c->stream));
     c->used[s] = 1;

@@ -114,9 +114,12 @@ typedef enum mdnl_cuda_stage {
 
 const char *mdnl_cuda_stage_name(int stage);
 
-/* With timing on, each build records CUDA events between stages;
- * mdnl_cuda_ctx_stage_ms then gives the last build's per-stage times. */
-void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *ctx, int on);
+/* Timing modes: STAGES records CUDA events between stages as well as
+ * around the build (mdnl_cuda_ctx_stage_ms then gives the last build's
+ * per-stage times); TOTAL only around it, so that the total is the build's
+ * own (events between kernels cost the GPU time: tools/bench/RESULTS.md). */
+enum { MDNL_CUDA_TIMING_OFF = 0, MDNL_CUDA_TIMING_STAGES = 1, MDNL_CUDA_TIMING_TOTAL = 2 };
+void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *ctx, int mode);
 void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *ctx, double ms[MDNL_CUDA_NSTAGES]);
 /* The last build's device time from after the position upload to the end
  * (host synchronisations inside included), with timing on. */

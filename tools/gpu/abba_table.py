@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """tools/gpu/abba_table.py FILE.jsonl — the cell default's ms (and its stages)
 per system, list and build, from `mdnl bench --json` lines labelled by
-tools/gpu/abba.sh: each launch's median, then the median over launches."""
+tools/gpu/abba.sh: each launch's median, then the median over launches.
+"ms" is the build alone (events around it only) since the bench measured
+it apart from the stages; builds before that reported the total with the
+stage events, now "ms_staged", printed beside the stages where present."""
 import json
 import statistics
 import sys
@@ -34,4 +37,6 @@ for (sysname, lst), per in rows.items():
         for m in per.get(b, []):
             for k, v in m.get("stages_ms", {}).items():
                 st.setdefault(k, []).append(v)
-        print("    %-10s " % b + "  ".join("%s %.3f" % (k, statistics.median(v)) for k, v in st.items()))
+        staged = [m["ms_staged"] for m in per.get(b, []) if "ms_staged" in m]
+        extra = "  (total with the stage events %.3f)" % statistics.median(staged) if staged else ""
+        print("    %-10s " % b + "  ".join("%s %.3f" % (k, statistics.median(v)) for k, v in st.items()) + extra)

@@ -245,6 +245,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
                                                        int *__restrict__ maxlen, int *__restrict__ longlist,
                                                        int *__restrict__ nlong)
 {
+    nl_grid_wait();
     constexpr int W = WALK_T / 32;
     if (blockIdx.x == 0 && threadIdx.x == 0)
         counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
@@ -417,6 +418,7 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
+    nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
     /* packed: the d2 rows; gathered: the staged entries' rows and the rows' positions */
     unsigned *d2s = nullptr;
@@ -559,6 +561,7 @@ __global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_con
                                                               int *__restrict__ err, const int *__restrict__ longlist,
                                                               const int *__restrict__ nlong)
 {
+    nl_grid_wait();
     if (err[1] <= WALK_CAP || offsets[c.natoms] > cap)
         return;
     __shared__ unsigned keys_s[LONG_W][LONG_KEYS];
@@ -691,10 +694,10 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
-    walk_walk_kernel<FULL><<<wblocks, WALK_T, 0, ctx->stream>>>(*g, ctx->view, (unsigned *)ctx->slab.ptr, pack,
-                                                           (unsigned long long *)ctx->counts.ptr,
-                                                           (int *)ctx->flags.ptr + 1, longlist, nlong);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
+    if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,
+                        (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr,
+                        (int *)ctx->flags.ptr + 1, longlist, nlong)) != MDNL_OK)
+        return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
@@ -705,16 +708,16 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    (pack ? walk_rows_kernel<true> : walk_rows_kernel<false>)<<<rblocks, WALK_RT, 0, ctx->stream>>>(
-        *g, (const unsigned *)ctx->slab.ptr, n, offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-        (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
+    if ((st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
+                        (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                        (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
+        return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ctx->stream>>>(*g, ctx->view, offsets, pos, cap,
-                                                                 (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
-                                                                 longlist, nlong); /* grid-stride over the list */
-    MDNL_CUDA_LAUNCHED(ctx->stream);
+    if ((st = nl_launch(walk_long_kernel<FULL>, 132, LONG_W * 32, ctx->stream, *g, ctx->view,
+                        (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
+                        (const int *)longlist, (const int *)nlong)) != MDNL_OK) /* grid-stride over the list */
+        return st;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
     *npairs = 0;

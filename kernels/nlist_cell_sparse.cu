@@ -140,6 +140,7 @@ __global__ __launch_bounds__(128) void sparse_walk_kernel(const __grid_constant_
                                                           unsigned long long *__restrict__ counts,
                                                           sparse_tiles tiles, int ntiles)
 {
+    nl_grid_wait();
     /* the rows kernel's tile states, set here rather than by a launch of
      * their own (the grid has n threads, 128 at least: ntiles + 32 or more) */
     tiles.InitializeStatus(ntiles);
@@ -187,6 +188,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
                                                                int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                                int *__restrict__ flags)
 {
+    nl_grid_wait();
     using plus = ::cuda::std::plus<long long>;
     using block_scan = cub::BlockScan<long long, SPARSE_T>;
     using look_back = cub::TilePrefixCallbackOp<long long, plus, sparse_tiles>;
@@ -273,15 +275,17 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
                                        int ntiles, long long limit)
 {
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    sparse_walk_kernel<FULL, K><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-        *g, ctx->view, (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
+    mdnl_status st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
+                               (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
+    if (st != MDNL_OK)
+        return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    sparse_rows_kernel<FULL, K><<<ntiles, SPARSE_T, 0, ctx->stream>>>(
-        *g, ctx->view, (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
-        (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, (int *)ctx->flags.ptr);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
+    if ((st = nl_launch(sparse_rows_kernel<FULL, K>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
+                        (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
+                        (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+                        (int *)ctx->flags.ptr)) != MDNL_OK)
+        return st;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;
 }

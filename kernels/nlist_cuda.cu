@@ -204,6 +204,7 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
                                 int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
                                 int *__restrict__ inorder, bin_tiles tiles, int ntiles)
 {
+    nl_grid_wait();
     /* the scan's tile states, set here rather than by a launch of their own
      * (the grid has ntiles + 32 threads or more) */
     tiles.InitializeStatus(ntiles);
@@ -259,6 +260,7 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
 static __global__ __launch_bounds__(BIN_SCAN_T) void bin_scan_kernel(int *__restrict__ count, int *__restrict__ start,
                                                                      int m, bin_tiles tiles)
 {
+    nl_grid_wait();
     using plus = ::cuda::std::plus<int>;
     using load = cub::BlockLoad<int, BIN_SCAN_T, BIN_SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
     using store = cub::BlockStore<int, BIN_SCAN_T, BIN_SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
@@ -298,6 +300,7 @@ static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, 
                                            const int *__restrict__ start, int *__restrict__ slot,
                                            int *__restrict__ order, bool rank)
 {
+    nl_grid_wait();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
@@ -315,6 +318,7 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
                                           const int *__restrict__ order, float4 *__restrict__ spos,
                                           int *__restrict__ cellof)
 {
+    nl_grid_wait();
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= n)
         return;
@@ -357,18 +361,16 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->ttemp.ptr, tile_bytes));
     ctx->tcount_dirty = 1;
     const int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
-    fast_bin_kernel<<<(nthreads + 255) / 256, 256, 0, ctx->stream>>>(
-        *g, pos, n, count, slot, (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    bin_scan_kernel<<<ntiles, BIN_SCAN_T, 0, ctx->stream>>>(count, start, ncells + 1, tiles);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
+    if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, slot,
+                        (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles)) != MDNL_OK ||
+        (st = nl_launch(bin_scan_kernel, ntiles, BIN_SCAN_T, ctx->stream, count, start, ncells + 1, tiles)) != MDNL_OK)
+        return st;
     ctx->tcount_dirty = 0;
-    fast_scatter_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, start, slot, (int *)ctx->torder.ptr,
-                                                                 rank);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    fast_gather_kernel<<<(n + 255) / 256, 256, 0, ctx->stream>>>(*g, pos, n, (const int *)ctx->torder.ptr,
-                                                                 (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
+    if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
+                        (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
+        (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
+                        (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
+        return st;
     ctx->view.natoms = n;
     ctx->view.ncells = ncells;
     ctx->view.start = start;

@@ -33,8 +33,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utility>
 
 #define WALK_CAP 64 /* dense-walk: keys per slab row */
+
+/* ------------------------------------------------------------------------ */
+/* Programmatic dependent launch (sm_90): a kernel launched by nl_launch may
+ * be scheduled while the kernel before it in the stream drains (its last
+ * wave), instead of after; it first waits in nl_grid_wait, before touching
+ * any memory, until that kernel has finished and its writes are visible,
+ * then lets the next kernel be scheduled the same way. A build's kernels
+ * then follow each other without the launch gap. Launched plainly, both
+ * instructions do nothing. */
+__device__ __forceinline__ void nl_grid_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* kernel<<<grid, block, 0, stream>>>(args...) as a programmatic dependent
+ * launch (the kernel calls nl_grid_wait first). */
+template <class... P, class... A>
+static inline mdnl_status nl_launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t stream, A &&...args)
+{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    MDNL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
+    MDNL_CUDA_LAUNCHED(stream);
+    return MDNL_OK;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Row sorting: keys are mdnl_row_key(j, d); equal keys are identical bytes,

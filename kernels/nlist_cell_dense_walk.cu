@@ -671,8 +671,11 @@ template <bool FULL>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
+    nl_row_tiles tiles; /* the row scan's, set by the binning */
+    if ((st = nl_row_tiles_reserve(ctx, n, &tiles)) != MDNL_OK)
+        return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, nl_row_scan_tiles(n))) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
@@ -701,7 +704,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-    if ((st = nl_scan_counts(ctx, n)) != MDNL_OK)
+    if ((st = nl_scan_counts(ctx, n, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);

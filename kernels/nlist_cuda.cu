@@ -137,22 +137,6 @@ mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end)
     return MDNL_OK;
 }
 
-/* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
- * waiting. */
-mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n)
-{
-    unsigned long long *counts = (unsigned long long *)ctx->counts.ptr;
-    int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-    size_t bytes = 0;
-    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, n + 1, ctx->stream));
-    mdnl_status st = mdnl_dbuf_reserve(&ctx->temp, bytes, "scan scratch");
-    if (st != MDNL_OK)
-        return st;
-    bytes = ctx->temp.cap;
-    MDNL_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(ctx->temp.ptr, bytes, counts, offsets, n + 1, ctx->stream));
-    return MDNL_OK;
-}
-
 /* nl_scan_counts, then reads back the pair count (a synchronisation) and sizes
  * the output arrays. */
 mdnl_status nl_scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen, int *maxregion)
@@ -202,12 +186,16 @@ using bin_tiles = cub::ScanTileState<int>;
 
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                 int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
-                                int *__restrict__ inorder, bin_tiles tiles, int ntiles)
+                                int *__restrict__ inorder, bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
+                                int nrtiles)
 {
     nl_grid_wait();
-    /* the scan's tile states, set here rather than by a launch of their own
-     * (the grid has ntiles + 32 threads or more) */
+    /* the scans' tile states (the cells', and the rows' where asked), set
+     * here rather than by launches of their own (the grid has ntiles + 32
+     * and nrtiles + 32 threads or more) */
     tiles.InitializeStatus(ntiles);
+    if (nrtiles > 0)
+        rtiles.InitializeStatus(nrtiles);
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
     int k = 0, cell = -1;
@@ -249,36 +237,39 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
     }
 }
 
-/* The cell offsets: start = the exclusive sum of count[0..m), in one pass
- * (a tile of BIN_SCAN_T x BIN_SCAN_ITEMS cells a block, CUB's block scan
- * with the decoupled look-back); each count read is set back to zero, so
- * that the next binning needs no memset (the counts are zero between
- * builds: zeroed when allocated, ctx->tcount_dirty when a build stopped
- * between the bin and the scan). */
-#define BIN_SCAN_T 256
-#define BIN_SCAN_ITEMS 8
-static __global__ __launch_bounds__(BIN_SCAN_T) void bin_scan_kernel(int *__restrict__ count, int *__restrict__ start,
-                                                                     int m, bin_tiles tiles)
+/* An exclusive sum out = scan of in[0..m) in one pass (a tile of SCAN_T x
+ * SCAN_ITEMS values a block, CUB's block scan with the decoupled
+ * look-back; the tile states set beforehand, by the binning's bin kernel
+ * or scan_tiles_init_kernel). ZERO: each value read is set back to zero
+ * (the cell counts: the next binning then needs no memset; they are zero
+ * between builds, zeroed when allocated and ctx->tcount_dirty when a build
+ * stopped between the bin and the scan). */
+#define SCAN_T 256
+#define SCAN_ITEMS 8
+#define SCAN_TILE (SCAN_T * SCAN_ITEMS)
+template <class T, bool ZERO>
+static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict__ in, T *__restrict__ out, int m,
+                                                                   cub::ScanTileState<T> tiles)
 {
     nl_grid_wait();
-    using plus = ::cuda::std::plus<int>;
-    using load = cub::BlockLoad<int, BIN_SCAN_T, BIN_SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
-    using store = cub::BlockStore<int, BIN_SCAN_T, BIN_SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
-    using block_scan = cub::BlockScan<int, BIN_SCAN_T>;
-    using look_back = cub::TilePrefixCallbackOp<int, plus, bin_tiles>;
+    using plus = ::cuda::std::plus<T>;
+    using load = cub::BlockLoad<T, SCAN_T, SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+    using store = cub::BlockStore<T, SCAN_T, SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+    using block_scan = cub::BlockScan<T, SCAN_T>;
+    using look_back = cub::TilePrefixCallbackOp<T, plus, cub::ScanTileState<T>>;
     __shared__ union {
         typename load::TempStorage load;
         typename store::TempStorage store;
         typename block_scan::TempStorage scan;
     } tmp;
     __shared__ typename look_back::TempStorage prefix_s;
-    const int base = blockIdx.x * (BIN_SCAN_T * BIN_SCAN_ITEMS);
-    const int valid = min(BIN_SCAN_T * BIN_SCAN_ITEMS, m - base);
-    int x[BIN_SCAN_ITEMS];
-    load(tmp.load).Load(count + base, x, valid, 0);
+    const int base = blockIdx.x * SCAN_TILE;
+    const int valid = min(SCAN_TILE, m - base);
+    T x[SCAN_ITEMS];
+    load(tmp.load).Load(in + base, x, valid, T(0));
     __syncthreads();
     if (blockIdx.x == 0) {
-        int total;
+        T total;
         block_scan(tmp.scan).ExclusiveSum(x, x, total);
         if (threadIdx.x == 0)
             tiles.SetInclusive(0, total);
@@ -286,10 +277,53 @@ static __global__ __launch_bounds__(BIN_SCAN_T) void bin_scan_kernel(int *__rest
         look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
         block_scan(tmp.scan).ExclusiveSum(x, x, prefix);
     }
-    __syncthreads(); /* every count of the tile read, and the scan's storage free */
-    store(tmp.store).Store(start + base, x, valid);
-    for (int e = threadIdx.x; e < valid; e += BIN_SCAN_T)
-        count[base + e] = 0;
+    __syncthreads(); /* every value of the tile read, and the scan's storage free */
+    store(tmp.store).Store(out + base, x, valid);
+    if (ZERO)
+        for (int e = threadIdx.x; e < valid; e += SCAN_T)
+            in[base + e] = T(0);
+}
+
+/* The tile states of a row scan (nl_scan_counts) where the binning did not
+ * set them. */
+static __global__ void scan_tiles_init_kernel(nl_row_tiles tiles, int ntiles)
+{
+    nl_grid_wait();
+    tiles.InitializeStatus(ntiles);
+}
+
+/* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
+ * waiting (nlist_cuda_common.cuh). */
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles)
+{
+    long long *counts = (long long *)ctx->counts.ptr; /* each below 2^63 */
+    long long *offsets = (long long *)ctx->offsets.ptr;
+    const int ntiles = nl_row_scan_tiles(n);
+    nl_row_tiles t;
+    mdnl_status st;
+    if (tiles) {
+        t = *tiles;
+    } else {
+        if ((st = nl_row_tiles_reserve(ctx, n, &t)) != MDNL_OK ||
+            (st = nl_launch(scan_tiles_init_kernel, (ntiles + 32 + 127) / 128, 128, ctx->stream, t, ntiles)) !=
+                MDNL_OK)
+            return st;
+    }
+    return nl_launch(scan_tiles_kernel<long long, false>, ntiles, SCAN_T, ctx->stream, counts, offsets, n + 1, t);
+}
+
+int nl_row_scan_tiles(int n) { return (n + 1 + SCAN_TILE - 1) / SCAN_TILE; }
+
+mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int n, nl_row_tiles *tiles)
+{
+    const int ntiles = nl_row_scan_tiles(n);
+    size_t bytes = 0;
+    MDNL_CUDA_CHECK(nl_row_tiles::AllocationSize(ntiles, bytes));
+    mdnl_status st = mdnl_dbuf_reserve(&ctx->temp, bytes, "row scan tiles");
+    if (st != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(tiles->Init(ntiles, ctx->temp.ptr, bytes));
+    return MDNL_OK;
 }
 
 /* Thread per original atom i: its index into its slot of the cell order
@@ -335,14 +369,15 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
  * only for kernels whose output does not depend on it (every neighbor list
  * path sorts its rows; energy and rdf keep the stable list of
  * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
-mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank)
+mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank,
+                            const nl_row_tiles *row_tiles, int nrow_tiles)
 {
     mdnl_status st;
     const int ncells = (int)g->ncells;
     if (g->ncells >= INT32_MAX)
         return mdnl_error(MDNL_ERR_INPUT, "%lld cells: the CUDA cell list handles at most %d", (long long)g->ncells,
                           INT32_MAX - 1);
-    const int ntiles = (ncells + 1 + BIN_SCAN_T * BIN_SCAN_ITEMS - 1) / (BIN_SCAN_T * BIN_SCAN_ITEMS);
+    const int ntiles = (ncells + 1 + SCAN_TILE - 1) / SCAN_TILE;
     size_t tile_bytes = 0;
     MDNL_CUDA_CHECK(bin_tiles::AllocationSize(ntiles, tile_bytes));
     if ((st = mdnl_dbuf_reserve_zeroed(&ctx->tcount, (size_t)(ncells + 1) * sizeof(int), "cell counts",
@@ -360,10 +395,14 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     bin_tiles tiles;
     MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->ttemp.ptr, tile_bytes));
     ctx->tcount_dirty = 1;
-    const int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
+    const int nrt = row_tiles ? nrow_tiles : 0;
+    int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
+    nthreads = nthreads > nrt + 32 ? nthreads : nrt + 32;
     if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, slot,
-                        (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles)) != MDNL_OK ||
-        (st = nl_launch(bin_scan_kernel, ntiles, BIN_SCAN_T, ctx->stream, count, start, ncells + 1, tiles)) != MDNL_OK)
+                        (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
+                        row_tiles ? *row_tiles : nl_row_tiles(), nrt)) != MDNL_OK ||
+        (st = nl_launch(scan_tiles_kernel<int, true>, ntiles, SCAN_T, ctx->stream, count, start, ncells + 1,
+                        tiles)) != MDNL_OK)
         return st;
     ctx->tcount_dirty = 0;
     if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,

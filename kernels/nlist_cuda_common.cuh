@@ -24,6 +24,7 @@
 #include "cuda_host.h"
 #include "nlist_cuda.h"
 
+#include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -466,9 +467,18 @@ mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end);
             return stage_st_;                                                                                          \
     } while (0)
 
+/* The tile states of a one-pass scan of 64-bit row lengths (CUB's decoupled
+ * look-back): nl_scan_counts', sparse-stage's rows kernel's. */
+using nl_row_tiles = cub::ScanTileState<long long>;
+
 /* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
- * waiting. */
-mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n);
+ * waiting, in one pass (CUB's block scan with the decoupled look-back); the
+ * tile states `tiles` (nl_row_tiles_reserve, nl_row_scan_tiles(n) of them)
+ * already set by the binning, or, without them, set by a launch here. */
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles = nullptr);
+int nl_row_scan_tiles(int n);
+/* Row scan tile states in ctx->temp (not yet set). */
+mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int n, nl_row_tiles *tiles);
 
 /* nl_scan_counts, then reads back the pair count (a synchronisation) and
  * sizes the output arrays; optionally the longest row (flags[1]) and the
@@ -481,8 +491,11 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs);
 
 /* The cell list of ctx->view by an atomic counting sort (unstable within a
  * cell; every path sorts its rows). The fullest cell's population goes to
- * flags[2]. With `rank`, view.rank (each atom's slot) too. */
-mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank = false);
+ * flags[2]. With `rank`, view.rank (each atom's slot) too. With row_tiles,
+ * the bin kernel also sets their first nrow_tiles states (nl_scan_counts
+ * then needs no launch to set them). */
+mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank = false,
+                            const nl_row_tiles *row_tiles = nullptr, int nrow_tiles = 0);
 
 /* Candidates per atom of the cell list (the density the default goes by). */
 double nl_cell_candidates(const mdnl_geom *g);

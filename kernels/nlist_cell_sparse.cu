@@ -1,7 +1,7 @@
 /* nlist_cell_sparse.cu — the cell-list paths for sparse rows (nlist_cuda.h):
  * one traversal that stages every row instead of a count pass and a fill.
  *   sparse-stage  (up to 32 candidates per atom) a walk in cell order keeps
- *                 the first K hits of a row in registers, sorts them once
+ *                 a row's hits (up to K) in registers, sorts them once
  *                 and stages them as one row; a rows kernel per original
  *                 row scans the row lengths in one pass (CUB's decoupled
  *                 look-back) and copies each staged row straight into the
@@ -107,10 +107,11 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * Walk (sparse_walk_kernel). Mapping: thread per sorted slot s (a warp's
  * atoms are neighbours in space whatever the input order, so their
  * candidate ranges overlap and their loads coalesce). The thread walks the
- * stencil (walk_pairs_merged), keeping its first K hits in registers as
- * (j, d2) keys, unsorted: a hit costs K predicated moves (its slot is
- * dynamic; no local memory), which a warp pays on every candidate where any
- * of its lanes hits. After the walk the K keys are sorted once by a network
+ * stencil (walk_pairs_merged), keeping its hits in registers as (j, d2)
+ * keys, unsorted: a hit is pushed in front of the K (2 K moves, no compares:
+ * a slot chosen by the count would be K compares and selects more; a row of
+ * more than K is walked again), which a warp pays on every candidate where
+ * any of its lanes hits. After the walk the K keys are sorted once by a network
  * (empty slots hold ~0, after every key) and d = sqrt(d2) is taken of the
  * kept ones: within a j, d2 >= 0 orders like d (sqrt is monotone; two d2
  * with one d give identical keys), so the row is the one mdnl_row_key
@@ -155,11 +156,12 @@ __global__ __launch_bounds__(128) void sparse_walk_kernel(const __grid_constant_
         r[q] = ~0ull;
     walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
         if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
-            const uint64_t x = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
+            /* pushed in front (moves, no compares); a row of more than K
+             * keeps its last K, unused: it is walked again */
 #pragma unroll
-            for (int q = 0; q < K; ++q)
-                if (q == k)
-                    r[q] = x;
+            for (int q = K - 1; q > 0; --q)
+                r[q] = r[q - 1];
+            r[0] = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
             ++k;
         }
     });

@@ -217,7 +217,7 @@ __global__ __launch_bounds__(WARP_T) void cell_warp_fill_kernel(const __grid_con
  * the cutoff).
  *
  * Binning for this path is the atomic counting sort of nl_bin_unstable (a
- * CUB scan of the cell counts between bin and scatter): within a cell the order
+ * one-pass scan of the cell counts between bin and scatter): within a cell the order
  * depends on atomics, which these kernels do not care about. The stable
  * cell list of cells_cuda.cuh (energy, rdf, dense-rows) is not touched. */
 #define TILE_T 128

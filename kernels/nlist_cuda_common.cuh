@@ -5,8 +5,8 @@
  *   - the same float positions and the same pair arithmetic (mdnl_pair_d2,
  *     geometry.h; distance = __fsqrt_rn(d2), the host's sqrtf);
  *   - exact row sizes from a counting pass (or a staged pass whose capacity
- *     grows and retries), a CUB prefix sum, and a fill that never writes past
- *     a row's end;
+ *     grows and retries), a one-pass prefix sum (CUB's block scan with the
+ *     decoupled look-back), and a fill that never writes past a row's end;
  *   - every row sorted on the device by mdnl_row_key (j, then distance).
  *
  * Here: the row sort helpers, image-shift codes, the warp's candidate ranges,

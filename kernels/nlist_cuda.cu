@@ -177,13 +177,14 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
     return want < keys ? want : keys;
 }
 
+/* The cell-count scan's tile states (scan_tiles_kernel). */
+using bin_tiles = cub::ScanTileState<int>;
+
 /* Thread per original atom i: its cell's population (atomic slot); the
  * fullest cell's population into *maxcell (one atomic per warp at most).
  * How far the input order follows space, sampled by the first warp of every
  * 16th block: the atoms in the same cell as the atom before them added to
  * inorder[0], the atoms compared to inorder[1]. */
-using bin_tiles = cub::ScanTileState<int>;
-
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                 int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
                                 int *__restrict__ inorder, bin_tiles tiles, int ntiles, nl_row_tiles rtiles,

@@ -330,31 +330,20 @@ mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int n, nl_row_tiles *tiles)
 /* Thread per original atom i: its index into its slot of the cell order
  * (one 4-byte scatter an atom: in random input order these writes are
  * random); with `rank`, the slot also replaces i's slot within its cell
- * (slot[i], coalesced), the inverse of the order. POS: also the position (w
- * = bits of i) and the cell into slot k, as fast_gather_kernel would (one
- * launch instead of two, where the input order follows space and these
- * writes are nearly coalesced). */
-template <bool POS>
+ * (slot[i], coalesced), the inverse of the order. */
 static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                            const int *__restrict__ start, int *__restrict__ slot,
-                                           int *__restrict__ order, bool rank, float4 *__restrict__ spos,
-                                           int *__restrict__ cellof)
+                                           int *__restrict__ order, bool rank)
 {
     nl_grid_wait();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
-    float4 p = pos[i];
-    const int cell = mdnl_cell_linear(g, p.x, p.y, p.z);
-    const int k = start[cell] + slot[i];
+    const float4 p = pos[i];
+    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
     order[k] = i;
     if (rank)
         slot[i] = k;
-    if (POS) {
-        cellof[k] = cell;
-        p.w = __int_as_float(i);
-        spos[k] = p;
-    }
 }
 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
@@ -417,18 +406,10 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
                         tiles)) != MDNL_OK)
         return st;
     ctx->tcount_dirty = 0;
-    /* positions scattered where the last sampled frame's order followed
-     * space (ctx->bin_scatter), else gathered by slot */
-    float4 *spos = (float4 *)ctx->tpos.ptr;
-    int *cellof = (int *)ctx->tcell.ptr, *order = (int *)ctx->torder.ptr;
-    if (ctx->bin_scatter)
-        st = nl_launch(fast_scatter_kernel<true>, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start,
-                       slot, order, rank, spos, cellof);
-    else if ((st = nl_launch(fast_scatter_kernel<false>, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
-                             (const int *)start, slot, order, rank, spos, cellof)) == MDNL_OK)
-        st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)order, spos,
-                       cellof);
-    if (st != MDNL_OK)
+    if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
+                        (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
+        (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
+                        (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
         return st;
     ctx->view.natoms = n;
     ctx->view.ncells = ncells;
@@ -556,8 +537,6 @@ again:
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    if (h_flags[FLAG_INORDER + 1] > 0) /* the unstable binning sampled the order: for the next build */
-        ctx->bin_scatter = nl_order_follows_space(h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
     if (ctx->deferred == 2) { /* dense-walk */
         memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
         const int pack = nl_walk_packed(n, h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);

@@ -422,16 +422,9 @@ __host__ __device__ __forceinline__ bool nl_walk_may_pack(long long n)
 {
     return n < (1LL << 26); /* j << 6 | slot in 32 bits */
 }
-/* The sample says the input order follows space: 1 in 16 or more of the
- * atoms sampled share the cell of the atom before them. */
-__host__ __device__ __forceinline__ bool nl_order_follows_space(long long same, long long compared)
-{
-    return 16 * same >= compared;
-}
-
 __host__ __device__ __forceinline__ bool nl_walk_packed(long long n, long long same, long long compared)
 {
-    return nl_walk_may_pack(n) && !nl_order_follows_space(same, compared);
+    return nl_walk_may_pack(n) && 16 * same < compared;
 }
 
 struct mdnl_cuda_ctx {
@@ -449,7 +442,6 @@ struct mdnl_cuda_ctx {
     int64_t retries;
     int walk_rows; /* the last build's dense-walk rows: -1 none, 0 gathered, 1 packed */
     int walk_pack; /* the layout dense-walk builds with: the last frame's sample (nl_walk_packed) */
-    int bin_scatter; /* the unstable binning scatters positions: the last sampled frame's order followed space */
     int smem_budget; /* bytes; -1: default */
     int cell_path;    /* mdnl_cell_path; AUTO: by density */
     int deferred;     /* 1 (sparse-stage): npairs and whether the output was large enough await the caller's one sync;

@@ -731,11 +731,7 @@ Test(nlist_gpu, shuffled_frame_equals_cpu_twin_and_permutes_the_sorted_list)
         memcpy(s.pos[k], f.pos[perm[k]], sizeof s.pos[k]);
     check_frame(ctx, &f, 2.5, MDNL_METHOD_CELL, "FCC in lattice order");
     check_frame(ctx, &s, 2.5, MDNL_METHOD_CELL, "FCC shuffled");
-    /* the shuffled frame's rows are the sorted frame's, relabelled. The two
-     * orders alternate in one context, so the binning also runs in the
-     * layout the other order called for (ctx->bin_scatter, from the frame
-     * before's sample): positions scattered for the shuffled frame, gathered
-     * for the lattice; both give the same list. */
+    /* the shuffled frame's rows are the sorted frame's, relabelled */
     prepared pf = prepare(&f, 2.5), ps = prepare(&s, 2.5);
     for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
         mdnl_nlist a = {0}, b = {0};

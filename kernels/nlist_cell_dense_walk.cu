@@ -672,7 +672,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
 {
     mdnl_status st;
     nl_row_tiles tiles; /* the row scan's, set by the binning */
-    if ((st = nl_row_tiles_reserve(ctx, n, &tiles)) != MDNL_OK)
+    if ((st = nl_row_tiles_reserve(ctx, nl_row_scan_tiles(n), &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
     if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, nl_row_scan_tiles(n))) != MDNL_OK)

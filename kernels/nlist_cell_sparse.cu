@@ -133,13 +133,11 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * entries (the output arrays' size) a block past it writes nothing and
  * flags[FLAG_OUTGROWN] tells the host, which sizes the output from the pair
  * count (flags[FLAG_NPAIRS], read back with the flags) and builds again. */
-using sparse_tiles = cub::ScanTileState<long long>;
-
 template <bool FULL, int K>
 __global__ __launch_bounds__(128) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                           uint64_t *__restrict__ stage,
                                                           unsigned long long *__restrict__ counts,
-                                                          sparse_tiles tiles, int ntiles)
+                                                          nl_row_tiles tiles, int ntiles)
 {
     nl_grid_wait();
     /* the rows kernel's tile states, set here rather than by a launch of
@@ -185,7 +183,7 @@ template <bool FULL, int K>
 __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                                const uint64_t *__restrict__ stage,
                                                                const unsigned long long *__restrict__ counts,
-                                                               sparse_tiles tiles, long long limit,
+                                                               nl_row_tiles tiles, long long limit,
                                                                int64_t *__restrict__ offsets,
                                                                int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                                int *__restrict__ flags)
@@ -193,7 +191,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     nl_grid_wait();
     using plus = ::cuda::std::plus<long long>;
     using block_scan = cub::BlockScan<long long, SPARSE_T>;
-    using look_back = cub::TilePrefixCallbackOp<long long, plus, sparse_tiles>;
+    using look_back = cub::TilePrefixCallbackOp<long long, plus, nl_row_tiles>;
     __shared__ typename block_scan::TempStorage scan_s;
     __shared__ typename look_back::TempStorage prefix_s;
     const int n = c.natoms;
@@ -273,7 +271,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
 }
 
 template <bool FULL, int K>
-static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, sparse_tiles tiles,
+static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, nl_row_tiles tiles,
                                        int ntiles, long long limit)
 {
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
@@ -309,16 +307,13 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
      * pairs, ~13 candidates per atom), else 8 */
     const int K = cand <= 16 ? 4 : 8;
     const int ntiles = (n + SPARSE_T - 1) / SPARSE_T;
-    size_t tile_bytes = 0;
-    MDNL_CUDA_CHECK(sparse_tiles::AllocationSize(ntiles, tile_bytes));
     const size_t most = (size_t)ctx->stage_cap * (size_t)n;
-    if ((st = mdnl_dbuf_reserve(&ctx->temp, tile_bytes, "row scan tiles")) != MDNL_OK ||
+    nl_row_tiles tiles;
+    if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->stage, (size_t)K * n * sizeof(uint64_t), "neighbor stage")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
-    sparse_tiles tiles;
-    MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->temp.ptr, tile_bytes));
     if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most)
                      : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most)) != MDNL_OK)
         return st;

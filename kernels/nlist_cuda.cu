@@ -305,7 +305,7 @@ mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles)
     if (tiles) {
         t = *tiles;
     } else {
-        if ((st = nl_row_tiles_reserve(ctx, n, &t)) != MDNL_OK ||
+        if ((st = nl_row_tiles_reserve(ctx, ntiles, &t)) != MDNL_OK ||
             (st = nl_launch(scan_tiles_init_kernel, (ntiles + 32 + 127) / 128, 128, ctx->stream, t, ntiles)) !=
                 MDNL_OK)
             return st;
@@ -315,9 +315,8 @@ mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles)
 
 int nl_row_scan_tiles(int n) { return (n + 1 + SCAN_TILE - 1) / SCAN_TILE; }
 
-mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int n, nl_row_tiles *tiles)
+mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int ntiles, nl_row_tiles *tiles)
 {
-    const int ntiles = nl_row_scan_tiles(n);
     size_t bytes = 0;
     MDNL_CUDA_CHECK(nl_row_tiles::AllocationSize(ntiles, bytes));
     mdnl_status st = mdnl_dbuf_reserve(&ctx->temp, bytes, "row scan tiles");

@@ -477,8 +477,9 @@ using nl_row_tiles = cub::ScanTileState<long long>;
  * already set by the binning, or, without them, set by a launch here. */
 mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles = nullptr);
 int nl_row_scan_tiles(int n);
-/* Row scan tile states in ctx->temp (not yet set). */
-mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int n, nl_row_tiles *tiles);
+/* ntiles row scan tile states in ctx->temp (not yet set): nl_scan_counts'
+ * (nl_row_scan_tiles(n) of them) or sparse-stage's rows kernel's. */
+mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int ntiles, nl_row_tiles *tiles);
 
 /* nl_scan_counts, then reads back the pair count (a synchronisation) and
  * sizes the output arrays; optionally the longest row (flags[1]) and the

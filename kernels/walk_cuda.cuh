@@ -228,12 +228,8 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
             visit.take(nh, W.home, pj, pv, z);
         };
         int q = 0; /* this lane's range (its flat index only grows) */
-        /* each step's candidate is fetched a step ahead (its load in flight while this step runs) */
-        mdnl_warp_fetched next = mdnl_warp_fetch(c, W.fe, W.kb, W.code, lane, ntot, q);
         for (int base = 0; base < ntot; base += 32) {
-            const mdnl_warp_fetched cur = next;
-            next = mdnl_warp_fetch(c, W.fe, W.kb, W.code, base + 32 + lane, ntot, q);
-            const mdnl_warp_cand cd = mdnl_warp_cand_of(g, sh, cur, base + lane < ntot, lo, hi);
+            const mdnl_warp_cand cd = mdnl_warp_candidate(g, c, W.fe, W.kb, W.code, sh, base + lane, ntot, q, lo, hi);
             const unsigned km = __ballot_sync(FULLMASK, cd.keep);
             if (cd.keep) {
                 const int slot = (head + nk + __popc(km & lt)) & 127;

@@ -193,56 +193,31 @@ struct mdnl_warp_cand {
     int k, code;
     bool keep;
 };
-
-/* The first half of mdnl_warp_candidate: the lane's range, slot and shift
- * code, and its position's load (issued here, used by mdnl_warp_cand_of:
- * a walk fetches its next step's candidate before it tests this one's, so
- * that the load's latency overlaps the step). */
-struct mdnl_warp_fetched {
-    float4 p;
-    int k, code;
-};
-__device__ __forceinline__ mdnl_warp_fetched mdnl_warp_fetch(const mdnl_cells_view &c, const int *fe, const int *kb,
-                                                             const int *code, int fl, int ntot, int &q)
-{
-    mdnl_warp_fetched f;
-    f.p = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
-    f.k = -1;
-    f.code = SHIFT_CODE_ZERO;
-    if (fl < ntot) {
-        while (fe[q] <= fl)
-            ++q;
-        f.k = kb[q] + fl;
-        f.code = code[q];
-        f.p = c.pos[f.k];
-    }
-    return f;
-}
-
-/* The second half: the fetched candidate's shift and box test. */
-__device__ __forceinline__ mdnl_warp_cand mdnl_warp_cand_of(const mdnl_geom &g, const float (*sh)[3],
-                                                            const mdnl_warp_fetched &f, bool valid,
-                                                            const float (&lo)[3], const float (&hi)[3])
-{
-    mdnl_warp_cand r;
-    const float v[3] = {sh[f.code][0], sh[f.code][1], sh[f.code][2]};
-    const float bd2 = mdnl_box_d2(f.p, lo, hi, v);
-    r.keep = valid && bd2 < g.cutoff2;
-    r.p = f.p;
-    r.k = f.k;
-    r.code = f.code;
-    r.v[0] = v[0];
-    r.v[1] = v[1];
-    r.v[2] = v[2];
-    return r;
-}
-
 __device__ __forceinline__ mdnl_warp_cand mdnl_warp_candidate(const mdnl_geom &g, const mdnl_cells_view &c,
                                                               const int *fe, const int *kb, const int *code,
                                                               const float (*sh)[3], int fl, int ntot, int &q,
                                                               const float (&lo)[3], const float (&hi)[3])
 {
-    return mdnl_warp_cand_of(g, sh, mdnl_warp_fetch(c, fe, kb, code, fl, ntot, q), fl < ntot, lo, hi);
+    mdnl_warp_cand r;
+    float4 p = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
+    int k = -1, cd = SHIFT_CODE_ZERO;
+    if (fl < ntot) {
+        while (fe[q] <= fl)
+            ++q;
+        k = kb[q] + fl;
+        cd = code[q];
+        p = c.pos[k];
+    }
+    const float v[3] = {sh[cd][0], sh[cd][1], sh[cd][2]};
+    const float bd2 = mdnl_box_d2(p, lo, hi, v);
+    r.keep = fl < ntot && bd2 < g.cutoff2;
+    r.p = p;
+    r.k = k;
+    r.code = cd;
+    r.v[0] = v[0];
+    r.v[1] = v[1];
+    r.v[2] = v[2];
+    return r;
 }
 
 /* Cell index c on an axis of n cells: on a periodic axis it is wrapped into

@@ -205,13 +205,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 test(std::false_type{});
         };
         int q = 0; /* this lane's range (its flat index only grows) */
-        /* each step's candidate is fetched a step ahead (its load in flight while this step runs) */
-        mdnl_warp_fetched next = mdnl_warp_fetch(c, fe_s + hbase, kb_s + hbase, code_s + hbase, lane, ntot, q);
         for (int base = 0; base < ntot; base += 32) {
-            const mdnl_warp_fetched cur = next;
-            next = mdnl_warp_fetch(c, fe_s + hbase, kb_s + hbase, code_s + hbase, base + 32 + lane, ntot, q);
             /* kept only if it can be within the cutoff of the home box (a bound on every d2 below) */
-            const mdnl_warp_cand cd = mdnl_warp_cand_of(g, sh, cur, base + lane < ntot, lo, hi);
+            const mdnl_warp_cand cd =
+                mdnl_warp_candidate(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
             const unsigned key = ((unsigned)__float_as_int(cd.p.w) << 5) | (unsigned)cd.code;
             const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const unsigned km = __ballot_sync(FULLMASK, cd.keep);
@@ -242,7 +239,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 }
 
 template <bool FULL>
-__global__ __launch_bounds__(WALK_T, 8) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ maxlen, int *__restrict__ longlist,

@@ -434,6 +434,13 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         pis = pi_s[threadIdx.x >> 5];
     }
     __shared__ float sh[27][3];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
+    const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
+    const int i = i0 + r;
+    /* the row's offsets (past n: offsets[n], an empty row) and the total, loaded together: one round trip */
+    const long long off = offsets[min(i, n)];
+    const long long nxt = offsets[min(i + 1, n)];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *npairs_out = total;
@@ -445,20 +452,9 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
-    const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
-    const int i = i0 + r;
     if (i0 >= n)
         return; /* the whole warp */
-    long long off;
-    int len = 0;
-    if (i < n) {
-        off = offsets[i];
-        len = (int)(offsets[i + 1] - off);
-    } else {
-        off = offsets[n];
-    }
+    const int len = (int)(nxt - off);
     const long long wbase = __shfl_sync(FULLMASK, off, 0);
     const long long wend = __shfl_sync(FULLMASK, off + len, 31);
     /* Rows longer than WALK_CAP are walk_long_kernel's. */

@@ -495,6 +495,8 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         x[4 * q + 2] = e + 2 < len ? u.z : ~0u;
         x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
     }
+    /* gathered: the row's own position, loaded before the sort (in flight while it runs) */
+    const float4 pi = !PACK && i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
     const bool staged = wmax <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
     const int span = staged ? (int)(wend - wbase) : 0;
     if (hk == WALK_CAP / 4)
@@ -511,7 +513,6 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
                                                lane, j_out, d_out);
         return;
     }
-    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
     if (h == 0)
         pis[r] = pi;
     __syncwarp(); /* st is reused for the output */

@@ -435,7 +435,7 @@ __device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int 
 #define LONG_KEYS 512 /* keys a warp in shared memory */
 #define LONG_BLOCKS 264 /* the rows kernel's blocks for them (2 warps each) */
 template <bool FULL>
-__device__ __noinline__ void walk_long_rows(const mdnl_geom &g, const mdnl_cells_view &c, const int64_t *__restrict__ offsets,
+__device__ void walk_long_rows(const mdnl_geom &g, const mdnl_cells_view &c, const int64_t *__restrict__ offsets,
                                const float4 *__restrict__ opos, long long cap, int32_t *__restrict__ j_out,
                                float *__restrict__ d_out, int *__restrict__ err, const int *__restrict__ longlist,
                                const int *__restrict__ nlong, unsigned *__restrict__ keys, int *__restrict__ fe_s,

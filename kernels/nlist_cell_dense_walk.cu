@@ -61,10 +61,9 @@
  * kernel takes 80 registers and 17 kB a block, which would cost the
  * gathered rows 1-6 % if they shared it). Packing costs the ordered inputs
  * more (twice the slab bytes) than their gathers. A row longer than WALK_CAP is walked
- * again by a warp of the rows kernel's last blocks (walk_long_rows, which
- * return at once when the walk saw no such row; the walk lists the long
- * rows), a warp per row, ranked in shared memory and written into its CSR
- * slots. No host
+ * again by a warp (walk_long_kernel, a no-op when the walk saw no such
+ * row; the walk lists the long rows), a warp per row, ranked in shared
+ * memory and written into its CSR slots. No host
  * synchronisation inside the build: the output arrays are sized from the
  * frame before or an estimate, and a CSR that outgrew them is found by the
  * caller's one read-back and built again.
@@ -229,7 +228,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         if (lane < nh) {
             counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
-            if (cnt > WALK_CAP) /* rare: walk_long_rows' list (at most one entry a slot) */
+            if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
                 longlist[atomicAdd(nlong, 1)] = h0 + lane;
         }
         __syncwarp(); /* home_s, rowp_s and the ring are refilled by the next 32 */
@@ -407,116 +406,17 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
     }
 }
 
-/* One slot's row, when it is longer than WALK_CAP (see walk_long_rows). */
-template <bool FULL>
-__device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int s, const int64_t *__restrict__ offsets,
-                            int32_t *__restrict__ j_out, float *__restrict__ d_out, int *__restrict__ err)
-{
-    const int i = c.order[s];
-    const long long off = offsets[i];
-    const long long len = offsets[i + 1] - off;
-    if (len <= WALK_CAP)
-        return;
-    nl_row_walked_again<FULL>([&](auto &&f) { mdnl_for_each_pair(g, c, s, f); }, i, off, len, j_out, d_out, err);
-}
-
-/* Rows longer than WALK_CAP (a few in a liquid: density fluctuations), by
- * the rows kernel's last LONG_BLOCKS blocks (after the rows' blocks: they
- * run in its tail, and a build has one launch fewer). Mapping: a warp per
- * listed slot (the walk lists them), strided over the list. The warp walks the slot's cell's candidate ranges 32 at a time
- * (as the walk does, without the bounding-box pruning), appends the hits'
- * keys (j << 5 | shift code) to shared memory, and writes each at its rank
- * among the row's keys (j alone orders a row here: each atom appears once),
- * with d computed as walk_rows_kernel computes it (the same bits). A row
- * longer than LONG_KEYS goes to walk_long_row (one thread, sorted in global
- * memory). A walk that disagrees with the count sets err. Without a long
- * row (err[1], the walk's longest) or room in the output, the blocks
- * return at once (walk_rows_kernel). */
-#define LONG_KEYS 512 /* keys a warp in shared memory */
-#define LONG_BLOCKS 264 /* the rows kernel's blocks for them (2 warps each) */
-template <bool FULL>
-__device__ void walk_long_rows(const mdnl_geom &g, const mdnl_cells_view &c, const int64_t *__restrict__ offsets,
-                               const float4 *__restrict__ opos, long long cap, int32_t *__restrict__ j_out,
-                               float *__restrict__ d_out, int *__restrict__ err, const int *__restrict__ longlist,
-                               const int *__restrict__ nlong, unsigned *__restrict__ keys, int *__restrict__ fe_s,
-                               int *__restrict__ kb_s, int *__restrict__ code_s, const float (*sh)[3], int warp,
-                               int nwarps)
-{
-    const int lane = threadIdx.x & 31;
-    const unsigned lt = (1u << lane) - 1u;
-    const int nl = *nlong;
-    for (int t = warp; t < nl; t += nwarps) {
-        const int s = longlist[t];
-        const int i = c.order[s];
-        const long long off = offsets[i];
-        const int len = (int)(offsets[i + 1] - off);
-        if (len > LONG_KEYS) { /* warp-uniform */
-            if (lane == 0)
-                walk_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
-            __syncwarp();
-            continue;
-        }
-        const float4 pi = c.pos[s];
-        const warp_ranges r = warp_list_ranges(g, c, c.cell[s], lane);
-        fe_s[lane] = r.fe;
-        kb_s[lane] = r.kb - r.fs;
-        code_s[lane] = r.code;
-        const int ntot = r.total;
-        __syncwarp();
-        int cnt = 0, q = 0;
-        for (int base = 0; base < ntot; base += 32) {
-            const int fl = base + lane;
-            bool hit = false;
-            unsigned key = 0;
-            if (fl < ntot) {
-                while (fe_s[q] <= fl)
-                    ++q;
-                const int k = kb_s[q] + fl, code = code_s[q];
-                const float4 pj = c.pos[k];
-                const int j = __float_as_int(pj.w);
-                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[code]);
-                hit = d2 < g.cutoff2 && !(code == SHIFT_CODE_ZERO && k == s);
-                if (!FULL) {
-                    int s0, s1, s2;
-                    shift_of_code(code, s0, s1, s2);
-                    hit = hit && mdnl_half_keep(i, j, s0, s1, s2);
-                }
-                key = ((unsigned)j << 5) | (unsigned)code;
-            }
-            const unsigned m = __ballot_sync(FULLMASK, hit);
-            const int p = cnt + __popc(m & lt);
-            if (hit && p < LONG_KEYS)
-                keys[p] = key;
-            cnt += __popc(m);
-        }
-        __syncwarp();
-        if (cnt != len) {
-            if (lane == 0)
-                atomicOr(err, 1);
-            continue;
-        }
-        for (int e = lane; e < len; e += 32) {
-            const unsigned key = keys[e];
-            int rank = 0;
-            for (int o = 0; o < len; ++o)
-                rank += keys[o] < key;
-            const float4 pj = __ldg(opos + (key >> 5));
-            j_out[off + rank] = (int32_t)(key >> 5);
-            d_out[off + rank] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
-        }
-        __syncwarp(); /* keys and the range table are refilled by the next row */
-    }
-}
-
 /* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
-template <bool PACK, bool FULL>
-__global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(
-    const __grid_constant__ mdnl_geom g, mdnl_cells_view c, const unsigned *__restrict__ slab, int n,
-    const int64_t *__restrict__ offsets, const float4 *__restrict__ opos, long long cap, int32_t *__restrict__ j_out,
-    float *__restrict__ d_out, int *__restrict__ flags, const int *__restrict__ longlist, const int *__restrict__ nlong,
-    int nrblocks)
+template <bool PACK>
+__global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
+                                                        const unsigned *__restrict__ slab,
+                                                        int n,
+                                                        const int64_t *__restrict__ offsets,
+                                                        const float4 *__restrict__ opos, long long cap,
+                                                        int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                        long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
@@ -535,20 +435,6 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(
     }
     __shared__ float sh[27][3];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    if (blockIdx.x >= nrblocks) { /* the long rows' blocks (block-uniform) */
-        if (flags[1] <= WALK_CAP || offsets[n] > cap)
-            return;
-        if (threadIdx.x < 27)
-            shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
-        __syncthreads();
-        /* a warp's keys and range table in its stage (ROWS_W * WALK_LPITCH words) */
-        unsigned *const keys = stage_s[w];
-        int *const tab = reinterpret_cast<int *>(keys + LONG_KEYS);
-        walk_long_rows<FULL>(g, c, offsets, opos, cap, j_out, d_out, flags, longlist, nlong, keys, tab, tab + 32,
-                             tab + 64, sh, (blockIdx.x - nrblocks) * (WALK_RT / 32) + w,
-                             (gridDim.x - nrblocks) * (WALK_RT / 32));
-        return;
-    }
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
     const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
     const int i = i0 + r;
@@ -557,9 +443,9 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(
     const long long nxt = offsets[min(i + 1, n)];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        *(long long *)(flags + FLAG_NPAIRS) = total;
+        *npairs_out = total;
         if (total > cap)
-            flags[FLAG_OUTGROWN] = 1;
+            *outgrown = 1;
     }
     if (total > cap)
         return; /* the whole grid */
@@ -571,7 +457,7 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(
     const int len = (int)(nxt - off);
     const long long wbase = __shfl_sync(FULLMASK, off, 0);
     const long long wend = __shfl_sync(FULLMASK, off + len, 31);
-    /* Rows longer than WALK_CAP are the long rows' blocks'. */
+    /* Rows longer than WALK_CAP are walk_long_kernel's. */
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
@@ -636,6 +522,116 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(
     else
         walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
                                     lane, j_out, d_out);
+}
+
+/* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
+template <bool FULL>
+__device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int s, const int64_t *__restrict__ offsets,
+                            int32_t *__restrict__ j_out, float *__restrict__ d_out, int *__restrict__ err)
+{
+    const int i = c.order[s];
+    const long long off = offsets[i];
+    const long long len = offsets[i + 1] - off;
+    if (len <= WALK_CAP)
+        return;
+    nl_row_walked_again<FULL>([&](auto &&f) { mdnl_for_each_pair(g, c, s, f); }, i, off, len, j_out, d_out, err);
+}
+
+/* Rows longer than WALK_CAP (a few in a liquid: density fluctuations).
+ * Mapping: a warp per listed slot (the walk lists them), grid-stride over
+ * the list. The warp walks the slot's cell's candidate ranges 32 at a time
+ * (as the walk does, without the bounding-box pruning), appends the hits'
+ * keys (j << 5 | shift code) to shared memory, and writes each at its rank
+ * among the row's keys (j alone orders a row here: each atom appears once),
+ * with d computed as walk_rows_kernel computes it (the same bits). A row
+ * longer than LONG_KEYS goes to walk_long_row (one thread, sorted in global
+ * memory). A walk that disagrees with the count sets err. Without a long
+ * row (err[1], the walk's longest) or room in the output, every thread
+ * returns at once. */
+#define LONG_W 4      /* warps a block */
+#define LONG_KEYS 512 /* keys a warp in shared memory */
+template <bool FULL>
+__global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+                                                              const int64_t *__restrict__ offsets,
+                                                              const float4 *__restrict__ opos, long long cap,
+                                                              int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                              int *__restrict__ err, const int *__restrict__ longlist,
+                                                              const int *__restrict__ nlong)
+{
+    nl_grid_wait();
+    if (err[1] <= WALK_CAP || offsets[c.natoms] > cap)
+        return;
+    __shared__ unsigned keys_s[LONG_W][LONG_KEYS];
+    __shared__ int fe_s[LONG_W * 32], kb_s[LONG_W * 32], code_s[LONG_W * 32];
+    __shared__ float sh[27][3];
+    if (threadIdx.x < 27)
+        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+    __syncthreads();
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, wb = w * 32;
+    const unsigned lt = (1u << lane) - 1u;
+    unsigned *const keys = keys_s[w];
+    const int nl = *nlong;
+    for (int t = blockIdx.x * LONG_W + w; t < nl; t += gridDim.x * LONG_W) {
+        const int s = longlist[t];
+        const int i = c.order[s];
+        const long long off = offsets[i];
+        const int len = (int)(offsets[i + 1] - off);
+        if (len > LONG_KEYS) { /* warp-uniform */
+            if (lane == 0)
+                walk_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
+            __syncwarp();
+            continue;
+        }
+        const float4 pi = c.pos[s];
+        const warp_ranges r = warp_list_ranges(g, c, c.cell[s], lane);
+        fe_s[wb + lane] = r.fe;
+        kb_s[wb + lane] = r.kb - r.fs;
+        code_s[wb + lane] = r.code;
+        const int ntot = r.total;
+        __syncwarp();
+        int cnt = 0, q = 0;
+        for (int base = 0; base < ntot; base += 32) {
+            const int fl = base + lane;
+            bool hit = false;
+            unsigned key = 0;
+            if (fl < ntot) {
+                while (fe_s[wb + q] <= fl)
+                    ++q;
+                const int k = kb_s[wb + q] + fl, code = code_s[wb + q];
+                const float4 pj = c.pos[k];
+                const int j = __float_as_int(pj.w);
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[code]);
+                hit = d2 < g.cutoff2 && !(code == SHIFT_CODE_ZERO && k == s);
+                if (!FULL) {
+                    int s0, s1, s2;
+                    shift_of_code(code, s0, s1, s2);
+                    hit = hit && mdnl_half_keep(i, j, s0, s1, s2);
+                }
+                key = ((unsigned)j << 5) | (unsigned)code;
+            }
+            const unsigned m = __ballot_sync(FULLMASK, hit);
+            const int p = cnt + __popc(m & lt);
+            if (hit && p < LONG_KEYS)
+                keys[p] = key;
+            cnt += __popc(m);
+        }
+        __syncwarp();
+        if (cnt != len) {
+            if (lane == 0)
+                atomicOr(err, 1);
+            continue;
+        }
+        for (int e = lane; e < len; e += 32) {
+            const unsigned key = keys[e];
+            int rank = 0;
+            for (int o = 0; o < len; ++o)
+                rank += keys[o] < key;
+            const float4 pj = __ldg(opos + (key >> 5));
+            j_out[off + rank] = (int32_t)(key >> 5);
+            d_out[off + rank] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+        }
+        __syncwarp(); /* keys and the range table are refilled by the next row */
+    }
 }
 
 /* Whether dense-walk can build on `g` (see its kernels): each atom at most
@@ -712,12 +708,17 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    if ((st = nl_launch(pack ? walk_rows_kernel<true, FULL> : walk_rows_kernel<false, FULL>, rblocks + LONG_BLOCKS,
-                        WALK_RT, ctx->stream, *g, ctx->view, (const unsigned *)ctx->slab.ptr, n,
-                        (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
-                        (const int *)longlist, (const int *)nlong, (int)rblocks)) != MDNL_OK)
+    if ((st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
+                        (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                        (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
+    STAGE(MDNL_CUDA_STAGE_FILL, 0);
+    if ((st = nl_launch(walk_long_kernel<FULL>, 132, LONG_W * 32, ctx->stream, *g, ctx->view,
+                        (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
+                        (const int *)longlist, (const int *)nlong)) != MDNL_OK) /* grid-stride over the list */
+        return st;
+    STAGE(MDNL_CUDA_STAGE_FILL, 1);
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
     *npairs = 0;
     return MDNL_OK;

@@ -692,13 +692,6 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    /* the walk's 9 blocks an SM need ~201 kB of shared memory: ask for the largest carveout (once a process) */
-    static bool carveout;
-    if (!carveout) {
-        MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<FULL>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                             (int)cudaSharedmemCarveoutMaxShared));
-        carveout = true;
-    }
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
     if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,

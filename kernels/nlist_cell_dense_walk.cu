@@ -410,7 +410,7 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
 template <bool PACK>
-__global__ __launch_bounds__(WALK_RT, PACK ? 12 : 18) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
+__global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
                                                         int n,
                                                         const int64_t *__restrict__ offsets,

@@ -239,7 +239,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 }
 
 template <bool FULL>
-__global__ __launch_bounds__(WALK_T, 9) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ maxlen, int *__restrict__ longlist,

@@ -168,8 +168,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
              * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
              * the square erases: the same bits, three adds fewer a test). */
-            auto test = [&](auto zero) {
+            auto test = [&](auto zero, auto ncand) {
                 constexpr bool Z = decltype(zero)::value;
+                constexpr int C = decltype(ncand)::value; /* candidates a lane: 1 where the batch has at most 32 */
 #pragma unroll 2
                 for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
@@ -177,17 +178,17 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     bool hit[2];
                     unsigned m[2];
 #pragma unroll
-                    for (int cc = 0; cc < 2; ++cc) {
+                    for (int cc = 0; cc < C; ++cc) {
                         d2[cc] = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
                         hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }
                     const int ca = __shfl_sync(FULLMASK, cnt, a);
                     const int n0 = __popc(m[0]);
-                    const int p[2] = {ca + __popc(m[0] & lt), ca + n0 + __popc(m[1] & lt)};
+                    const int p[2] = {ca + __popc(m[0] & lt), C == 2 ? ca + n0 + __popc(m[1] & lt) : 0};
                     unsigned *const row = rowp_s[hbase + a];
 #pragma unroll
-                    for (int cc = 0; cc < 2; ++cc)
+                    for (int cc = 0; cc < C; ++cc)
                         if (hit[cc] && p[cc] < WALK_CAP) {
                             if (PACK)
                                 __stcg(reinterpret_cast<uint2 *>(row) + p[cc],
@@ -196,13 +197,21 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                                 __stcg(row + p[cc], key[cc]);
                         }
                     if (lane == a)
-                        cnt = ca + n0 + __popc(m[1]);
+                        cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
                 }
             };
-            if (__all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO))
-                test(std::true_type{});
-            else
-                test(std::false_type{});
+            const bool z = __all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO);
+            if (count > 32) {
+                if (z)
+                    test(std::true_type{}, std::integral_constant<int, 2>{});
+                else
+                    test(std::false_type{}, std::integral_constant<int, 2>{});
+            } else { /* a batch's last candidates: one a lane, no test of an empty second */
+                if (z)
+                    test(std::true_type{}, std::integral_constant<int, 1>{});
+                else
+                    test(std::false_type{}, std::integral_constant<int, 1>{});
+            }
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {

@@ -18,7 +18,8 @@
  * home atoms is dropped (mdnl_axis_gap: a bound on every d2 of the test, exact
  * in float, so no pair is lost); the kept ones go to a per-warp ring of 128
  * in shared memory, and each time 64 are there the warp takes them (two a
- * lane) and tests each against every home atom a in turn: a broadcast shared
+ * lane; a home block's last batch of at most 32, one a lane) and tests each
+ * against every home atom a in turn: a broadcast shared
  * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the 64 has a
  * zero shift: the same bits), the half list's rule as one integer compare
  * (2j + [S > 0] > 2i), a ballot; the hits of that ballot are appended to a's

@@ -229,7 +229,7 @@ template <int K> struct WalkEnergy {
         __syncwarp(); /* its reads before the next writes */
         rpos += n;
     }
-    __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z, bool one)
+    __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z)
     {
         const unsigned lt = (1u << (threadIdx.x & 31)) - 1u;
         auto f = [&](float d2, bool hit, int, int) {
@@ -240,12 +240,10 @@ template <int K> struct WalkEnergy {
             if (wpos - rpos >= 32) /* at most 63 pending: the ring never laps */
                 eval(32);
         };
-        if (one) /* a home block's last batch of at most 32 candidates: one a lane */
-            z ? mdnl_walk_home_tests<true, 1>(nh, home, pj, pv, g.cutoff2, f)
-              : mdnl_walk_home_tests<false, 1>(nh, home, pj, pv, g.cutoff2, f);
+        if (z)
+            mdnl_walk_home_tests<true>(nh, home, pj, pv, g.cutoff2, f);
         else
-            z ? mdnl_walk_home_tests<true>(nh, home, pj, pv, g.cutoff2, f)
-              : mdnl_walk_home_tests<false>(nh, home, pj, pv, g.cutoff2, f);
+            mdnl_walk_home_tests<false>(nh, home, pj, pv, g.cutoff2, f);
     }
 };
 

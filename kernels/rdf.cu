@@ -325,7 +325,7 @@ template <int V, int PARTIAL> struct WalkHist {
     {
         return __int_as_float(PARTIAL ? __ldg(a.species + __float_as_int(pj.w)) : 0);
     }
-    __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z, bool one)
+    __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z)
     {
         bool fast = false;
         if constexpr (FAST) {
@@ -333,15 +333,14 @@ template <int V, int PARTIAL> struct WalkHist {
             if (fast)
                 left -= 4u * (unsigned)nh;
         }
-        auto run = [&](auto zero, auto ncand) {
+        auto run = [&](auto zero) {
             constexpr bool Z = decltype(zero)::value;
-            constexpr int C = decltype(ncand)::value;
             if (FAST && fast) {
-                mdnl_walk_home_loop<Z, C>(nh, home, pj, pv, g.cutoff2, [&](float d2, int, int) {
+                mdnl_walk_home_loop<Z>(nh, home, pj, pv, g.cutoff2, [&](float d2, int, int) {
                     atomicAdd(S.hist + walk_bin(S.thr2, d2, a.inv_w2, a.bins), 2u);
                 });
             } else if (FAST || !PARTIAL) {
-                mdnl_walk_home_loop<Z, C>(nh, home, pj, pv, g.cutoff2, [&](float d2, int, int) {
+                mdnl_walk_home_loop<Z>(nh, home, pj, pv, g.cutoff2, [&](float d2, int, int) {
                     const int b = walk_bin(S.thr2, d2, a.inv_w2, a.bins);
                     if (FAST)
                         atomicAdd(a.gh + b, 2ull); /* out of budget */
@@ -349,7 +348,7 @@ template <int V, int PARTIAL> struct WalkHist {
                         acc.add(b, 2u);
                 });
             } else {
-                mdnl_walk_home_loop<Z, C>(nh, home, pj, pv, g.cutoff2, [&](float d2, int ia, int cc) {
+                mdnl_walk_home_loop<Z>(nh, home, pj, pv, g.cutoff2, [&](float d2, int ia, int cc) {
                     const int b = walk_bin(S.thr2, d2, a.inv_w2, a.bins);
                     const int si = S.hsp[hbase + ia], sj = __float_as_int(pv[cc].w);
                     for (int p = 0; p < a.npairs; ++p) {
@@ -361,16 +360,10 @@ template <int V, int PARTIAL> struct WalkHist {
                 });
             }
         };
-        /* a home block's last batch of at most 32 candidates: one a lane */
-        if (one) {
-            if (z)
-                run(std::true_type{}, std::integral_constant<int, 1>{});
-            else
-                run(std::false_type{}, std::integral_constant<int, 1>{});
-        } else if (z)
-            run(std::true_type{}, std::integral_constant<int, 2>{});
+        if (z)
+            run(std::true_type{});
         else
-            run(std::false_type{}, std::integral_constant<int, 2>{});
+            run(std::false_type{});
     }
 };
 

@@ -42,14 +42,11 @@
  *                                              (its cv.w; slot k, pj.w =
  *                                              its original index's bits)
  *   void take(int nh, const float4 *home, const float4 (&pj)[2],
- *             const float4 (&pv)[2], bool z,   64 candidates (two a lane:
- *             bool one)                        x, y, z, order; shift, payload;
+ *             const float4 (&pv)[2], bool z)   64 candidates (two a lane:
+ *                                              x, y, z, order; shift, payload;
  *                                              lanes past the count: +inf, a
  *                                              zero shift); z: every shift of
- *                                              the take is zero (uniform);
- *                                              one: at most 32 (the block's
- *                                              last), the second of each lane
- *                                              empty (tests C = 1 of them)
+ *                                              the take is zero (uniform)
  */
 #ifndef MDNL_WALK_CUDA_CUH
 #define MDNL_WALK_CUDA_CUH
@@ -148,7 +145,7 @@ __device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geo
 /* A take's tests: f(d2, hit, ia, cc) for every home atom ia and the lane's
  * candidate cc, the warp converged; hit: within the cutoff (and, in the home
  * cell, above ia's slot). */
-template <bool Z, int C = 2, class F>
+template <bool Z, class F>
 __device__ __forceinline__ void mdnl_walk_home_tests(int nh, const float4 *home, const float4 (&pj)[2],
                                                      const float4 (&pv)[2], float cutoff2, F &&f)
 {
@@ -156,7 +153,7 @@ __device__ __forceinline__ void mdnl_walk_home_tests(int nh, const float4 *home,
     for (int ia = 0; ia < nh; ++ia) {
         const float4 pa = home[ia];
 #pragma unroll
-        for (int cc = 0; cc < C; ++cc) {
+        for (int cc = 0; cc < 2; ++cc) {
             const float d2 = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
             f(d2, d2 < cutoff2 && __float_as_int(pj[cc].w) > __float_as_int(pa.w), ia, cc);
         }
@@ -164,11 +161,11 @@ __device__ __forceinline__ void mdnl_walk_home_tests(int nh, const float4 *home,
 }
 
 /* f(d2, ia, cc) for the hits alone. */
-template <bool Z, int C = 2, class F>
+template <bool Z, class F>
 __device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, const float4 (&pj)[2],
                                                     const float4 (&pv)[2], float cutoff2, F &&f)
 {
-    mdnl_walk_home_tests<Z, C>(nh, home, pj, pv, cutoff2, [&](float d2, bool hit, int ia, int cc) {
+    mdnl_walk_home_tests<Z>(nh, home, pj, pv, cutoff2, [&](float d2, bool hit, int ia, int cc) {
         if (hit)
             f(d2, ia, cc);
     });
@@ -228,7 +225,7 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
             head = (head + 64) & 127;
             const bool z = __all_sync(FULLMASK, pv[0].x == 0.f && pv[0].y == 0.f && pv[0].z == 0.f &&
                                                     pv[1].x == 0.f && pv[1].y == 0.f && pv[1].z == 0.f);
-            visit.take(nh, W.home, pj, pv, z, count <= 32);
+            visit.take(nh, W.home, pj, pv, z);
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {

@@ -679,10 +679,11 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
 {
     mdnl_status st;
     nl_row_tiles tiles; /* the row scan's, set by the binning */
-    if ((st = nl_row_tiles_reserve(ctx, nl_row_scan_tiles(n), &tiles)) != MDNL_OK)
+    const int ntiles = nl_row_scan_tiles(n);
+    if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, nl_row_scan_tiles(n))) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;

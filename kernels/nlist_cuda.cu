@@ -248,6 +248,8 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
 #define SCAN_T 256
 #define SCAN_ITEMS 8
 #define SCAN_TILE (SCAN_T * SCAN_ITEMS)
+/* Tiles (blocks) of scan_tiles_kernel over m values. */
+static int scan_tile_count(int m) { return (m + SCAN_TILE - 1) / SCAN_TILE; }
 template <class T, bool ZERO>
 static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict__ in, T *__restrict__ out, int m,
                                                                    cub::ScanTileState<T> tiles)
@@ -313,7 +315,7 @@ mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles)
     return nl_launch(scan_tiles_kernel<long long, false>, ntiles, SCAN_T, ctx->stream, counts, offsets, n + 1, t);
 }
 
-int nl_row_scan_tiles(int n) { return (n + 1 + SCAN_TILE - 1) / SCAN_TILE; }
+int nl_row_scan_tiles(int n) { return scan_tile_count(n + 1); }
 
 mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int ntiles, nl_row_tiles *tiles)
 {
@@ -377,7 +379,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     if (g->ncells >= INT32_MAX)
         return mdnl_error(MDNL_ERR_INPUT, "%lld cells: the CUDA cell list handles at most %d", (long long)g->ncells,
                           INT32_MAX - 1);
-    const int ntiles = (ncells + 1 + SCAN_TILE - 1) / SCAN_TILE;
+    const int ntiles = scan_tile_count(ncells + 1);
     size_t tile_bytes = 0;
     MDNL_CUDA_CHECK(bin_tiles::AllocationSize(ntiles, tile_bytes));
     if ((st = mdnl_dbuf_reserve_zeroed(&ctx->tcount, (size_t)(ncells + 1) * sizeof(int), "cell counts",

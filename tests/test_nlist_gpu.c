@@ -43,6 +43,20 @@ static double uniform(void)
     return (double)(z >> 11) * 0x1.0p-53;
 }
 
+/* perm[0..n) a random permutation of 0..n-1 (Fisher-Yates from `seed`). */
+static void random_permutation(int64_t *perm, int64_t n, uint64_t seed)
+{
+    for (int64_t k = 0; k < n; ++k)
+        perm[k] = k;
+    rng_state = seed;
+    for (int64_t k = n - 1; k > 0; --k) {
+        const int64_t j = (int64_t)(uniform() * (double)(k + 1));
+        const int64_t t = perm[k];
+        perm[k] = perm[j];
+        perm[j] = t;
+    }
+}
+
 typedef enum box_type { BOX_OPEN, BOX_ORTHO, BOX_TRICLINIC, BOX_TTF, BOX_TINY } box_type;
 static const char *const box_names[] = {"open", "orthorhombic", "triclinic", "pbc T T F", "tiny (cutoff > box)"};
 
@@ -718,15 +732,7 @@ Test(nlist_gpu, shuffled_frame_equals_cpu_twin_and_permutes_the_sorted_list)
     const int64_t n = f.natoms;
     int64_t *perm = malloc((size_t)n * sizeof *perm); /* s's atom k is f's atom perm[k] */
     cr_assert_not_null(perm);
-    for (int64_t k = 0; k < n; ++k)
-        perm[k] = k;
-    rng_state = 2024;
-    for (int64_t k = n - 1; k > 0; --k) {
-        const int64_t j = (int64_t)(uniform() * (double)(k + 1));
-        const int64_t t = perm[k];
-        perm[k] = perm[j];
-        perm[j] = t;
-    }
+    random_permutation(perm, n, 2024);
     for (int64_t k = 0; k < n; ++k)
         memcpy(s.pos[k], f.pos[perm[k]], sizeof s.pos[k]);
     check_frame(ctx, &f, 2.5, MDNL_METHOD_CELL, "FCC in lattice order");
@@ -781,19 +787,16 @@ Test(nlist_gpu, sparse_stage_many_tiles_in_lattice_and_random_order_equal_cpu_tw
      * the rows kernel's single-pass scan), cutoff 1.9 (3 neighbours, rows in
      * registers), in lattice order and in random order; the default (by
      * density) and sparse-stage forced, against the CPU cell twin */
-    mdnl_frame f;
+    mdnl_frame f, lattice;
     graphene_frame(&f, 120, 70, 1.42, 1);
+    graphene_frame(&lattice, 120, 70, 1.42, 1);
+    int64_t *perm = malloc((size_t)f.natoms * sizeof *perm); /* the shuffled atom k is the lattice's perm[k] */
+    cr_assert_not_null(perm);
+    random_permutation(perm, f.natoms, 4711);
     for (int order = 0; order < 2; ++order) {
-        if (order == 1) {
-            rng_state = 4711;
-            for (int64_t k = f.natoms - 1; k > 0; --k) {
-                const int64_t j = (int64_t)(uniform() * (double)(k + 1));
-                double t[3];
-                memcpy(t, f.pos[k], sizeof t);
-                memcpy(f.pos[k], f.pos[j], sizeof t);
-                memcpy(f.pos[j], t, sizeof t);
-            }
-        }
+        if (order == 1)
+            for (int64_t k = 0; k < f.natoms; ++k)
+                memcpy(f.pos[k], lattice.pos[perm[k]], sizeof f.pos[k]);
         prepared p = prepare(&f, 1.9);
         for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
             mdnl_nlist want = {0};
@@ -818,6 +821,8 @@ Test(nlist_gpu, sparse_stage_many_tiles_in_lattice_and_random_order_equal_cpu_tw
         }
         free(p.pos4);
     }
+    free(perm);
+    mdnl_frame_free(&lattice);
     mdnl_frame_free(&f);
     mdnl_cuda_ctx_free(ctx);
 #else

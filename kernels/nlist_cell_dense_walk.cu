@@ -282,64 +282,29 @@ __device__ __forceinline__ void pair_bitonic(unsigned (&x)[WALK_CAP / 2], int h)
     thread_bitonic_merge<HK>(x, 2 * HK, HK >> 1); /* (e & 2 HK) == 0 for every e < HK: ascending */
 }
 
-/* One row's sorted keys out (thread h of the row's pair holds entries
- * h HK .. h HK + HK - 1; a key is j << 6 | the entry's place in the staged
- * row): j written; then each thread takes the d2 of its keys from the
- * warp's d2 rows (d2s) and d = sqrt(d2) is written. Staged (the warp's
- * rows, contiguous in the CSR, fit the stage: no row longer than
- * WALK_CAP), j, then d, through shared memory in output order, written by
- * the whole warp with coalesced stores; otherwise each thread writes its
- * own entries (`mine`: rows longer than WALK_CAP are walk_long_kernel's). */
-template <int HK>
-__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
-                                              long long off, long long wbase, int span, bool staged,
-                                              const unsigned *__restrict__ d2s, unsigned *__restrict__ st, int lane,
-                                              int32_t *__restrict__ j_out, float *__restrict__ d_out)
+/* The warp's staged rows out: row rr of the warp at st + rr WALK_LPITCH, in
+ * output order, its length and CSR offset held by lane 2 rr (len, off); row
+ * by row, a lane an entry (coalesced stores). */
+template <class F>
+__device__ __forceinline__ void walk_rows_write(const unsigned *__restrict__ st, int nrows, int len, long long off,
+                                                int lane, F &&put)
 {
-    const int e0 = h * HK;
-    const int rel = (int)(off - wbase) + e0;
-    if (staged) {
-#pragma unroll
-        for (int e = 0; e < HK; ++e)
-            if (e0 + e < len)
-                st[rel + e] = x[e] >> 6;
-        __syncwarp();
-        for (int e = lane; e < span; e += 32)
-            __stcs(j_out + wbase + e, (int32_t)st[e]);
-        __syncwarp();
-    } else if (mine) {
-#pragma unroll
-        for (int e = 0; e < HK; ++e)
-            if (e0 + e < len)
-                __stcs(j_out + off + e0 + e, (int32_t)(x[e] >> 6));
-    }
-#pragma unroll
-    for (int e = 0; e < HK; ++e) /* the key dies as its d2 is read */
-        x[e] = e0 + e < len ? d2s[r * WALK_LPITCH + (x[e] & 63u)] : 0u;
-    if (staged) {
-        __syncwarp(); /* every d2 read before the stage is overwritten */
-#pragma unroll
-        for (int e = 0; e < HK; ++e)
-            if (e0 + e < len)
-                st[rel + e] = __float_as_uint(__fsqrt_rn(__uint_as_float(x[e])));
-        __syncwarp();
-        for (int e = lane; e < span; e += 32)
-            __stcs(d_out + wbase + e, __uint_as_float(st[e]));
-    } else if (mine) {
-#pragma unroll
-        for (int e = 0; e < HK; ++e)
-            if (e0 + e < len)
-                __stcs(d_out + off + e0 + e, __fsqrt_rn(__uint_as_float(x[e])));
+    for (int rr = 0; rr < nrows; ++rr) {
+        const int l = __shfl_sync(FULLMASK, len, 2 * rr);
+        const long long o = __shfl_sync(FULLMASK, off, 2 * rr);
+        for (int t = lane; t < l; t += 32)
+            put(o + t, st[rr * WALK_LPITCH + t]);
     }
 }
 
-/* The pair's row: its staged sort keys (j << 6 | entry) into registers,
- * sorted (pair_bitonic), written (walk_rows_out). */
+/* One row of the warp (its pair of threads, h = 0 or 1; HK entries a
+ * thread, see pair_bitonic): its staged sort keys (j << 6 | entry) sorted;
+ * j, then d = sqrt(d2s[entry]), through the stage in output order, each
+ * written by the whole warp (walk_rows_write). */
 template <int HK>
-__device__ __forceinline__ void walk_rows_pair(int len, int h, int r, bool mine, long long off, long long wbase,
-                                               int span, bool staged, const unsigned *__restrict__ d2s,
-                                               unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
-                                               float *__restrict__ d_out)
+__device__ __forceinline__ void walk_rows_pair(int len, long long off, int nrows, int r, int h, int lane,
+                                               unsigned *__restrict__ st, const unsigned *__restrict__ d2s,
+                                               int32_t *__restrict__ j_out, float *__restrict__ d_out)
 {
     const int e0 = h * HK;
     unsigned x[WALK_CAP / 2];
@@ -355,18 +320,29 @@ __device__ __forceinline__ void walk_rows_pair(int len, int h, int r, bool mine,
         x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
     }
     pair_bitonic<HK>(x, h);
-    __syncwarp(); /* st is reused for the output */
-    walk_rows_out<HK>(x, len, h, r, mine, off, wbase, span, staged, d2s, st, lane, j_out, d_out);
+    __syncwarp(); /* every staged key read before the stage holds the output */
+#pragma unroll
+    for (int e = 0; e < HK; ++e)
+        if (e0 + e < len)
+            st[r * WALK_LPITCH + e0 + e] = x[e] >> 6;
+    __syncwarp();
+    walk_rows_write(st, nrows, len, off, lane, [&](long long o, unsigned v) { __stcs(j_out + o, (int32_t)v); });
+    __syncwarp(); /* j written before the stage holds d */
+#pragma unroll
+    for (int e = 0; e < HK; ++e)
+        if (e0 + e < len)
+            st[r * WALK_LPITCH + e0 + e] =
+                __float_as_uint(__fsqrt_rn(__uint_as_float(d2s[r * WALK_LPITCH + (x[e] & 63u)])));
+    __syncwarp();
+    walk_rows_write(st, nrows, len, off, lane, [&](long long o, unsigned v) { __stcs(d_out + o, __uint_as_float(v)); });
 }
 
-/* Rows: a warp per ROWS_W consecutive original rows i (two threads a row,
- * lanes 2r and 2r + 1), each read from its slab row at the binning's rank
- * of i. npairs_out (flags) gets the pair count; a CSR of more than `cap`
- * pairs sets *outgrown and writes nothing (the host grows the output and
- * builds again). */
-#define RESOLVE_BATCH 8 /* entries a lane resolves at once (their gathers in flight together) */
+/* Rows: a warp per ROWS_W consecutive slots of the cell order (two threads
+ * a row, lanes 2r and 2r + 1), row i = order[s] written at offsets[i].
+ * npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
+ * sets *outgrown and writes nothing (the host grows the output and builds
+ * again). */
 __global__ __launch_bounds__(WALK_RT, 12) void walk_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                                const float4 *__restrict__ opos,
                                                                 const unsigned *__restrict__ slab,
                                                                 const int64_t *__restrict__ offsets, long long cap,
                                                                 int32_t *__restrict__ j_out, float *__restrict__ d_out,
@@ -382,26 +358,26 @@ __global__ __launch_bounds__(WALK_RT, 12) void walk_rows_kernel(const __grid_con
     const int n = c.natoms;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
-    const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
-    const int i = i0 + r;
-    const int nrows = max(0, min(ROWS_W, n - i0));
-    /* the row's slab row (its slot), position and offsets (past n: offsets[n], an empty row), and the total */
-    const int s = i < n ? c.rank[i] : 0;
-    const float4 pi = i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    const long long off = offsets[min(i, n)];
-    const long long nxt = offsets[min(i + 1, n)];
-    const long long total = offsets[n];
-    /* the warp's slab rows, whole (256 bytes a row, half a warp a row), into the stage (a row's tail past its
-     * length holds an earlier frame's keys, or the zeros the slab was allocated with, and is never read) */
+    const int s0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
+    const int s = s0 + r;
+    const int nrows = max(0, min(ROWS_W, n - s0));
+    /* the warp's slab rows, whole, 16 bytes a lane, into the stage first (a
+     * row's tail past its length holds an earlier frame's keys, or the zeros
+     * the slab was allocated with, and is never read) */
     unsigned *const st = stage_s[w];
+    const uint4 *const src = reinterpret_cast<const uint4 *>(slab + (size_t)s0 * WALK_CAP);
 #pragma unroll
     for (int q = 0; q < ROWS_W * WALK_CAP / 4 / 32; ++q) {
-        const int row = 2 * q + (lane >> 4), c4 = lane & 15;
-        const int sr = __shfl_sync(FULLMASK, s, 2 * row);
+        const int e = q * 32 + lane, row = e / (WALK_CAP / 4);
         if (row < nrows)
-            *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * c4) =
-                __ldcs(reinterpret_cast<const uint4 *>(slab + (size_t)sr * WALK_CAP) + c4);
+            *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * (e % (WALK_CAP / 4))) = __ldcs(src + e);
     }
+    /* the row's atom, position and offsets (past n: offsets[n], an empty row), and the total */
+    const int i = s < n ? c.order[s] : n;
+    const float4 pi = s < n ? c.pos[s] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const long long off = offsets[i];
+    const long long nxt = offsets[min(i + 1, n)];
+    const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *npairs_out = total;
         if (total > cap)
@@ -412,58 +388,39 @@ __global__ __launch_bounds__(WALK_RT, 12) void walk_rows_kernel(const __grid_con
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
-    if (i0 >= n)
+    if (s0 >= n)
         return; /* the whole warp */
-    const int full_len = (int)(nxt - off);
-    const bool mine = full_len <= WALK_CAP; /* longer rows are walk_long_kernel's */
-    const int len = mine ? full_len : 0;
-    const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)full_len);
-    const long long wbase = __shfl_sync(FULLMASK, off, 0);
-    const long long wend = __shfl_sync(FULLMASK, nxt, 31);
+    /* rows longer than WALK_CAP are walk_long_kernel's: empty here */
+    const int len = nxt - off <= WALK_CAP ? (int)(nxt - off) : 0;
+    const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     if (h == 0) {
         pi_s[w][r] = pi;
         len_s[w][r] = len;
     }
     __syncwarp();
-    /* Each staged entry (the candidate's slot << 5 | shift code), a lane an
-     * entry of one row at a time (a row's hits are runs of consecutive
-     * slots, in candidate order: a warp's gathers share sectors), in batches
-     * whose gathers are in flight together: the candidate's position (the
-     * cell order's), d2 by mdnl_pair_d2 (the walk's test: the same bits) to
-     * d2s, and the entry becomes its sort key j << 6 | entry. */
+    /* Each staged entry, a lane an entry of one row at a time (a row's hits
+     * are runs of consecutive slots, in candidate order: the gathers of a
+     * warp's instruction share sectors): the candidate's position (the cell
+     * order's, near the row's in space), d2 by mdnl_pair_d2 (the walk's
+     * test, the same bits) to d2s, and the entry becomes its sort key j << 6
+     * | entry. */
     unsigned *const d2s = d2_s[w];
-    const int nent = nrows * WALK_CAP;
-    for (int b = 0; b < nent; b += 32 * RESOLVE_BATCH) {
-        unsigned k[RESOLVE_BATCH];
-        bool in[RESOLVE_BATCH];
-#pragma unroll
-        for (int u = 0; u < RESOLVE_BATCH; ++u) {
-            const int e = b + 32 * u + lane, row = e / WALK_CAP, t = e % WALK_CAP; /* row: warp-uniform */
-            in[u] = e < nent && t < len_s[w][row];
-            k[u] = in[u] ? st[row * WALK_LPITCH + t] : 0u; /* else slot 0: a valid address, unused */
-        }
-        float4 pj[RESOLVE_BATCH];
-#pragma unroll
-        for (int u = 0; u < RESOLVE_BATCH; ++u)
-            pj[u] = __ldg(c.pos + (k[u] >> 5));
-#pragma unroll
-        for (int u = 0; u < RESOLVE_BATCH; ++u) {
-            const int e = b + 32 * u + lane, row = e / WALK_CAP, t = e % WALK_CAP;
-            if (in[u]) {
-                const float4 p = pi_s[w][row];
-                d2s[row * WALK_LPITCH + t] =
-                    __float_as_uint(mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, sh[k[u] & 31u]));
-                st[row * WALK_LPITCH + t] = ((unsigned)__float_as_int(pj[u].w) << 6) | (unsigned)t;
-            }
+#pragma unroll 4
+    for (int e = lane; e < nrows * WALK_CAP; e += 32) {
+        const int row = e / WALK_CAP, t = e % WALK_CAP; /* row: warp-uniform */
+        if (t < len_s[w][row]) {
+            const unsigned k = st[row * WALK_LPITCH + t];
+            const float4 pj = __ldg(c.pos + (k >> 5));
+            const float4 p = pi_s[w][row];
+            d2s[row * WALK_LPITCH + t] = __float_as_uint(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[k & 31u]));
+            st[row * WALK_LPITCH + t] = ((unsigned)__float_as_int(pj.w) << 6) | (unsigned)t;
         }
     }
     __syncwarp();
-    const bool staged = wmax <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
-    const int span = staged ? (int)(wend - wbase) : 0;
-    if (min(wmax, WALK_CAP) <= WALK_CAP / 2) /* HK = 16 where every row of the warp fits 32 */
-        walk_rows_pair<WALK_CAP / 4>(len, h, r, mine, off, wbase, span, staged, d2s, st, lane, j_out, d_out);
+    if (wmax <= WALK_CAP / 2) /* HK = 16 where every row of the warp fits 32 */
+        walk_rows_pair<WALK_CAP / 4>(len, off, nrows, r, h, lane, st, d2s, j_out, d_out);
     else
-        walk_rows_pair<WALK_CAP / 2>(len, h, r, mine, off, wbase, span, staged, d2s, st, lane, j_out, d_out);
+        walk_rows_pair<WALK_CAP / 2>(len, off, nrows, r, h, lane, st, d2s, j_out, d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -615,7 +572,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n, true, &tiles, ntiles)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* the output's first size: the mean row (half of it for a half list) times 1.2 */
@@ -631,10 +588,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    /* the long rows' list (ctx->stage: only the sparse and brute paths stage pairs there) */
-    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
-        return st;
-    int *longlist = (int *)ctx->stage.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
+    /* the long rows' list: the bin's slot array, free once the cell order is built */
+    int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
     if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,
                         (unsigned *)ctx->slab.ptr, (unsigned long long *)ctx->counts.ptr,
                         (int *)ctx->flags.ptr + 1, longlist, nlong)) != MDNL_OK)
@@ -649,7 +604,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    if ((st = nl_launch(walk_rows_kernel, rblocks, WALK_RT, ctx->stream, *g, ctx->view, pos, (const unsigned *)ctx->slab.ptr,
+    if ((st = nl_launch(walk_rows_kernel, rblocks, WALK_RT, ctx->stream, *g, ctx->view, (const unsigned *)ctx->slab.ptr,
                         (const int64_t *)offsets, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                         (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
         return st;

@@ -298,12 +298,16 @@ __device__ __forceinline__ void walk_rows_write(const unsigned *__restrict__ st,
 }
 
 /* One row of the warp (its pair of threads, h = 0 or 1; HK entries a
- * thread, see pair_bitonic): its staged sort keys (j << 6 | entry) sorted;
- * j, then d = sqrt(d2s[entry]), through the stage in output order, each
- * written by the whole warp (walk_rows_write). */
+ * thread, see pair_bitonic): each of its entries e (the staged key: the
+ * candidate's slot << 5 | shift code) gathers the candidate's position
+ * (the cell order's, near this row's slot in space: L1 and L2 hits), d2 by
+ * mdnl_pair_d2 (the walk's test, the same bits) to d2s[e] and the sort key
+ * j << 6 | e; the row sorted; j then d = sqrt(d2s[e]) through the stage in
+ * output order, each written by the whole warp (walk_rows_write). */
 template <int HK>
-__device__ __forceinline__ void walk_rows_pair(int len, long long off, int nrows, int r, int h, int lane,
-                                               unsigned *__restrict__ st, const unsigned *__restrict__ d2s,
+__device__ __forceinline__ void walk_rows_pair(const mdnl_cells_view &c, const float (*sh)[3], float4 pi, int len,
+                                               long long off, int nrows, int r, int h, int lane,
+                                               unsigned *__restrict__ st, unsigned *__restrict__ d2s,
                                                int32_t *__restrict__ j_out, float *__restrict__ d_out)
 {
     const int e0 = h * HK;
@@ -311,13 +315,21 @@ __device__ __forceinline__ void walk_rows_pair(int len, long long off, int nrows
 #pragma unroll
     for (int q = 0; q < HK / 4; ++q) {
         const int e = e0 + 4 * q;
-        uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
+        uint4 u = make_uint4(0u, 0u, 0u, 0u);
         if (e < len)
             u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e);
-        x[4 * q] = e < len ? u.x : ~0u; /* past the row: sorted last, never written */
-        x[4 * q + 1] = e + 1 < len ? u.y : ~0u;
-        x[4 * q + 2] = e + 2 < len ? u.z : ~0u;
-        x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
+        const unsigned k4[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            unsigned key = ~0u; /* past the row: sorted last, never written */
+            if (e + t < len) {
+                const float4 pj = __ldg(c.pos + (k4[t] >> 5));
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[k4[t] & 31u]);
+                d2s[r * WALK_LPITCH + e + t] = __float_as_uint(d2);
+                key = ((unsigned)__float_as_int(pj.w) << 6) | (unsigned)(e + t);
+            }
+            x[4 * q + t] = key;
+        }
     }
     pair_bitonic<HK>(x, h);
     __syncwarp(); /* every staged key read before the stage holds the output */
@@ -352,8 +364,6 @@ __global__ __launch_bounds__(WALK_RT, 12) void walk_rows_kernel(const __grid_con
     nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
     __shared__ __align__(16) unsigned d2_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
-    __shared__ float4 pi_s[WALK_RT / 32][ROWS_W];
-    __shared__ int len_s[WALK_RT / 32][ROWS_W];
     __shared__ float sh[27][3];
     const int n = c.natoms;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -393,34 +403,10 @@ __global__ __launch_bounds__(WALK_RT, 12) void walk_rows_kernel(const __grid_con
     /* rows longer than WALK_CAP are walk_long_kernel's: empty here */
     const int len = nxt - off <= WALK_CAP ? (int)(nxt - off) : 0;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
-    if (h == 0) {
-        pi_s[w][r] = pi;
-        len_s[w][r] = len;
-    }
-    __syncwarp();
-    /* Each staged entry, a lane an entry of one row at a time (a row's hits
-     * are runs of consecutive slots, in candidate order: the gathers of a
-     * warp's instruction share sectors): the candidate's position (the cell
-     * order's, near the row's in space), d2 by mdnl_pair_d2 (the walk's
-     * test, the same bits) to d2s, and the entry becomes its sort key j << 6
-     * | entry. */
-    unsigned *const d2s = d2_s[w];
-#pragma unroll 4
-    for (int e = lane; e < nrows * WALK_CAP; e += 32) {
-        const int row = e / WALK_CAP, t = e % WALK_CAP; /* row: warp-uniform */
-        if (t < len_s[w][row]) {
-            const unsigned k = st[row * WALK_LPITCH + t];
-            const float4 pj = __ldg(c.pos + (k >> 5));
-            const float4 p = pi_s[w][row];
-            d2s[row * WALK_LPITCH + t] = __float_as_uint(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[k & 31u]));
-            st[row * WALK_LPITCH + t] = ((unsigned)__float_as_int(pj.w) << 6) | (unsigned)t;
-        }
-    }
-    __syncwarp();
     if (wmax <= WALK_CAP / 2) /* HK = 16 where every row of the warp fits 32 */
-        walk_rows_pair<WALK_CAP / 4>(len, off, nrows, r, h, lane, st, d2s, j_out, d_out);
+        walk_rows_pair<WALK_CAP / 4>(c, sh, pi, len, off, nrows, r, h, lane, st, d2_s[w], j_out, d_out);
     else
-        walk_rows_pair<WALK_CAP / 2>(len, off, nrows, r, h, lane, st, d2s, j_out, d_out);
+        walk_rows_pair<WALK_CAP / 2>(c, sh, pi, len, off, nrows, r, h, lane, st, d2_s[w], j_out, d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -575,8 +561,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
-    /* the output's first size: the mean row (half of it for a half list) times 1.2 */
-    size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) * (FULL ? 1.0 : 0.5) + 1.0)) + 1;
+    size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
     if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * sizeof(unsigned), "neighbor slab",

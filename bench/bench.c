@@ -71,6 +71,7 @@ typedef struct method_result {
     double ms_staged; /* the build with events between its stages */
     double stage_ms[MDNL_CUDA_NSTAGES];
     int64_t npairs;
+    int walk_rows; /* mdnl_cuda_ctx_walk_rows after the build */
 } method_result;
 
 static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_geom *gp, const float (*pos4)[4],
@@ -146,6 +147,7 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
             goto done;
         r->valid = same_list(&oracle, &got);
         r->npairs = got.npairs;
+        r->walk_rows = mdnl_cuda_ctx_walk_rows(ctx);
         if (!r->valid)
             *all_valid = 0;
         /* Two passes: the stages (events between them), then the total
@@ -203,6 +205,8 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
             for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
                 fprintf(out, "%s\"%s\":%.5f", s ? "," : "", mdnl_cuda_stage_name(s), r->stage_ms[s]);
             fprintf(out, "}");
+            if (r->walk_rows >= 0)
+                fprintf(out, ",\"walk_rows\":\"%s\"", r->walk_rows ? "packed" : "gathered");
             fprintf(out, "}");
         }
         fprintf(out, "]}");
@@ -220,6 +224,8 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
             for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
                 if (r->stage_ms[s] > 0)
                     fprintf(out, " %s %.4f", mdnl_cuda_stage_name(s), r->stage_ms[s]);
+            if (r->walk_rows >= 0)
+                fprintf(out, " (dense-walk rows %s)", r->walk_rows ? "packed" : "gathered");
             fprintf(out, "\n");
         }
         fprintf(out, "%-13s %lld atoms, cutoff %g, %s list, %lld pairs (%.1f per atom); CPU %s oracle %.0f ms\n", name,

@@ -81,22 +81,26 @@
 /* The walk's shared memory (a warp's share of each array). */
 struct walk_shared {
     float4 home[WALK_T];
+    unsigned *rowp[WALK_T];
     int fe[WALK_T], kb[WALK_T], code[WALK_T];
     float4 cp[4 * WALK_T]; /* kept candidates, a ring of 128 a warp: x, y, z, key */
     float4 cv[4 * WALK_T]; /* and their shift vector and self */
     float sh[27][3];
 };
 
-/* One warp's home cell (see walk_walk_kernel). */
-template <bool FULL>
+/* One warp's home cell (see walk_walk_kernel); PACK: the slab rows carry d2
+ * (the host's choice, ctx->walk_pack). */
+template <bool FULL, bool PACK>
 __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_view &c, int cell, walk_shared &S,
                                           unsigned *__restrict__ slab, unsigned long long *__restrict__ counts,
                                           int *__restrict__ maxlen, int *__restrict__ longlist, int *__restrict__ nlong)
 {
     float4 *const home_s = S.home, *const cp_s = S.cp, *const cv_s = S.cv;
+    unsigned **const rowp_s = S.rowp;
     int *const fe_s = S.fe, *const kb_s = S.kb, *const code_s = S.code;
     const float(*const sh)[3] = S.sh;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    constexpr size_t pitch = PACK ? 2 * WALK_CAP : WALK_CAP; /* words a slab row */
     const int hb = c.start[cell], he = c.start[cell + 1];
     if (hb == he)
         return;
@@ -120,6 +124,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const float4 p = c.pos[h0 + lane];
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
             home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -136,25 +141,31 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
             float4 pj[2], pv[2];
-            int sj[2]; /* full: the home atom the candidate is (-1: none); half: 2j + [S > 0] */
+            int self[2];
 #pragma unroll
             for (int cc = 0; cc < 2; ++cc) {
                 pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __uint_as_float(SHIFT_CODE_ZERO));
                 pv[cc] = make_float4(0.f, 0.f, 0.f, 0.f);
-                sj[cc] = -1;
+                self[cc] = -1;
                 if (lane + 32 * cc < count) {
                     const int slot = rbase + ((head + 32 * cc + lane) & 127);
                     pj[cc] = cp_s[slot];
                     pv[cc] = cv_s[slot];
-                    sj[cc] = __float_as_int(pv[cc].w);
+                    self[cc] = __float_as_int(pv[cc].w);
                 }
             }
             __syncwarp(); /* its reads before the next writes */
             head = (head + 64) & 127;
             unsigned key[2];
+            int j[2], jj[2];
 #pragma unroll
-            for (int cc = 0; cc < 2; ++cc)
+            for (int cc = 0; cc < 2; ++cc) {
                 key[cc] = __float_as_uint(pj[cc].w);
+                j[cc] = (int)(key[cc] >> 5);
+                /* The half list's rule (mdnl_half_keep: j > i, or j == i with a positive shift) as one compare:
+                 * 2j + [S > 0] > 2i. It also drops the home atom itself (j == i, S = 0). */
+                jj[cc] = 2 * j[cc] + ((int)(key[cc] & 31u) > SHIFT_CODE_ZERO);
+            }
             /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
              * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
              * the square erases: the same bits, three adds fewer a test). */
@@ -170,17 +181,22 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc) {
                         d2[cc] = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
-                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? sj[cc] != a : sj[cc] > __float_as_int(pa.w));
+                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }
                     const int ca = __shfl_sync(FULLMASK, cnt, a);
                     const int n0 = __popc(m[0]);
                     const int p[2] = {ca + __popc(m[0] & lt), C == 2 ? ca + n0 + __popc(m[1] & lt) : 0};
-                    unsigned *const row = slab + (size_t)(h0 + a) * WALK_CAP; /* slot h0 + a's */
+                    unsigned *const row = rowp_s[hbase + a];
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc)
-                        if (hit[cc] && p[cc] < WALK_CAP)
-                            __stcg(row + p[cc], key[cc]);
+                        if (hit[cc] && p[cc] < WALK_CAP) {
+                            if (PACK)
+                                __stcg(reinterpret_cast<uint2 *>(row) + p[cc],
+                                       make_uint2(((unsigned)j[cc] << 6) | (unsigned)p[cc], __float_as_uint(d2[cc])));
+                            else
+                                __stcg(row + p[cc], key[cc]);
+                        }
                     if (lane == a)
                         cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
                 }
@@ -203,17 +219,13 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* kept only if it can be within the cutoff of the home box (a bound on every d2 below) */
             const mdnl_warp_cand cd =
                 mdnl_warp_candidate(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
-            const unsigned key = ((unsigned)cd.k << 5) | (unsigned)cd.code; /* the candidate's slot */
-            /* full: the home atom this candidate is (at S = 0); half: the half list's rule (mdnl_half_keep: j > i,
-             * or j == i with a positive shift) as one compare in the test, 2j + [S > 0] > 2i, which also drops
-             * the home atom itself (j == i, S = 0) */
-            const int sj = FULL ? (cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1)
-                                : 2 * __float_as_int(cd.p.w) + (cd.code > SHIFT_CODE_ZERO);
+            const unsigned key = ((unsigned)__float_as_int(cd.p.w) << 5) | (unsigned)cd.code;
+            const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const unsigned km = __ballot_sync(FULLMASK, cd.keep);
             if (cd.keep) {
                 const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
                 cp_s[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __uint_as_float(key));
-                cv_s[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], __int_as_float(sj));
+                cv_s[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], __int_as_float(self));
             }
             nk += __popc(km);
             if (nk >= 64) {
@@ -238,7 +250,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 
 template <bool FULL>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                       unsigned *__restrict__ slab,
+                                                       unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ maxlen, int *__restrict__ longlist,
                                                        int *__restrict__ nlong)
@@ -254,7 +266,10 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
     const int cell = blockIdx.x * W + (threadIdx.x >> 5);
     if (cell >= c.ncells)
         return; /* the whole warp */
-    walk_cell<FULL>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
+    if (pack)
+        walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
+    else
+        walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
 }
 
 /* Rows: two threads a row (lanes 2r and 2r + 1 of a warp hold row r of its
@@ -282,110 +297,159 @@ __device__ __forceinline__ void pair_bitonic(unsigned (&x)[WALK_CAP / 2], int h)
     thread_bitonic_merge<HK>(x, 2 * HK, HK >> 1); /* (e & 2 HK) == 0 for every e < HK: ascending */
 }
 
-/* The warp's staged rows out: row rr of the warp at st + rr WALK_LPITCH, in
- * output order, its length and CSR offset held by lane 2 rr (len, off); row
- * by row, a lane an entry (coalesced stores). */
-template <class F>
-__device__ __forceinline__ void walk_rows_write(const unsigned *__restrict__ st, int nrows, int len, long long off,
-                                                int lane, F &&put)
-{
-    for (int rr = 0; rr < nrows; ++rr) {
-        const int l = __shfl_sync(FULLMASK, len, 2 * rr);
-        const long long o = __shfl_sync(FULLMASK, off, 2 * rr);
-        for (int t = lane; t < l; t += 32)
-            put(o + t, st[rr * WALK_LPITCH + t]);
-    }
-}
-
-/* One row of the warp (its pair of threads, h = 0 or 1; HK entries a
- * thread, see pair_bitonic): each of its entries e (the staged key: the
- * candidate's slot << 5 | shift code) gathers the candidate's position
- * (the cell order's, near this row's slot in space: L1 and L2 hits), d2 by
- * mdnl_pair_d2 (the walk's test, the same bits) to d2s[e] and the sort key
- * j << 6 | e; the row sorted; j then d = sqrt(d2s[e]) through the stage in
- * output order, each written by the whole warp (walk_rows_write). */
+/* One gathered row's keys out, sorted (thread h of the row's pair holds
+ * entries h HK ..). Staged (every row of the warp is the pair's own, so
+ * the warp's rows, contiguous in the CSR, fit the stage): the sorted keys
+ * and their row go to shared memory in output order, and the warp writes j,
+ * then computes and writes d, entry by entry in output order (coalesced
+ * stores, and the gathers of many entries in flight). Otherwise each thread
+ * writes its own entries. */
 template <int HK>
-__device__ __forceinline__ void walk_rows_pair(const mdnl_cells_view &c, const float (*sh)[3], float4 pi, int len,
-                                               long long off, int nrows, int r, int h, int lane,
-                                               unsigned *__restrict__ st, unsigned *__restrict__ d2s,
-                                               int32_t *__restrict__ j_out, float *__restrict__ d_out)
+__device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
+                                            long long off, long long wbase, int span, bool staged, float4 pi,
+                                            const float4 *__restrict__ opos, const float (*sh)[3],
+                                            unsigned *__restrict__ st, unsigned char *__restrict__ rid,
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
+                                            float *__restrict__ d_out)
 {
     const int e0 = h * HK;
-    unsigned x[WALK_CAP / 2];
+    if (staged) {
+        const int rel = (int)(off - wbase) + e0;
 #pragma unroll
-    for (int q = 0; q < HK / 4; ++q) {
-        const int e = e0 + 4 * q;
-        uint4 u = make_uint4(0u, 0u, 0u, 0u);
-        if (e < len)
-            u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e);
-        const unsigned k4[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-            unsigned key = ~0u; /* past the row: sorted last, never written */
-            if (e + t < len) {
-                const float4 pj = __ldg(c.pos + (k4[t] >> 5));
-                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[k4[t] & 31u]);
-                d2s[r * WALK_LPITCH + e + t] = __float_as_uint(d2);
-                key = ((unsigned)__float_as_int(pj.w) << 6) | (unsigned)(e + t);
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len) {
+                st[rel + e] = x[e];
+                rid[rel + e] = (unsigned char)r;
             }
-            x[4 * q + t] = key;
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
+#pragma unroll 4
+        for (int e = lane; e < span; e += 32) {
+            const unsigned key = st[e];
+            const float4 p = pis[rid[e]];
+            const float4 pj = __ldg(opos + (key >> 5));
+            __stcs(d_out + wbase + e, __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u])));
         }
+        return;
     }
-    pair_bitonic<HK>(x, h);
-    __syncwarp(); /* every staged key read before the stage holds the output */
+    if (!mine)
+        return;
 #pragma unroll
     for (int e = 0; e < HK; ++e)
-        if (e0 + e < len)
-            st[r * WALK_LPITCH + e0 + e] = x[e] >> 6;
-    __syncwarp();
-    walk_rows_write(st, nrows, len, off, lane, [&](long long o, unsigned v) { __stcs(j_out + o, (int32_t)v); });
-    __syncwarp(); /* j written before the stage holds d */
-#pragma unroll
-    for (int e = 0; e < HK; ++e)
-        if (e0 + e < len)
-            st[r * WALK_LPITCH + e0 + e] =
-                __float_as_uint(__fsqrt_rn(__uint_as_float(d2s[r * WALK_LPITCH + (x[e] & 63u)])));
-    __syncwarp();
-    walk_rows_write(st, nrows, len, off, lane, [&](long long o, unsigned v) { __stcs(d_out + o, __uint_as_float(v)); });
+        if (e0 + e < len) {
+            const unsigned key = x[e];
+            const float4 pj = __ldg(opos + (key >> 5));
+            __stcs(j_out + off + e0 + e, (int32_t)(key >> 5));
+            __stcs(d_out + off + e0 + e,
+                   __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u])));
+        }
 }
 
-/* Rows: a warp per ROWS_W consecutive slots of the cell order (two threads
- * a row, lanes 2r and 2r + 1), row i = order[s] written at offsets[i].
- * npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
+/* Packed slab rows: the warp's rows into shared memory in
+ * one pass, 16 bytes (two entries) a lane, the keys to st and the d2 to d2s,
+ * the entries up to the longest row (qmax pairs; a shorter row's tail holds
+ * an earlier frame's entries, or the zeros the slab was allocated with, and
+ * is never used). */
+__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
+                                              unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
+{
+    const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
+    for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
+        const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
+        if (q < qmax) {
+            const uint4 u = __ldcs(s4 + e);
+            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
+            *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
+        }
+    }
+}
+
+/* One packed row's keys out, sorted (as in walk_rows_out; a key is j << 6 |
+ * the hit's slot in its row): j written; then each thread takes the d2 of
+ * its sorted keys from the warp's d2 rows (d2s, staged with the keys) and d
+ * = sqrt(d2) is written (the walk's d2: d has the bits of mdnl_pair_d2, as
+ * the gathering path's). Staged (as in walk_rows_out): j, then d, through shared
+ * memory in output order, written coalesced; otherwise each thread writes
+ * its own entries. */
+template <int HK>
+__device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
+                                                   long long off, long long wbase, int span, bool staged,
+                                                   const unsigned *__restrict__ d2s,
+                                                   unsigned *__restrict__ st, int lane, int32_t *__restrict__ j_out,
+                                                   float *__restrict__ d_out)
+{
+    const int e0 = h * HK;
+    const int rel = (int)(off - wbase) + e0;
+    if (staged) {
+#pragma unroll
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
+                st[rel + e] = x[e] >> 6;
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            __stcs(j_out + wbase + e, (int32_t)st[e]);
+        __syncwarp();
+    } else if (mine) {
+#pragma unroll
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
+                __stcs(j_out + off + e0 + e, (int32_t)(x[e] >> 6));
+    }
+#pragma unroll
+    for (int e = 0; e < HK; ++e) /* the key dies as its d2 is read */
+        x[e] = e0 + e < len ? d2s[r * WALK_LPITCH + (x[e] & 63u)] : 0u;
+    if (staged) {
+        __syncwarp(); /* every d2 read before the stage is overwritten */
+#pragma unroll
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
+                st[rel + e] = __float_as_uint(__fsqrt_rn(__uint_as_float(x[e])));
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            __stcs(d_out + wbase + e, __uint_as_float(st[e]));
+    } else if (mine) {
+#pragma unroll
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
+                __stcs(d_out + off + e0 + e, __fsqrt_rn(__uint_as_float(x[e])));
+    }
+}
+
+/* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
  * sets *outgrown and writes nothing (the host grows the output and builds
  * again). */
-__global__ __launch_bounds__(WALK_RT, 12) void walk_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                                const unsigned *__restrict__ slab,
-                                                                const int64_t *__restrict__ offsets, long long cap,
-                                                                int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                                long long *__restrict__ npairs_out,
-                                                                int *__restrict__ outgrown)
+template <bool PACK>
+__global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
+                                                        const unsigned *__restrict__ slab,
+                                                        int n,
+                                                        const int64_t *__restrict__ offsets,
+                                                        const float4 *__restrict__ opos, long long cap,
+                                                        int32_t *__restrict__ j_out, float *__restrict__ d_out,
+                                                        long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
-    __shared__ __align__(16) unsigned d2_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
+    /* packed: the d2 rows; gathered: the staged entries' rows and the rows' positions */
+    unsigned *d2s = nullptr;
+    unsigned char *rids = nullptr;
+    float4 *pis = nullptr;
+    if constexpr (PACK) {
+        __shared__ __align__(16) unsigned d2_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
+        d2s = d2_s[threadIdx.x >> 5];
+    } else {
+        __shared__ float4 pi_s[WALK_RT / 32][ROWS_W];
+        __shared__ unsigned char rid_s[WALK_RT / 32][ROWS_W * WALK_CAP];
+        rids = rid_s[threadIdx.x >> 5];
+        pis = pi_s[threadIdx.x >> 5];
+    }
     __shared__ float sh[27][3];
-    const int n = c.natoms;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
-    const int s0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
-    const int s = s0 + r;
-    const int nrows = max(0, min(ROWS_W, n - s0));
-    /* the warp's slab rows, whole, 16 bytes a lane, into the stage first (a
-     * row's tail past its length holds an earlier frame's keys, or the zeros
-     * the slab was allocated with, and is never read) */
-    unsigned *const st = stage_s[w];
-    const uint4 *const src = reinterpret_cast<const uint4 *>(slab + (size_t)s0 * WALK_CAP);
-#pragma unroll
-    for (int q = 0; q < ROWS_W * WALK_CAP / 4 / 32; ++q) {
-        const int e = q * 32 + lane, row = e / (WALK_CAP / 4);
-        if (row < nrows)
-            *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * (e % (WALK_CAP / 4))) = __ldcs(src + e);
-    }
-    /* the row's atom, position and offsets (past n: offsets[n], an empty row), and the total */
-    const int i = s < n ? c.order[s] : n;
-    const float4 pi = s < n ? c.pos[s] : make_float4(0.f, 0.f, 0.f, 0.f);
-    const long long off = offsets[i];
+    const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
+    const int i = i0 + r;
+    /* the row's offsets (past n: offsets[n], an empty row) and the total, loaded together: one round trip */
+    const long long off = offsets[min(i, n)];
     const long long nxt = offsets[min(i + 1, n)];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -398,15 +462,76 @@ __global__ __launch_bounds__(WALK_RT, 12) void walk_rows_kernel(const __grid_con
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
-    if (s0 >= n)
+    if (i0 >= n)
         return; /* the whole warp */
-    /* rows longer than WALK_CAP are walk_long_kernel's: empty here */
-    const int len = nxt - off <= WALK_CAP ? (int)(nxt - off) : 0;
+    const int len = (int)(nxt - off);
+    const long long wbase = __shfl_sync(FULLMASK, off, 0);
+    const long long wend = __shfl_sync(FULLMASK, off + len, 31);
+    /* Rows longer than WALK_CAP are walk_long_kernel's. */
+    const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
-    if (wmax <= WALK_CAP / 2) /* HK = 16 where every row of the warp fits 32 */
-        walk_rows_pair<WALK_CAP / 4>(c, sh, pi, len, off, nrows, r, h, lane, st, d2_s[w], j_out, d_out);
+    unsigned *const st = stage_s[w];
+    const int nrows = min(ROWS_W, n - i0);
+    const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
+    const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
+    if constexpr (PACK) {
+        walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
+    } else {
+        /* the warp's rows, 16 bytes a lane, into shared memory (the words up
+         * to the longest row: a shorter row's tail holds an earlier frame's
+         * keys, or the zeros the slab was allocated with, and is masked
+         * below) */
+        const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
+        for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
+            const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
+            if (q < qmax)
+                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
+        }
+    }
+    __syncwarp();
+    /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32) */
+    const int hk = wmax <= WALK_CAP / 2 ? WALK_CAP / 4 : WALK_CAP / 2;
+    const int e0 = h * hk;
+    unsigned x[WALK_CAP / 2];
+#pragma unroll
+    for (int q = 0; q < WALK_CAP / 8; ++q) {
+        uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
+        const int e = e0 + 4 * q;
+        if (mine && 4 * q < hk && e < len)
+            u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e);
+        x[4 * q] = e < len ? u.x : ~0u;
+        x[4 * q + 1] = e + 1 < len ? u.y : ~0u;
+        x[4 * q + 2] = e + 2 < len ? u.z : ~0u;
+        x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
+    }
+    /* gathered: the row's own position, loaded before the sort (in flight while it runs) */
+    const float4 pi = !PACK && i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const bool staged = wmax <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
+    const int span = staged ? (int)(wend - wbase) : 0;
+    if (hk == WALK_CAP / 4)
+        pair_bitonic<WALK_CAP / 4>(x, h);
     else
-        walk_rows_pair<WALK_CAP / 2>(c, sh, pi, len, off, nrows, r, h, lane, st, d2_s[w], j_out, d_out);
+        pair_bitonic<WALK_CAP / 2>(x, h);
+    if constexpr (PACK) {
+        __syncwarp(); /* st is reused for the output */
+        if (hk == WALK_CAP / 4)
+            walk_rows_out_packed<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, d2s, st,
+                                               lane, j_out, d_out);
+        else
+            walk_rows_out_packed<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, d2s, st,
+                                               lane, j_out, d_out);
+        return;
+    }
+    if (h == 0)
+        pis[r] = pi;
+    __syncwarp(); /* st is reused for the output */
+    if (hk == WALK_CAP / 4)
+        walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
+                                    lane, j_out, d_out);
+    else
+        walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
+                                    lane, j_out, d_out);
 }
 
 /* One slot's row, when it is longer than WALK_CAP (see walk_long_kernel). */
@@ -524,7 +649,7 @@ __global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_con
  * (a periodic z window splits once at most), j < 2^27. */
 bool nl_dense_walk_fits(const mdnl_geom *g)
 {
-    if (g->natoms >= (1 << 26)) /* the rows' sort keys: j << 6 | entry */
+    if (g->natoms >= (1 << 27))
         return false;
     for (int k = 0; k < 3; ++k)
         if (g->pbc[k] && g->ncell[k] < 2 * g->stencil[k] + 1)
@@ -564,7 +689,12 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * sizeof(unsigned), "neighbor slab",
+    /* the layout the host chose (ctx->walk_pack: the last frame's sample; the caller builds again if this
+     * frame's disagrees): 8-byte entries packed, 4-byte keys gathered */
+    const bool pack = nl_walk_may_pack(n) && ctx->walk_pack;
+    ctx->walk_rows = pack ? 1 : 0;
+    const size_t entry = pack ? sizeof(uint2) : sizeof(unsigned);
+    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * entry, "neighbor slab",
                                        ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
@@ -576,7 +706,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
     if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,
-                        (unsigned *)ctx->slab.ptr, (unsigned long long *)ctx->counts.ptr,
+                        (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr,
                         (int *)ctx->flags.ptr + 1, longlist, nlong)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
@@ -589,9 +719,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    if ((st = nl_launch(walk_rows_kernel, rblocks, WALK_RT, ctx->stream, *g, ctx->view, (const unsigned *)ctx->slab.ptr,
-                        (const int64_t *)offsets, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-                        (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
+    if ((st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
+                        (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                        (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);

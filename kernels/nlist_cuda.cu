@@ -24,6 +24,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     c->stage_cap = 32;
     c->smem_budget = -1;
     c->cell_path = MDNL_CELL_PATH_AUTO;
+    c->walk_rows = -1;
     mdnl_status st = MDNL_OK;
     cudaError_t e;
 #define CTX_TRY(call)                                                                                                  \
@@ -94,6 +95,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
+extern "C" int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *c) { return c->walk_rows; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
 extern "C" void mdnl_cuda_ctx_set_cell_path(mdnl_cuda_ctx *c, int path)
 {
@@ -179,10 +181,13 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
 using bin_tiles = cub::ScanTileState<int>;
 
 /* Thread per original atom i: its cell's population (atomic slot); the
- * fullest cell's population into *maxcell (one atomic a block). */
+ * fullest cell's population into *maxcell (one atomic per warp at most).
+ * How far the input order follows space, sampled by the first warp of every
+ * 16th block: the atoms in the same cell as the atom before them added to
+ * inorder[0], the atoms compared to inorder[1]. */
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                 int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
-                                bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
+                                int *__restrict__ inorder, bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
                                 int nrtiles)
 {
     nl_grid_wait();
@@ -224,6 +229,13 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
     __syncthreads();
     if (threadIdx.x == 0 && block_max > *(volatile int *)maxcell)
         atomicMax(maxcell, block_max);
+    if ((blockIdx.x & 15) == 0 && threadIdx.x < 32) { /* warp-uniform */
+        const int prev = __shfl_up_sync(FULLMASK, cell, 1);
+        const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell >= 0 && cell == prev);
+        const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell >= 0);
+        if (lane < 2 && cmp)
+            atomicAdd(&inorder[lane], __popc(lane == 0 ? same : cmp));
+    }
 }
 
 /* An exclusive sum out = scan of in[0..m) in one pass (a tile of SCAN_T x
@@ -389,7 +401,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
     nthreads = nthreads > nrt + 32 ? nthreads : nrt + 32;
     if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, slot,
-                        (int *)ctx->flags.ptr + 2, tiles, ntiles,
+                        (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
                         row_tiles ? *row_tiles : nl_row_tiles(), nrt)) != MDNL_OK ||
         (st = nl_launch(scan_tiles_kernel<int, true>, ntiles, SCAN_T, ctx->stream, count, start, ncells + 1,
                         tiles)) != MDNL_OK)
@@ -485,6 +497,7 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
         return st;
 again:
     ctx->deferred = 0;
+    ctx->walk_rows = -1;
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
         ctx->used[s] = 0;
         ctx->stage_ms[s] = 0;
@@ -527,6 +540,14 @@ again:
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     if (ctx->deferred == 2) { /* dense-walk */
         memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
+        const int pack = nl_walk_packed(n, h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
+        if (pack != ctx->walk_rows) {
+            /* built in the layout the frame before called for, not this frame's (the CSR is the same, only
+             * its speed differs): build again in this frame's, so that a frame's layout is its own */
+            ctx->walk_pack = pack;
+            ctx->retries++;
+            goto again;
+        }
         if (h_flags[FLAG_OUTGROWN]) {
             /* nothing was written: grow the output to the exact size and build again */
             const size_t np = (size_t)(npairs > 0 ? npairs : 1);

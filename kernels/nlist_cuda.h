@@ -131,6 +131,12 @@ double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
 void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
 
+/* How the last build's dense-walk rows went (nlist_cell_dense_walk.cu): 1
+ * packed (the walk stored d2 beside each key: input order unrelated to
+ * space), 0 gathered (the rows kernel read positions by original index), -1
+ * when the last build did not take dense-walk. */
+int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *ctx);
+
 /* The cell method's paths (see the top of this file). */
 typedef enum mdnl_cell_path {
     MDNL_CELL_PATH_AUTO = 0, /* by density: the default */

@@ -399,11 +399,33 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
  * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
  * [3] dense-tiles' oversized regions, [4..5] sparse-stage's and dense-walk's
  * pair count (int64), [6] their CSR outgrew the output arrays, [7]
- * dense-walk's rows longer than its slab rows. */
-#define FLAG_INTS 8
+ * dense-walk's rows longer than its slab rows, [8..9] how far the input
+ * order follows space (nl_bin_unstable's sample: atoms in the cell of the
+ * atom before them, atoms compared). */
+#define FLAG_INTS 10
 #define FLAG_NPAIRS 4
 #define FLAG_OUTGROWN 6
 #define FLAG_NLONG 7
+#define FLAG_INORDER 8
+
+/* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |
+ * the hit's slot and d2) rather than 4-byte keys (j << 5 | shift code) from
+ * which the rows kernel computes d, gathering positions by original index:
+ * where fewer than 1 in 16 of the atoms the binning sampled share the cell
+ * of the atom before them (same of compared, flags[8..9]), a warp's 32 rows
+ * are far apart in space and those gathers miss L1 (H200: the liquid in id
+ * order, 23% of atoms in the cell of the one before, gathers; shuffled, 0%,
+ * packs). The host decides by it on the flags read back after a build, for
+ * the next build (ctx->walk_pack), and builds again where a frame's own
+ * sample disagrees with the layout it was built in. */
+__host__ __device__ __forceinline__ bool nl_walk_may_pack(long long n)
+{
+    return n < (1LL << 26); /* j << 6 | slot in 32 bits */
+}
+__host__ __device__ __forceinline__ bool nl_walk_packed(long long n, long long same, long long compared)
+{
+    return nl_walk_may_pack(n) && 16 * same < compared;
+}
 
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
@@ -418,6 +440,8 @@ struct mdnl_cuda_ctx {
     double total_ms;
     int stage_cap;
     int64_t retries;
+    int walk_rows; /* the last build's dense-walk rows: -1 none, 0 gathered, 1 packed */
+    int walk_pack; /* the layout dense-walk builds with: the last frame's sample (nl_walk_packed) */
     int smem_budget; /* bytes; -1: default */
     int cell_path;    /* mdnl_cell_path; AUTO: by density */
     int deferred;     /* 1 (sparse-stage): npairs and whether the output was large enough await the caller's one sync;

@@ -553,11 +553,13 @@ static void dense_200k(mdnl_list_kind kind)
         mdnl_cuda_ctx_set_cell_path(ctx, v);
         cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, kind, &got),
                      MDNL_OK, "%s", mdnl_last_error());
+        if (v == MDNL_CELL_PATH_DENSE_WALK) /* random positions: rows unrelated in space, ~30% over 64 */
+            cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), 1, "random order: dense-walk's rows packed");
         mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
         expect_same_list(&want, &got, what);
     }
-    /* the same atoms in cell order (the input order the walk's cell order
-     * follows), with the same long rows */
+    /* the same atoms in cell order: dense-walk's other row layout, with the
+     * same long rows */
     {
         mdnl_frame c;
         cell_sorted_copy(&f, 3.0, &c);
@@ -567,6 +569,7 @@ static void dense_200k(mdnl_list_kind kind)
         mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_DENSE_WALK);
         cr_assert_eq(mdnl_nlist_build_cuda(ctx, &pc.g, (const float(*)[4])pc.pos4, MDNL_METHOD_CELL, kind, &got_c),
                      MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), 0, "cell order: dense-walk's rows gathered");
         mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
         expect_same_list(&want_c, &got_c, "200k dense in cell order, cell path dense-walk");
         mdnl_nlist_free(&want_c);
@@ -741,9 +744,11 @@ Test(nlist_gpu, shuffled_frame_equals_cpu_twin_and_permutes_the_sorted_list)
         cr_assert_eq(mdnl_nlist_build_cuda(ctx, &pf.g, (const float(*)[4])pf.pos4, MDNL_METHOD_CELL,
                                            (mdnl_list_kind)kind, &a),
                      MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), 0, "lattice order: dense-walk's rows gathered");
         cr_assert_eq(mdnl_nlist_build_cuda(ctx, &ps.g, (const float(*)[4])ps.pos4, MDNL_METHOD_CELL,
                                            (mdnl_list_kind)kind, &b),
                      MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), 1, "shuffled: dense-walk's rows packed");
         cr_assert_eq(a.npairs, b.npairs);
         if (kind == MDNL_LIST_FULL)
             for (int64_t k = 0; k < n; ++k) {

@@ -124,7 +124,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const float4 p = c.pos[h0 + lane];
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
             home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
-            rowp_s[hbase + lane] = slab + (size_t)(h0 + lane) * pitch; /* the slot's row */
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -351,14 +351,14 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
  * the entries up to the longest row (qmax pairs; a shorter row's tail holds
  * an earlier frame's entries, or the zeros the slab was allocated with, and
  * is never used). */
-__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ slab, const int *__restrict__ slots,
-                                              int nrows, int qmax, unsigned *__restrict__ st,
-                                              unsigned *__restrict__ d2s, int lane)
+__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
+                                              unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
 {
+    const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
     for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
         const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
         if (q < qmax) {
-            const uint4 u = __ldcs(reinterpret_cast<const uint4 *>(slab + (size_t)slots[row] * WALK_CAP) + q);
+            const uint4 u = __ldcs(s4 + e);
             *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
             *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
         }
@@ -422,7 +422,7 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
 template <bool PACK>
 __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
-                                                        const int *__restrict__ rank, int n,
+                                                        int n,
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
@@ -443,18 +443,15 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         rids = rid_s[threadIdx.x >> 5];
         pis = pi_s[threadIdx.x >> 5];
     }
-    __shared__ int slot_s[WALK_RT / 32][ROWS_W];
     __shared__ float sh[27][3];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
     const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
     const int i = i0 + r;
-    /* the row's offsets (past n: offsets[n], an empty row), the total and the row's slot (its slab row), loaded
-     * together: one round trip */
+    /* the row's offsets (past n: offsets[n], an empty row) and the total, loaded together: one round trip */
     const long long off = offsets[min(i, n)];
     const long long nxt = offsets[min(i + 1, n)];
     const long long total = offsets[n];
-    const int s = i < n ? rank[i] : 0;
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *npairs_out = total;
         if (total > cap)
@@ -475,23 +472,21 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
     const int nrows = min(ROWS_W, n - i0);
-    if (h == 0)
-        slot_s[w][r] = s;
-    __syncwarp();
+    const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
     const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if constexpr (PACK) {
-        walk_rows_stage(reinterpret_cast<const uint2 *>(slab), slot_s[w], nrows, pqmax, st, d2s, lane);
+        walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory (the words up
          * to the longest row: a shorter row's tail holds an earlier frame's
          * keys, or the zeros the slab was allocated with, and is masked
          * below) */
         const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
         for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
             const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
             if (q < qmax)
-                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) =
-                    __ldcs(reinterpret_cast<const uint4 *>(slab + (size_t)slot_s[w][row] * WALK_CAP) + q);
+                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
         }
     }
     __syncwarp();
@@ -688,7 +683,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n, true, &tiles, ntiles)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
@@ -708,10 +703,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    /* the long rows' list (ctx->stage: only the sparse and brute paths stage pairs there) */
-    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
-        return st;
-    int *longlist = (int *)ctx->stage.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
+    /* the long rows' list: the bin's slot array, free once the cell order is built */
+    int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
     if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,
                         (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr,
                         (int *)ctx->flags.ptr + 1, longlist, nlong)) != MDNL_OK)
@@ -727,7 +720,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     if ((st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
-                        (const unsigned *)ctx->slab.ptr, ctx->view.rank, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                        (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
                         (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

@@ -550,7 +550,9 @@ __device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int 
 /* Rows longer than WALK_CAP (a few in a liquid: density fluctuations).
  * Mapping: a warp per listed slot (the walk lists them), grid-stride over
  * the list. The warp walks the slot's cell's candidate ranges 32 at a time
- * (as the walk does, without the bounding-box pruning), appends the hits'
+ * (as the walk does, without the bounding-box pruning; LONG_BATCH steps'
+ * loads issued together: a long row's walk is a chain of round trips, and
+ * a frame has few such rows, so latency is its time), appends the hits'
  * keys (j << 5 | shift code) to shared memory, and writes each at its rank
  * among the row's keys (j alone orders a row here: each atom appears once),
  * with d computed as walk_rows_kernel computes it (the same bits). A row
@@ -560,8 +562,11 @@ __device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int 
  * returns at once. */
 #define LONG_W 4      /* warps a block */
 #define LONG_KEYS 512 /* keys a warp in shared memory */
+#define LONG_BATCH 4  /* steps of 32 candidates whose loads a warp issues together */
+/* 64 registers (__maxnreg__): left to itself ptxas gives this kernel 40 and
+ * spills the batch's positions as they arrive, which waits for each load */
 template <bool FULL>
-__global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                               const int64_t *__restrict__ offsets,
                                                               const float4 *__restrict__ opos, long long cap,
                                                               int32_t *__restrict__ j_out, float *__restrict__ d_out,
@@ -600,30 +605,44 @@ __global__ __launch_bounds__(LONG_W * 32) void walk_long_kernel(const __grid_con
         const int ntot = r.total;
         __syncwarp();
         int cnt = 0, q = 0;
-        for (int base = 0; base < ntot; base += 32) {
-            const int fl = base + lane;
-            bool hit = false;
-            unsigned key = 0;
-            if (fl < ntot) {
-                while (fe_s[wb + q] <= fl)
-                    ++q;
-                const int k = kb_s[wb + q] + fl, code = code_s[wb + q];
-                const float4 pj = c.pos[k];
-                const int j = __float_as_int(pj.w);
-                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[code]);
-                hit = d2 < g.cutoff2 && !(code == SHIFT_CODE_ZERO && k == s);
-                if (!FULL) {
-                    int s0, s1, s2;
-                    shift_of_code(code, s0, s1, s2);
-                    hit = hit && mdnl_half_keep(i, j, s0, s1, s2);
+        for (int base = 0; base < ntot; base += 32 * LONG_BATCH) {
+            /* LONG_BATCH steps' candidates loaded before any is tested: their loads in flight together */
+            float4 pj[LONG_BATCH];
+            int k[LONG_BATCH], code[LONG_BATCH];
+#pragma unroll
+            for (int u = 0; u < LONG_BATCH; ++u) {
+                const int fl = base + 32 * u + lane;
+                k[u] = -1;
+                code[u] = SHIFT_CODE_ZERO;
+                if (fl < ntot) {
+                    while (fe_s[wb + q] <= fl)
+                        ++q;
+                    k[u] = kb_s[wb + q] + fl;
+                    code[u] = code_s[wb + q];
+                    pj[u] = c.pos[k[u]];
                 }
-                key = ((unsigned)j << 5) | (unsigned)code;
             }
-            const unsigned m = __ballot_sync(FULLMASK, hit);
-            const int p = cnt + __popc(m & lt);
-            if (hit && p < LONG_KEYS)
-                keys[p] = key;
-            cnt += __popc(m);
+#pragma unroll
+            for (int u = 0; u < LONG_BATCH; ++u) {
+                bool hit = false;
+                unsigned key = 0;
+                if (k[u] >= 0) {
+                    const int j = __float_as_int(pj[u].w);
+                    const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj[u].x, pj[u].y, pj[u].z, sh[code[u]]);
+                    hit = d2 < g.cutoff2 && !(code[u] == SHIFT_CODE_ZERO && k[u] == s);
+                    if (!FULL) {
+                        int s0, s1, s2;
+                        shift_of_code(code[u], s0, s1, s2);
+                        hit = hit && mdnl_half_keep(i, j, s0, s1, s2);
+                    }
+                    key = ((unsigned)j << 5) | (unsigned)code[u];
+                }
+                const unsigned m = __ballot_sync(FULLMASK, hit);
+                const int p = cnt + __popc(m & lt);
+                if (hit && p < LONG_KEYS)
+                    keys[p] = key;
+                cnt += __popc(m);
+            }
         }
         __syncwarp();
         if (cnt != len) {

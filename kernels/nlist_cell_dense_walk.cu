@@ -691,7 +691,7 @@ double nl_dense_walk_row_estimate(const mdnl_geom *g)
 /* dense-walk (see its kernels): counting-sort binning, one walk into the
  * slab, scan, rows sorted and written, the long rows last. No
  * synchronisation until the caller's last one: the output arrays keep their
- * size from the frame before or an estimate (the mean row times 1.2), and a
+ * size from the frame before or an estimate (the mean row, half of it for a half list, times 1.2), and a
  * CSR that outgrew them is detected there and built again. */
 template <bool FULL>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
@@ -705,7 +705,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
-    size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) + 1.0)) + 1;
+    /* the output's first size: the mean row (half of it for a half list) times 1.2 */
+    size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) * (FULL ? 1.0 : 0.5) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
     /* the layout the host chose (ctx->walk_pack: the last frame's sample; the caller builds again if this

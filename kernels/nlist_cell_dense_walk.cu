@@ -61,10 +61,7 @@
  * slab read once: H100 lj-1m-liquid shuffled rows 0.452 -> 0.408 ms; the
  * kernel takes 80 registers and 17 kB a block, which would cost the
  * gathered rows 1-6 % if they shared it). Packing costs the ordered inputs
- * more (twice the slab bytes) than their gathers. The rows kernel also
- * scans the walk's counts into the row offsets (a tile a block, CUB's
- * block scan with the decoupled look-back) and writes them: no scan launch
- * of its own. A row longer than WALK_CAP is walked
+ * more (twice the slab bytes) than their gathers. A row longer than WALK_CAP is walked
  * again by a warp (walk_long_kernel, a no-op when the walk saw no such
  * row; the walk lists the long rows), a warp per row, ranked in shared
  * memory and written into its CSR slots. No host
@@ -260,6 +257,8 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
 {
     nl_grid_wait();
     constexpr int W = WALK_T / 32;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
     __shared__ walk_shared S;
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
@@ -417,29 +416,19 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
     }
 }
 
-/* The row offsets come from the walk's counts by a block scan with the
- * decoupled look-back (a tile of WALK_RT / 2 rows a block; the tile states
- * set by the binning): the rows kernel writes offsets[0..n] itself, and
- * npairs_out (flags) gets the pair count. A block whose rows end past `cap`
- * pairs writes none of them, and a CSR of more than `cap` pairs sets
- * *outgrown (the host grows the output and builds again). */
+/* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
+ * sets *outgrown and writes nothing (the host grows the output and builds
+ * again). */
 template <bool PACK>
 __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
                                                         int n,
-                                                        const unsigned long long *__restrict__ counts,
-                                                        nl_row_tiles tiles, int64_t *__restrict__ offsets,
+                                                        const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
                                                         long long *__restrict__ npairs_out, int *__restrict__ outgrown)
 {
     nl_grid_wait();
-    using plus = ::cuda::std::plus<long long>;
-    using block_scan = cub::BlockScan<long long, WALK_RT>;
-    using look_back = cub::TilePrefixCallbackOp<long long, plus, nl_row_tiles>;
-    __shared__ typename block_scan::TempStorage scan_s;
-    __shared__ typename look_back::TempStorage prefix_s;
-    __shared__ long long block_end;
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
     /* packed: the d2 rows; gathered: the staged entries' rows and the rows' positions */
     unsigned *d2s = nullptr;
@@ -459,39 +448,23 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
     const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
     const int i = i0 + r;
-    /* the row's length (past n: an empty row), then its offset: the block's
-     * exclusive sum of the rows' lengths (one term a pair) and the tiles
-     * before it (look-back) */
-    const int len = i < n ? (int)counts[i] : 0;
-    long long excl;
-    if (blockIdx.x == 0) {
-        long long block_total;
-        block_scan(scan_s).ExclusiveSum(h == 0 ? (long long)len : 0LL, excl, block_total);
-        if (threadIdx.x == 0)
-            tiles.SetInclusive(0, block_total);
-    } else {
-        look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
-        block_scan(scan_s).ExclusiveSum(h == 0 ? (long long)len : 0LL, excl, prefix);
+    /* the row's offsets (past n: offsets[n], an empty row) and the total, loaded together: one round trip */
+    const long long off = offsets[min(i, n)];
+    const long long nxt = offsets[min(i + 1, n)];
+    const long long total = offsets[n];
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        *npairs_out = total;
+        if (total > cap)
+            *outgrown = 1;
     }
-    const long long off = __shfl_sync(FULLMASK, excl, lane & ~1);
-    if (h == 0 && i < n) {
-        offsets[i] = off;
-        if (i == n - 1) {
-            offsets[n] = off + len;
-            *npairs_out = off + len;
-            if (off + len > cap)
-                *outgrown = 1;
-        }
-    }
-    if (threadIdx.x == WALK_RT - 2) /* the block's last row (empty past n) */
-        block_end = off + len;
+    if (total > cap)
+        return; /* the whole grid */
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
     __syncthreads();
-    if (block_end > cap)
-        return; /* the whole block: the host builds again, larger */
     if (i0 >= n)
         return; /* the whole warp */
+    const int len = (int)(nxt - off);
     const long long wbase = __shfl_sync(FULLMASK, off, 0);
     const long long wend = __shfl_sync(FULLMASK, off + len, 31);
     /* Rows longer than WALK_CAP are walk_long_kernel's. */
@@ -716,8 +689,7 @@ double nl_dense_walk_row_estimate(const mdnl_geom *g)
 }
 
 /* dense-walk (see its kernels): counting-sort binning, one walk into the
- * slab, rows (their offsets scanned in the same kernel) sorted and written,
- * the long rows last. No
+ * slab, scan, rows sorted and written, the long rows last. No
  * synchronisation until the caller's last one: the output arrays keep their
  * size from the frame before or an estimate (the mean row, half of it for a half list, times 1.2), and a
  * CSR that outgrew them is detected there and built again. */
@@ -725,10 +697,8 @@ template <bool FULL>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
-    nl_row_tiles tiles; /* the rows kernel's look-back (a tile a block), set by the binning */
-    constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
-    const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    const int ntiles = (int)rblocks;
+    nl_row_tiles tiles; /* the row scan's, set by the binning */
+    const int ntiles = nl_row_scan_tiles(n);
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
@@ -760,12 +730,17 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
                         (int *)ctx->flags.ptr + 1, longlist, nlong)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
+    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
+    if ((st = nl_scan_counts(ctx, n, &tiles)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     int *flags = (int *)ctx->flags.ptr;
+    constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
+    const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     if ((st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
-                        (const unsigned *)ctx->slab.ptr, n, (const unsigned long long *)ctx->counts.ptr, tiles,
-                        offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                        (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
                         (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);

@@ -691,8 +691,8 @@ double nl_dense_walk_row_estimate(const mdnl_geom *g)
 /* dense-walk (see its kernels): counting-sort binning, one walk into the
  * slab, scan, rows sorted and written, the long rows last. No
  * synchronisation until the caller's last one: the output arrays keep their
- * size from the frame before or an estimate (the mean row, half of it for a half list, times 1.2), and a
- * CSR that outgrew them is detected there and built again. */
+ * size from the frame before or an estimate (below), and a CSR that outgrew
+ * them is detected there and built again. */
 template <bool FULL>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {

@@ -180,26 +180,15 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
 /* The cell-count scan's tile states (scan_tiles_kernel). */
 using bin_tiles = cub::ScanTileState<int>;
 
-/* Atoms a thread of the binning's bin and scatter kernels: BIN_A where the
- * frame has more atoms than the device holds threads at once (a thread's
- * loads, and then its atomics, all in flight together: each kernel is one
- * round of latency instead of one a wave of blocks), else 1. */
-#define BIN_A 4
-static int bin_atoms_per_thread(int n) { return n >= (1 << 19) ? BIN_A : 1; }
-
-/* Thread per A original atoms (i0 + q 256, q < A: each q a warp's 32
- * consecutive atoms): each atom's cell's population (atomic slot); the
+/* Thread per original atom i: its cell's population (atomic slot); the
  * fullest cell's population into *maxcell (one atomic per warp at most).
  * How far the input order follows space, sampled by the first warp of every
- * 16th block (its q = 0 atoms): the atoms in the same cell as the atom
- * before them added to inorder[0], the atoms compared to inorder[1]. */
-template <int A>
-static __global__ __launch_bounds__(256) void fast_bin_kernel(const __grid_constant__ mdnl_geom g,
-                                                              const float4 *__restrict__ pos, int n,
-                                                              int *__restrict__ count, int *__restrict__ slot,
-                                                              int *__restrict__ maxcell, int *__restrict__ inorder,
-                                                              bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
-                                                              int nrtiles)
+ * 16th block: the atoms in the same cell as the atom before them added to
+ * inorder[0], the atoms compared to inorder[1]. */
+static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
+                                int *__restrict__ inorder, bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
+                                int nrtiles)
 {
     nl_grid_wait();
     /* the scans' tile states (the cells', and the rows' where asked), set
@@ -208,36 +197,24 @@ static __global__ __launch_bounds__(256) void fast_bin_kernel(const __grid_const
     tiles.InitializeStatus(ntiles);
     if (nrtiles > 0)
         rtiles.InitializeStatus(nrtiles);
-    const int i0 = blockIdx.x * (256 * A) + threadIdx.x;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
-    float4 p[A]; /* every load issued before the first is used */
-#pragma unroll
-    for (int q = 0; q < A; ++q)
-        p[q] = i0 + 256 * q < n ? pos[i0 + 256 * q] : make_float4(0.f, 0.f, 0.f, 0.f);
-    int cell[A];
-#pragma unroll
-    for (int q = 0; q < A; ++q)
-        cell[q] = i0 + 256 * q < n ? (int)mdnl_cell_linear(g, p[q].x, p[q].y, p[q].z) : -1;
+    int k = 0, cell = -1;
+    if (i < n) {
+        const float4 p = pos[i];
+        cell = (int)mdnl_cell_linear(g, p.x, p.y, p.z);
+    }
     /* one atomic per cell a warp: in an input ordered in space many lanes
      * share a cell, and same-address atomics serialise */
-    unsigned peers[A];
-    int base[A];
-#pragma unroll
-    for (int q = 0; q < A; ++q) {
-        peers[q] = __match_any_sync(FULLMASK, cell[q]);
-        base[q] = 0;
-        if (lane == __ffs(peers[q]) - 1 && cell[q] >= 0)
-            base[q] = atomicAdd(&count[cell[q]], __popc(peers[q]));
-    }
-    int kmax = 0;
-#pragma unroll
-    for (int q = 0; q < A; ++q) {
-        const int i = i0 + 256 * q;
-        const int k = __shfl_sync(FULLMASK, base[q], __ffs(peers[q]) - 1) + __popc(peers[q] & ((1u << lane) - 1u));
-        if (i < n) {
-            slot[i] = k;
-            kmax = max(kmax, k + 1);
-        }
+    const unsigned peers = __match_any_sync(FULLMASK, cell);
+    const int leader = __ffs(peers) - 1;
+    int base = 0;
+    if (lane == leader && cell >= 0)
+        base = atomicAdd(&count[cell], __popc(peers));
+    base = __shfl_sync(FULLMASK, base, leader);
+    if (i < n) {
+        k = base + __popc(peers & ((1u << lane) - 1u));
+        slot[i] = k;
     }
     /* the fullest cell: a block's maximum in shared memory, one global
      * atomic a block (a warp's read of the global maximum would be one more
@@ -246,16 +223,16 @@ static __global__ __launch_bounds__(256) void fast_bin_kernel(const __grid_const
     if (threadIdx.x == 0)
         block_max = 0;
     __syncthreads();
-    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)kmax);
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
     if (lane == 0)
         atomicMax_block(&block_max, m);
     __syncthreads();
     if (threadIdx.x == 0 && block_max > *(volatile int *)maxcell)
         atomicMax(maxcell, block_max);
     if ((blockIdx.x & 15) == 0 && threadIdx.x < 32) { /* warp-uniform */
-        const int prev = __shfl_up_sync(FULLMASK, cell[0], 1);
-        const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell[0] >= 0 && cell[0] == prev);
-        const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell[0] >= 0);
+        const int prev = __shfl_up_sync(FULLMASK, cell, 1);
+        const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell >= 0 && cell == prev);
+        const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell >= 0);
         if (lane < 2 && cmp)
             atomicAdd(&inorder[lane], __popc(lane == 0 ? same : cmp));
     }
@@ -351,44 +328,23 @@ mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int ntiles, nl_row_tiles *t
     return MDNL_OK;
 }
 
-/* Thread per A original atoms (as fast_bin_kernel's): each one's index into
- * its slot of the cell order (one 4-byte scatter an atom: in random input
- * order these writes are random); with `rank`, the slot also replaces i's
- * slot within its cell (slot[i], coalesced), the inverse of the order. */
-template <int A>
-static __global__ __launch_bounds__(256) void fast_scatter_kernel(const __grid_constant__ mdnl_geom g,
-                                                                  const float4 *__restrict__ pos, int n,
-                                                                  const int *__restrict__ start,
-                                                                  int *__restrict__ slot, int *__restrict__ order,
-                                                                  bool rank)
+/* Thread per original atom i: its index into its slot of the cell order
+ * (one 4-byte scatter an atom: in random input order these writes are
+ * random); with `rank`, the slot also replaces i's slot within its cell
+ * (slot[i], coalesced), the inverse of the order. */
+static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                           const int *__restrict__ start, int *__restrict__ slot,
+                                           int *__restrict__ order, bool rank)
 {
     nl_grid_wait();
-    const int i0 = blockIdx.x * (256 * A) + threadIdx.x;
-    float4 p[A]; /* every load issued before the first is used */
-    int k[A];
-#pragma unroll
-    for (int q = 0; q < A; ++q) {
-        const int i = i0 + 256 * q;
-        p[q] = i < n ? pos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-        k[q] = i < n ? slot[i] : 0;
-    }
-    int cell[A];
-#pragma unroll
-    for (int q = 0; q < A; ++q)
-        cell[q] = mdnl_cell_linear(g, p[q].x, p[q].y, p[q].z);
-#pragma unroll
-    for (int q = 0; q < A; ++q)
-        if (i0 + 256 * q < n)
-            k[q] += start[cell[q]];
-#pragma unroll
-    for (int q = 0; q < A; ++q) {
-        const int i = i0 + 256 * q;
-        if (i < n) {
-            order[k[q]] = i;
-            if (rank)
-                slot[i] = k[q];
-        }
-    }
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const float4 p = pos[i];
+    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
+    order[k] = i;
+    if (rank)
+        slot[i] = k;
 }
 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
@@ -442,26 +398,17 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->ttemp.ptr, tile_bytes));
     ctx->tcount_dirty = 1;
     const int nrt = row_tiles ? nrow_tiles : 0;
-    const int a = bin_atoms_per_thread(n);
-    const int nblocks = (n + 256 * a - 1) / (256 * a); /* of the bin and scatter kernels */
-    int nthreads = 256 * nblocks; /* every tile state set: */
-    nthreads = nthreads > ntiles + 32 ? nthreads : ntiles + 32;
+    int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
     nthreads = nthreads > nrt + 32 ? nthreads : nrt + 32;
-    const nl_row_tiles rt = row_tiles ? *row_tiles : nl_row_tiles();
-    int *const maxcell = (int *)ctx->flags.ptr + 2, *const inorder = (int *)ctx->flags.ptr + FLAG_INORDER;
-    if ((st = a == BIN_A ? nl_launch(fast_bin_kernel<BIN_A>, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n,
-                                     count, slot, maxcell, inorder, tiles, ntiles, rt, nrt)
-                         : nl_launch(fast_bin_kernel<1>, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n,
-                                     count, slot, maxcell, inorder, tiles, ntiles, rt, nrt)) != MDNL_OK ||
+    if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, slot,
+                        (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
+                        row_tiles ? *row_tiles : nl_row_tiles(), nrt)) != MDNL_OK ||
         (st = nl_launch(scan_tiles_kernel<int, true>, ntiles, SCAN_T, ctx->stream, count, start, ncells + 1,
                         tiles)) != MDNL_OK)
         return st;
     ctx->tcount_dirty = 0;
-    int *const order = (int *)ctx->torder.ptr;
-    if ((st = a == BIN_A ? nl_launch(fast_scatter_kernel<BIN_A>, nblocks, 256, ctx->stream, *g, pos, n,
-                                     (const int *)start, slot, order, rank)
-                         : nl_launch(fast_scatter_kernel<1>, nblocks, 256, ctx->stream, *g, pos, n,
-                                     (const int *)start, slot, order, rank)) != MDNL_OK ||
+    if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
+                        (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
         (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
                         (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
         return st;

@@ -23,6 +23,13 @@ then shuffled by the splitmix64 Fisher-Yates of seed 2024), lj-1m-liquid-sorted
  * cKDTree: build + query_ball_point(workers=--ckdtree-threads) (the full
    list as Python lists), and build + query_pairs(output_type='ndarray') for
    the half list (one thread: SciPy has no parallel query_pairs); 1 run.
+ * NVIDIA ALCHEMI Toolkit-Ops (--alchemi; nvalchemiops and warp-lang on
+   PYTHONPATH, PyTorch from the host): its PyTorch `neighbor_list` on
+   float32 tensors on the device, the library's own method choice, as a
+   plain call and on a `prepare_neighbor_list` state (with and without
+   distances); median device ms between CUDA events around each call
+   (run_alchemi). warp-lang's wheel is over the device tool's carry limit:
+   tools/bench/alchemi_pack.sh makes a carryable archive of both packages.
 
 Pair counts: vesin decides d < rc in double precision on double positions;
 mdnl decides d² < rc² in float on float positions (mdnl_pair_d2: dx, dy, dz
@@ -156,6 +163,75 @@ def run_vesin_cpu(pos, box, rc, full, threads):
     return 1e3 * (time.perf_counter() - t0), int(len(i))
 
 
+ALCHEMI_RUNS = (  # (key, method, distances): prepared states, besides the plain call
+    ("alchemi_prepared", None, False),
+    ("alchemi_prepared_d", None, True),
+    ("alchemi_tile", "cluster_tile", False),
+    ("alchemi_tile_d", "cluster_tile", True),
+)
+
+
+def run_alchemi(pos, box, rc, full, reps):
+    """NVIDIA ALCHEMI Toolkit-Ops (nvalchemiops, Warp kernels) through its
+    PyTorch API on float32 tensors already on the device: `neighbor_list`
+    as a plain call with the library's own method choice (matrix format:
+    indices, counts and shifts), then on `prepare_neighbor_list` states
+    (sized once: the library's recommended path for repeated calls) of its
+    own choice and of `cluster_tile`, each without and with distances (mdnl's
+    list has them). Median device ms between CUDA events around each call,
+    after 3 warm-ups; a configuration that fails is reported, not fatal."""
+    import torch
+    from nvalchemiops.torch.neighbors import neighbor_list, prepare_neighbor_list
+    dev = torch.device("cuda")
+    p = torch.tensor(np.mod(pos, box), dtype=torch.float32, device=dev)
+    cell = torch.tensor(np.diag(box), dtype=torch.float32, device=dev)
+    pbc = torch.tensor([True, True, True], device=dev)
+    res = {}
+
+    def timed(fn):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        t = []
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            t.append(a.elapsed_time(b))
+        return float(np.median(t))
+
+    out = {}
+
+    def plain():
+        res["o"] = neighbor_list(p, rc, cell=cell, pbc=pbc, half_fill=not full)
+
+    try:
+        out["alchemi_ms"] = timed(plain)
+        out["alchemi_pairs"] = int(res["o"][1].sum().item())
+    except Exception as e:
+        out["alchemi_error"] = f"{type(e).__name__}: {e}"[:300]
+    for key, method, dist in ALCHEMI_RUNS:
+        try:
+            extra = {"max_neighbors": 128} if method == "cluster_tile" else {}  # its default, 32, overflows
+            state = prepare_neighbor_list(p, rc, cell=cell, pbc=pbc, half_fill=not full, method=method,
+                                          return_distances=dist, **extra)
+            out[key + "_method"] = f"{state.method}/{state.strategy}"
+
+            def prepared():
+                res["o"] = neighbor_list(p, state=state)
+
+            out[key + "_ms"] = timed(prepared)
+            out[key + "_pairs"] = int(res["o"][1].sum().item())
+            del state
+        except Exception as e:
+            out[key + "_error"] = f"{type(e).__name__}: {e}"[:300]
+        res.clear()
+        torch.cuda.empty_cache()
+    return out
+
+
 def pair_check(pos, box, rc):
     """vesin's full list to rc (1 + 1e-5) on the CPU: how many pairs the
     double test (d < rc) and mdnl's float test decide differently."""
@@ -204,6 +280,8 @@ def main():
     ap.add_argument("--ckdtree-threads", type=int, default=16)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--no-cpu", action="store_true", help="skip cKDTree and vesin on the CPU")
+    ap.add_argument("--alchemi", action="store_true",
+                    help="also time NVIDIA ALCHEMI Toolkit-Ops (nvalchemiops and warp-lang importable)")
     a = ap.parse_args()
     names = a.systems.split(",")
     if a.mdnl_json:
@@ -228,6 +306,8 @@ def main():
                    "mdnl_ms": m_ms, "mdnl_pairs": m_pairs, "mdnl_valid": valid, "floor_ms": floor_ms,
                    "vesin_gpu_ms": vg_ms, "vesin_pairs": vg_pairs,
                    "vesin_cpu_ms": vc_ms, "vesin_cpu_pairs": vc_pairs}
+            if a.alchemi:
+                row.update(run_alchemi(pos, box, rc, full, a.reps))
             if ck:
                 row["ckdtree_ms"] = ck[0] if full else ck[2]
                 row["ckdtree_pairs"] = ck[1] if full else ck[3]
@@ -260,6 +340,34 @@ def main():
                      f"{fmt(r.get('vesin_cpu_ms'), 0)} | {fmt(r.get('ckdtree_ms'), 0)} | "
                      f"{ratio(r.get('ckdtree_ms'), r['mdnl_ms'])} | {ratio(r['mdnl_ms'], r['floor_ms'])} |")
     lines.append("")
+    if a.alchemi:
+        cols = [("alchemi", "plain")] + [(k, {"alchemi_prepared": "prepared", "alchemi_prepared_d": "prepared + d",
+                                              "alchemi_tile": "cluster_tile", "alchemi_tile_d": "cluster_tile + d"}[k])
+                                         for k, _, _ in ALCHEMI_RUNS]
+        lines += ["NVIDIA ALCHEMI Toolkit-Ops (PyTorch API, float32 on the device; median device ms between CUDA "
+                  "events around each call): a plain `neighbor_list` call (the library's own method), and "
+                  "`prepare_neighbor_list` states of its own method and of `cluster_tile`, without and with "
+                  "distances (+ d: mdnl's list has them); best = the fastest that ran",
+                  "",
+                  "| system | list | pairs (mdnl) | pairs (ALCHEMI) | its method | mdnl ms | "
+                  + " | ".join(f"{c} ms" for _, c in cols) + " | best / mdnl |",
+                  "|---|---|---|---|---|---|" + "---|" * len(cols) + "---|"]
+        for r in rows:
+            got = [r.get(k + "_ms") for k, _ in cols]
+            best = min((x for x in got if x is not None), default=None)
+            lines.append(f"| {r['system']} | {r['list']} | {r['mdnl_pairs']} | "
+                         f"{r.get('alchemi_pairs', r.get('alchemi_prepared_pairs', '—'))} | "
+                         f"{r.get('alchemi_prepared_method', '—')} | {fmt(r['mdnl_ms'])} | "
+                         + " | ".join(fmt(x, 2) for x in got) + f" | {ratio(best, r['mdnl_ms'])} |")
+        for r in rows:
+            for k, c in cols:
+                if k + "_error" in r:
+                    lines.append(f"- {r['system']} {r['list']}, {c}: {r[k + '_error']}")
+            for k, c in cols:
+                pk = r.get(k + "_pairs")
+                if pk is not None and r["mdnl_pairs"] is not None and pk != r["mdnl_pairs"]:
+                    lines.append(f"- {r['system']} {r['list']}, {c}: {pk} pairs (mdnl {r['mdnl_pairs']})")
+        lines.append("")
     for r in rows:
         if "pair_check" in r:
             c = r["pair_check"]

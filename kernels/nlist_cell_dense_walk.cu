@@ -735,8 +735,25 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if ((st = nl_scan_counts(ctx, n, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
-    STAGE(MDNL_CUDA_STAGE_SORT, 0);
+    /* The long rows on the side stream, beside the rows kernel: they need
+     * only the scan, and the two write disjoint rows of the CSR and of the
+     * flags (the rows kernel skips a row longer than WALK_CAP, and writes a
+     * warp's run whole only where it has none). The main stream joins them
+     * before the caller's read-back. */
     int *flags = (int *)ctx->flags.ptr;
+    MDNL_CUDA_CHECK(cudaEventRecord(ctx->fork, ctx->stream));
+    MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->side, ctx->fork, 0));
+    if ((st = nl_stage_mark_on(ctx, MDNL_CUDA_STAGE_FILL, 0, ctx->side)) != MDNL_OK)
+        return st;
+    walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ctx->side>>>(*g, ctx->view, (const int64_t *)offsets, pos, cap,
+                                                               (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
+                                                               (const int *)longlist,
+                                                               (const int *)nlong); /* grid-stride over the list */
+    MDNL_CUDA_LAUNCHED(ctx->side);
+    if ((st = nl_stage_mark_on(ctx, MDNL_CUDA_STAGE_FILL, 1, ctx->side)) != MDNL_OK)
+        return st;
+    MDNL_CUDA_CHECK(cudaEventRecord(ctx->join, ctx->side));
+    STAGE(MDNL_CUDA_STAGE_SORT, 0);
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     if ((st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
@@ -744,12 +761,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
                         (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
-    STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    if ((st = nl_launch(walk_long_kernel<FULL>, 132, LONG_W * 32, ctx->stream, *g, ctx->view,
-                        (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
-                        (const int *)longlist, (const int *)nlong)) != MDNL_OK) /* grid-stride over the list */
-        return st;
-    STAGE(MDNL_CUDA_STAGE_FILL, 1);
+    MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
     *npairs = 0;
     return MDNL_OK;

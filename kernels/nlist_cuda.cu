@@ -35,6 +35,9 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     CTX_TRY(cudaSetDevice(mdnl_cuda_device_index()));
     CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, mdnl_cuda_device_index()));
     CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CTX_TRY(cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
+    CTX_TRY(cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
+    CTX_TRY(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
     CTX_TRY(cudaMallocHost((void **)&c->h_small, 12 * sizeof(int64_t))); /* [4..]: the FLAG_INTS flags */
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         for (int b = 0; b < 2; ++b)
@@ -70,6 +73,14 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
     for (int b = 0; b < 2; ++b)
         if (c->ev_total[b])
             cudaEventDestroy(c->ev_total[b]);
+    if (c->fork)
+        cudaEventDestroy(c->fork);
+    if (c->join)
+        cudaEventDestroy(c->join);
+    if (c->side) {
+        cudaStreamSynchronize(c->side);
+        cudaStreamDestroy(c->side);
+    }
     if (c->stream)
         cudaStreamDestroy(c->stream);
     free(c);
@@ -128,14 +139,16 @@ extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
     return g->natoms <= 256 ? MDNL_METHOD_BRUTE_NOATOMIC : MDNL_METHOD_CELL;
 }
 
-mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end)
+mdnl_status nl_stage_mark_on(mdnl_cuda_ctx *c, int s, int end, cudaStream_t stream)
 {
     if (c->timing != MDNL_CUDA_TIMING_STAGES)
         return MDNL_OK;
-    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[s][end], c->stream));
+    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[s][end], stream));
     c->used[s] = 1;
     return MDNL_OK;
 }
+
+mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end) { return nl_stage_mark_on(c, s, end, c->stream); }
 
 /* nl_scan_counts, then reads back the pair count (a synchronisation) and sizes
  * the output arrays. */

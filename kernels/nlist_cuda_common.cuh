@@ -429,6 +429,8 @@ __host__ __device__ __forceinline__ bool nl_walk_packed(long long n, long long s
 
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
+    cudaStream_t side; /* dense-walk's long rows, beside its rows kernel (fork and join: the two events) */
+    cudaEvent_t fork, join;
     mdnl_dbuf pos, counts, offsets, j, d, stage, ccount, images, flags, temp;
     mdnl_dbuf slab; /* dense-walk's rows, zeroed when allocated */
     mdnl_cells_cuda cells;
@@ -457,8 +459,10 @@ struct mdnl_cuda_ctx {
 
 /* ---- host helpers (nlist_cuda.cu) ---- */
 
-/* Records stage s's start (end = 0) or end event when timing is on. */
+/* Records stage s's start (end = 0) or end event when timing is on (on
+ * ctx->stream; nl_stage_mark_on: on another stream). */
 mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end);
+mdnl_status nl_stage_mark_on(mdnl_cuda_ctx *c, int s, int end, cudaStream_t stream);
 
 #define STAGE(s, end)                                                                                                  \
     do {                                                                                                               \

@@ -35,14 +35,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     CTX_TRY(cudaSetDevice(mdnl_cuda_device_index()));
     CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, mdnl_cuda_device_index()));
     CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    {
-        /* the side stream at the highest priority: its blocks are scheduled
-         * before the main stream's pending ones (dense-walk's long rows start
-         * beside its rows kernel rather than in its tail) */
-        int lo = 0, hi = 0;
-        CTX_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-        CTX_TRY(cudaStreamCreateWithPriority(&c->side, cudaStreamNonBlocking, hi));
-    }
+    CTX_TRY(cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
     CTX_TRY(cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
     CTX_TRY(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
     CTX_TRY(cudaMallocHost((void **)&c->h_small, 12 * sizeof(int64_t))); /* [4..]: the FLAG_INTS flags */

@@ -139,16 +139,14 @@ extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
     return g->natoms <= 256 ? MDNL_METHOD_BRUTE_NOATOMIC : MDNL_METHOD_CELL;
 }
 
-mdnl_status nl_stage_mark_on(mdnl_cuda_ctx *c, int s, int end, cudaStream_t stream)
+mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end)
 {
     if (c->timing != MDNL_CUDA_TIMING_STAGES)
         return MDNL_OK;
-    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[s][end], stream));
+    MDNL_CUDA_CHECK(cudaEventRecord(c->ev[s][end], c->stream));
     c->used[s] = 1;
     return MDNL_OK;
 }
-
-mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end) { return nl_stage_mark_on(c, s, end, c->stream); }
 
 /* nl_scan_counts, then reads back the pair count (a synchronisation) and sizes
  * the output arrays. */

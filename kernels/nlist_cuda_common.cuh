@@ -459,10 +459,8 @@ struct mdnl_cuda_ctx {
 
 /* ---- host helpers (nlist_cuda.cu) ---- */
 
-/* Records stage s's start (end = 0) or end event when timing is on (on
- * ctx->stream; nl_stage_mark_on: on another stream). */
+/* Records stage s's start (end = 0) or end event when timing is on. */
 mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end);
-mdnl_status nl_stage_mark_on(mdnl_cuda_ctx *c, int s, int end, cudaStream_t stream);
 
 #define STAGE(s, end)                                                                                                  \
     do {                                                                                                               \

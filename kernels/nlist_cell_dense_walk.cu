@@ -761,13 +761,14 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    if ((st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
-                        (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                        (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN)) != MDNL_OK)
+    st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
+                   (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                   (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
+    if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
+        MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
+    if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
-    if (beside)
-        MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
     *npairs = 0;
     return MDNL_OK;

@@ -8,7 +8,6 @@
 #include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_store.cuh>
-#include <cooperative_groups.h>
 #include <cuda/std/functional>
 
 extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
@@ -192,6 +191,64 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
 /* The cell-count scan's tile states (scan_tiles_kernel). */
 using bin_tiles = cub::ScanTileState<int>;
 
+/* Thread per original atom i: its cell's population (atomic slot); the
+ * fullest cell's population into *maxcell (one atomic per warp at most).
+ * How far the input order follows space, sampled by the first warp of every
+ * 16th block: the atoms in the same cell as the atom before them added to
+ * inorder[0], the atoms compared to inorder[1]. */
+static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
+                                int *__restrict__ inorder, bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
+                                int nrtiles)
+{
+    nl_grid_wait();
+    /* the scans' tile states (the cells', and the rows' where asked), set
+     * here rather than by launches of their own (the grid has ntiles + 32
+     * and nrtiles + 32 threads or more) */
+    tiles.InitializeStatus(ntiles);
+    if (nrtiles > 0)
+        rtiles.InitializeStatus(nrtiles);
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x & 31;
+    int k = 0, cell = -1;
+    if (i < n) {
+        const float4 p = pos[i];
+        cell = (int)mdnl_cell_linear(g, p.x, p.y, p.z);
+    }
+    /* one atomic per cell a warp: in an input ordered in space many lanes
+     * share a cell, and same-address atomics serialise */
+    const unsigned peers = __match_any_sync(FULLMASK, cell);
+    const int leader = __ffs(peers) - 1;
+    int base = 0;
+    if (lane == leader && cell >= 0)
+        base = atomicAdd(&count[cell], __popc(peers));
+    base = __shfl_sync(FULLMASK, base, leader);
+    if (i < n) {
+        k = base + __popc(peers & ((1u << lane) - 1u));
+        slot[i] = k;
+    }
+    /* the fullest cell: a block's maximum in shared memory, one global
+     * atomic a block (a warp's read of the global maximum would be one more
+     * round trip after its slot's) */
+    __shared__ int block_max;
+    if (threadIdx.x == 0)
+        block_max = 0;
+    __syncthreads();
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
+    if (lane == 0)
+        atomicMax_block(&block_max, m);
+    __syncthreads();
+    if (threadIdx.x == 0 && block_max > *(volatile int *)maxcell)
+        atomicMax(maxcell, block_max);
+    if ((blockIdx.x & 15) == 0 && threadIdx.x < 32) { /* warp-uniform */
+        const int prev = __shfl_up_sync(FULLMASK, cell, 1);
+        const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell >= 0 && cell == prev);
+        const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell >= 0);
+        if (lane < 2 && cmp)
+            atomicAdd(&inorder[lane], __popc(lane == 0 ? same : cmp));
+    }
+}
+
 /* An exclusive sum out = scan of in[0..m) in one pass (a tile of SCAN_T x
  * SCAN_ITEMS values a block, CUB's block scan with the decoupled
  * look-back; the tile states set beforehand, by the binning's bin kernel
@@ -204,34 +261,34 @@ using bin_tiles = cub::ScanTileState<int>;
 #define SCAN_TILE (SCAN_T * SCAN_ITEMS)
 /* Tiles (blocks) of scan_tiles_kernel over m values. */
 static int scan_tile_count(int m) { return (m + SCAN_TILE - 1) / SCAN_TILE; }
-template <class T> union scan_smem {
-    typename cub::BlockLoad<T, SCAN_T, SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>::TempStorage load;
-    typename cub::BlockStore<T, SCAN_T, SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>::TempStorage store;
-    typename cub::BlockScan<T, SCAN_T>::TempStorage scan;
-};
-template <class T> using scan_look_back = cub::TilePrefixCallbackOp<T, ::cuda::std::plus<T>, cub::ScanTileState<T>>;
-
-/* Tile `t` of the one-pass scan (a block's SCAN_T threads; the block's
- * storage free on return). */
 template <class T, bool ZERO>
-__device__ __forceinline__ void scan_tile(T *__restrict__ in, T *__restrict__ out, int m, cub::ScanTileState<T> tiles,
-                                          int t, scan_smem<T> &tmp, typename scan_look_back<T>::TempStorage &prefix_s)
+static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict__ in, T *__restrict__ out, int m,
+                                                                   cub::ScanTileState<T> tiles)
 {
+    nl_grid_wait();
+    using plus = ::cuda::std::plus<T>;
     using load = cub::BlockLoad<T, SCAN_T, SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
     using store = cub::BlockStore<T, SCAN_T, SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
     using block_scan = cub::BlockScan<T, SCAN_T>;
-    const int base = t * SCAN_TILE;
+    using look_back = cub::TilePrefixCallbackOp<T, plus, cub::ScanTileState<T>>;
+    __shared__ union {
+        typename load::TempStorage load;
+        typename store::TempStorage store;
+        typename block_scan::TempStorage scan;
+    } tmp;
+    __shared__ typename look_back::TempStorage prefix_s;
+    const int base = blockIdx.x * SCAN_TILE;
     const int valid = min(SCAN_TILE, m - base);
     T x[SCAN_ITEMS];
     load(tmp.load).Load(in + base, x, valid, T(0));
     __syncthreads();
-    if (t == 0) {
+    if (blockIdx.x == 0) {
         T total;
         block_scan(tmp.scan).ExclusiveSum(x, x, total);
         if (threadIdx.x == 0)
             tiles.SetInclusive(0, total);
     } else {
-        scan_look_back<T> prefix(tiles, prefix_s, ::cuda::std::plus<T>{}, t);
+        look_back prefix(tiles, prefix_s, plus{}, blockIdx.x);
         block_scan(tmp.scan).ExclusiveSum(x, x, prefix);
     }
     __syncthreads(); /* every value of the tile read, and the scan's storage free */
@@ -239,22 +296,11 @@ __device__ __forceinline__ void scan_tile(T *__restrict__ in, T *__restrict__ ou
     if (ZERO)
         for (int e = threadIdx.x; e < valid; e += SCAN_T)
             in[base + e] = T(0);
-    __syncthreads(); /* the storage free for the block's next tile */
-}
-
-template <class T, bool ZERO>
-static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict__ in, T *__restrict__ out, int m,
-                                                                   cub::ScanTileState<T> tiles)
-{
-    nl_grid_wait();
-    __shared__ scan_smem<T> tmp;
-    __shared__ typename scan_look_back<T>::TempStorage prefix_s;
-    scan_tile<T, ZERO>(in, out, m, tiles, blockIdx.x, tmp, prefix_s);
 }
 
 /* The tile states of a row scan (nl_scan_counts) where the binning did not
  * set them. */
-template <class T> static __global__ void scan_tiles_init_kernel(cub::ScanTileState<T> tiles, int ntiles)
+static __global__ void scan_tiles_init_kernel(nl_row_tiles tiles, int ntiles)
 {
     nl_grid_wait();
     tiles.InitializeStatus(ntiles);
@@ -273,7 +319,7 @@ mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles)
         t = *tiles;
     } else {
         if ((st = nl_row_tiles_reserve(ctx, ntiles, &t)) != MDNL_OK ||
-            (st = nl_launch(scan_tiles_init_kernel<long long>, (ntiles + 32 + 127) / 128, 128, ctx->stream, t, ntiles)) !=
+            (st = nl_launch(scan_tiles_init_kernel, (ntiles + 32 + 127) / 128, 128, ctx->stream, t, ntiles)) !=
                 MDNL_OK)
             return st;
     }
@@ -293,93 +339,41 @@ mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int ntiles, nl_row_tiles *t
     return MDNL_OK;
 }
 
-/* The four steps of the binning in one cooperative launch (every block
- * resident; grid-wide barriers between the steps): bin, the one-pass scan of
- * the cell counts (tiles in order, a block's tiles in turn: a tile waits
- * only on tiles before it, which resident blocks reach), scatter of the
- * indices, gather of the positions. Grid-stride loops: as fast_bin_kernel,
- * scan_tiles_kernel<int, true>, fast_scatter_kernel and fast_gather_kernel
- * above, one launch instead of four. The tile states are set here where the
- * grid covers them (ntiles, nrtiles > 0), else beforehand. */
-static __global__ __launch_bounds__(SCAN_T) void coop_bin_kernel(
-    const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n, int ncells, int *__restrict__ count,
-    int *__restrict__ start, int *__restrict__ slot, int *__restrict__ order, float4 *__restrict__ spos,
-    int *__restrict__ cellof, bool rank, int *__restrict__ maxcell, int *__restrict__ inorder, bin_tiles tiles,
-    int ntiles, nl_row_tiles rtiles, int nrtiles, int ctiles)
+/* Thread per original atom i: its index into its slot of the cell order
+ * (one 4-byte scatter an atom: in random input order these writes are
+ * random); with `rank`, the slot also replaces i's slot within its cell
+ * (slot[i], coalesced), the inverse of the order. */
+static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                           const int *__restrict__ start, int *__restrict__ slot,
+                                           int *__restrict__ order, bool rank)
 {
-    namespace cg = cooperative_groups;
-    cg::grid_group grid = cg::this_grid();
     nl_grid_wait();
-    if (ntiles > 0)
-        tiles.InitializeStatus(ntiles);
-    if (nrtiles > 0)
-        rtiles.InitializeStatus(nrtiles);
-    const int lane = threadIdx.x & 31;
-    const int stride = gridDim.x * SCAN_T;
-    /* bin: each atom's slot within its cell (one atomic per cell a warp) */
-    int kmax = 0;
-    for (int b = blockIdx.x * SCAN_T; b < n; b += stride) { /* block-uniform */
-        const int i = b + threadIdx.x;
-        int cell = -1;
-        if (i < n) {
-            const float4 p = pos[i];
-            cell = (int)mdnl_cell_linear(g, p.x, p.y, p.z);
-        }
-        const unsigned peers = __match_any_sync(FULLMASK, cell);
-        const int leader = __ffs(peers) - 1;
-        int base = 0;
-        if (lane == leader && cell >= 0)
-            base = atomicAdd(&count[cell], __popc(peers));
-        base = __shfl_sync(FULLMASK, base, leader);
-        if (i < n) {
-            const int k = base + __popc(peers & ((1u << lane) - 1u));
-            slot[i] = k;
-            kmax = max(kmax, k + 1);
-        }
-        if (((b / SCAN_T) & 15) == 0 && threadIdx.x < 32) { /* the order sample, warp-uniform */
-            const int prev = __shfl_up_sync(FULLMASK, cell, 1);
-            const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell >= 0 && cell == prev);
-            const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell >= 0);
-            if (lane < 2 && cmp)
-                atomicAdd(&inorder[lane], __popc(lane == 0 ? same : cmp));
-        }
-    }
-    __shared__ int block_max;
-    if (threadIdx.x == 0)
-        block_max = 0;
-    __syncthreads();
-    kmax = (int)__reduce_max_sync(FULLMASK, (unsigned)kmax);
-    if (lane == 0 && kmax > 0)
-        atomicMax_block(&block_max, kmax);
-    __syncthreads();
-    if (threadIdx.x == 0 && block_max > *(volatile int *)maxcell)
-        atomicMax(maxcell, block_max);
-    grid.sync();
-    /* scan: start = exclusive sum of the counts, the counts zeroed */
-    {
-        __shared__ scan_smem<int> tmp;
-        __shared__ typename scan_look_back<int>::TempStorage prefix_s;
-        for (int t = blockIdx.x; t < ctiles; t += gridDim.x)
-            scan_tile<int, true>(count, start, ncells + 1, tiles, t, tmp, prefix_s);
-    }
-    grid.sync();
-    /* scatter: each atom's index into its slot of the cell order */
-    for (int i = blockIdx.x * SCAN_T + threadIdx.x; i < n; i += stride) {
-        const float4 p = __ldg(pos + i);
-        const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
-        order[k] = i;
-        if (rank)
-            slot[i] = k;
-    }
-    grid.sync();
-    /* gather: each slot's position (w = bits of i) and cell, written in order */
-    for (int k = blockIdx.x * SCAN_T + threadIdx.x; k < n; k += stride) {
-        const int i = order[k];
-        float4 p = __ldg(pos + i);
-        cellof[k] = mdnl_cell_linear(g, p.x, p.y, p.z);
-        p.w = __int_as_float(i);
-        spos[k] = p;
-    }
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const float4 p = pos[i];
+    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
+    order[k] = i;
+    if (rank)
+        slot[i] = k;
+}
+
+/* Thread per slot k of the cell order: the position (w = bits of i) and the
+ * cell of its atom, gathered (reads in random order are cheaper than the
+ * partial-sector writes of scattering them) and written coalesced. */
+static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                          const int *__restrict__ order, float4 *__restrict__ spos,
+                                          int *__restrict__ cellof)
+{
+    nl_grid_wait();
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n)
+        return;
+    const int i = order[k];
+    float4 p = __ldg(pos + i);
+    cellof[k] = mdnl_cell_linear(g, p.x, p.y, p.z);
+    p.w = __int_as_float(i);
+    spos[k] = p;
 }
 
 /* The cell list of ctx->view by an atomic counting sort (bin, a one-pass
@@ -415,44 +409,20 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->ttemp.ptr, tile_bytes));
     ctx->tcount_dirty = 1;
     const int nrt = row_tiles ? nrow_tiles : 0;
-    if (ctx->bin_blocks == 0) { /* the blocks of coop_bin_kernel the device holds at once */
-        int per_sm = 0, sms = 0;
-        MDNL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, coop_bin_kernel, SCAN_T, 0));
-        MDNL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, mdnl_cuda_device_index()));
-        ctx->bin_blocks = per_sm * sms > 0 ? per_sm * sms : 1;
-    }
-    /* the grid: every block resident (ctx->bin_blocks), no more than the atoms need */
-    int blocks = (n + SCAN_T - 1) / SCAN_T;
-    blocks = blocks > ntiles ? blocks : ntiles;
-    blocks = blocks < ctx->bin_blocks ? blocks : ctx->bin_blocks;
-    blocks = blocks > 0 ? blocks : 1;
-    const long long threads = (long long)blocks * SCAN_T;
-    const bool init_here = threads >= (long long)ntiles + 32 && threads >= (long long)nrt + 32;
-    if (!init_here) { /* a grid too small to set every tile state */
-        if ((st = nl_launch(scan_tiles_init_kernel<int>, (ntiles + 32 + 127) / 128, 128, ctx->stream, tiles, ntiles)) !=
-                MDNL_OK ||
-            (nrt > 0 && (st = nl_launch(scan_tiles_init_kernel<long long>, (nrt + 32 + 127) / 128, 128, ctx->stream,
-                                        *row_tiles, nrt)) != MDNL_OK))
-            return st;
-    }
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    attr[1].id = cudaLaunchAttributeCooperative;
-    attr[1].val.cooperative = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)blocks);
-    cfg.blockDim = dim3(SCAN_T);
-    cfg.stream = ctx->stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 2;
-    MDNL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, coop_bin_kernel, *g, pos, n, ncells, count, start, slot,
-                                       (int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr, rank,
-                                       (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles,
-                                       init_here ? ntiles : 0, row_tiles ? *row_tiles : nl_row_tiles(),
-                                       init_here ? nrt : 0, ntiles));
-    MDNL_CUDA_LAUNCHED(ctx->stream);
+    int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
+    nthreads = nthreads > nrt + 32 ? nthreads : nrt + 32;
+    if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, slot,
+                        (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
+                        row_tiles ? *row_tiles : nl_row_tiles(), nrt)) != MDNL_OK ||
+        (st = nl_launch(scan_tiles_kernel<int, true>, ntiles, SCAN_T, ctx->stream, count, start, ncells + 1,
+                        tiles)) != MDNL_OK)
+        return st;
     ctx->tcount_dirty = 0;
+    if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
+                        (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
+        (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
+                        (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
+        return st;
     ctx->view.natoms = n;
     ctx->view.ncells = ncells;
     ctx->view.start = start;

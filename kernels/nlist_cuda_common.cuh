@@ -453,7 +453,6 @@ struct mdnl_cuda_ctx {
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
-    int bin_blocks;   /* the binning's cooperative grid: its blocks resident at once (0: not yet asked) */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
 };
 

@@ -121,8 +121,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     for (int h0 = hb; h0 < he; h0 += 32) {
         const int nh = min(32, he - h0);
         float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        unsigned i2 = 0xffffffffu; /* 2i of home atom `lane` */
         if (lane < nh) {
             const float4 p = c.pos[h0 + lane];
+            i2 = 2u * (unsigned)__float_as_int(p.w);
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
             home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
             rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
@@ -132,6 +134,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         }
         /* the home atoms' bounding box */
         mdnl_warp_box(lo, hi);
+        /* half list: the smallest 2i of the home atoms; a candidate with 2j + [S > 0] at or below it is kept
+         * by none of them (the rule in take) and is dropped before the ring */
+        const int hmin2 = FULL ? 0 : (int)__reduce_min_sync(FULLMASK, i2);
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
@@ -222,8 +227,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 mdnl_warp_candidate(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
             const unsigned key = ((unsigned)__float_as_int(cd.p.w) << 5) | (unsigned)cd.code;
             const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
-            const unsigned km = __ballot_sync(FULLMASK, cd.keep);
-            if (cd.keep) {
+            const bool keep =
+                cd.keep && (FULL || 2 * __float_as_int(cd.p.w) + (cd.code > SHIFT_CODE_ZERO) > hmin2);
+            const unsigned km = __ballot_sync(FULLMASK, keep);
+            if (keep) {
                 const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
                 cp_s[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __uint_as_float(key));
                 cv_s[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], __int_as_float(self));

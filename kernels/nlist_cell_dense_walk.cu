@@ -22,7 +22,9 @@
  * against every home atom a in turn: a broadcast shared
  * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the 64 has a
  * zero shift: the same bits), the half list's rule as one integer compare
- * (2j + [S > 0] > 2i), a ballot; the hits of that ballot are appended to a's
+ * (2j + [S > 0] > 2i; a candidate at or below every home atom's 2i is
+ * dropped before the ring: H100 half lists -2 to -7 %), a ballot; the hits
+ * of that ballot are appended to a's
  * slab row together (its running count, held by lane a, plus the hit's rank
  * in the ballot). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP entries a

@@ -263,7 +263,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
                                                        unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ maxlen, int *__restrict__ longlist,
-                                                       int *__restrict__ nlong, int *__restrict__ next)
+                                                       int *__restrict__ nlong)
 {
     nl_grid_wait();
     constexpr int W = WALK_T / 32;
@@ -273,20 +273,13 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
     __syncthreads();
-    /* Warp w's first cell is its own; then each takes the next cell from the counter (zeroed with the flags),
-     * asked for before the cell it walks, so that the answer is there when it is done. */
-    const int lane = threadIdx.x & 31, nw = (int)gridDim.x * W;
-    int cell = blockIdx.x * W + (threadIdx.x >> 5);
-    while (cell < c.ncells) { /* warp-uniform */
-        int mine = 0;
-        if (lane == 0)
-            mine = atomicAdd(next, 1);
-        if (pack)
-            walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
-        else
-            walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
-        cell = nw + __shfl_sync(FULLMASK, mine, 0);
-    }
+    const int cell = blockIdx.x * W + (threadIdx.x >> 5);
+    if (cell >= c.ncells)
+        return; /* the whole warp */
+    if (pack)
+        walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
+    else
+        walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
 }
 
 /* Rows: two threads a row (lanes 2r and 2r + 1 of a warp hold row r of its
@@ -739,21 +732,12 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const size_t cj = ctx->j.cap / sizeof(int32_t), cd = ctx->d.cap / sizeof(float);
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    /* the walk's blocks: as many as the device holds at once (or one a cell's warp, if fewer), each warp
-     * taking cells until none is left (walk_walk_kernel) */
-    int &resident = ctx->walk_blocks[FULL ? 1 : 0];
-    if (resident == 0) {
-        int per_sm = 0;
-        MDNL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, walk_walk_kernel<FULL>, WALK_T, 0));
-        resident = per_sm > 0 ? per_sm * ctx->sms : 1;
-    }
-    const long long wneed = ((long long)g->ncells + WALK_T / 32 - 1) / (WALK_T / 32);
-    const unsigned wblocks = (unsigned)(wneed < resident ? wneed : resident);
+    const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
     if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,
                         (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr,
-                        (int *)ctx->flags.ptr + 1, longlist, nlong, (int *)ctx->flags.ptr + FLAG_WALKNEXT)) != MDNL_OK)
+                        (int *)ctx->flags.ptr + 1, longlist, nlong)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);

@@ -401,14 +401,12 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
  * pair count (int64), [6] their CSR outgrew the output arrays, [7]
  * dense-walk's rows longer than its slab rows, [8..9] how far the input
  * order follows space (nl_bin_unstable's sample: atoms in the cell of the
- * atom before them, atoms compared), [10] dense-walk's next cell to hand
- * out. */
-#define FLAG_INTS 11
+ * atom before them, atoms compared). */
+#define FLAG_INTS 10
 #define FLAG_NPAIRS 4
 #define FLAG_OUTGROWN 6
 #define FLAG_NLONG 7
 #define FLAG_INORDER 8
-#define FLAG_WALKNEXT 10
 
 /* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |
  * the hit's slot and d2) rather than 4-byte keys (j << 5 | shift code) from
@@ -451,8 +449,6 @@ struct mdnl_cuda_ctx {
     int deferred;     /* 1 (sparse-stage): npairs and whether the output was large enough await the caller's one sync;
                          2 (dense-walk): npairs and whether the output was large enough */
     int smem_optin;  /* the device's opt-in maximum per block */
-    int sms;         /* the device's SMs */
-    int walk_blocks[2]; /* dense-walk's walk: its blocks resident on the device (half, full); 0: not asked yet */
     int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */

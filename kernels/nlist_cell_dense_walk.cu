@@ -104,6 +104,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     const float(*const sh)[3] = S.sh;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     constexpr size_t pitch = PACK ? 2 * WALK_CAP : WALK_CAP; /* words a slab row */
+    /* a ring key is j << KSH | shift code: packed, j already where the slab entry has it (j << 6 | slot) */
+    constexpr int KSH = PACK ? 6 : 5;
     const int hb = c.start[cell], he = c.start[cell + 1];
     if (hb == he)
         return;
@@ -169,7 +171,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 #pragma unroll
             for (int cc = 0; cc < 2; ++cc) {
                 key[cc] = __float_as_uint(pj[cc].w);
-                j[cc] = (int)(key[cc] >> 5);
+                j[cc] = (int)(key[cc] >> KSH);
                 /* The half list's rule (mdnl_half_keep: j > i, or j == i with a positive shift) as one compare:
                  * 2j + [S > 0] > 2i. It also drops the home atom itself (j == i, S = 0). */
                 jj[cc] = 2 * j[cc] + ((int)(key[cc] & 31u) > SHIFT_CODE_ZERO);
@@ -201,7 +203,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                         if (hit[cc] && p[cc] < WALK_CAP) {
                             if (PACK)
                                 __stcg(reinterpret_cast<uint2 *>(row) + p[cc],
-                                       make_uint2(((unsigned)j[cc] << 6) | (unsigned)p[cc], __float_as_uint(d2[cc])));
+                                       make_uint2((key[cc] & ~63u) | (unsigned)p[cc], __float_as_uint(d2[cc])));
                             else
                                 __stcg(row + p[cc], key[cc]);
                         }
@@ -227,7 +229,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* kept only if it can be within the cutoff of the home box (a bound on every d2 below) */
             const mdnl_warp_cand cd =
                 mdnl_warp_candidate(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
-            const unsigned key = ((unsigned)__float_as_int(cd.p.w) << 5) | (unsigned)cd.code;
+            const unsigned key = ((unsigned)__float_as_int(cd.p.w) << KSH) | (unsigned)cd.code;
             const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const bool keep =
                 cd.keep && (FULL || 2 * __float_as_int(cd.p.w) + (cd.code > SHIFT_CODE_ZERO) > hmin2);

@@ -184,8 +184,7 @@ __device__ __forceinline__ void mdnl_warp_box(float (&lo)[3], float (&hi)[3])
  * warp's flat candidate fl of its range table (fe: each range's flat end,
  * 0x7fffffff past the last; kb: its first slot minus its flat start; code:
  * its shift code; q: the lane's range, which only grows as fl does). Past
- * ntot the candidate is a point at infinity with no slot (k = -1, a zero
- * shift). keep: its image can be within the cutoff of the home box [lo, hi]
+ * ntot the lane holds the last candidate again, never kept (ntot >= 1). keep: its image can be within the cutoff of the home box [lo, hi]
  * (mdnl_box_d2, a bound on every d2 of its tests, so no pair is lost). */
 struct mdnl_warp_cand {
     float4 p; /* position, w as the cell list holds it */
@@ -199,15 +198,12 @@ __device__ __forceinline__ mdnl_warp_cand mdnl_warp_candidate(const mdnl_geom &g
                                                               const float (&lo)[3], const float (&hi)[3])
 {
     mdnl_warp_cand r;
-    float4 p = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
-    int k = -1, cd = SHIFT_CODE_ZERO;
-    if (fl < ntot) {
-        while (fe[q] <= fl)
-            ++q;
-        k = kb[q] + fl;
-        cd = code[q];
-        p = c.pos[k];
-    }
+    /* a lane past ntot takes the last candidate again (no branch around the load) and keeps nothing */
+    const int f = min(fl, ntot - 1);
+    while (fe[q] <= f)
+        ++q;
+    const int k = kb[q] + f, cd = code[q];
+    const float4 p = c.pos[k];
     const float v[3] = {sh[cd][0], sh[cd][1], sh[cd][2]};
     const float bd2 = mdnl_box_d2(p, lo, hi, v);
     r.keep = fl < ntot && bd2 < g.cutoff2;

@@ -184,7 +184,9 @@ __device__ __forceinline__ void mdnl_warp_box(float (&lo)[3], float (&hi)[3])
  * warp's flat candidate fl of its range table (fe: each range's flat end,
  * 0x7fffffff past the last; kb: its first slot minus its flat start; code:
  * its shift code; q: the lane's range, which only grows as fl does). Past
- * ntot the lane holds the last candidate again, never kept (ntot >= 1). keep: its image can be within the cutoff of the home box [lo, hi]
+ * ntot the candidate is a point at infinity with no slot (k = -1, a zero
+ * shift), or with CLAMP (dense-walk: walk -1 to -2 %; the RDF walk +6 % with
+ * it) the last candidate again (ntot >= 1); never kept. keep: its image can be within the cutoff of the home box [lo, hi]
  * (mdnl_box_d2, a bound on every d2 of its tests, so no pair is lost). */
 struct mdnl_warp_cand {
     float4 p; /* position, w as the cell list holds it */
@@ -192,18 +194,29 @@ struct mdnl_warp_cand {
     int k, code;
     bool keep;
 };
+template <bool CLAMP = false>
 __device__ __forceinline__ mdnl_warp_cand mdnl_warp_candidate(const mdnl_geom &g, const mdnl_cells_view &c,
                                                               const int *fe, const int *kb, const int *code,
                                                               const float (*sh)[3], int fl, int ntot, int &q,
                                                               const float (&lo)[3], const float (&hi)[3])
 {
     mdnl_warp_cand r;
-    /* a lane past ntot takes the last candidate again (no branch around the load) and keeps nothing */
-    const int f = min(fl, ntot - 1);
-    while (fe[q] <= f)
-        ++q;
-    const int k = kb[q] + f, cd = code[q];
-    const float4 p = c.pos[k];
+    float4 p = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
+    int k = -1, cd = SHIFT_CODE_ZERO;
+    if (CLAMP) { /* the lane takes the last candidate again (no branch around the load) and keeps nothing */
+        const int f = min(fl, ntot - 1);
+        while (fe[q] <= f)
+            ++q;
+        k = kb[q] + f;
+        cd = code[q];
+        p = c.pos[k];
+    } else if (fl < ntot) {
+        while (fe[q] <= fl)
+            ++q;
+        k = kb[q] + fl;
+        cd = code[q];
+        p = c.pos[k];
+    }
     const float v[3] = {sh[cd][0], sh[cd][1], sh[cd][2]};
     const float bd2 = mdnl_box_d2(p, lo, hi, v);
     r.keep = fl < ntot && bd2 < g.cutoff2;

@@ -228,7 +228,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         for (int base = 0; base < ntot; base += 32) {
             /* kept only if it can be within the cutoff of the home box (a bound on every d2 below) */
             const mdnl_warp_cand cd =
-                mdnl_warp_candidate(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
+                mdnl_warp_candidate<true>(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
             const unsigned key = ((unsigned)__float_as_int(cd.p.w) << KSH) | (unsigned)cd.code;
             const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const bool keep =

@@ -185,8 +185,9 @@ __device__ __forceinline__ void mdnl_warp_box(float (&lo)[3], float (&hi)[3])
  * 0x7fffffff past the last; kb: its first slot minus its flat start; code:
  * its shift code; q: the lane's range, which only grows as fl does). Past
  * ntot the candidate is a point at infinity with no slot (k = -1, a zero
- * shift), or with CLAMP (dense-walk: walk -1 to -2 %; the RDF walk +6 % with
- * it) the last candidate again (ntot >= 1); never kept. keep: its image can be within the cutoff of the home box [lo, hi]
+ * shift), or with CLAMP the last candidate again (ntot >= 1; H100: dense-walk's
+ * walk -1 to -2 %, the RDF walk +5 to +9 %, so only dense-walk clamps); never
+ * kept. keep: its image can be within the cutoff of the home box [lo, hi]
  * (mdnl_box_d2, a bound on every d2 of its tests, so no pair is lost). */
 struct mdnl_warp_cand {
     float4 p; /* position, w as the cell list holds it */
@@ -203,17 +204,12 @@ __device__ __forceinline__ mdnl_warp_cand mdnl_warp_candidate(const mdnl_geom &g
     mdnl_warp_cand r;
     float4 p = make_float4(INFINITY, INFINITY, INFINITY, 0.f);
     int k = -1, cd = SHIFT_CODE_ZERO;
-    if (CLAMP) { /* the lane takes the last candidate again (no branch around the load) and keeps nothing */
-        const int f = min(fl, ntot - 1);
+    /* CLAMP: a lane past ntot takes the last candidate again (no branch around the load) */
+    const int f = CLAMP ? min(fl, ntot - 1) : fl;
+    if (CLAMP || fl < ntot) {
         while (fe[q] <= f)
             ++q;
         k = kb[q] + f;
-        cd = code[q];
-        p = c.pos[k];
-    } else if (fl < ntot) {
-        while (fe[q] <= fl)
-            ++q;
-        k = kb[q] + fl;
         cd = code[q];
         p = c.pos[k];
     }

@@ -112,7 +112,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     int ntot; /* the cell's candidates */
     {
         /* its candidate ranges, flat [fs, fe) from slot kb, in a table */
-        const warp_ranges r = warp_list_ranges<FULL>(g, c, cell, lane);
+        const warp_ranges r = warp_list_ranges(g, c, cell, lane);
         fe_s[w * 32 + lane] = r.fe; /* 0x7fffffff past the last range */
         kb_s[w * 32 + lane] = r.kb - r.fs;
         code_s[w * 32 + lane] = r.code;
@@ -151,27 +151,17 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
             float4 pj[2], pv[2];
-            int self[2], ks[2];
+            int self[2];
 #pragma unroll
             for (int cc = 0; cc < 2; ++cc) {
                 pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __uint_as_float(SHIFT_CODE_ZERO));
                 pv[cc] = make_float4(0.f, 0.f, 0.f, 0.f);
-                self[cc] = FULL ? INT_MAX : -1;
-                ks[cc] = -1;
+                self[cc] = -1;
                 if (lane + 32 * cc < count) {
                     const int slot = rbase + ((head + 32 * cc + lane) & 127);
                     pj[cc] = cp_s[slot];
                     pv[cc] = cv_s[slot];
-                    if (FULL) {
-                        /* w: the candidate's slot; a home-cell candidate (S = 0) is tested only by the home
-                         * atoms before it (each pair of the cell once), any other by all */
-                        ks[cc] = __float_as_int(pv[cc].w);
-                        const bool homecell = (__float_as_uint(pj[cc].w) & 31u) == SHIFT_CODE_ZERO && ks[cc] >= hb &&
-                                              ks[cc] < he;
-                        self[cc] = homecell ? ks[cc] - h0 : INT_MAX;
-                    } else {
-                        self[cc] = __float_as_int(pv[cc].w);
-                    }
+                    self[cc] = __float_as_int(pv[cc].w);
                 }
             }
             __syncwarp(); /* its reads before the next writes */
@@ -189,7 +179,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
              * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
              * the square erases: the same bits, three adds fewer a test). */
-            unsigned mk[2] = {0u, 0u}; /* full list: the home atoms each candidate hit */
             auto test = [&](auto zero, auto ncand) {
                 constexpr bool Z = decltype(zero)::value;
                 constexpr int C = decltype(ncand)::value; /* candidates a lane: 1 where the batch has at most 32 */
@@ -202,10 +191,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc) {
                         d2[cc] = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
-                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] > a : jj[cc] > __float_as_int(pa.w));
+                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
-                        if (FULL && hit[cc])
-                            mk[cc] |= 1u << a;
                     }
                     const int ca = __shfl_sync(FULLMASK, cnt, a);
                     const int n0 = __popc(m[0]);
@@ -236,41 +223,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 else
                     test(std::false_type{}, std::integral_constant<int, 1>{});
             }
-            if constexpr (FULL) {
-                /* each pair once: candidate j's row gets the home atoms it hit, (i, -S), from the top of its
-                 * slab row down; its count's high half (an atomic: other cells' warps add to it too) gives
-                 * their places. The d2 of (j, i, -S) has the bits of (i, j, S)'s. */
-#pragma unroll
-                for (int cc = 0; cc < 2; ++cc) {
-                    unsigned m = mk[cc];
-                    if (m == 0u)
-                        continue;
-                    const int nb = __popc(m);
-                    const unsigned long long old =
-                        atomicAdd(counts + j[cc], (unsigned long long)nb << 32);
-                    const int bo = (int)(old >> 32), tot = (int)(unsigned)old + bo;
-                    if (tot <= WALK_CAP && tot + nb > WALK_CAP) { /* the row passes the slab row here: once */
-                        longlist[atomicAdd(nlong, 1)] = ks[cc];
-                        atomicMax(maxlen, tot + nb);
-                    }
-                    unsigned *const row = slab + (size_t)j[cc] * pitch;
-                    const unsigned rcode = 2u * SHIFT_CODE_ZERO - (key[cc] & 31u); /* the code of -S */
-                    for (int b = bo; m != 0u; ++b) {
-                        const int a = __ffs(m) - 1;
-                        m &= m - 1u;
-                        if (b < WALK_CAP) {
-                            const int slot = WALK_CAP - 1 - b;
-                            const float4 pa = home_s[hbase + a];
-                            if (PACK)
-                                __stcg(reinterpret_cast<uint2 *>(row) + slot,
-                                       make_uint2(((unsigned)__float_as_int(pa.w) << 6) | (unsigned)slot,
-                                                  __float_as_uint(mdnl_cand_d2<false>(pa, pj[cc], pv[cc]))));
-                            else
-                                __stcg(row + slot, ((unsigned)__float_as_int(pa.w) << 5) | rcode);
-                        }
-                    }
-                }
-            }
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {
@@ -278,8 +230,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const mdnl_warp_cand cd =
                 mdnl_warp_candidate<true>(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
             const unsigned key = ((unsigned)__float_as_int(cd.p.w) << KSH) | (unsigned)cd.code;
-            /* the home atom this candidate is, at S = 0; the full list: its slot */
-            const int self = FULL ? cd.k : cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1;
+            const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const bool keep =
                 cd.keep && (FULL || 2 * __float_as_int(cd.p.w) + (cd.code > SHIFT_CODE_ZERO) > hmin2);
             const unsigned km = __ballot_sync(FULLMASK, keep);
@@ -297,26 +248,13 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         if (nk > 0)
             take(nk);
         if (lane < nh) {
-            if (FULL) {
-                /* the row's own hits: the count's low half (the rest come from other cells, above) */
-                const unsigned long long old =
-                    atomicAdd(counts + __float_as_int(home_s[hbase + lane].w), (unsigned long long)cnt);
-                const int tot = (int)(unsigned)old + (int)(old >> 32);
-                if (tot <= WALK_CAP && tot + cnt > WALK_CAP) {
-                    longlist[atomicAdd(nlong, 1)] = h0 + lane;
-                    atomicMax(maxlen, tot + cnt);
-                }
-            } else {
-                counts[__float_as_int(home_s[hbase + lane].w) >> 1] = (unsigned long long)cnt;
-                longest = max(longest, cnt);
-                if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
-                    longlist[atomicAdd(nlong, 1)] = h0 + lane;
-            }
+            counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
+            longest = max(longest, cnt);
+            if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
+                longlist[atomicAdd(nlong, 1)] = h0 + lane;
         }
         __syncwarp(); /* home_s, rowp_s and the ring are refilled by the next 32 */
     }
-    if (FULL)
-        return;
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)longest);
     if (lane == 0 && m > *(volatile int *)maxlen)
         atomicMax(maxlen, m);
@@ -331,8 +269,8 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
 {
     nl_grid_wait();
     constexpr int W = WALK_T / 32;
-    if (!FULL && blockIdx.x == 0 && threadIdx.x == 0)
-        counts[c.natoms] = 0; /* the scan's last term: the walk writes every count (the full list's: cleared) */
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
     __shared__ walk_shared S;
     if (threadIdx.x < 27)
         shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
@@ -425,14 +363,13 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
  * the entries up to the longest row (qmax pairs; a shorter row's tail holds
  * an earlier frame's entries, or the zeros the slab was allocated with, and
  * is never used). */
-__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, const int2 *__restrict__ seg,
+__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
                                               unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
 {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
     for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
         const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
-        const int2 sg = seg[row];
-        if (2 * q < sg.x || 2 * q + 1 >= sg.y) {
+        if (q < qmax) {
             const uint4 u = __ldcs(s4 + e);
             *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
             *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
@@ -498,7 +435,6 @@ template <bool PACK>
 __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
                                                         int n,
-                                                        const unsigned long long *__restrict__ counts,
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
@@ -520,7 +456,6 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         pis = pi_s[threadIdx.x >> 5];
     }
     __shared__ float sh[27][3];
-    __shared__ int2 seg_s[WALK_RT / 32][ROWS_W]; /* a row's entries: slots [0, x) and [y, WALK_CAP) */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
     const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
@@ -529,7 +464,6 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const long long off = offsets[min(i, n)];
     const long long nxt = offsets[min(i + 1, n)];
     const long long total = offsets[n];
-    const unsigned long long cnt2 = counts[min(i, n)]; /* the row's own hits in the low half (full list) */
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *npairs_out = total;
         if (total > cap)
@@ -547,47 +481,41 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const long long wend = __shfl_sync(FULLMASK, off + len, 31);
     /* Rows longer than WALK_CAP are walk_long_kernel's. */
     const bool mine = len <= WALK_CAP;
-    /* a slab row: its own hits from slot 0 up (cf of them), the other cells' (full list) from WALK_CAP down */
-    const int cf = mine ? (int)(unsigned)cnt2 : 0, ctop = mine ? WALK_CAP - (len - cf) : WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
-    const bool anytop = __any_sync(FULLMASK, ctop < WALK_CAP);
     unsigned *const st = stage_s[w];
-    int2 *const seg = seg_s[w];
-    if (h == 0)
-        seg[r] = make_int2(cf, ctop);
-    __syncwarp();
     const int nrows = min(ROWS_W, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
+    const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if constexpr (PACK) {
-        walk_rows_stage(prows, nrows, seg, st, d2s, lane);
+        walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
     } else {
-        /* the warp's rows, 16 bytes a lane, into shared memory (the words
-         * that hold a row's entries; the rest of a word holds an earlier
-         * frame's keys, or the zeros the slab was allocated with, and is
-         * masked below) */
+        /* the warp's rows, 16 bytes a lane, into shared memory (the words up
+         * to the longest row: a shorter row's tail holds an earlier frame's
+         * keys, or the zeros the slab was allocated with, and is masked
+         * below) */
+        const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
         const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
         for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
             const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-            const int2 sg = seg[row];
-            if (4 * q < sg.x || 4 * q + 3 >= sg.y)
+            if (q < qmax)
                 *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
         }
     }
     __syncwarp();
-    /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32 slots from the bottom) */
-    const int hk = wmax <= WALK_CAP / 2 && !anytop ? WALK_CAP / 4 : WALK_CAP / 2;
+    /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32) */
+    const int hk = wmax <= WALK_CAP / 2 ? WALK_CAP / 4 : WALK_CAP / 2;
     const int e0 = h * hk;
     unsigned x[WALK_CAP / 2];
 #pragma unroll
     for (int q = 0; q < WALK_CAP / 8; ++q) {
         uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
         const int e = e0 + 4 * q;
-        if (4 * q < hk && (e < cf || e + 3 >= ctop))
+        if (mine && 4 * q < hk && e < len)
             u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e);
-        x[4 * q] = e < cf || e >= ctop ? u.x : ~0u;
-        x[4 * q + 1] = e + 1 < cf || e + 1 >= ctop ? u.y : ~0u;
-        x[4 * q + 2] = e + 2 < cf || e + 2 >= ctop ? u.z : ~0u;
-        x[4 * q + 3] = e + 3 < cf || e + 3 >= ctop ? u.w : ~0u;
+        x[4 * q] = e < len ? u.x : ~0u;
+        x[4 * q + 1] = e + 1 < len ? u.y : ~0u;
+        x[4 * q + 2] = e + 2 < len ? u.z : ~0u;
+        x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
     }
     /* gathered: the row's own position, loaded before the sort (in flight while it runs) */
     const float4 pi = !PACK && i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -786,8 +714,6 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if (FULL) /* the full list's counts are added to by every cell whose walk finds the row's atom */
-        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
     if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
@@ -818,7 +744,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-    if ((st = nl_scan_counts(ctx, n, &tiles, FULL)) != MDNL_OK)
+    if ((st = nl_scan_counts(ctx, n, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     /* The long rows on the side stream, beside the rows kernel: they need
@@ -847,8 +773,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
-                   (const unsigned *)ctx->slab.ptr, n, (const unsigned long long *)ctx->counts.ptr,
-                   (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                   (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
                    (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));

@@ -261,7 +261,7 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
 #define SCAN_TILE (SCAN_T * SCAN_ITEMS)
 /* Tiles (blocks) of scan_tiles_kernel over m values. */
 static int scan_tile_count(int m) { return (m + SCAN_TILE - 1) / SCAN_TILE; }
-template <class T, bool ZERO, bool SPLIT = false>
+template <class T, bool ZERO>
 static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict__ in, T *__restrict__ out, int m,
                                                                    cub::ScanTileState<T> tiles)
 {
@@ -281,10 +281,6 @@ static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict
     const int valid = min(SCAN_TILE, m - base);
     T x[SCAN_ITEMS];
     load(tmp.load).Load(in + base, x, valid, T(0));
-    if constexpr (SPLIT) /* a row's count in two halves (dense-walk's full list): their sum */
-#pragma unroll
-        for (int k = 0; k < SCAN_ITEMS; ++k)
-            x[k] = (x[k] & T(0xffffffff)) + (x[k] >> 32);
     __syncthreads();
     if (blockIdx.x == 0) {
         T total;
@@ -311,9 +307,8 @@ static __global__ void scan_tiles_init_kernel(nl_row_tiles tiles, int ntiles)
 }
 
 /* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
- * waiting (nlist_cuda_common.cuh); split: each count is the sum of its low
- * and high 32 bits. */
-mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles, bool split)
+ * waiting (nlist_cuda_common.cuh). */
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles)
 {
     long long *counts = (long long *)ctx->counts.ptr; /* each below 2^63 */
     long long *offsets = (long long *)ctx->offsets.ptr;
@@ -328,9 +323,6 @@ mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles,
                 MDNL_OK)
             return st;
     }
-    if (split)
-        return nl_launch(scan_tiles_kernel<long long, false, true>, ntiles, SCAN_T, ctx->stream, counts, offsets,
-                         n + 1, t);
     return nl_launch(scan_tiles_kernel<long long, false>, ntiles, SCAN_T, ctx->stream, counts, offsets, n + 1, t);
 }
 

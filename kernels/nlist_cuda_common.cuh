@@ -331,11 +331,7 @@ struct warp_ranges {
 /* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
  * mdnl_for_each_pair) and z segment t % nzs, so all the cell-offset loads of
  * one atom are in flight together (one load latency, not one per range);
- * empty or skipped ranges have length 0. A warp scan flattens them. HALF:
- * the half stencil, each pair of cells once: the columns after the home
- * column (dx, dy) > (0, 0), whole, and the home column from the home cell
- * up (the home cell's own pairs are the caller's to halve). */
-template <bool HALF = false>
+ * empty or skipped ranges have length 0. A warp scan flattens them. */
 __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin,
                                                         int lane)
 {
@@ -371,10 +367,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
             zend = zhi;
         if (zend > zhi)
             zend = zhi;
-        const int home = g.stencil[0] * w1 + g.stencil[1];
-        if (HALF && col == home)
-            z = z > cz ? z : cz;
-        if (ok && !(HALF && (col < home || z > zend))) {
+        if (ok) {
             const int row = (x * n1 + y) * n2;
             kb = c.start[row + z - s2 * n2];
             len = c.start[row + zend - s2 * n2 + 1] - kb;
@@ -484,7 +477,7 @@ using nl_row_tiles = cub::ScanTileState<long long>;
  * waiting, in one pass (CUB's block scan with the decoupled look-back); the
  * tile states `tiles` (nl_row_tiles_reserve, nl_row_scan_tiles(n) of them)
  * already set by the binning, or, without them, set by a launch here. */
-mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles = nullptr, bool split = false);
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles = nullptr);
 int nl_row_scan_tiles(int n);
 /* ntiles row scan tile states in ctx->temp (not yet set): nl_scan_counts'
  * (nl_row_scan_tiles(n) of them) or sparse-stage's rows kernel's. */

@@ -138,9 +138,9 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * ptxas alone takes 52: 9 blocks): its thread-per-atom loop is bound by
  * issue and load latency, and the extra warps hide more of it (H100,
  * graphene-1m: walk 0.049 -> 0.046 ms, totals -2 to -4.5 %; 16 blocks at 32
- * registers spill in the loop and lose 4-8 %). K = 8 keeps its own 8. */
+ * registers spill in the loop and lose 4-8 %). K = 8 is left to ptxas (0: no minimum). */
 template <bool FULL, int K>
-__global__ __launch_bounds__(128, K == 4 ? 12 : 8) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                           uint64_t *__restrict__ stage,
                                                           unsigned long long *__restrict__ counts,
                                                           nl_row_tiles tiles, int ntiles)

@@ -51,12 +51,9 @@ __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__
  * with the same image shift are one contiguous range of the cell order, so
  * the walk takes 2 stencil[0] + 1 ranges (fewer when y wraps) instead of one
  * per column: fewer dependent start[] loads before the first position load.
- * Otherwise it is mdnl_for_each_pair itself. TABLE: each range's shift
- * vector from sh, by shift code (shift_vector_of_code, the same floats),
- * instead of computed. */
-template <bool TABLE = false, class F>
-__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f,
-                                                  const float (*sh)[3] = nullptr)
+ * Otherwise it is mdnl_for_each_pair itself. */
+template <class F>
+__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
 {
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
     /* Every z range is the whole column on an open axis with n2 <= stencil + 1
@@ -86,14 +83,7 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
             if (dlast > g.stencil[1])
                 dlast = g.stencil[1];
             float v[3];
-            if constexpr (TABLE) {
-                const int code = shift_code(s0, s1, 0);
-                v[0] = sh[code][0];
-                v[1] = sh[code][1];
-                v[2] = sh[code][2];
-            } else {
-                mdnl_shift_vector(&g, s0, s1, 0, v);
-            }
+            mdnl_shift_vector(&g, s0, s1, 0, v);
             const int zero = s0 == 0 && s1 == 0;
             const int kb = c.start[(x * n1 + y) * n2];
             const int ke = c.start[(x * n1 + y + (dlast - dy) + 1) * n2];
@@ -159,10 +149,6 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
     /* the rows kernel's tile states, set here rather than by a launch of
      * their own (the grid has n threads, 128 at least: ntiles + 32 or more) */
     tiles.InitializeStatus(ntiles);
-    __shared__ float sh[27][3]; /* the image shift vectors, by shift code */
-    if (threadIdx.x < 27)
-        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
-    __syncthreads();
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= c.natoms)
         return;
@@ -172,7 +158,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
 #pragma unroll
     for (int q = 0; q < K; ++q)
         r[q] = ~0ull;
-    walk_pairs_merged<true>(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
         if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
             /* pushed in front (moves, no compares); a row of more than K
              * keeps its last K, unused: it is walked again */
@@ -182,7 +168,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
             r[0] = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
             ++k;
         }
-    }, sh);
+    });
     thread_bitonic<K>(r);
     ulonglong2 *row = (ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll

@@ -115,21 +115,16 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * (empty slots hold ~0, after every key) and d = sqrt(d2) is taken of the
  * kept ones: within a j, d2 >= 0 orders like d (sqrt is monotone; two d2
  * with one d give identical keys), so the row is the one mdnl_row_key
- * sorts. The K keys go to the stage as one row, 16-byte stores, the row's
- * true length to counts[i]. The stage's rows are by slot (stage[s * K ..]: a
- * warp's rows one contiguous run whatever the input order) or, where the
- * frame before's binning sample found the input order following space
- * (ctx->sparse_byrow: as dense-walk's gathered layout, 1 in 16 sampled atoms
- * or more in the cell of the atom before them), by original row (stage[i *
- * K ..]: the warp's rows nearly contiguous, and the rows kernel reads its
- * rows without the rank's dependent load).
+ * sorts. The K keys go to the stage as one row (stage[s * K ..], 16-byte
+ * stores: a warp's rows are one contiguous run), the row's true length to
+ * counts[i].
  *
  * Rows (sparse_rows_kernel). Mapping: thread per original row i, a block per
  * tile of SPARSE_T rows. The row offsets are a single-pass scan across the
  * blocks: CUB's block scan with the decoupled look-back of its device scan
  * (a block publishes its count, then its inclusive prefix once its
  * predecessors' are known), so each thread writes offsets[i]. Its staged row
- * (at i or at rank[i], one sector whatever the input order) is loaded
+ * (stage[rank[i] * K ..], one sector whatever the input order) is loaded
  * before the scan; the block's rows, one run of the CSR, are put together
  * in shared memory and written by the whole block with coalesced stores
  * (H100: graphene-1m rows 0.050 -> 0.042 ms). A block with a row longer
@@ -148,7 +143,7 @@ template <bool FULL, int K>
 __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                           uint64_t *__restrict__ stage,
                                                           unsigned long long *__restrict__ counts,
-                                                          nl_row_tiles tiles, int ntiles, bool byrow)
+                                                          nl_row_tiles tiles, int ntiles)
 {
     nl_grid_wait();
     /* the rows kernel's tile states, set here rather than by a launch of
@@ -175,7 +170,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
         }
     });
     thread_bitonic<K>(r);
-    ulonglong2 *row = (ulonglong2 *)(stage + (size_t)(byrow ? i : s) * K);
+    ulonglong2 *row = (ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll
     for (int q = 0; q < K; q += 2) {
         ulonglong2 v;
@@ -197,7 +192,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
                                                                nl_row_tiles tiles, long long limit,
                                                                int64_t *__restrict__ offsets,
                                                                int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                               int *__restrict__ flags, bool byrow)
+                                                               int *__restrict__ flags)
 {
     nl_grid_wait();
     using plus = ::cuda::std::plus<long long>;
@@ -210,7 +205,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     const long long k = i < n ? (long long)counts[i] : 0;
     /* the staged row is loaded before the scan, which it does not depend
      * on: its latency overlaps the block scan's and the look-back's */
-    const int s = i < n ? (byrow ? i : c.rank[i]) : 0; /* the staged row's place */
+    const int s = i < n ? c.rank[i] : 0;
     ulonglong2 row[K / 2];
 #pragma unroll
     for (int q = 0; q < K; q += 2)
@@ -278,8 +273,7 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
         put_row(j_out + off, d_out + off);
         return;
     }
-    const int slot = c.rank[i];
-    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, slot, f); }, i, off, k, j_out, d_out, flags);
+    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, off, k, j_out, d_out, flags);
 }
 
 template <bool FULL, int K>
@@ -288,8 +282,7 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
 {
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     mdnl_status st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
-                               (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles,
-                               ctx->sparse_byrow != 0);
+                               (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
@@ -297,7 +290,7 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
     if ((st = nl_launch(sparse_rows_kernel<FULL, K>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
                         (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
                         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-                        (int *)ctx->flags.ptr, ctx->sparse_byrow != 0)) != MDNL_OK)
+                        (int *)ctx->flags.ptr)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;

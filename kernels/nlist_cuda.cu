@@ -570,9 +570,6 @@ again:
         }
     } else if (ctx->deferred) { /* sparse-stage */
         memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
-        /* the next build's stage layout, from this frame's sample (speed only: the CSR is the same):
-         * by original row where 1 in 16 sampled atoms or more share the cell of the atom before them */
-        ctx->sparse_byrow = 16LL * h_flags[FLAG_INORDER] >= (long long)h_flags[FLAG_INORDER + 1];
         if (h_flags[FLAG_OUTGROWN]) {
             /* the CSR passed stage_cap pairs an atom (rows past it were not
              * written): size it from the pair count and build again */

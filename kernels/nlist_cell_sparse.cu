@@ -52,22 +52,18 @@ __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__
  * the walk takes 2 stencil[0] + 1 ranges (fewer when y wraps) instead of one
  * per column: fewer dependent start[] loads before the first position load.
  * Otherwise it is mdnl_for_each_pair itself. */
-template <bool IND = false, class F>
-__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f,
-                                                  const float4 *__restrict__ opos = nullptr)
+template <class F>
+__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
 {
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
     /* Every z range is the whole column on an open axis with n2 <= stencil + 1
      * cells (cz - st <= 0 and cz + st >= n2 - 1 for every cz); else the z
-     * range may miss part of a column, or wrap. IND (positions through the
-     * order, the binning's gather skipped): the host's nl_sparse_flat holds. */
-    if constexpr (!IND) {
-        if (g.pbc[2] || g.stencil[2] < n2 - 1) {
-            mdnl_for_each_pair(g, c, i_sorted, f);
-            return;
-        }
+     * range may miss part of a column, or wrap. */
+    if (g.pbc[2] || g.stencil[2] < n2 - 1) {
+        mdnl_for_each_pair(g, c, i_sorted, f);
+        return;
     }
-    const float4 pi = IND ? opos[c.order[i_sorted]] : c.pos[i_sorted];
+    const float4 pi = c.pos[i_sorted];
     /* the atom's cell, as the binning found it (mdnl_cell_linear, the same
      * floats and operations): cheaper than dividing c.cell[i_sorted] */
     const int cx = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 0);
@@ -93,13 +89,12 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
             const int ke = c.start[(x * n1 + y + (dlast - dy) + 1) * n2];
 #pragma unroll 4
             for (int k = kb; k < ke; ++k) {
-                const int jo = IND ? c.order[k] : 0;
-                const float4 pj = IND ? opos[jo] : c.pos[k];
+                const float4 pj = c.pos[k];
                 if (zero && k == i_sorted)
                     continue;
                 const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                 if (d2 < g.cutoff2)
-                    f(IND ? jo : __float_as_int(pj.w), d2, s0, s1, 0);
+                    f(__float_as_int(pj.w), d2, s0, s1, 0);
             }
             dy = dlast + 1;
         }
@@ -144,12 +139,11 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * issue and load latency, and the extra warps hide more of it (H100,
  * graphene-1m: walk 0.049 -> 0.046 ms, totals -2 to -4.5 %; 16 blocks at 32
  * registers spill in the loop and lose 4-8 %). K = 8 is left to ptxas (0: no minimum). */
-template <bool FULL, int K, bool IND>
+template <bool FULL, int K>
 __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                           uint64_t *__restrict__ stage,
                                                           unsigned long long *__restrict__ counts,
-                                                          nl_row_tiles tiles, int ntiles,
-                                                          const float4 *__restrict__ opos)
+                                                          nl_row_tiles tiles, int ntiles)
 {
     nl_grid_wait();
     /* the rows kernel's tile states, set here rather than by a launch of
@@ -164,7 +158,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
 #pragma unroll
     for (int q = 0; q < K; ++q)
         r[q] = ~0ull;
-    walk_pairs_merged<IND>(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
         if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
             /* pushed in front (moves, no compares); a row of more than K
              * keeps its last K, unused: it is walked again */
@@ -174,7 +168,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
             r[0] = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
             ++k;
         }
-    }, opos);
+    });
     thread_bitonic<K>(r);
     ulonglong2 *row = (ulonglong2 *)(stage + (size_t)s * K);
 #pragma unroll
@@ -191,15 +185,14 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
 
 #define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
 
-template <bool FULL, int K, bool IND>
+template <bool FULL, int K>
 __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                                const uint64_t *__restrict__ stage,
                                                                const unsigned long long *__restrict__ counts,
                                                                nl_row_tiles tiles, long long limit,
                                                                int64_t *__restrict__ offsets,
                                                                int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                               int *__restrict__ flags,
-                                                               const float4 *__restrict__ opos)
+                                                               int *__restrict__ flags)
 {
     nl_grid_wait();
     using plus = ::cuda::std::plus<long long>;
@@ -280,25 +273,24 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
         put_row(j_out + off, d_out + off);
         return;
     }
-    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged<IND>(g, c, s, f, opos); }, i, off, k, j_out, d_out,
-                              flags);
+    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, off, k, j_out, d_out, flags);
 }
 
-template <bool FULL, int K, bool IND>
-static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
-                                       nl_row_tiles tiles, int ntiles, long long limit)
+template <bool FULL, int K>
+static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, nl_row_tiles tiles,
+                                       int ntiles, long long limit)
 {
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    mdnl_status st = nl_launch(sparse_walk_kernel<FULL, K, IND>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
-                               (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles, pos);
+    mdnl_status st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
+                               (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    if ((st = nl_launch(sparse_rows_kernel<FULL, K, IND>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
+    if ((st = nl_launch(sparse_rows_kernel<FULL, K>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
                         (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
                         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-                        (int *)ctx->flags.ptr, pos)) != MDNL_OK)
+                        (int *)ctx->flags.ptr)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;
@@ -310,11 +302,8 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
 {
     const double cand = nl_cell_candidates(g); /* candidates per atom */
     mdnl_status st;
-    /* positions through the cell order (no gather) where the frame before's order followed space and the sheet
-     * is flat (walk_pairs_merged's merged ranges) */
-    const bool ind = ctx->sparse_direct && nl_sparse_flat(g);
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n, true, nullptr, 0, !ind)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, true)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* No synchronisation until the caller's last one: the output is sized
@@ -331,13 +320,8 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
         (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
-    if (K == 4)
-        st = ind ? launch_sparse_stage<FULL, 4, true>(ctx, g, pos, n, tiles, ntiles, (long long)most)
-                 : launch_sparse_stage<FULL, 4, false>(ctx, g, pos, n, tiles, ntiles, (long long)most);
-    else
-        st = ind ? launch_sparse_stage<FULL, 8, true>(ctx, g, pos, n, tiles, ntiles, (long long)most)
-                 : launch_sparse_stage<FULL, 8, false>(ctx, g, pos, n, tiles, ntiles, (long long)most);
-    if (st != MDNL_OK)
+    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most)
+                     : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most)) != MDNL_OK)
         return st;
     ctx->deferred = 1; /* the caller reads flags (pair count included) back */
     *npairs = 0;

@@ -383,7 +383,7 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
  * path sorts its rows; energy and rdf keep the stable list of
  * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank,
-                            const nl_row_tiles *row_tiles, int nrow_tiles, bool gather)
+                            const nl_row_tiles *row_tiles, int nrow_tiles)
 {
     mdnl_status st;
     const int ncells = (int)g->ncells;
@@ -420,17 +420,15 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     ctx->tcount_dirty = 0;
     if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
                         (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
-        (gather && (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
-                                   (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) !=
-                       MDNL_OK))
+        (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
+                        (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
         return st;
     ctx->view.natoms = n;
     ctx->view.ncells = ncells;
     ctx->view.start = start;
-    /* without the gather: no cell-ordered positions or cells (a kernel that reads them faults) */
-    ctx->view.pos = gather ? (const float4 *)ctx->tpos.ptr : nullptr;
+    ctx->view.pos = (const float4 *)ctx->tpos.ptr;
     ctx->view.order = (const int *)ctx->torder.ptr;
-    ctx->view.cell = gather ? (const int *)ctx->tcell.ptr : nullptr;
+    ctx->view.cell = (const int *)ctx->tcell.ptr;
     ctx->view.rank = rank ? slot : nullptr;
     return MDNL_OK;
 }
@@ -572,9 +570,6 @@ again:
         }
     } else if (ctx->deferred) { /* sparse-stage */
         memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
-        /* the next build reads positions through the order where this frame's sample followed space (1 in 16
-         * sampled atoms or more in the cell of the atom before them; speed only: the CSR is the same) */
-        ctx->sparse_direct = 16LL * h_flags[FLAG_INORDER] >= (long long)h_flags[FLAG_INORDER + 1];
         if (h_flags[FLAG_OUTGROWN]) {
             /* the CSR passed stage_cap pairs an atom (rows past it were not
              * written): size it from the pair count and build again */

@@ -444,7 +444,6 @@ struct mdnl_cuda_ctx {
     int64_t retries;
     int walk_rows; /* the last build's dense-walk rows: -1 none, 0 gathered, 1 packed */
     int walk_pack; /* the layout dense-walk builds with: the last frame's sample (nl_walk_packed) */
-    int sparse_direct; /* sparse-stage reads positions through the order (the last frame's sample followed space) */
     int smem_budget; /* bytes; -1: default */
     int cell_path;    /* mdnl_cell_path; AUTO: by density */
     int deferred;     /* 1 (sparse-stage): npairs and whether the output was large enough await the caller's one sync;
@@ -499,12 +498,7 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs);
  * the bin kernel also sets their first nrow_tiles states (nl_scan_counts
  * then needs no launch to set them). */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank = false,
-                            const nl_row_tiles *row_tiles = nullptr, int nrow_tiles = 0, bool gather = true);
-
-/* Whether every atom's z range is its whole cell column on an open z axis
- * (a flat sheet): sparse-stage's merged walk then needs neither the cell of
- * a slot nor cell-ordered positions. */
-inline bool nl_sparse_flat(const mdnl_geom *g) { return !g->pbc[2] && g->stencil[2] >= g->ncell[2] - 1; }
+                            const nl_row_tiles *row_tiles = nullptr, int nrow_tiles = 0);
 
 /* Candidates per atom of the cell list (the density the default goes by). */
 double nl_cell_candidates(const mdnl_geom *g);

@@ -139,6 +139,43 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * issue and load latency, and the extra warps hide more of it (H100,
  * graphene-1m: walk 0.049 -> 0.046 ms, totals -2 to -4.5 %; 16 blocks at 32
  * registers spill in the loop and lose 4-8 %). K = 8 is left to ptxas (0: no minimum). */
+/* Slot s's row (atom i) for the fused rows kernel: walked as
+ * sparse_walk_kernel walks it (the same code, kept apart there so that its
+ * registers stay as measured), its first K hits kept as (j, d2) keys and
+ * sorted, into row[] as (j << 32 | bits of d) entries (0 past the row);
+ * returns the row's true length (a row of more than K is walked again). */
+template <bool FULL, int K>
+__device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i,
+                                               ulonglong2 (&row)[K / 2])
+{
+    int k = 0;
+    uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+        r[q] = ~0ull;
+    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+            /* pushed in front (moves, no compares); a row of more than K
+             * keeps its last K, unused: it is walked again */
+#pragma unroll
+            for (int q = K - 1; q > 0; --q)
+                r[q] = r[q - 1];
+            r[0] = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
+            ++k;
+        }
+    });
+    thread_bitonic<K>(r);
+#pragma unroll
+    for (int q = 0; q < K; q += 2) {
+        row[q / 2].x =
+            q < k ? (r[q] & 0xffffffff00000000ull) | __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q]))) : 0;
+        row[q / 2].y = q + 1 < k ? (r[q + 1] & 0xffffffff00000000ull) |
+                                       __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q + 1])))
+                                 : 0;
+    }
+    return k;
+}
+
 template <bool FULL, int K>
 __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                           uint64_t *__restrict__ stage,
@@ -185,7 +222,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
 
 #define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
 
-template <bool FULL, int K>
+template <bool FULL, int K, bool FUSED>
 __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                                const uint64_t *__restrict__ stage,
                                                                const unsigned long long *__restrict__ counts,
@@ -202,14 +239,26 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
     __shared__ typename look_back::TempStorage prefix_s;
     const int n = c.natoms;
     const int i = blockIdx.x * SPARSE_T + threadIdx.x;
-    const long long k = i < n ? (long long)counts[i] : 0;
-    /* the staged row is loaded before the scan, which it does not depend
-     * on: its latency overlaps the block scan's and the look-back's */
     const int s = i < n ? c.rank[i] : 0;
     ulonglong2 row[K / 2];
+    long long k = 0;
+    if constexpr (FUSED) {
+        /* FUSED: the row walked here (input order following space: a block's rows are neighbours) */
+        if (i < n)
+            k = sparse_row_keys<FULL, K>(g, c, s, i, row);
+        else
 #pragma unroll
-    for (int q = 0; q < K; q += 2)
-        row[q / 2] = q < k && k <= K ? ((const ulonglong2 *)(stage + (size_t)s * K))[q / 2] : make_ulonglong2(0, 0);
+            for (int q = 0; q < K / 2; ++q)
+                row[q] = make_ulonglong2(0, 0);
+    } else {
+        k = i < n ? (long long)counts[i] : 0;
+        /* the staged row is loaded before the scan, which it does not depend
+         * on: its latency overlaps the block scan's and the look-back's */
+#pragma unroll
+        for (int q = 0; q < K; q += 2)
+            row[q / 2] =
+                q < k && k <= K ? ((const ulonglong2 *)(stage + (size_t)s * K))[q / 2] : make_ulonglong2(0, 0);
+    }
     long long off;
     if (blockIdx.x == 0) {
         long long total;
@@ -278,16 +327,27 @@ __global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_cons
 
 template <bool FULL, int K>
 static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, nl_row_tiles tiles,
-                                       int ntiles, long long limit)
+                                       int ntiles, long long limit, bool fused)
 {
+    mdnl_status st;
+    if (fused) { /* one kernel: the tile states were set by the binning */
+        STAGE(MDNL_CUDA_STAGE_FILL, 0);
+        if ((st = nl_launch(sparse_rows_kernel<FULL, K, true>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
+                            (const uint64_t *)nullptr, (const unsigned long long *)nullptr, tiles, limit,
+                            (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
+                            (int *)ctx->flags.ptr)) != MDNL_OK)
+            return st;
+        STAGE(MDNL_CUDA_STAGE_FILL, 1);
+        return MDNL_OK;
+    }
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    mdnl_status st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
+    st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
                                (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    if ((st = nl_launch(sparse_rows_kernel<FULL, K>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
+    if ((st = nl_launch(sparse_rows_kernel<FULL, K, false>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
                         (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
                         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                         (int *)ctx->flags.ptr)) != MDNL_OK)
@@ -302,26 +362,30 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
 {
     const double cand = nl_cell_candidates(g); /* candidates per atom */
     mdnl_status st;
-    STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n, true)) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_BIN, 1);
-    /* No synchronisation until the caller's last one: the output is sized
-     * for stage_cap pairs an atom, and a CSR that outgrew it is detected
-     * there (the pair count read back with the flags) and built again. */
     /* K (rows kept in registers): 4 for the sparsest rows (graphene: 3
      * pairs, ~13 candidates per atom), else 8 */
     const int K = cand <= 16 ? 4 : 8;
     const int ntiles = (n + SPARSE_T - 1) / SPARSE_T;
     const size_t most = (size_t)ctx->stage_cap * (size_t)n;
+    /* the walk inside the rows kernel where the frame before's order followed space (ctx->sparse_fused) */
+    const bool fused = ctx->sparse_fused != 0;
     nl_row_tiles tiles;
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->stage, (size_t)K * n * sizeof(uint64_t), "neighbor stage")) != MDNL_OK ||
+        (!fused && (st = mdnl_dbuf_reserve(&ctx->stage, (size_t)K * n * sizeof(uint64_t), "neighbor stage")) !=
+                       MDNL_OK) ||
         (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
-    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most)
-                     : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most)) != MDNL_OK)
+    STAGE(MDNL_CUDA_STAGE_BIN, 0);
+    /* fused: the binning sets the rows kernel's tile states (else the walk kernel does) */
+    if ((st = nl_bin_unstable(ctx, g, pos, n, true, fused ? &tiles : nullptr, fused ? ntiles : 0)) != MDNL_OK)
+        return st;
+    STAGE(MDNL_CUDA_STAGE_BIN, 1);
+    /* No synchronisation until the caller's last one: the output is sized
+     * for stage_cap pairs an atom, and a CSR that outgrew it is detected
+     * there (the pair count read back with the flags) and built again. */
+    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most, fused)
+                     : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most, fused)) != MDNL_OK)
         return st;
     ctx->deferred = 1; /* the caller reads flags (pair count included) back */
     *npairs = 0;

@@ -7,7 +7,9 @@
  *                 look-back) and copies each staged row straight into the
  *                 CSR; no host synchronisation before the build's last one
  *                 (a CSR that outgrew its arrays is seen there and built
- *                 again).
+ *                 again). Where the frame before's input order followed
+ *                 space, the rows kernel walks its rows itself (one kernel
+ *                 after the binning, no stage).
  *   sparse-rows   (up to 100 candidates per atom) rows staged transposed,
  *                 scanned, then sorted in shared memory and written warp-
  *                 cooperatively by the rows kernel.
@@ -134,6 +136,17 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * flags[FLAG_OUTGROWN] tells the host, which sizes the output from the pair
  * count (flags[FLAG_NPAIRS], read back with the flags) and builds again.
  *
+ * Fused (FUSED: the host's ctx->sparse_fused, from the frame before's
+ * binning sample: 1 in 16 sampled atoms or more in the cell of the atom
+ * before them, as dense-walk's gathered layout). The rows kernel walks each
+ * of its rows (sparse_row_keys, at the atom's slot) in place of loading a
+ * staged one, and the binning sets its tile states: no walk kernel, no
+ * stage, no counts. Its 512 rows are consecutive atoms of the input, which
+ * are neighbours in space only in such an order (in random order the walk
+ * in original order lost its locality: 2026-11-26, B). Held to 3 blocks an
+ * SM (40 registers; 2 at ptxas's 64): H100 graphene-1m, walk + rows 0.089
+ * -> 0.075 ms.
+ *
  * The walk with K = 4 is held to 40 registers (12 blocks, 48 warps an SM;
  * ptxas alone takes 52: 9 blocks): its thread-per-atom loop is bound by
  * issue and load latency, and the extra warps hide more of it (H100,
@@ -223,7 +236,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
 #define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
 
 template <bool FULL, int K, bool FUSED>
-__global__ __launch_bounds__(SPARSE_T) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                                const uint64_t *__restrict__ stage,
                                                                const unsigned long long *__restrict__ counts,
                                                                nl_row_tiles tiles, long long limit,
@@ -388,6 +401,7 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
                      : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most, fused)) != MDNL_OK)
         return st;
     ctx->deferred = 1; /* the caller reads flags (pair count included) back */
+    ctx->sparse_last = fused ? 1 : 0;
     *npairs = 0;
     return MDNL_OK;
 }

@@ -25,6 +25,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     c->smem_budget = -1;
     c->cell_path = MDNL_CELL_PATH_AUTO;
     c->walk_rows = -1;
+    c->sparse_last = -1;
     mdnl_status st = MDNL_OK;
     cudaError_t e;
 #define CTX_TRY(call)                                                                                                  \
@@ -107,6 +108,7 @@ extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->tot
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *c) { return c->walk_rows; }
+extern "C" int mdnl_cuda_ctx_sparse_fused(const mdnl_cuda_ctx *c) { return c->sparse_last; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
 extern "C" void mdnl_cuda_ctx_set_cell_path(mdnl_cuda_ctx *c, int path)
 {
@@ -509,6 +511,7 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
 again:
     ctx->deferred = 0;
     ctx->walk_rows = -1;
+    ctx->sparse_last = -1;
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
         ctx->used[s] = 0;
         ctx->stage_ms[s] = 0;

@@ -137,6 +137,12 @@ int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
  * when the last build did not take dense-walk. */
 int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *ctx);
 
+/* How the last build's sparse-stage went (nlist_cell_sparse.cu): 1 its rows
+ * kernel walked the rows itself (the frame before's order followed space), 0
+ * a walk kernel staged them, -1 when the last build did not take
+ * sparse-stage. */
+int mdnl_cuda_ctx_sparse_fused(const mdnl_cuda_ctx *ctx);
+
 /* The cell method's paths (see the top of this file). */
 typedef enum mdnl_cell_path {
     MDNL_CELL_PATH_AUTO = 0, /* by density: the default */

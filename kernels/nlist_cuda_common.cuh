@@ -445,6 +445,7 @@ struct mdnl_cuda_ctx {
     int walk_rows; /* the last build's dense-walk rows: -1 none, 0 gathered, 1 packed */
     int walk_pack; /* the layout dense-walk builds with: the last frame's sample (nl_walk_packed) */
     int sparse_fused; /* sparse-stage walks inside its rows kernel (the last frame's sample followed space) */
+    int sparse_last;  /* the last build's sparse-stage: 1 fused, 0 walk and rows, -1 none */
     int smem_budget; /* bytes; -1: default */
     int cell_path;    /* mdnl_cell_path; AUTO: by density */
     int deferred;     /* 1 (sparse-stage): npairs and whether the output was large enough await the caller's one sync;

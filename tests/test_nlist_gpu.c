@@ -829,3 +829,63 @@ Test(nlist_gpu, sparse_stage_many_tiles_in_lattice_and_random_order_equal_cpu_tw
     cr_skip_test("built without CUDA");
 #endif
 }
+
+Test(nlist_gpu, sparse_stage_fused_rows_and_their_long_rows_equal_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    /* sparse-stage walks inside its rows kernel once the frame before's
+     * binning sample followed space: a graphene sheet in lattice order, built
+     * twice on one context (the first build with a walk kernel, the second
+     * fused), at 1.9 (rows of 3, kept in registers) and at 2.6 (rows of 9,
+     * longer than the 8 kept: walked again), half and full, against the CPU
+     * cell twin; then the same sheet shuffled, whose first build is still
+     * fused (the sample is the frame before's) and its second is not */
+    mdnl_frame f, lattice;
+    graphene_frame(&f, 60, 40, 1.42, 1);
+    graphene_frame(&lattice, 60, 40, 1.42, 1);
+    int64_t *perm = malloc((size_t)f.natoms * sizeof *perm);
+    cr_assert_not_null(perm);
+    random_permutation(perm, f.natoms, 815);
+    mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_SPARSE_STAGE);
+    const double cut[2] = {1.9, 2.6};
+    for (int order = 0; order < 2; ++order) {
+        if (order == 1)
+            for (int64_t k = 0; k < f.natoms; ++k)
+                memcpy(f.pos[k], lattice.pos[perm[k]], sizeof f.pos[k]);
+        for (int c = 0; c < 2; ++c) {
+            prepared p = prepare(&f, cut[c]);
+            for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+                mdnl_nlist want = {0};
+                cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                                  (mdnl_list_kind)kind, &want),
+                             MDNL_OK, "%s", mdnl_last_error());
+                cr_assert_eq(want.npairs, (kind == MDNL_LIST_FULL ? 1.0 : 0.5) * (c ? 9 : 3) * f.natoms);
+                for (int rep = 0; rep < 2; ++rep) {
+                    mdnl_nlist got = {0};
+                    char what[128];
+                    snprintf(what, sizeof what, "graphene %s, cutoff %.1f, %s list, build %d",
+                             order ? "shuffled" : "in order", cut[c], kind == MDNL_LIST_FULL ? "full" : "half",
+                             rep + 1);
+                    cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                                       (mdnl_list_kind)kind, &got),
+                                 MDNL_OK, "%s: %s", what, mdnl_last_error());
+                    expect_same_list(&want, &got, what);
+                    if (rep == 1)
+                        cr_expect_eq(mdnl_cuda_ctx_sparse_fused(ctx), order ? 0 : 1, "%s: fused", what);
+                    mdnl_nlist_free(&got);
+                }
+                mdnl_nlist_free(&want);
+            }
+            free(p.pos4);
+        }
+    }
+    free(perm);
+    mdnl_frame_free(&lattice);
+    mdnl_frame_free(&f);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}

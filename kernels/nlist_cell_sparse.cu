@@ -152,14 +152,13 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * issue and load latency, and the extra warps hide more of it (H100,
  * graphene-1m: walk 0.049 -> 0.046 ms, totals -2 to -4.5 %; 16 blocks at 32
  * registers spill in the loop and lose 4-8 %). K = 8 is left to ptxas (0: no minimum). */
-/* Slot s's row (atom i) for the fused rows kernel: walked as
- * sparse_walk_kernel walks it (the same code, kept apart there so that its
- * registers stay as measured), its first K hits kept as (j, d2) keys and
- * sorted, into row[] as (j << 32 | bits of d) entries (0 past the row);
- * returns the row's true length (a row of more than K is walked again). */
-template <bool FULL, int K>
-__device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i,
-                                               ulonglong2 (&row)[K / 2])
+/* Slot s's row (atom i), walked: its first K hits kept as (j, d2) keys and
+ * sorted, handed to put(q, v) two at a time as (j << 32 | bits of d)
+ * entries (0 past the row; q = 0 .. K/2 - 1); returns the row's true
+ * length (a row of more than K is walked again). The walk kernel stores
+ * them to the stage, the fused rows kernel keeps them in registers. */
+template <bool FULL, int K, class Put>
+__device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i, Put &&put)
 {
     int k = 0;
     uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
@@ -180,11 +179,12 @@ __device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_ce
     thread_bitonic<K>(r);
 #pragma unroll
     for (int q = 0; q < K; q += 2) {
-        row[q / 2].x =
-            q < k ? (r[q] & 0xffffffff00000000ull) | __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q]))) : 0;
-        row[q / 2].y = q + 1 < k ? (r[q + 1] & 0xffffffff00000000ull) |
-                                       __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q + 1])))
-                                 : 0;
+        ulonglong2 v;
+        v.x = q < k ? (r[q] & 0xffffffff00000000ull) | __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q]))) : 0;
+        v.y = q + 1 < k ? (r[q + 1] & 0xffffffff00000000ull) |
+                              __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q + 1])))
+                        : 0;
+        put(q / 2, v);
     }
     return k;
 }
@@ -203,33 +203,8 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
     if (s >= c.natoms)
         return;
     const int i = c.order[s];
-    int k = 0;
-    uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
-#pragma unroll
-    for (int q = 0; q < K; ++q)
-        r[q] = ~0ull;
-    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
-            /* pushed in front (moves, no compares); a row of more than K
-             * keeps its last K, unused: it is walked again */
-#pragma unroll
-            for (int q = K - 1; q > 0; --q)
-                r[q] = r[q - 1];
-            r[0] = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
-            ++k;
-        }
-    });
-    thread_bitonic<K>(r);
-    ulonglong2 *row = (ulonglong2 *)(stage + (size_t)s * K);
-#pragma unroll
-    for (int q = 0; q < K; q += 2) {
-        ulonglong2 v;
-        v.x = q < k ? (r[q] & 0xffffffff00000000ull) | __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q]))) : 0;
-        v.y = q + 1 < k ? (r[q + 1] & 0xffffffff00000000ull) |
-                              __float_as_uint(__fsqrt_rn(__uint_as_float((unsigned)r[q + 1])))
-                        : 0;
-        row[q / 2] = v;
-    }
+    const int k = sparse_row_keys<FULL, K>(g, c, s, i,
+                                           [&](int q, ulonglong2 v) { ((ulonglong2 *)(stage + (size_t)s * K))[q] = v; });
     counts[i] = (unsigned long long)k;
 }
 
@@ -258,7 +233,7 @@ __global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(co
     if constexpr (FUSED) {
         /* FUSED: the row walked here (input order following space: a block's rows are neighbours) */
         if (i < n)
-            k = sparse_row_keys<FULL, K>(g, c, s, i, row);
+            k = sparse_row_keys<FULL, K>(g, c, s, i, [&](int q, ulonglong2 v) { row[q] = v; });
         else
 #pragma unroll
             for (int q = 0; q < K / 2; ++q)

@@ -573,9 +573,9 @@ again:
         }
     } else if (ctx->deferred) { /* sparse-stage */
         memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
-        /* the next build walks inside the rows kernel where this frame's sample followed space (1 in 16 sampled
-         * atoms or more in the cell of the atom before them; speed only: the CSR is the same) */
-        ctx->sparse_fused = 16LL * h_flags[FLAG_INORDER] >= (long long)h_flags[FLAG_INORDER + 1];
+        /* the next build walks inside the rows kernel where this frame's sample followed space (speed only: the
+         * CSR is the same) */
+        ctx->sparse_fused = nl_order_follows_space(h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
         if (h_flags[FLAG_OUTGROWN]) {
             /* the CSR passed stage_cap pairs an atom (rows past it were not
              * written): size it from the pair count and build again */

@@ -422,9 +422,17 @@ __host__ __device__ __forceinline__ bool nl_walk_may_pack(long long n)
 {
     return n < (1LL << 26); /* j << 6 | slot in 32 bits */
 }
+/* Whether the binning's sample found the input order following space: 1 in
+ * 16 sampled atoms or more in the cell of the atom before them (`same` of
+ * `compared`). Dense-walk gathers where it does; sparse-stage walks inside
+ * its rows kernel. */
+__host__ __device__ __forceinline__ bool nl_order_follows_space(long long same, long long compared)
+{
+    return 16 * same >= compared;
+}
 __host__ __device__ __forceinline__ bool nl_walk_packed(long long n, long long same, long long compared)
 {
-    return nl_walk_may_pack(n) && 16 * same < compared;
+    return nl_walk_may_pack(n) && !nl_order_follows_space(same, compared);
 }
 
 struct mdnl_cuda_ctx {

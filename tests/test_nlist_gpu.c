@@ -57,6 +57,18 @@ static void random_permutation(int64_t *perm, int64_t n, uint64_t seed)
     }
 }
 
+/* f's positions: those of `from` (a frame of as many atoms) in a random
+ * order, atom k taking from's atom perm[k] (random_permutation of `seed`). */
+static void shuffle_positions(mdnl_frame *f, const mdnl_frame *from, uint64_t seed)
+{
+    int64_t *perm = malloc((size_t)f->natoms * sizeof *perm);
+    cr_assert_not_null(perm);
+    random_permutation(perm, f->natoms, seed);
+    for (int64_t k = 0; k < f->natoms; ++k)
+        memcpy(f->pos[k], from->pos[perm[k]], sizeof f->pos[k]);
+    free(perm);
+}
+
 typedef enum box_type { BOX_OPEN, BOX_ORTHO, BOX_TRICLINIC, BOX_TTF, BOX_TINY } box_type;
 static const char *const box_names[] = {"open", "orthorhombic", "triclinic", "pbc T T F", "tiny (cutoff > box)"};
 
@@ -790,13 +802,9 @@ Test(nlist_gpu, sparse_stage_many_tiles_in_lattice_and_random_order_equal_cpu_tw
     mdnl_frame f, lattice;
     graphene_frame(&f, 120, 70, 1.42, 1);
     graphene_frame(&lattice, 120, 70, 1.42, 1);
-    int64_t *perm = malloc((size_t)f.natoms * sizeof *perm); /* the shuffled atom k is the lattice's perm[k] */
-    cr_assert_not_null(perm);
-    random_permutation(perm, f.natoms, 4711);
     for (int order = 0; order < 2; ++order) {
         if (order == 1)
-            for (int64_t k = 0; k < f.natoms; ++k)
-                memcpy(f.pos[k], lattice.pos[perm[k]], sizeof f.pos[k]);
+            shuffle_positions(&f, &lattice, 4711);
         prepared p = prepare(&f, 1.9);
         for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
             mdnl_nlist want = {0};
@@ -821,7 +829,6 @@ Test(nlist_gpu, sparse_stage_many_tiles_in_lattice_and_random_order_equal_cpu_tw
         }
         free(p.pos4);
     }
-    free(perm);
     mdnl_frame_free(&lattice);
     mdnl_frame_free(&f);
     mdnl_cuda_ctx_free(ctx);
@@ -845,15 +852,11 @@ Test(nlist_gpu, sparse_stage_fused_rows_and_their_long_rows_equal_cpu_twin)
     mdnl_frame f, lattice;
     graphene_frame(&f, 60, 40, 1.42, 1);
     graphene_frame(&lattice, 60, 40, 1.42, 1);
-    int64_t *perm = malloc((size_t)f.natoms * sizeof *perm);
-    cr_assert_not_null(perm);
-    random_permutation(perm, f.natoms, 815);
     mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_SPARSE_STAGE);
     const double cut[2] = {1.9, 2.6};
     for (int order = 0; order < 2; ++order) {
         if (order == 1)
-            for (int64_t k = 0; k < f.natoms; ++k)
-                memcpy(f.pos[k], lattice.pos[perm[k]], sizeof f.pos[k]);
+            shuffle_positions(&f, &lattice, 815);
         for (int c = 0; c < 2; ++c) {
             prepared p = prepare(&f, cut[c]);
             for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
@@ -881,7 +884,6 @@ Test(nlist_gpu, sparse_stage_fused_rows_and_their_long_rows_equal_cpu_twin)
             free(p.pos4);
         }
     }
-    free(perm);
     mdnl_frame_free(&lattice);
     mdnl_frame_free(&f);
     mdnl_cuda_ctx_free(ctx);

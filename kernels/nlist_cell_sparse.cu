@@ -141,11 +141,13 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * before them, as dense-walk's gathered layout). The rows kernel walks each
  * of its rows (sparse_row_keys, at the atom's slot) in place of loading a
  * staged one, and the binning sets its tile states: no walk kernel, no
- * stage, no counts. Its 512 rows are consecutive atoms of the input, which
+ * stage, no counts. Its rows are consecutive atoms of the input, which
  * are neighbours in space only in such an order (in random order the walk
- * in original order lost its locality: 2026-11-26, B). Held to 3 blocks an
- * SM (40 registers; 2 at ptxas's 64): H100 graphene-1m, walk + rows 0.089
- * -> 0.075 ms.
+ * in original order lost its locality: 2026-11-26, B). Tiles of 256 rows
+ * (SPARSE_FUSED_T), held to 6 blocks an SM (40 registers; ptxas alone 64):
+ * H100 graphene-1m, walk + rows 0.089 -> 0.075 ms at 3 blocks of 512 ->
+ * 0.068 at 6 of 256 (a block's scan and stores wait for its slowest walk;
+ * smaller blocks leave fewer warps idle; 128 rows measured the same).
  *
  * The walk with K = 4 is held to 40 registers (12 blocks, 48 warps an SM;
  * ptxas alone takes 52: 9 blocks): its thread-per-atom loop is bound by
@@ -209,7 +211,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
 }
 
 #define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
-#define SPARSE_FUSED_T 256 /* the fused rows kernel's tile */
+#define SPARSE_FUSED_T 256 /* the fused rows kernel's tile (6 blocks an SM) */
 #define SPARSE_TILE(FUSED) ((FUSED) ? SPARSE_FUSED_T : SPARSE_T)
 
 template <bool FULL, int K, bool FUSED>

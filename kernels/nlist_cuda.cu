@@ -39,7 +39,15 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     CTX_TRY(cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
     CTX_TRY(cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
     CTX_TRY(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
-    CTX_TRY(cudaMallocHost((void **)&c->h_small, 12 * sizeof(int64_t))); /* [4..]: the FLAG_INTS flags */
+    /* [4..]: the FLAG_INTS flags; mapped, so that sparse-stage's last kernel writes them itself */
+    CTX_TRY(cudaHostAlloc((void **)&c->h_small, 12 * sizeof(int64_t), cudaHostAllocMapped));
+    {
+        void *dev = nullptr;
+        if (cudaHostGetDevicePointer(&dev, c->h_small, 0) == cudaSuccess)
+            c->d_host_flags = (int *)((int64_t *)dev + 4);
+        else
+            (void)cudaGetLastError(); /* no mapped memory: the flags are copied back */
+    }
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         for (int b = 0; b < 2; ++b)
             CTX_TRY(cudaEventCreate(&c->ev[s][b]));
@@ -521,7 +529,9 @@ again:
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
     if (!(method == MDNL_METHOD_CELL && cell_writes_counts(ctx, g)))
         MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
-    MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
+    if (!ctx->flags_published) /* else zeroed by the last build's last kernel */
+        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
+    ctx->flags_published = 0;
     int64_t npairs = 0;
     const float4 *pos = (const float4 *)d_pos4;
     const bool full = kind == MDNL_LIST_FULL;
@@ -547,8 +557,9 @@ again:
     /* One more synchronisation: the fill's consistency flag (a count that
      * disagrees with its fill would be a bug, never silently truncated). */
     int *h_flags = (int *)(ctx->h_small + 4); /* FLAG_INTS ints, 8-byte aligned */
-    MDNL_CUDA_CHECK(
-        cudaMemcpyAsync(h_flags, ctx->flags.ptr, FLAG_INTS * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+    if (!ctx->flags_published) /* else written there by the build's last kernel (nl_flags_publish) */
+        MDNL_CUDA_CHECK(
+            cudaMemcpyAsync(h_flags, ctx->flags.ptr, FLAG_INTS * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
     if (ctx->timing)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));

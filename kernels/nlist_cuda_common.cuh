@@ -401,12 +401,38 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
  * pair count (int64), [6] their CSR outgrew the output arrays, [7]
  * dense-walk's rows longer than its slab rows, [8..9] how far the input
  * order follows space (nl_bin_unstable's sample: atoms in the cell of the
- * atom before them, atoms compared). */
-#define FLAG_INTS 10
+ * atom before them, atoms compared), [10] blocks of the build's last kernel
+ * done (nl_flags_publish). */
+#define FLAG_INTS 11
 #define FLAG_NPAIRS 4
 #define FLAG_OUTGROWN 6
 #define FLAG_NLONG 7
 #define FLAG_INORDER 8
+#define FLAG_DONE 10
+
+/* The end of a build's last kernel (sparse-stage's rows kernel), every
+ * thread of every block: the last block to finish copies the flags into the
+ * host's pinned read-back (host_flags, mapped: the caller's one
+ * synchronisation then needs no copy after the kernel, which waits ~4 us
+ * for the kernel's end on the H100) and zeroes them, so that the next build
+ * needs no memset before its first kernel. */
+__device__ __forceinline__ void nl_flags_publish(int *flags, int *host_flags)
+{
+    __shared__ int last;
+    __threadfence(); /* this thread's flag writes before the block's count */
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd((unsigned *)(flags + FLAG_DONE), 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence(); /* every other block's flags before these reads */
+    if (threadIdx.x < FLAG_INTS) {
+        const int v = ((volatile int *)flags)[threadIdx.x];
+        host_flags[threadIdx.x] = v;
+        flags[threadIdx.x] = 0;
+    }
+}
 
 /* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |
  * the hit's slot and d2) rather than 4-byte keys (j << 5 | shift code) from
@@ -463,6 +489,8 @@ struct mdnl_cuda_ctx {
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
+    int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped) */
+    int flags_published; /* the last build's last kernel wrote the flags to the read-back and zeroed them */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
 };
 

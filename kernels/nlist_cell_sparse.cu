@@ -220,7 +220,8 @@ __device__ __forceinline__ void sparse_rows(const mdnl_geom &g, const mdnl_cells
                                             const uint64_t *__restrict__ stage,
                                             const unsigned long long *__restrict__ counts, nl_row_tiles tiles,
                                             long long limit, int64_t *__restrict__ offsets,
-                                            int32_t *__restrict__ j_out, float *__restrict__ d_out, int *flags)
+                                            int32_t *__restrict__ j_out, float *__restrict__ d_out, int *flags,
+                                            int *host_flags)
 {
     using plus = ::cuda::std::plus<long long>;
     constexpr int T = SPARSE_TILE(FUSED);
@@ -275,9 +276,13 @@ __device__ __forceinline__ void sparse_rows(const mdnl_geom &g, const mdnl_cells
         offsets[i] = off;
         if (i == n - 1) {
             offsets[n] = off + k;
-            *(long long *)(flags + FLAG_NPAIRS) = off + k;
-            if (off + k > limit)
-                flags[FLAG_OUTGROWN] = 1;
+            if (host_flags) {
+                nl_flags_publish(flags, host_flags, off + k, off + k > limit);
+            } else {
+                *(long long *)(flags + FLAG_NPAIRS) = off + k;
+                if (off + k > limit)
+                    flags[FLAG_OUTGROWN] = 1;
+            }
         }
     }
     const bool any_long = __syncthreads_or(k > K); /* also orders run[] */
@@ -313,20 +318,19 @@ __device__ __forceinline__ void sparse_rows(const mdnl_geom &g, const mdnl_cells
         put_row(j_out + off, d_out + off);
         return;
     }
-    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, off, k, j_out, d_out, flags);
+    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, off, k, j_out, d_out,
+                              host_flags ? host_flags : flags);
 }
 
-/* The rows, then the flags to the host's read-back (nl_flags_publish; host_flags null: copied back by the caller) */
+/* host_flags: the flags to the host's read-back (nl_flags_publish), else to flags (copied back by the caller) */
 template <bool FULL, int K, bool FUSED>
 __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows_kernel(
     const __grid_constant__ mdnl_geom g, mdnl_cells_view c, const uint64_t *__restrict__ stage,
     const unsigned long long *__restrict__ counts, nl_row_tiles tiles, long long limit, int64_t *__restrict__ offsets,
-    int32_t *__restrict__ j_out, float *__restrict__ d_out, int *flags, int *host_flags)
+    int32_t *__restrict__ j_out, float *__restrict__ d_out, int *__restrict__ flags, int *__restrict__ host_flags)
 {
     nl_grid_wait();
-    sparse_rows<FULL, K, FUSED>(g, c, stage, counts, tiles, limit, offsets, j_out, d_out, flags);
-    if (host_flags)
-        nl_flags_publish(flags, host_flags);
+    sparse_rows<FULL, K, FUSED>(g, c, stage, counts, tiles, limit, offsets, j_out, d_out, flags, host_flags);
 }
 
 template <bool FULL, int K>

@@ -529,7 +529,9 @@ again:
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
     if (!(method == MDNL_METHOD_CELL && cell_writes_counts(ctx, g)))
         MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
-    if (!ctx->flags_published) /* else zeroed by the last build's last kernel */
+    int *h_flags = (int *)(ctx->h_small + 4); /* FLAG_INTS ints, 8-byte aligned */
+    memset(h_flags, 0, FLAG_INTS * sizeof(int)); /* a build that publishes its flags writes them there */
+    if (!ctx->flags_published) /* else left zero by the last build (nl_flags_publish) */
         MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
     ctx->flags_published = 0;
     int64_t npairs = 0;
@@ -556,7 +558,6 @@ again:
     }
     /* One more synchronisation: the fill's consistency flag (a count that
      * disagrees with its fill would be a bug, never silently truncated). */
-    int *h_flags = (int *)(ctx->h_small + 4); /* FLAG_INTS ints, 8-byte aligned */
     if (!ctx->flags_published) /* else written there by the build's last kernel (nl_flags_publish) */
         MDNL_CUDA_CHECK(
             cudaMemcpyAsync(h_flags, ctx->flags.ptr, FLAG_INTS * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));

@@ -199,7 +199,7 @@ __device__ void nl_row_walked_again(W &&walk, int i, long long off, long long le
         }
     });
     if (k != len)
-        atomicOr(err, 1);
+        *(volatile int *)err = 1; /* a store, not an atomic: err may be the host's mapped read-back */
     sort_row(global_row{j_out + off, d_out + off}, len);
 }
 
@@ -401,37 +401,33 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
  * pair count (int64), [6] their CSR outgrew the output arrays, [7]
  * dense-walk's rows longer than its slab rows, [8..9] how far the input
  * order follows space (nl_bin_unstable's sample: atoms in the cell of the
- * atom before them, atoms compared), [10] blocks of the build's last kernel
- * done (nl_flags_publish). */
-#define FLAG_INTS 11
+ * atom before them, atoms compared). */
+#define FLAG_INTS 10
 #define FLAG_NPAIRS 4
 #define FLAG_OUTGROWN 6
 #define FLAG_NLONG 7
 #define FLAG_INORDER 8
-#define FLAG_DONE 10
 
-/* The end of a build's last kernel (sparse-stage's rows kernel), every
- * thread of every block: the last block to finish copies the flags into the
- * host's pinned read-back (host_flags, mapped: the caller's one
- * synchronisation then needs no copy after the kernel, which waits ~4 us
- * for the kernel's end on the H100) and zeroes them, so that the next build
- * needs no memset before its first kernel. */
-__device__ __forceinline__ void nl_flags_publish(int *flags, int *host_flags)
+/* sparse-stage's flags straight to the host's pinned read-back (host, the
+ * device's address of h_small + 4, mapped), by the thread of the last row:
+ * the pair count and whether the CSR outgrew its arrays (known there, after
+ * the look-back), the binning's fullest cell and order sample (an earlier
+ * kernel's, complete), which it zeroes on the device; a row's fill that
+ * disagreed with its count is stored there by its own thread. The caller's
+ * one synchronisation then needs no copy after the kernel (on the H100 the
+ * copy waited ~4-5 us for the kernel's end) and the next build no memset
+ * before its first kernel: the device flags are left zero. */
+__device__ __forceinline__ void nl_flags_publish(int *flags, int *host, long long npairs, bool outgrown)
 {
-    __shared__ int last;
-    __threadfence(); /* this thread's flag writes before the block's count */
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd((unsigned *)(flags + FLAG_DONE), 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence(); /* every other block's flags before these reads */
-    if (threadIdx.x < FLAG_INTS) {
-        const int v = ((volatile int *)flags)[threadIdx.x];
-        host_flags[threadIdx.x] = v;
-        flags[threadIdx.x] = 0;
-    }
+    *(long long *)(host + FLAG_NPAIRS) = npairs;
+    host[FLAG_OUTGROWN] = outgrown;
+    volatile int *f = flags;
+    host[2] = f[2];
+    host[FLAG_INORDER] = f[FLAG_INORDER];
+    host[FLAG_INORDER + 1] = f[FLAG_INORDER + 1];
+    f[2] = 0;
+    f[FLAG_INORDER] = 0;
+    f[FLAG_INORDER + 1] = 0;
 }
 
 /* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |

@@ -38,17 +38,17 @@ def builds(path):
             p = line.rstrip("\n").split("\t")
             if len(p) < 7:
                 continue
-            kind, what, start, end = p[0], p[1], int(p[2]), int(p[3])
-            ops.append((start, end, kind, what))
+            kind, what, start, end, grid = p[0], p[1], int(p[2]), int(p[3]), int(p[6])
+            ops.append((start, end, kind, what, grid))
     ops.sort()
     cur = None
-    for start, end, kind, what in ops:
+    for start, end, kind, what, grid in ops:
         if kind == "memset" and int(what) <= 64:
             if cur:
                 yield cur
             cur = []
         if cur is not None:
-            cur.append((start, end, kind if kind != "kernel" else short(what)))
+            cur.append((start, end, kind if kind != "kernel" else f"{short(what)} [{grid}]"))
     if cur:
         yield cur
 

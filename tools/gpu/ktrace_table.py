@@ -4,7 +4,9 @@ records and prints, for each kind of neighbor-list build in each trace, the
 median time line of its operations: each kernel's start and end after the
 build's first operation (the flags memset) and its duration, in µs, then the
 build's span (first start to last end). A build is the operations from one
-small memset (the flags, FLAG_INTS ints) to the next; builds with the same
+small memset (the flags, FLAG_INTS ints), or from a binning kernel
+without one before it (a build whose flags the last one left zero), to the
+next; builds with the same
 sequence of kernels are one kind. --all lists every build's span as well (to
 see two modes in one process)."""
 import re
@@ -42,11 +44,15 @@ def builds(path):
             ops.append((start, end, kind, what, grid))
     ops.sort()
     cur = None
+    flags_set = False  # the op before was the flags memset
     for start, end, kind, what, grid in ops:
-        if kind == "memset" and int(what) <= 64:
+        flags = kind == "memset" and int(what) <= 64
+        binning = kind == "kernel" and re.search(r"fast_bin_kernel|cells_bin_kernel", what) is not None
+        if flags or (binning and not flags_set):
             if cur:
                 yield cur
             cur = []
+        flags_set = flags
         if cur is not None:
             cur.append((start, end, kind if kind != "kernel" else f"{short(what)} [{grid}]"))
     if cur:

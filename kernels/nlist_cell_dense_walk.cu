@@ -428,9 +428,11 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
     }
 }
 
-/* npairs_out (flags) gets the pair count; a CSR of more than `cap` pairs
- * sets *outgrown and writes nothing (the host grows the output and builds
- * again). */
+/* flags[FLAG_NPAIRS] gets the pair count; a CSR of more than `cap` pairs
+ * sets flags[FLAG_OUTGROWN] and writes nothing (the host grows the output
+ * and builds again). host_flags: those two, and the binning's flags, to the
+ * host's read-back instead (nl_flags_publish; the device's flags stay for
+ * the long rows beside, and are cleared by the next build). */
 template <bool PACK>
 __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
@@ -438,7 +440,7 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                        long long *__restrict__ npairs_out, int *__restrict__ outgrown)
+                                                        int *__restrict__ flags, int *__restrict__ host_flags)
 {
     nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
@@ -465,9 +467,13 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const long long nxt = offsets[min(i + 1, n)];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        *npairs_out = total;
-        if (total > cap)
-            *outgrown = 1;
+        if (host_flags) {
+            nl_flags_publish<false>(flags, host_flags, total, total > cap);
+        } else {
+            *(long long *)(flags + FLAG_NPAIRS) = total;
+            if (total > cap)
+                flags[FLAG_OUTGROWN] = 1;
+        }
     }
     if (total > cap)
         return; /* the whole grid */
@@ -569,9 +575,9 @@ __device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int 
  * among the row's keys (j alone orders a row here: each atom appears once),
  * with d computed as walk_rows_kernel computes it (the same bits). A row
  * longer than LONG_KEYS goes to walk_long_row (one thread, sorted in global
- * memory). A walk that disagrees with the count sets err. Without a long
- * row (err[1], the walk's longest) or room in the output, every thread
- * returns at once. */
+ * memory). A walk that disagrees with the count sets *fail (the device's
+ * flags or the host's read-back). Without a long row (err[1], the walk's
+ * longest) or room in the output, every thread returns at once. */
 #define LONG_W 4      /* warps a block */
 #define LONG_KEYS 512 /* keys a warp in shared memory */
 #define LONG_BATCH 4  /* steps of 32 candidates whose loads a warp issues together */
@@ -582,7 +588,8 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
                                                               const int64_t *__restrict__ offsets,
                                                               const float4 *__restrict__ opos, long long cap,
                                                               int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                              int *__restrict__ err, const int *__restrict__ longlist,
+                                                              const int *__restrict__ err, int *__restrict__ fail,
+                                                              const int *__restrict__ longlist,
                                                               const int *__restrict__ nlong)
 {
     nl_grid_wait();
@@ -605,7 +612,7 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
         const int len = (int)(offsets[i + 1] - off);
         if (len > LONG_KEYS) { /* warp-uniform */
             if (lane == 0)
-                walk_long_row<FULL>(g, c, s, offsets, j_out, d_out, err);
+                walk_long_row<FULL>(g, c, s, offsets, j_out, d_out, fail);
             __syncwarp();
             continue;
         }
@@ -659,7 +666,7 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
         __syncwarp();
         if (cnt != len) {
             if (lane == 0)
-                atomicOr(err, 1);
+                *(volatile int *)fail = 1; /* a store: fail may be the host's mapped read-back */
             continue;
         }
         for (int e = lane; e < len; e += 32) {
@@ -763,6 +770,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
     walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ls>>>(*g, ctx->view, (const int64_t *)offsets, pos, cap,
                                                          (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
+                                                         ctx->d_host_flags ? ctx->d_host_flags : flags,
                                                          (const int *)longlist,
                                                          (const int *)nlong); /* grid-stride over the list */
     MDNL_CUDA_LAUNCHED(ls);
@@ -774,13 +782,14 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
                    (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                   (float *)ctx->d.ptr, (long long *)(flags + FLAG_NPAIRS), flags + FLAG_OUTGROWN);
+                   (float *)ctx->d.ptr, flags, ctx->d_host_flags);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
+    ctx->flags_on_host = ctx->d_host_flags != nullptr; /* written there by the rows kernel */
     *npairs = 0;
     return MDNL_OK;
 }

@@ -277,7 +277,7 @@ __device__ __forceinline__ void sparse_rows(const mdnl_geom &g, const mdnl_cells
         if (i == n - 1) {
             offsets[n] = off + k;
             if (host_flags) {
-                nl_flags_publish(flags, host_flags, off + k, off + k > limit);
+                nl_flags_publish<true>(flags, host_flags, off + k, off + k > limit);
             } else {
                 *(long long *)(flags + FLAG_NPAIRS) = off + k;
                 if (off + k > limit)
@@ -345,7 +345,7 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
                             (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                             (int *)ctx->flags.ptr, ctx->d_host_flags)) != MDNL_OK)
             return st;
-        ctx->flags_published = ctx->d_host_flags != nullptr;
+        ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
         STAGE(MDNL_CUDA_STAGE_FILL, 1);
         return MDNL_OK;
     }
@@ -361,7 +361,7 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
                         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                         (int *)ctx->flags.ptr, ctx->d_host_flags)) != MDNL_OK)
         return st;
-    ctx->flags_published = ctx->d_host_flags != nullptr;
+    ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;
 }

@@ -531,9 +531,9 @@ again:
         MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
     int *h_flags = (int *)(ctx->h_small + 4); /* FLAG_INTS ints, 8-byte aligned */
     memset(h_flags, 0, FLAG_INTS * sizeof(int)); /* a build that publishes its flags writes them there */
-    if (!ctx->flags_published) /* else left zero by the last build (nl_flags_publish) */
+    if (!ctx->flags_zero) /* else left zero by the last build (nl_flags_publish) */
         MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
-    ctx->flags_published = 0;
+    ctx->flags_zero = ctx->flags_on_host = 0;
     int64_t npairs = 0;
     const float4 *pos = (const float4 *)d_pos4;
     const bool full = kind == MDNL_LIST_FULL;
@@ -558,7 +558,7 @@ again:
     }
     /* One more synchronisation: the fill's consistency flag (a count that
      * disagrees with its fill would be a bug, never silently truncated). */
-    if (!ctx->flags_published) /* else written there by the build's last kernel (nl_flags_publish) */
+    if (!ctx->flags_on_host) /* else written there by the build's last kernel (nl_flags_publish) */
         MDNL_CUDA_CHECK(
             cudaMemcpyAsync(h_flags, ctx->flags.ptr, FLAG_INTS * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
     if (ctx->timing)

@@ -408,15 +408,19 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
 #define FLAG_NLONG 7
 #define FLAG_INORDER 8
 
-/* sparse-stage's flags straight to the host's pinned read-back (host, the
- * device's address of h_small + 4, mapped), by the thread of the last row:
- * the pair count and whether the CSR outgrew its arrays (known there, after
- * the look-back), the binning's fullest cell and order sample (an earlier
- * kernel's, complete), which it zeroes on the device; a row's fill that
- * disagreed with its count is stored there by its own thread. The caller's
- * one synchronisation then needs no copy after the kernel (on the H100 the
- * copy waited ~4-5 us for the kernel's end) and the next build no memset
- * before its first kernel: the device flags are left zero. */
+/* A build's flags straight to the host's pinned read-back (host: the
+ * device's address of h_small + 4, mapped), by one thread of its last
+ * kernel once the CSR's size is known (sparse-stage: the last row's, after
+ * the look-back; dense-walk: the rows kernel's first): the pair count,
+ * whether the CSR outgrew its arrays, the binning's fullest cell and order
+ * sample (an earlier kernel's, complete); a row's fill that disagreed with
+ * its count is stored there by its own thread. The caller's one
+ * synchronisation then needs no copy after the kernels (on the H100 the
+ * copy waited ~4-5 us for the last kernel's end, then took ~2). ZERO (no
+ * kernel of the build still reads them): the binning's flags are zeroed on
+ * the device, which is then all zero, and the next build needs no memset
+ * before its first kernel. */
+template <bool ZERO>
 __device__ __forceinline__ void nl_flags_publish(int *flags, int *host, long long npairs, bool outgrown)
 {
     *(long long *)(host + FLAG_NPAIRS) = npairs;
@@ -425,9 +429,11 @@ __device__ __forceinline__ void nl_flags_publish(int *flags, int *host, long lon
     host[2] = f[2];
     host[FLAG_INORDER] = f[FLAG_INORDER];
     host[FLAG_INORDER + 1] = f[FLAG_INORDER + 1];
-    f[2] = 0;
-    f[FLAG_INORDER] = 0;
-    f[FLAG_INORDER + 1] = 0;
+    if (ZERO) {
+        f[2] = 0;
+        f[FLAG_INORDER] = 0;
+        f[FLAG_INORDER + 1] = 0;
+    }
 }
 
 /* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |
@@ -485,8 +491,9 @@ struct mdnl_cuda_ctx {
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
-    int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped) */
-    int flags_published; /* the last build's last kernel wrote the flags to the read-back and zeroed them */
+    int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped); null: copied */
+    int flags_on_host;   /* this build's kernels write its flags to the read-back (nl_flags_publish) */
+    int flags_zero;      /* the device's flags were left zero by the last build (nl_flags_publish<true>) */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
 };
 

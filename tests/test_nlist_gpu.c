@@ -891,3 +891,63 @@ Test(nlist_gpu, sparse_stage_fused_rows_and_their_long_rows_equal_cpu_twin)
     cr_skip_test("built without CUDA");
 #endif
 }
+
+Test(nlist_gpu, sparse_and_dense_builds_in_turn_on_one_context_equal_cpu_twin)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    mdnl_cuda_ctx *ctx = new_ctx();
+    /* sparse-stage writes its flags (pair count, outgrown, the binning's
+     * sample) to the host's mapped read-back and leaves the device's zero,
+     * so that the next build skips their memset; dense-walk writes them
+     * there too but leaves its long-row flags, cleared by the next build.
+     * In turn on one context, each against the CPU cell twin: graphene
+     * (sparse-stage, the second build fused), an LJ liquid (dense-walk,
+     * after a build that skipped the memset), graphene again, a sparse-stage
+     * build that outgrows its output (capacity 1, built again), the liquid
+     * again. */
+    mdnl_frame sheet, liquid;
+    graphene_frame(&sheet, 60, 40, 1.42, 1);
+    lj_cube_frame(&liquid, 20000, 31);
+    prepared ps = prepare(&sheet, 1.9), pl = prepare(&liquid, 2.5);
+    const struct {
+        const prepared *p;
+        int path, cap;
+        const char *name;
+    } steps[] = {{&ps, MDNL_CELL_PATH_SPARSE_STAGE, 0, "graphene"},
+                 {&ps, MDNL_CELL_PATH_SPARSE_STAGE, 0, "graphene again"},
+                 {&pl, MDNL_CELL_PATH_DENSE_WALK, 0, "liquid"},
+                 {&ps, MDNL_CELL_PATH_SPARSE_STAGE, 0, "graphene after"},
+                 {&ps, MDNL_CELL_PATH_SPARSE_STAGE, 1, "graphene, capacity 1"},
+                 {&pl, MDNL_CELL_PATH_DENSE_WALK, 0, "liquid after"}};
+    for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind)
+        for (unsigned s = 0; s < sizeof steps / sizeof *steps; ++s) {
+            const prepared *p = steps[s].p;
+            mdnl_nlist want = {0}, got = {0};
+            char what[128];
+            snprintf(what, sizeof what, "%s, %s list", steps[s].name, kind == MDNL_LIST_FULL ? "full" : "half");
+            cr_assert_eq(
+                mdnl_nlist_build_cpu(&p->g, (const float(*)[4])p->pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &want),
+                MDNL_OK, "%s", mdnl_last_error());
+            mdnl_cuda_ctx_set_cell_path(ctx, steps[s].path);
+            if (steps[s].cap)
+                mdnl_cuda_ctx_set_stage_capacity(ctx, steps[s].cap);
+            const int64_t before = mdnl_cuda_ctx_retries(ctx);
+            cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p->g, (const float(*)[4])p->pos4, MDNL_METHOD_CELL,
+                                               (mdnl_list_kind)kind, &got),
+                         MDNL_OK, "%s: %s", what, mdnl_last_error());
+            if (steps[s].cap)
+                cr_expect(mdnl_cuda_ctx_retries(ctx) > before, "%s: the output never outgrew", what);
+            expect_same_list(&want, &got, what);
+            mdnl_nlist_free(&want);
+            mdnl_nlist_free(&got);
+        }
+    free(ps.pos4);
+    free(pl.pos4);
+    mdnl_frame_free(&sheet);
+    mdnl_frame_free(&liquid);
+    mdnl_cuda_ctx_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}

@@ -19,10 +19,9 @@
 #include <cub/agent/single_pass_scan_operators.cuh>
 #include <cuda/std/functional>
 
-/* sparse-rows' staged pass (one traversal instead of count + fill). Mapping: thread per sorted slot s; row order[s]'s k-th entry
- * goes to stage[k * n + s] while k < cap (a warp's stores of the same k
- * coalesce), its true length to counts[order[s]] and the longest row to
- * *maxlen, so that the host can grow cap and retry. */
+/* sparse-rows' staged pass (one traversal instead of count + fill). Mapping: thread per sorted slot s; row order[s]'s
+ * k-th entry goes to stage[k * n + s] while k < cap (a warp's stores of the same k coalesce), its true length to
+ * counts[order[s]] and the longest row to *maxlen, so that the host can grow cap and retry. */
 template <bool FULL>
 __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                          uint64_t *__restrict__ stage, int cap,
@@ -46,26 +45,28 @@ __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__
     atomicMax(maxlen, k > INT32_MAX ? INT32_MAX : (int)k);
 }
 
-
 /* mdnl_for_each_pair's pair set, visited in another order (only for kernels
  * that sort their rows): when an atom's z range is its whole cell column on
  * an open z axis (a flat sheet: one cell in z), the columns of consecutive dy
  * with the same image shift are one contiguous range of the cell order, so
  * the walk takes 2 stencil[0] + 1 ranges (fewer when y wraps) instead of one
  * per column: fewer dependent start[] loads before the first position load.
- * Otherwise it is mdnl_for_each_pair itself. */
-template <class F>
-__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
+ * Otherwise it is mdnl_for_each_pair itself, from slot(). The home atom is
+ * i at pi (its position as binned); slot() is its slot of the cell order,
+ * asked for only there: the fused rows kernel, a thread per atom i, reads
+ * pi from the input and the rank only off the flat sheet. */
+template <class Slot, class F>
+__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, Slot &&slot, int i,
+                                                  float4 pi, F &&f)
 {
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
     /* Every z range is the whole column on an open axis with n2 <= stencil + 1
      * cells (cz - st <= 0 and cz + st >= n2 - 1 for every cz); else the z
      * range may miss part of a column, or wrap. */
     if (g.pbc[2] || g.stencil[2] < n2 - 1) {
-        mdnl_for_each_pair(g, c, i_sorted, f);
+        mdnl_for_each_pair(g, c, slot(), f);
         return;
     }
-    const float4 pi = c.pos[i_sorted];
     /* the atom's cell, as the binning found it (mdnl_cell_linear, the same
      * floats and operations): cheaper than dividing c.cell[i_sorted] */
     const int cx = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 0);
@@ -92,7 +93,7 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
 #pragma unroll 4
             for (int k = kb; k < ke; ++k) {
                 const float4 pj = c.pos[k];
-                if (zero && k == i_sorted)
+                if (zero && __float_as_int(pj.w) == i) /* the atom itself */
                     continue;
                 const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                 if (d2 < g.cutoff2)
@@ -152,20 +153,21 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * issue and load latency, and the extra warps hide more of it (H100,
  * graphene-1m: walk 0.049 -> 0.046 ms, totals -2 to -4.5 %; 16 blocks at 32
  * registers spill in the loop and lose 4-8 %). K = 8 is left to ptxas (0: no minimum). */
-/* Slot s's row (atom i), walked: its first K hits kept as (j, d2) keys and
+/* Atom i's row (at pi, slot() as walk_pairs_merged), walked: its first K hits kept as (j, d2) keys and
  * sorted, handed to put(q, v) two at a time as (j << 32 | bits of d)
  * entries (0 past the row; q = 0 .. K/2 - 1); returns the row's true
  * length (a row of more than K is walked again). The walk kernel stores
  * them to the stage, the fused rows kernel keeps them in registers. */
-template <bool FULL, int K, class Put>
-__device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i, Put &&put)
+template <bool FULL, int K, class Slot, class Put>
+__device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_cells_view &c, Slot &&slot, int i,
+                                               float4 pi, Put &&put)
 {
     int k = 0;
     uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
 #pragma unroll
     for (int q = 0; q < K; ++q)
         r[q] = ~0ull;
-    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
+    walk_pairs_merged(g, c, slot, i, pi, [&](int j, float d2, int s0, int s1, int s2) {
         if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
             /* pushed in front (moves, no compares); a row of more than K
              * keeps its last K, unused: it is walked again */
@@ -190,10 +192,11 @@ __device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_ce
 }
 
 template <bool FULL, int K>
-__global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                          uint64_t *__restrict__ stage,
-                                                          unsigned long long *__restrict__ counts,
-                                                          nl_row_tiles tiles, int ntiles)
+__global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const __grid_constant__ mdnl_geom g,
+                                                                           mdnl_cells_view c,
+                                                                           uint64_t *__restrict__ stage,
+                                                                           unsigned long long *__restrict__ counts,
+                                                                           nl_row_tiles tiles, int ntiles)
 {
     nl_grid_wait();
     /* the rows kernel's tile states, set here rather than by a launch of
@@ -203,21 +206,20 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
     if (s >= c.natoms)
         return;
     const int i = c.order[s];
-    const int k = sparse_row_keys<FULL, K>(g, c, s, i,
-                                           [&](int q, ulonglong2 v) { ((ulonglong2 *)(stage + (size_t)s * K))[q] = v; });
+    const int k = sparse_row_keys<FULL, K>(
+        g, c, [&] { return s; }, i, c.pos[s],
+        [&](int q, ulonglong2 v) { ((ulonglong2 *)(stage + (size_t)s * K))[q] = v; });
     counts[i] = (unsigned long long)k;
 }
 
 #define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
 
 template <bool FULL, int K, bool FUSED>
-__global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                               const uint64_t *__restrict__ stage,
-                                                               const unsigned long long *__restrict__ counts,
-                                                               nl_row_tiles tiles, long long limit,
-                                                               int64_t *__restrict__ offsets,
-                                                               int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                               int *__restrict__ flags)
+__global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(
+    const __grid_constant__ mdnl_geom g, mdnl_cells_view c, const float4 *__restrict__ pos,
+    const uint64_t *__restrict__ stage, const unsigned long long *__restrict__ counts, nl_row_tiles tiles,
+    long long limit, int64_t *__restrict__ offsets, int32_t *__restrict__ j_out, float *__restrict__ d_out,
+    int *__restrict__ flags)
 {
     nl_grid_wait();
     using plus = ::cuda::std::plus<long long>;
@@ -227,13 +229,16 @@ __global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(co
     __shared__ typename look_back::TempStorage prefix_s;
     const int n = c.natoms;
     const int i = blockIdx.x * SPARSE_T + threadIdx.x;
-    const int s = i < n ? c.rank[i] : 0;
+    /* the atom's slot: FUSED asks for it only off the flat sheet (walk_pairs_merged) */
+    const int s = !FUSED && i < n ? c.rank[i] : 0;
+    auto slot = [&] { return FUSED ? c.rank[i] : s; };
     ulonglong2 row[K / 2];
     long long k = 0;
     if constexpr (FUSED) {
-        /* FUSED: the row walked here (input order following space: a block's rows are neighbours) */
+        /* FUSED: the row walked here (input order following space: a block's rows are neighbours), from the
+         * input's position (the same floats as the binned one) */
         if (i < n)
-            k = sparse_row_keys<FULL, K>(g, c, s, i, [&](int q, ulonglong2 v) { row[q] = v; });
+            k = sparse_row_keys<FULL, K>(g, c, slot, i, pos[i], [&](int q, ulonglong2 v) { row[q] = v; });
         else
 #pragma unroll
             for (int q = 0; q < K / 2; ++q)
@@ -244,8 +249,7 @@ __global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(co
          * on: its latency overlaps the block scan's and the look-back's */
 #pragma unroll
         for (int q = 0; q < K; q += 2)
-            row[q / 2] =
-                q < k && k <= K ? ((const ulonglong2 *)(stage + (size_t)s * K))[q / 2] : make_ulonglong2(0, 0);
+            row[q / 2] = q < k && k <= K ? ((const ulonglong2 *)(stage + (size_t)s * K))[q / 2] : make_ulonglong2(0, 0);
     }
     long long off;
     if (blockIdx.x == 0) {
@@ -310,17 +314,18 @@ __global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(co
         put_row(j_out + off, d_out + off);
         return;
     }
-    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, off, k, j_out, d_out, flags);
+    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, slot, i, FUSED ? pos[i] : c.pos[s], f); }, i, off,
+                              k, j_out, d_out, flags);
 }
 
 template <bool FULL, int K>
-static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, nl_row_tiles tiles,
-                                       int ntiles, long long limit, bool fused)
+static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
+                                       nl_row_tiles tiles, int ntiles, long long limit, bool fused)
 {
     mdnl_status st;
     if (fused) { /* one kernel: the tile states were set by the binning */
         STAGE(MDNL_CUDA_STAGE_FILL, 0);
-        if ((st = nl_launch(sparse_rows_kernel<FULL, K, true>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
+        if ((st = nl_launch(sparse_rows_kernel<FULL, K, true>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view, pos,
                             (const uint64_t *)nullptr, (const unsigned long long *)nullptr, tiles, limit,
                             (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                             (int *)ctx->flags.ptr)) != MDNL_OK)
@@ -330,23 +335,22 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
     }
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
-                               (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
+                   (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
     if ((st = nl_launch(sparse_rows_kernel<FULL, K, false>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
-                        (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
-                        (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-                        (int *)ctx->flags.ptr)) != MDNL_OK)
+                        (const float4 *)nullptr, (const uint64_t *)ctx->stage.ptr,
+                        (const unsigned long long *)ctx->counts.ptr, tiles, limit, (int64_t *)ctx->offsets.ptr,
+                        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, (int *)ctx->flags.ptr)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;
 }
 
 template <bool FULL>
-static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
-                                      int64_t *npairs)
+static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     const double cand = nl_cell_candidates(g); /* candidates per atom */
     mdnl_status st;
@@ -359,8 +363,8 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     const bool fused = ctx->sparse_fused != 0;
     nl_row_tiles tiles;
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK ||
-        (!fused && (st = mdnl_dbuf_reserve(&ctx->stage, (size_t)K * n * sizeof(uint64_t), "neighbor stage")) !=
-                       MDNL_OK) ||
+        (!fused &&
+         (st = mdnl_dbuf_reserve(&ctx->stage, (size_t)K * n * sizeof(uint64_t), "neighbor stage")) != MDNL_OK) ||
         (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
@@ -372,8 +376,8 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     /* No synchronisation until the caller's last one: the output is sized
      * for stage_cap pairs an atom, and a CSR that outgrew it is detected
      * there (the pair count read back with the flags) and built again. */
-    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most, fused)
-                     : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most, fused)) != MDNL_OK)
+    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, pos, n, tiles, ntiles, (long long)most, fused)
+                     : launch_sparse_stage<FULL, 8>(ctx, g, pos, n, tiles, ntiles, (long long)most, fused)) != MDNL_OK)
         return st;
     ctx->deferred = 1; /* the caller reads flags (pair count included) back */
     ctx->sparse_last = fused ? 1 : 0;
@@ -382,8 +386,7 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
 }
 
 template <bool FULL>
-static mdnl_status build_sparse_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
-                                     int64_t *npairs)
+static mdnl_status build_sparse_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
     mdnl_status st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
@@ -401,8 +404,7 @@ static mdnl_status build_sparse_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, con
         cell_stage_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
             *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
         MDNL_CUDA_LAUNCHED(ctx->stream);
-        MDNL_CUDA_CHECK(
-            cudaMemcpyAsync(ctx->h_small + 1, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 1, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
         MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
         int longest;
         memcpy(&longest, ctx->h_small + 1, sizeof longest);

@@ -212,10 +212,12 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
     counts[i] = (unsigned long long)k;
 }
 
-#define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
+#define SPARSE_T 512       /* rows kernel: a tile of rows a block (the look-back once a tile) */
+#define SPARSE_FUSED_T 256 /* the fused rows kernel's tile */
+#define SPARSE_TILE(FUSED) ((FUSED) ? SPARSE_FUSED_T : SPARSE_T)
 
 template <bool FULL, int K, bool FUSED>
-__global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(
+__global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows_kernel(
     const __grid_constant__ mdnl_geom g, mdnl_cells_view c, const float4 *__restrict__ pos,
     const uint64_t *__restrict__ stage, const unsigned long long *__restrict__ counts, nl_row_tiles tiles,
     long long limit, int64_t *__restrict__ offsets, int32_t *__restrict__ j_out, float *__restrict__ d_out,
@@ -223,12 +225,13 @@ __global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(
 {
     nl_grid_wait();
     using plus = ::cuda::std::plus<long long>;
-    using block_scan = cub::BlockScan<long long, SPARSE_T>;
+    constexpr int T = SPARSE_TILE(FUSED);
+    using block_scan = cub::BlockScan<long long, T>;
     using look_back = cub::TilePrefixCallbackOp<long long, plus, nl_row_tiles>;
     __shared__ typename block_scan::TempStorage scan_s;
     __shared__ typename look_back::TempStorage prefix_s;
     const int n = c.natoms;
-    const int i = blockIdx.x * SPARSE_T + threadIdx.x;
+    const int i = blockIdx.x * T + threadIdx.x;
     /* the atom's slot: FUSED asks for it only off the flat sheet (walk_pairs_merged) */
     const int s = !FUSED && i < n ? c.rank[i] : 0;
     auto slot = [&] { return FUSED ? c.rank[i] : s; };
@@ -264,13 +267,13 @@ __global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(
     /* the block's rows are one run of the CSR, [first, last): staged in
      * shared memory and written by the whole block with coalesced stores,
      * unless a row of the block is longer than K (walked again below) */
-    __shared__ int32_t j_s[SPARSE_T * K];
-    __shared__ float d_s[SPARSE_T * K];
+    __shared__ int32_t j_s[T * K];
+    __shared__ float d_s[T * K];
     __shared__ long long run[2];
     const bool mine = i < n;
     if (threadIdx.x == 0)
         run[0] = off;
-    if (mine && (i == n - 1 || threadIdx.x == SPARSE_T - 1))
+    if (mine && (i == n - 1 || threadIdx.x == T - 1))
         run[1] = off + k;
     if (mine) {
         offsets[i] = off;
@@ -302,7 +305,7 @@ __global__ __launch_bounds__(SPARSE_T, FUSED ? 3 : 0) void sparse_rows_kernel(
     if (!any_long) {
         put_row(j_s + (off - first), d_s + (off - first));
         __syncthreads();
-        for (int e = threadIdx.x; e < (int)(last - first); e += SPARSE_T) {
+        for (int e = threadIdx.x; e < (int)(last - first); e += T) {
             j_out[first + e] = j_s[e];
             d_out[first + e] = d_s[e];
         }
@@ -325,7 +328,7 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, c
     mdnl_status st;
     if (fused) { /* one kernel: the tile states were set by the binning */
         STAGE(MDNL_CUDA_STAGE_FILL, 0);
-        if ((st = nl_launch(sparse_rows_kernel<FULL, K, true>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view, pos,
+        if ((st = nl_launch(sparse_rows_kernel<FULL, K, true>, ntiles, SPARSE_FUSED_T, ctx->stream, *g, ctx->view, pos,
                             (const uint64_t *)nullptr, (const unsigned long long *)nullptr, tiles, limit,
                             (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                             (int *)ctx->flags.ptr)) != MDNL_OK)
@@ -357,10 +360,10 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     /* K (rows kept in registers): 4 for the sparsest rows (graphene: 3
      * pairs, ~13 candidates per atom), else 8 */
     const int K = cand <= 16 ? 4 : 8;
-    const int ntiles = (n + SPARSE_T - 1) / SPARSE_T;
     const size_t most = (size_t)ctx->stage_cap * (size_t)n;
     /* the walk inside the rows kernel where the frame before's order followed space (ctx->sparse_fused) */
     const bool fused = ctx->sparse_fused != 0;
+    const int ntiles = (n + SPARSE_TILE(fused) - 1) / SPARSE_TILE(fused);
     nl_row_tiles tiles;
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK ||
         (!fused &&

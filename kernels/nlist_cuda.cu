@@ -344,20 +344,30 @@ mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int ntiles, nl_row_tiles *t
 /* Thread per original atom i: its index into its slot of the cell order
  * (one 4-byte scatter an atom: in random input order these writes are
  * random); with `rank`, the slot also replaces i's slot within its cell
- * (slot[i], coalesced), the inverse of the order. */
+ * (slot[i], coalesced), the inverse of the order. POS (an input in an order
+ * that follows space, whose slots are near each other's): the position (w =
+ * bits of i) and the cell scattered too, in place of fast_gather_kernel. */
+template <bool POS>
 static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                            const int *__restrict__ start, int *__restrict__ slot,
-                                           int *__restrict__ order, bool rank)
+                                           int *__restrict__ order, bool rank, float4 *__restrict__ spos,
+                                           int *__restrict__ cellof)
 {
     nl_grid_wait();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
-    const float4 p = pos[i];
-    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
+    float4 p = pos[i];
+    const int cell = (int)mdnl_cell_linear(g, p.x, p.y, p.z);
+    const int k = start[cell] + slot[i];
     order[k] = i;
     if (rank)
         slot[i] = k;
+    if (POS) {
+        cellof[k] = cell;
+        p.w = __int_as_float(i);
+        spos[k] = p;
+    }
 }
 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
@@ -385,7 +395,7 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
  * path sorts its rows; energy and rdf keep the stable list of
  * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank,
-                            const nl_row_tiles *row_tiles, int nrow_tiles)
+                            const nl_row_tiles *row_tiles, int nrow_tiles, bool in_order)
 {
     mdnl_status st;
     const int ncells = (int)g->ncells;
@@ -420,10 +430,17 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
                         tiles)) != MDNL_OK)
         return st;
     ctx->tcount_dirty = 0;
-    if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
-                        (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
-        (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
-                        (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
+    if (in_order) {
+        if ((st = nl_launch(fast_scatter_kernel<true>, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
+                            (const int *)start, slot, (int *)ctx->torder.ptr, rank, (float4 *)ctx->tpos.ptr,
+                            (int *)ctx->tcell.ptr)) != MDNL_OK)
+            return st;
+    } else if ((st = nl_launch(fast_scatter_kernel<false>, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
+                               (const int *)start, slot, (int *)ctx->torder.ptr, rank, (float4 *)nullptr,
+                               (int *)nullptr)) != MDNL_OK ||
+               (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
+                               (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) !=
+                   MDNL_OK)
         return st;
     ctx->view.natoms = n;
     ctx->view.ncells = ncells;

@@ -369,7 +369,8 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
     /* fused: the binning sets the rows kernel's tile states (else the walk kernel does) */
-    if ((st = nl_bin_unstable(ctx, g, pos, n, true, fused ? &tiles : nullptr, fused ? ntiles : 0)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, true, fused ? &tiles : nullptr, fused ? ntiles : 0,
+                               g->pbc[2] || g->stencil[2] < g->ncell[2] - 1)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* No synchronisation until the caller's last one: the output is sized

@@ -363,6 +363,7 @@ static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
  * cell of its atom, gathered (reads in random order are cheaper than the
  * partial-sector writes of scattering them) and written coalesced. */
+template <bool CELL>
 static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
                                           const int *__restrict__ order, float4 *__restrict__ spos,
                                           int *__restrict__ cellof)
@@ -373,7 +374,8 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
         return;
     const int i = order[k];
     float4 p = __ldg(pos + i);
-    cellof[k] = mdnl_cell_linear(g, p.x, p.y, p.z);
+    if (CELL)
+        cellof[k] = mdnl_cell_linear(g, p.x, p.y, p.z);
     p.w = __int_as_float(i);
     spos[k] = p;
 }
@@ -385,7 +387,7 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
  * path sorts its rows; energy and rdf keep the stable list of
  * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank,
-                            const nl_row_tiles *row_tiles, int nrow_tiles)
+                            const nl_row_tiles *row_tiles, int nrow_tiles, bool cells)
 {
     mdnl_status st;
     const int ncells = (int)g->ncells;
@@ -422,15 +424,16 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     ctx->tcount_dirty = 0;
     if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
                         (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
-        (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
-                        (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
+        (st = nl_launch(cells ? fast_gather_kernel<true> : fast_gather_kernel<false>, (n + 255) / 256, 256,
+                        ctx->stream, *g, pos, n, (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr,
+                        (int *)ctx->tcell.ptr)) != MDNL_OK)
         return st;
     ctx->view.natoms = n;
     ctx->view.ncells = ncells;
     ctx->view.start = start;
     ctx->view.pos = (const float4 *)ctx->tpos.ptr;
     ctx->view.order = (const int *)ctx->torder.ptr;
-    ctx->view.cell = (const int *)ctx->tcell.ptr;
+    ctx->view.cell = cells ? (const int *)ctx->tcell.ptr : nullptr;
     ctx->view.rank = rank ? slot : nullptr;
     return MDNL_OK;
 }

@@ -506,9 +506,10 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs);
  * cell; every path sorts its rows). The fullest cell's population goes to
  * flags[2]. With `rank`, view.rank (each atom's slot) too. With row_tiles,
  * the bin kernel also sets their first nrow_tiles states (nl_scan_counts
- * then needs no launch to set them). */
+ * then needs no launch to set them). Without `cells`, no view.cell (the
+ * cell of each slot: for callers that never read it). */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank = false,
-                            const nl_row_tiles *row_tiles = nullptr, int nrow_tiles = 0);
+                            const nl_row_tiles *row_tiles = nullptr, int nrow_tiles = 0, bool cells = true);
 
 /* Candidates per atom of the cell list (the density the default goes by). */
 double nl_cell_candidates(const mdnl_geom *g);

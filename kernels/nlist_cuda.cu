@@ -28,6 +28,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     c->sparse_last = -1;
     mdnl_status st = MDNL_OK;
     cudaError_t e;
+    void *dev = nullptr; /* the read-back's device address */
 #define CTX_TRY(call)                                                                                                  \
     if ((e = (call)) != cudaSuccess) {                                                                                 \
         st = mdnl_cuda_fail(e, #call, __FILE__, __LINE__);                                                             \
@@ -39,14 +40,17 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     CTX_TRY(cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
     CTX_TRY(cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
     CTX_TRY(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
-    /* [4..]: the FLAG_INTS flags; mapped, so that sparse-stage's last kernel writes them itself */
-    CTX_TRY(cudaHostAlloc((void **)&c->h_small, 12 * sizeof(int64_t), cudaHostAllocMapped));
-    {
-        void *dev = nullptr;
-        if (cudaHostGetDevicePointer(&dev, c->h_small, 0) == cudaSuccess)
-            c->d_host_flags = (int *)((int64_t *)dev + 4);
-        else
-            (void)cudaGetLastError(); /* no mapped memory: the flags are copied back */
+    /* [4..]: the FLAG_INTS flags; mapped, so that a build's last kernel writes them there itself (sparse-stage,
+     * dense-walk: nl_flags_publish); where the device maps no host memory, plain pinned and copied back */
+    if (cudaHostAlloc((void **)&c->h_small, 12 * sizeof(int64_t), cudaHostAllocMapped) == cudaSuccess &&
+        cudaHostGetDevicePointer(&dev, c->h_small, 0) == cudaSuccess) {
+        c->d_host_flags = (int *)((int64_t *)dev + 4);
+    } else {
+        (void)cudaGetLastError();
+        if (c->h_small)
+            cudaFreeHost(c->h_small);
+        c->h_small = nullptr;
+        CTX_TRY(cudaMallocHost((void **)&c->h_small, 12 * sizeof(int64_t)));
     }
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         for (int b = 0; b < 2; ++b)

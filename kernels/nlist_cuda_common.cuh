@@ -395,7 +395,9 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
 /* ------------------------------------------------------------------------ */
 /* The context. */
 
-/* ctx->flags, cleared by every build and read back by its last copy: [0] a
+/* ctx->flags, zero at the start of every build (a memset, unless the build
+ * before left them zero) and read back at its end (copied, or written to the
+ * mapped read-back by its last kernel: nl_flags_publish): [0] a
  * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
  * [3] dense-tiles' oversized regions, [4..5] sparse-stage's and dense-walk's
  * pair count (int64), [6] their CSR outgrew the output arrays, [7]

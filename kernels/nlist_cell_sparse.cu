@@ -214,15 +214,15 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
 #define SPARSE_FUSED_T 256 /* the fused rows kernel's tile (6 blocks an SM) */
 #define SPARSE_TILE(FUSED) ((FUSED) ? SPARSE_FUSED_T : SPARSE_T)
 
-/* sparse_rows_kernel's rows (the kernel publishes the flags after them) */
+/* host_flags: the build's flags to the host's read-back (nl_flags_publish), else to flags (copied back by the
+ * caller) */
 template <bool FULL, int K, bool FUSED>
-__device__ __forceinline__ void sparse_rows(const mdnl_geom &g, const mdnl_cells_view &c,
-                                            const uint64_t *__restrict__ stage,
-                                            const unsigned long long *__restrict__ counts, nl_row_tiles tiles,
-                                            long long limit, int64_t *__restrict__ offsets,
-                                            int32_t *__restrict__ j_out, float *__restrict__ d_out, int *flags,
-                                            int *host_flags)
+__global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows_kernel(
+    const __grid_constant__ mdnl_geom g, mdnl_cells_view c, const uint64_t *__restrict__ stage,
+    const unsigned long long *__restrict__ counts, nl_row_tiles tiles, long long limit, int64_t *__restrict__ offsets,
+    int32_t *__restrict__ j_out, float *__restrict__ d_out, int *__restrict__ flags, int *__restrict__ host_flags)
 {
+    nl_grid_wait();
     using plus = ::cuda::std::plus<long long>;
     constexpr int T = SPARSE_TILE(FUSED);
     using block_scan = cub::BlockScan<long long, T>;
@@ -322,45 +322,28 @@ __device__ __forceinline__ void sparse_rows(const mdnl_geom &g, const mdnl_cells
                               host_flags ? host_flags : flags);
 }
 
-/* host_flags: the flags to the host's read-back (nl_flags_publish), else to flags (copied back by the caller) */
-template <bool FULL, int K, bool FUSED>
-__global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows_kernel(
-    const __grid_constant__ mdnl_geom g, mdnl_cells_view c, const uint64_t *__restrict__ stage,
-    const unsigned long long *__restrict__ counts, nl_row_tiles tiles, long long limit, int64_t *__restrict__ offsets,
-    int32_t *__restrict__ j_out, float *__restrict__ d_out, int *__restrict__ flags, int *__restrict__ host_flags)
-{
-    nl_grid_wait();
-    sparse_rows<FULL, K, FUSED>(g, c, stage, counts, tiles, limit, offsets, j_out, d_out, flags, host_flags);
-}
-
 template <bool FULL, int K>
 static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, nl_row_tiles tiles,
                                        int ntiles, long long limit, bool fused)
 {
     mdnl_status st;
-    if (fused) { /* one kernel: the tile states were set by the binning */
-        STAGE(MDNL_CUDA_STAGE_FILL, 0);
-        if ((st = nl_launch(sparse_rows_kernel<FULL, K, true>, ntiles, SPARSE_FUSED_T, ctx->stream, *g, ctx->view,
-                            (const uint64_t *)nullptr, (const unsigned long long *)nullptr, tiles, limit,
-                            (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-                            (int *)ctx->flags.ptr, ctx->d_host_flags)) != MDNL_OK)
+    if (!fused) { /* fused: no walk kernel, the tile states set by the binning */
+        STAGE(MDNL_CUDA_STAGE_COUNT, 0);
+        if ((st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
+                            (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles)) !=
+            MDNL_OK)
             return st;
-        ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
-        STAGE(MDNL_CUDA_STAGE_FILL, 1);
-        return MDNL_OK;
+        STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     }
-    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
-                               (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles);
-    if (st != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    if ((st = nl_launch(sparse_rows_kernel<FULL, K, false>, ntiles, SPARSE_T, ctx->stream, *g, ctx->view,
-                        (const uint64_t *)ctx->stage.ptr, (const unsigned long long *)ctx->counts.ptr, tiles, limit,
+    if ((st = nl_launch(fused ? sparse_rows_kernel<FULL, K, true> : sparse_rows_kernel<FULL, K, false>, ntiles,
+                        SPARSE_TILE(fused), ctx->stream, *g, ctx->view,
+                        fused ? nullptr : (const uint64_t *)ctx->stage.ptr,
+                        fused ? nullptr : (const unsigned long long *)ctx->counts.ptr, tiles, limit,
                         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                         (int *)ctx->flags.ptr, ctx->d_host_flags)) != MDNL_OK)
         return st;
+    /* the flags reach the read-back, and the device's are left zero (nl_flags_publish<true>) */
     ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;

@@ -951,3 +951,96 @@ Test(nlist_gpu, sparse_and_dense_builds_in_turn_on_one_context_equal_cpu_twin)
     cr_skip_test("built without CUDA");
 #endif
 }
+
+#ifdef MDNL_HAVE_CUDA
+/* A copy of `from` with every coordinate moved uniformly in [-amp, amp]
+ * and then scaled by `sx` along x (the box unchanged). */
+static void moved_frame(mdnl_frame *f, const mdnl_frame *from, double amp, double sx, uint64_t seed)
+{
+    memset(f, 0, sizeof *f);
+    cr_assert_eq(mdnl_frame_reserve(f, from->natoms), MDNL_OK);
+    f->natoms = from->natoms;
+    f->nspecies = from->nspecies;
+    memcpy(f->symbols, from->symbols, sizeof f->symbols);
+    memcpy(f->species, from->species, (size_t)from->natoms * sizeof *f->species);
+    f->box = from->box;
+    rng_state = seed;
+    for (int64_t i = 0; i < from->natoms; ++i)
+        for (int a = 0; a < 3; ++a)
+            f->pos[i][a] = (from->pos[i][a] + amp * (2.0 * uniform() - 1.0)) * (a == 0 ? sx : 1.0);
+}
+#endif
+
+Test(nlist_gpu, repeated_builds_replay_a_cuda_graph_on_new_positions)
+{
+#ifdef MDNL_HAVE_CUDA
+    SKIP_WITHOUT_DEVICE();
+    /* sparse-stage and dense-walk capture the second build of a key (the
+     * geometry, the positions' address, the buffers, the layout the frame
+     * before chose) into a CUDA graph and launch it again from the third
+     * on. On one context a path, each build against the CPU cell twin: a
+     * frame A four times, B (A's atoms moved, the same box: the same key,
+     * so the graph runs on B's positions), A again, then C, whose rows are
+     * longer (the liquid squeezed along x: its output, sized for A, outgrows
+     * in the graph's launch and is built again larger) or in random order
+     * (the sheet: the fused rows kernel of the graph on it, then the staged
+     * kernels). */
+    mdnl_frame liquid, sheet, frames[2][3];
+    lj_cube_frame(&liquid, 20000, 31);
+    graphene_frame(&sheet, 60, 40, 1.42, 1);
+    frames[0][0] = liquid;
+    moved_frame(&frames[0][1], &liquid, 0.1, 1.0, 5);
+    moved_frame(&frames[0][2], &liquid, 0.0, 0.75, 6);
+    frames[1][0] = sheet;
+    moved_frame(&frames[1][1], &sheet, 0.02, 1.0, 7);
+    moved_frame(&frames[1][2], &sheet, 0.0, 1.0, 8);
+    shuffle_positions(&frames[1][2], &sheet, 9);
+    const int paths[2] = {MDNL_CELL_PATH_DENSE_WALK, MDNL_CELL_PATH_SPARSE_STAGE};
+    const double rc[2] = {2.5, 1.9};
+    const char *const names[2] = {"liquid", "graphene"};
+    const int seq[] = {0, 0, 0, 0, 1, 0, 2, 2, 2};
+    for (int sys = 0; sys < 2; ++sys)
+        for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+            mdnl_cuda_ctx *ctx = new_ctx();
+            mdnl_cuda_ctx_set_cell_path(ctx, paths[sys]);
+            prepared p[3];
+            mdnl_nlist want[3];
+            for (int f = 0; f < 3; ++f) {
+                p[f] = prepare(&frames[sys][f], rc[sys]);
+                memset(&want[f], 0, sizeof want[f]);
+                cr_assert_eq(mdnl_nlist_build_cpu(&p[f].g, (const float(*)[4])p[f].pos4, MDNL_METHOD_CELL,
+                                                  (mdnl_list_kind)kind, &want[f]),
+                             MDNL_OK, "%s", mdnl_last_error());
+            }
+            cr_assert_gt(want[2].npairs, want[0].npairs * (sys == 0 ? 5 : 1) / 4);
+            for (unsigned s = 0; s < sizeof seq / sizeof *seq; ++s) {
+                const int f = seq[s];
+                mdnl_nlist got = {0};
+                char what[128];
+                snprintf(what, sizeof what, "%s, %s list, build %u (frame %c)", names[sys],
+                         kind == MDNL_LIST_FULL ? "full" : "half", s + 1, "ABC"[f]);
+                const int64_t launches = mdnl_cuda_ctx_graph_launches(ctx), retries = mdnl_cuda_ctx_retries(ctx);
+                cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p[f].g, (const float(*)[4])p[f].pos4, MDNL_METHOD_CELL,
+                                                   (mdnl_list_kind)kind, &got),
+                             MDNL_OK, "%s: %s", what, mdnl_last_error());
+                expect_same_list(&want[f], &got, what);
+                mdnl_nlist_free(&got);
+                if (s == 3 || s == 4 || s == 5)
+                    cr_expect_gt(mdnl_cuda_ctx_graph_launches(ctx), launches, "%s: no graph was launched", what);
+                if (s == 6 && sys == 0)
+                    cr_expect_gt(mdnl_cuda_ctx_retries(ctx), retries, "%s: the output never outgrew", what);
+            }
+            cr_expect_gt(mdnl_cuda_ctx_graph_launches(ctx), 3, "%s: graphs launched", names[sys]);
+            for (int f = 0; f < 3; ++f) {
+                mdnl_nlist_free(&want[f]);
+                free(p[f].pos4);
+            }
+            mdnl_cuda_ctx_free(ctx);
+        }
+    for (int sys = 0; sys < 2; ++sys)
+        for (int f = 0; f < 3; ++f)
+            mdnl_frame_free(&frames[sys][f]);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}

@@ -77,9 +77,6 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
-    for (nl_graph &gr : c->graphs)
-        if (gr.exec)
-            cudaGraphExecDestroy(gr.exec);
     if (c->h_small)
         cudaFreeHost(c->h_small);
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
@@ -124,7 +121,6 @@ extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->s
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
 extern "C" int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *c) { return c->walk_rows; }
 extern "C" int mdnl_cuda_ctx_sparse_fused(const mdnl_cuda_ctx *c) { return c->sparse_last; }
-extern "C" int64_t mdnl_cuda_ctx_graph_launches(const mdnl_cuda_ctx *c) { return c->graph_launches; }
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
 extern "C" void mdnl_cuda_ctx_set_cell_path(mdnl_cuda_ctx *c, int path)
 {
@@ -506,128 +502,6 @@ static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const floa
         return nl_build_dense_rows(ctx, g, pos, n, full, npairs);
     }
 }
-/* ---- a deferred cell build as a CUDA graph ----
- *
- * Sparse-stage and dense-walk launch 6 to 10 kernels, memsets and events
- * with no host synchronisation between them. Where the kernels are short
- * (the binning's four, a small frame's everything) the GPU runs them faster
- * than the host issues them, and waits for each launch. So the first build
- * of a key (what the launches are made of: the geometry, the positions'
- * address, every buffer, the choices the frame before made) is launched as
- * usual and remembered; the second is captured into a graph, which is
- * launched; from the third on, the graph is launched again (one call, the
- * whole build on the device at once). A key that changes every frame (a box
- * that changes, buffers that grow) is never captured, and costs one
- * comparison. Not with the stages timed (events between the kernels) nor in
- * a debugging build that synchronises after every launch. */
-static nl_build_key build_key(const mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                              int path)
-{
-    nl_build_key k;
-    memset(&k, 0, sizeof k);
-    k.g = *g;
-    k.g.frame = 0;
-    for (int a = 0; a < 3; ++a)
-        k.g.tlo[a] = k.g.thi[a] = 0;
-    k.pos = pos;
-    k.n = n;
-    k.full = full;
-    k.path = path;
-    k.timing = ctx->timing;
-    k.stage_cap = ctx->stage_cap;
-    k.walk_pack = ctx->walk_pack;
-    k.sparse_fused = ctx->sparse_fused;
-    k.tcount_dirty = ctx->tcount_dirty;
-    k.d_host_flags = ctx->d_host_flags;
-    const mdnl_dbuf *bufs[NL_GRAPH_BUFS] = {&ctx->pos,   &ctx->counts, &ctx->offsets, &ctx->j,      &ctx->d,
-                                            &ctx->stage, &ctx->ccount, &ctx->images,  &ctx->flags,  &ctx->temp,
-                                            &ctx->slab,  &ctx->tcount, &ctx->tstart,  &ctx->tslot,  &ctx->tpos,
-                                            &ctx->torder, &ctx->tcell, &ctx->ttemp,   &ctx->tover};
-    for (int b = 0; b < NL_GRAPH_BUFS; ++b) {
-        k.ptr[b] = bufs[b]->ptr;
-        k.cap[b] = bufs[b]->cap;
-    }
-    return k;
-}
-
-static nl_build_effects build_effects(const mdnl_cuda_ctx *ctx)
-{
-    return {ctx->deferred, ctx->walk_rows, ctx->sparse_last, ctx->flags_on_host, ctx->flags_zero,
-            ctx->tcount_dirty, ctx->view};
-}
-
-static mdnl_status build_cell_graphed(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                      int64_t *npairs)
-{
-    const int path = cell_path_first(ctx, g);
-    const bool deferred =
-        path == MDNL_CELL_PATH_SPARSE_STAGE || (path == MDNL_CELL_PATH_DENSE_WALK && nl_dense_walk_fits(g));
-    if (!deferred || ctx->timing == MDNL_CUDA_TIMING_STAGES || mdnl_cuda_sync_debug())
-        return build_cell(ctx, g, pos, n, full, npairs);
-    const nl_build_key key = build_key(ctx, g, pos, n, full, path);
-    nl_graph *gr = nullptr, *lru = &ctx->graphs[0];
-    for (nl_graph &x : ctx->graphs) {
-        if (x.used && memcmp(&x.key, &key, sizeof key) == 0)
-            gr = &x;
-        if (x.used < lru->used)
-            lru = &x;
-    }
-    ++ctx->graph_clock;
-    if (gr && gr->exec) { /* the third build of the key or later */
-        MDNL_CUDA_CHECK(cudaGraphLaunch(gr->exec, ctx->stream));
-        gr->used = ctx->graph_clock;
-        const nl_build_effects &f = gr->fx;
-        ctx->deferred = f.deferred;
-        ctx->walk_rows = f.walk_rows;
-        ctx->sparse_last = f.sparse_last;
-        ctx->flags_on_host = f.flags_on_host;
-        ctx->flags_zero = f.flags_zero;
-        ctx->tcount_dirty = f.tcount_dirty;
-        ctx->view = f.view;
-        ctx->graph_launches++;
-        *npairs = 0;
-        return MDNL_OK;
-    }
-    if (!gr) { /* the first: launched as usual, the key remembered in the least recently used place */
-        if (lru->exec)
-            cudaGraphExecDestroy(lru->exec); /* one in flight is freed when it completes */
-        lru->exec = nullptr;
-        lru->key = key;
-        lru->used = ctx->graph_clock;
-        return build_cell(ctx, g, pos, n, full, npairs);
-    }
-    /* the second: captured (relaxed: a buffer that grows allocates while capturing), then launched */
-    gr->used = ctx->graph_clock;
-    MDNL_CUDA_CHECK(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeRelaxed));
-    mdnl_status st = build_cell(ctx, g, pos, n, full, npairs);
-    cudaGraph_t graph = nullptr;
-    cudaError_t e = cudaStreamEndCapture(ctx->stream, &graph);
-    if (st != MDNL_OK || e != cudaSuccess) {
-        if (graph)
-            cudaGraphDestroy(graph);
-        (void)cudaGetLastError();
-        return st != MDNL_OK ? st : mdnl_cuda_fail(e, "cudaStreamEndCapture", __FILE__, __LINE__);
-    }
-    cudaGraphExec_t exec = nullptr;
-    e = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    if (e != cudaSuccess)
-        return mdnl_cuda_fail(e, "cudaGraphInstantiate", __FILE__, __LINE__);
-    if ((e = cudaGraphLaunch(exec, ctx->stream)) != cudaSuccess) {
-        cudaGraphExecDestroy(exec);
-        return mdnl_cuda_fail(e, "cudaGraphLaunch", __FILE__, __LINE__);
-    }
-    const nl_build_key after = build_key(ctx, g, pos, n, full, path);
-    if (memcmp(&after, &key, sizeof key) != 0) {
-        cudaGraphExecDestroy(exec); /* it grew a buffer (and zeroed it): not to be launched again */
-        gr->key = after;
-        return MDNL_OK;
-    }
-    gr->exec = exec;
-    gr->fx = build_effects(ctx);
-    return MDNL_OK;
-}
-
 extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float *d_pos4,
                                                     mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out)
 {
@@ -672,7 +546,7 @@ again:
     } else {
         switch (method) {
         case MDNL_METHOD_CELL:
-            st = build_cell_graphed(ctx, g, pos, n, full, &npairs);
+            st = build_cell(ctx, g, pos, n, full, &npairs);
             break;
         case MDNL_METHOD_BRUTE_ATOMIC:
             st = nl_build_brute_atomic(ctx, g, pos, n, full, &npairs);

@@ -143,11 +143,6 @@ int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *ctx);
  * sparse-stage. */
 int mdnl_cuda_ctx_sparse_fused(const mdnl_cuda_ctx *ctx);
 
-/* How many of the context's builds so far were the launch of a CUDA graph
- * captured from an earlier build of the same frame shape (nlist_cuda.cu:
- * sparse-stage and dense-walk, from a key's third build on). */
-int64_t mdnl_cuda_ctx_graph_launches(const mdnl_cuda_ctx *ctx);
-
 /* The cell method's paths (see the top of this file). */
 typedef enum mdnl_cell_path {
     MDNL_CELL_PATH_AUTO = 0, /* by density: the default */

@@ -465,34 +465,6 @@ __host__ __device__ __forceinline__ bool nl_walk_packed(long long n, long long s
     return nl_walk_may_pack(n) && !nl_order_follows_space(same, compared);
 }
 
-/* A deferred cell build's launches (sparse-stage, dense-walk: no host
- * synchronisation inside), kept as a CUDA graph and launched again while the
- * key of what they were made of is the same (nlist_cuda.cu,
- * build_cell_graphed). Two builds with equal keys launch the same kernels
- * with the same arguments. */
-#define NL_GRAPH_BUFS 19
-struct nl_build_key {
-    mdnl_geom g; /* frame, tlo and thi cleared: the host's bookkeeping, which no kernel reads */
-    const void *pos;
-    int n, full, path, timing;
-    int stage_cap, walk_pack, sparse_fused, tcount_dirty;
-    const int *d_host_flags;
-    void *ptr[NL_GRAPH_BUFS]; /* every device buffer of the context */
-    size_t cap[NL_GRAPH_BUFS];
-};
-/* What such a build leaves in the context, set again when its graph is launched. */
-struct nl_build_effects {
-    int deferred, walk_rows, sparse_last, flags_on_host, flags_zero, tcount_dirty;
-    mdnl_cells_view view;
-};
-#define NL_GRAPHS 4 /* keys a context remembers: full and half lists, the pipeline's position buffers */
-struct nl_graph {
-    nl_build_key key;
-    cudaGraphExec_t exec; /* null: the key seen once, built without a graph */
-    unsigned long long used; /* 0: empty; else the context's clock at its last use */
-    nl_build_effects fx;
-};
-
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
     cudaStream_t side; /* dense-walk's long rows, beside its rows kernel (fork and join: the two events) */
@@ -525,9 +497,6 @@ struct mdnl_cuda_ctx {
     int flags_on_host;   /* this build's kernels write its flags to the read-back (nl_flags_publish) */
     int flags_zero;      /* the device's flags were left zero by the last build (nl_flags_publish<true>) */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
-    nl_graph graphs[NL_GRAPHS]; /* deferred cell builds kept as CUDA graphs (build_cell_graphed) */
-    unsigned long long graph_clock;
-    int64_t graph_launches; /* builds that were a graph's launch */
 };
 
 

@@ -40,7 +40,7 @@
  * when allocated: the rows kernel loads whole words up to a warp's longest
  * row, never uninitialised memory. The
  * walk counts every row exactly (counts[i]) and records the longest
- * (flags[1]); entries past WALK_CAP are dropped. There is no count pass: the
+ * (its pair of the flags, FLAG_WALK); entries past WALK_CAP are dropped. There is no count pass: the
  * candidates are walked once.
  *
  * Rows (walk_rows_kernel). Mapping: two threads per original row i (lanes
@@ -264,9 +264,9 @@ template <bool FULL>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
-                                                       int *__restrict__ maxlen, int *__restrict__ longlist,
-                                                       int *__restrict__ nlong)
+                                                       int *__restrict__ walk, int *__restrict__ longlist)
 {
+    int *const maxlen = walk, *const nlong = walk + 1; /* this build's pair of the flags (FLAG_WALK) */
     nl_grid_wait();
     constexpr int W = WALK_T / 32;
     if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -431,8 +431,10 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
 /* flags[FLAG_NPAIRS] gets the pair count; a CSR of more than `cap` pairs
  * sets flags[FLAG_OUTGROWN] and writes nothing (the host grows the output
  * and builds again). host_flags: those two, and the binning's flags, to the
- * host's read-back instead (nl_flags_publish; the device's flags stay for
- * the long rows beside, and are cleared by the next build). */
+ * host's read-back instead (nl_flags_publish, which zeroes the binning's),
+ * and the other parity's pair of dense-walk's flags (walk_next, which the
+ * next dense-walk build uses) zeroed: the device's flags are then zero but
+ * for this build's pair, which the long rows beside may still read. */
 template <bool PACK>
 __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
@@ -440,7 +442,8 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
                                                         const int64_t *__restrict__ offsets,
                                                         const float4 *__restrict__ opos, long long cap,
                                                         int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                        int *__restrict__ flags, int *__restrict__ host_flags)
+                                                        int *__restrict__ flags, int *__restrict__ host_flags,
+                                                        int *__restrict__ walk_next)
 {
     nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
@@ -468,7 +471,8 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         if (host_flags) {
-            nl_flags_publish<false>(flags, host_flags, total, total > cap);
+            nl_flags_publish<true>(flags, host_flags, total, total > cap);
+            walk_next[0] = walk_next[1] = 0;
         } else {
             *(long long *)(flags + FLAG_NPAIRS) = total;
             if (total > cap)
@@ -576,8 +580,9 @@ __device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int 
  * with d computed as walk_rows_kernel computes it (the same bits). A row
  * longer than LONG_KEYS goes to walk_long_row (one thread, sorted in global
  * memory). A walk that disagrees with the count sets *fail (the device's
- * flags or the host's read-back). Without a long row (err[1], the walk's
- * longest) or room in the output, every thread returns at once. */
+ * flags or the host's read-back). Without a long row (walk[0], the walk's
+ * longest; walk[1] rows listed) or room in the output, every thread returns
+ * at once. */
 #define LONG_W 4      /* warps a block */
 #define LONG_KEYS 512 /* keys a warp in shared memory */
 #define LONG_BATCH 4  /* steps of 32 candidates whose loads a warp issues together */
@@ -588,12 +593,11 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
                                                               const int64_t *__restrict__ offsets,
                                                               const float4 *__restrict__ opos, long long cap,
                                                               int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                              const int *__restrict__ err, int *__restrict__ fail,
-                                                              const int *__restrict__ longlist,
-                                                              const int *__restrict__ nlong)
+                                                              const int *__restrict__ walk, int *__restrict__ fail,
+                                                              const int *__restrict__ longlist)
 {
     nl_grid_wait();
-    if (err[1] <= WALK_CAP || offsets[c.natoms] > cap)
+    if (walk[0] <= WALK_CAP || offsets[c.natoms] > cap)
         return;
     __shared__ unsigned keys_s[LONG_W][LONG_KEYS];
     __shared__ int fe_s[LONG_W * 32], kb_s[LONG_W * 32], code_s[LONG_W * 32];
@@ -604,7 +608,7 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, wb = w * 32;
     const unsigned lt = (1u << lane) - 1u;
     unsigned *const keys = keys_s[w];
-    const int nl = *nlong;
+    const int nl = walk[1];
     for (int t = blockIdx.x * LONG_W + w; t < nl; t += gridDim.x * LONG_W) {
         const int s = longlist[t];
         const int i = c.order[s];
@@ -743,10 +747,15 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
-    int *longlist = (int *)ctx->tslot.ptr, *nlong = (int *)ctx->flags.ptr + FLAG_NLONG;
+    int *longlist = (int *)ctx->tslot.ptr;
+    /* this build's pair of dense-walk's flags (zero: the last dense-walk build, or the memset, zeroed it), and the
+     * next build's, which the rows kernel zeroes */
+    int *flags = (int *)ctx->flags.ptr;
+    const int parity = ctx->walk_parity;
+    int *walk = flags + FLAG_WALK + 2 * parity, *walk_next = flags + FLAG_WALK + 2 * (1 - parity);
     if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,
-                        (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr,
-                        (int *)ctx->flags.ptr + 1, longlist, nlong)) != MDNL_OK)
+                        (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr, walk, longlist)) !=
+        MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
@@ -760,7 +769,6 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
      * warp's run whole only where it has none). The main stream joins them
      * before the caller's read-back. Timed stage by stage, they run alone on
      * the main stream first, so that each stage is its kernel's time. */
-    int *flags = (int *)ctx->flags.ptr;
     const bool beside = ctx->timing != MDNL_CUDA_TIMING_STAGES;
     cudaStream_t ls = beside ? ctx->side : ctx->stream;
     if (beside) {
@@ -769,10 +777,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     }
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
     walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ls>>>(*g, ctx->view, (const int64_t *)offsets, pos, cap,
-                                                         (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
+                                                         (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, walk,
                                                          ctx->d_host_flags ? ctx->d_host_flags : flags,
-                                                         (const int *)longlist,
-                                                         (const int *)nlong); /* grid-stride over the list */
+                                                         (const int *)longlist); /* grid-stride over the list */
     MDNL_CUDA_LAUNCHED(ls);
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     if (beside)
@@ -782,14 +789,16 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
                    (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                   (float *)ctx->d.ptr, flags, ctx->d_host_flags);
+                   (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
-    ctx->flags_on_host = ctx->d_host_flags != nullptr; /* written there by the rows kernel */
+    /* written there by the rows kernel, which left the device's flags zero but for this build's pair */
+    ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
+    ctx->walk_parity = 1 - parity;
     *npairs = 0;
     return MDNL_OK;
 }

@@ -401,14 +401,17 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
  * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
  * [3] dense-tiles' oversized regions, [4..5] sparse-stage's and dense-walk's
  * pair count (int64), [6] their CSR outgrew the output arrays, [7]
- * dense-walk's rows longer than its slab rows, [8..9] how far the input
- * order follows space (nl_bin_unstable's sample: atoms in the cell of the
- * atom before them, atoms compared). */
-#define FLAG_INTS 10
+ * unused, [8..9] how far the input order follows space (nl_bin_unstable's
+ * sample: atoms in the cell of the atom before them, atoms compared),
+ * [10..13] dense-walk's own, two pairs used in turn (build parity p): [10 +
+ * 2p] the longest row, [11 + 2p] how many rows are longer than the slab's;
+ * a build zeroes the other pair, which the next dense-walk build uses, and
+ * so needs no memset (nl_build_dense_walk). */
+#define FLAG_INTS 14
 #define FLAG_NPAIRS 4
 #define FLAG_OUTGROWN 6
-#define FLAG_NLONG 7
 #define FLAG_INORDER 8
+#define FLAG_WALK 10
 
 /* A build's flags straight to the host's pinned read-back (host: the
  * device's address of h_small + 4, mapped), by one thread of its last
@@ -495,7 +498,9 @@ struct mdnl_cuda_ctx {
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
     int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped); null: copied */
     int flags_on_host;   /* this build's kernels write its flags to the read-back (nl_flags_publish) */
-    int flags_zero;      /* the device's flags were left zero by the last build (nl_flags_publish<true>) */
+    int flags_zero;      /* the device's flags were left zero by the last build (nl_flags_publish<true>; dense-walk:
+                            all but its own pair of this parity) */
+    int walk_parity;     /* which pair of flags[FLAG_WALK..] dense-walk's next build uses */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
 };
 

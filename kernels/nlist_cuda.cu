@@ -42,6 +42,7 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     CTX_TRY(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
     /* [4..]: the FLAG_INTS flags; mapped, so that a build's last kernel writes them there itself (sparse-stage,
      * dense-walk: nl_flags_publish); where the device maps no host memory, plain pinned and copied back */
+    static_assert(4 * sizeof(int64_t) + FLAG_INTS * sizeof(int) <= 12 * sizeof(int64_t), "the read-back holds the flags");
     if (cudaHostAlloc((void **)&c->h_small, 12 * sizeof(int64_t), cudaHostAllocMapped) == cudaSuccess &&
         cudaHostGetDevicePointer(&dev, c->h_small, 0) == cudaSuccess) {
         c->d_host_flags = (int *)((int64_t *)dev + 4);

@@ -231,12 +231,8 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
         cell = (int)mdnl_cell_linear(g, p.x, p.y, p.z);
     }
     /* one atomic per cell a warp: in an input ordered in space many lanes
-     * share a cell, and same-address atomics serialise; where no lane shares
-     * the cell of the lane before it (an input in random order), an atomic a
-     * lane without the match (two lanes of one cell further apart still
-     * take their slots apart: only the speed differs) */
-    const bool after = __shfl_up_sync(FULLMASK, cell, 1) == cell && lane > 0 && cell >= 0;
-    const unsigned peers = __any_sync(FULLMASK, after) ? __match_any_sync(FULLMASK, cell) : 1u << lane;
+     * share a cell, and same-address atomics serialise */
+    const unsigned peers = __match_any_sync(FULLMASK, cell);
     const int leader = __ffs(peers) - 1;
     int base = 0;
     if (lane == leader && cell >= 0)

@@ -96,8 +96,7 @@ struct walk_shared {
 template <bool FULL, bool PACK>
 __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_view &c, int cell, walk_shared &S,
                                           unsigned *__restrict__ slab, unsigned long long *__restrict__ counts,
-                                          int *__restrict__ maxlen, int *__restrict__ longlist, int *__restrict__ nlong,
-                                          uint2 *__restrict__ masks)
+                                          int *__restrict__ maxlen, int *__restrict__ longlist, int *__restrict__ nlong)
 {
     float4 *const home_s = S.home, *const cp_s = S.cp, *const cv_s = S.cv;
     unsigned **const rowp_s = S.rowp;
@@ -145,7 +144,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
-        int tk = 0; /* MEASUREMENT VARIANT MW: the take's index (uniform) */
         /* Takes up to 64 kept candidates off the ring (two a lane, c = 0 and 1: slots head + lane and head + 32
          * + lane; lanes past `count` hold none) and tests each against every home atom, appending the hits:
          * two candidates a lane share a home atom's load, its row count's shuffle and its row pointer. */
@@ -168,7 +166,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             }
             __syncwarp(); /* its reads before the next writes */
             head = (head + 64) & 127;
-            const int tkk = tk++;
             unsigned key[2];
             int j[2], jj[2];
 #pragma unroll
@@ -197,12 +194,21 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                         hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }
-                    /* MW: the ballots stored as the home atom's hit masks, by slot, 8 takes at most */
-                    if (lane == a) {
-                        cnt += __popc(m[0]) + (C == 2 ? __popc(m[1]) : 0);
-                        if (tkk < 8)
-                            __stcg(masks + (size_t)(h0 + a) * 8 + tkk, make_uint2(m[0], C == 2 ? m[1] : 0u));
-                    }
+                    const int ca = __shfl_sync(FULLMASK, cnt, a);
+                    const int n0 = __popc(m[0]);
+                    const int p[2] = {ca + __popc(m[0] & lt), C == 2 ? ca + n0 + __popc(m[1] & lt) : 0};
+                    unsigned *const row = rowp_s[hbase + a];
+#pragma unroll
+                    for (int cc = 0; cc < C; ++cc)
+                        if (hit[cc] && p[cc] < WALK_CAP) {
+                            if (PACK)
+                                __stcg(reinterpret_cast<uint2 *>(row) + p[cc],
+                                       make_uint2((key[cc] & ~63u) | (unsigned)p[cc], __float_as_uint(d2[cc])));
+                            else
+                                __stcg(row + p[cc], key[cc]);
+                        }
+                    if (lane == a)
+                        cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
                 }
             };
             const bool z = __all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO);
@@ -258,8 +264,7 @@ template <bool FULL>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
-                                                       int *__restrict__ walk, int *__restrict__ longlist,
-                                                       uint2 *__restrict__ masks)
+                                                       int *__restrict__ walk, int *__restrict__ longlist)
 {
     int *const maxlen = walk, *const nlong = walk + 1; /* this build's pair of the flags (FLAG_WALK) */
     nl_grid_wait();
@@ -274,9 +279,9 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
     if (cell >= c.ncells)
         return; /* the whole warp */
     if (pack)
-        walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong, masks);
+        walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
     else
-        walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong, masks);
+        walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
 }
 
 /* Rows: two threads a row (lanes 2r and 2r + 1 of a warp hold row r of its
@@ -748,11 +753,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     const int parity = ctx->walk_parity;
     int *walk = flags + FLAG_WALK + 2 * parity, *walk_next = flags + FLAG_WALK + 2 * (1 - parity);
-    if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)n * 8 * sizeof(uint2), "MW masks")) != MDNL_OK)
-        return st;
     if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,
-                        (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr, walk, longlist,
-                        (uint2 *)ctx->stage.ptr)) != MDNL_OK)
+                        (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr, walk, longlist)) !=
+        MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);

@@ -428,13 +428,12 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
     }
 }
 
-/* flags[FLAG_NPAIRS] gets the pair count; a CSR of more than `cap` pairs
- * sets flags[FLAG_OUTGROWN] and writes nothing (the host grows the output
- * and builds again). host_flags: those two, and the binning's flags, to the
- * host's read-back instead (nl_flags_publish, which zeroes the binning's),
- * and the other parity's pair of dense-walk's flags (walk_next, which the
- * next dense-walk build uses) zeroed: the device's flags are then zero but
- * for this build's pair, which the long rows beside may still read. */
+/* The pair count and whether the CSR passed `cap` pairs (then nothing is
+ * written: the host grows the output and builds again) to the flags or the
+ * host's read-back (host_flags: nl_flags_publish); and the other parity's
+ * pair of dense-walk's flags (walk_next, which the next dense-walk build
+ * uses) zeroed: with host_flags the device's flags are then zero but for
+ * this build's pair, which the long rows beside may still read. */
 template <bool PACK>
 __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
                                                         const unsigned *__restrict__ slab,
@@ -470,14 +469,8 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const long long nxt = offsets[min(i + 1, n)];
     const long long total = offsets[n];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        if (host_flags) {
-            nl_flags_publish<true>(flags, host_flags, total, total > cap);
-            walk_next[0] = walk_next[1] = 0;
-        } else {
-            *(long long *)(flags + FLAG_NPAIRS) = total;
-            if (total > cap)
-                flags[FLAG_OUTGROWN] = 1;
-        }
+        nl_flags_publish(flags, host_flags, total, total > cap);
+        walk_next[0] = walk_next[1] = 0;
     }
     if (total > cap)
         return; /* the whole grid */

@@ -276,13 +276,7 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
         offsets[i] = off;
         if (i == n - 1) {
             offsets[n] = off + k;
-            if (host_flags) {
-                nl_flags_publish<true>(flags, host_flags, off + k, off + k > limit);
-            } else {
-                *(long long *)(flags + FLAG_NPAIRS) = off + k;
-                if (off + k > limit)
-                    flags[FLAG_OUTGROWN] = 1;
-            }
+            nl_flags_publish(flags, host_flags, off + k, off + k > limit);
         }
     }
     const bool any_long = __syncthreads_or(k > K); /* also orders run[] */
@@ -343,7 +337,7 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
                         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
                         (int *)ctx->flags.ptr, ctx->d_host_flags)) != MDNL_OK)
         return st;
-    /* the flags reach the read-back, and the device's are left zero (nl_flags_publish<true>) */
+    /* the flags reach the read-back, and the device's are left zero (nl_flags_publish) */
     ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     return MDNL_OK;

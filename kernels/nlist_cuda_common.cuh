@@ -413,32 +413,35 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
 #define FLAG_INORDER 8
 #define FLAG_WALK 10
 
-/* A build's flags straight to the host's pinned read-back (host: the
- * device's address of h_small + 4, mapped), by one thread of its last
- * kernel once the CSR's size is known (sparse-stage: the last row's, after
- * the look-back; dense-walk: the rows kernel's first): the pair count,
- * whether the CSR outgrew its arrays, the binning's fullest cell and order
- * sample (an earlier kernel's, complete); a row's fill that disagreed with
- * its count is stored there by its own thread. The caller's one
- * synchronisation then needs no copy after the kernels (on the H100 the
- * copy waited ~4-5 us for the last kernel's end, then took ~2). ZERO (no
- * kernel of the build still reads them): the binning's flags are zeroed on
- * the device, which is then all zero, and the next build needs no memset
- * before its first kernel. */
-template <bool ZERO>
+/* A build's flags at its end, written by one thread of its last kernel
+ * once the CSR's size is known (sparse-stage: the last row's, after the
+ * look-back; dense-walk: the rows kernel's first): the pair count and
+ * whether the CSR outgrew its arrays. With `host` (the device's address of
+ * the mapped read-back, h_small + 4), straight there with the binning's
+ * fullest cell and order sample (an earlier kernel's, complete), which are
+ * then zeroed on the device: the caller's one synchronisation needs no copy
+ * after the kernels (on the H100 the copy waited ~4-5 us for the last
+ * kernel's end, then took ~2), and the device's flags are left zero, so the
+ * next build needs no memset; a row's fill that disagreed with its count is
+ * stored there by its own thread. Without it, to `flags`, which the caller
+ * copies back. */
 __device__ __forceinline__ void nl_flags_publish(int *flags, int *host, long long npairs, bool outgrown)
 {
+    if (!host) {
+        *(long long *)(flags + FLAG_NPAIRS) = npairs;
+        if (outgrown)
+            flags[FLAG_OUTGROWN] = 1;
+        return;
+    }
     *(long long *)(host + FLAG_NPAIRS) = npairs;
     host[FLAG_OUTGROWN] = outgrown;
     volatile int *f = flags;
     host[2] = f[2];
     host[FLAG_INORDER] = f[FLAG_INORDER];
     host[FLAG_INORDER + 1] = f[FLAG_INORDER + 1];
-    if (ZERO) {
-        f[2] = 0;
-        f[FLAG_INORDER] = 0;
-        f[FLAG_INORDER + 1] = 0;
-    }
+    f[2] = 0;
+    f[FLAG_INORDER] = 0;
+    f[FLAG_INORDER + 1] = 0;
 }
 
 /* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |
@@ -498,7 +501,7 @@ struct mdnl_cuda_ctx {
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
     int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped); null: copied */
     int flags_on_host;   /* this build's kernels write its flags to the read-back (nl_flags_publish) */
-    int flags_zero;      /* the device's flags were left zero by the last build (nl_flags_publish<true>; dense-walk:
+    int flags_zero;      /* the device's flags were left zero by the last build (nl_flags_publish; dense-walk:
                             all but its own pair of this parity) */
     int walk_parity;     /* which pair of flags[FLAG_WALK..] dense-walk's next build uses */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */

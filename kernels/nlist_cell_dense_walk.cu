@@ -126,25 +126,12 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         const int nh = min(32, he - h0);
         float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
         unsigned i2 = 0xffffffffu; /* 2i of home atom `lane` */
-        float4 p = make_float4(0.f, 0.f, 0.f, 0.f);
         if (lane < nh) {
-            p = c.pos[h0 + lane];
+            const float4 p = c.pos[h0 + lane];
             i2 = 2u * (unsigned)__float_as_int(p.w);
-        }
-        /* half list: the home atoms in order of i (lane a of the walk holds the a-th lowest: its place `ha`), so
-         * that the low half is a prefix; elsewhere in slot order */
-        int ha = lane;
-        if (!FULL) {
-            int r = 0;
-            for (int b = 0; b < nh; ++b)
-                r += __shfl_sync(FULLMASK, i2, b) < i2;
-            if (lane < nh)
-                ha = r;
-        }
-        if (lane < nh) {
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
-            home_s[hbase + ha] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
-            rowp_s[hbase + ha] = slab + (size_t)__float_as_int(p.w) * pitch;
+            home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
+            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -154,20 +141,13 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         /* half list: the smallest 2i of the home atoms; a candidate with 2j + [S > 0] at or below it is kept
          * by none of them (the rule in take) and is dropped before the ring */
         const int hmin2 = FULL ? 0 : (int)__reduce_min_sync(FULLMASK, i2);
-        /* half list: the low half (places below nl) and the smallest 2i of the high half; a candidate with
-         * 2j + [S > 0] at or below it can be kept only by the low half, and goes to a ring of its own (the
-         * cv ring, which the half list does not need: its shift comes from sh, its self is never tested),
-         * whose takes test it against the low half alone */
-        const int nl = nh >> 1;
-        const int hsplit2 = FULL ? 0 : (int)__reduce_min_sync(FULLMASK, lane < nh && ha >= nl ? i2 : 0xffffffffu);
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
-        int headl = 0, nkl = 0; /* half list: the low half's ring */
-        /* Takes up to 64 kept candidates off a ring (two a lane, c = 0 and 1: slots head + lane and head + 32
-         * + lane; lanes past `count` hold none) and tests each against the first na home atoms, appending the
-         * hits: two candidates a lane share a home atom's load, its row count's shuffle and its row pointer. */
-        auto take = [&](int count, const float4 *ring, int &head, int na) {
+        /* Takes up to 64 kept candidates off the ring (two a lane, c = 0 and 1: slots head + lane and head + 32
+         * + lane; lanes past `count` hold none) and tests each against every home atom, appending the hits:
+         * two candidates a lane share a home atom's load, its row count's shuffle and its row pointer. */
+        auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
             float4 pj[2], pv[2];
@@ -179,14 +159,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 self[cc] = -1;
                 if (lane + 32 * cc < count) {
                     const int slot = rbase + ((head + 32 * cc + lane) & 127);
-                    pj[cc] = ring[slot];
-                    if (FULL) {
-                        pv[cc] = cv_s[slot];
-                        self[cc] = __float_as_int(pv[cc].w);
-                    } else {
-                        const int code = (int)(__float_as_uint(pj[cc].w) & 31u);
-                        pv[cc] = make_float4(sh[code][0], sh[code][1], sh[code][2], 0.f);
-                    }
+                    pj[cc] = cp_s[slot];
+                    pv[cc] = cv_s[slot];
+                    self[cc] = __float_as_int(pv[cc].w);
                 }
             }
             __syncwarp(); /* its reads before the next writes */
@@ -208,7 +183,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 constexpr bool Z = decltype(zero)::value;
                 constexpr int C = decltype(ncand)::value; /* candidates a lane: 1 where the batch has at most 32 */
 #pragma unroll 2
-                for (int a = 0; a < na; ++a) {
+                for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
                     float d2[2];
                     bool hit[2];
@@ -256,45 +231,26 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 mdnl_warp_candidate<true>(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
             const unsigned key = ((unsigned)__float_as_int(cd.p.w) << KSH) | (unsigned)cd.code;
             const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
-            const int jj = 2 * __float_as_int(cd.p.w) + (cd.code > SHIFT_CODE_ZERO);
-            const bool keep = cd.keep && (FULL || jj > hmin2);
-            const bool high = FULL || jj > hsplit2; /* half list: kept by the high half too */
-            const unsigned km = __ballot_sync(FULLMASK, keep && high);
-            const unsigned kml = FULL ? 0u : __ballot_sync(FULLMASK, keep && !high);
+            const bool keep =
+                cd.keep && (FULL || 2 * __float_as_int(cd.p.w) + (cd.code > SHIFT_CODE_ZERO) > hmin2);
+            const unsigned km = __ballot_sync(FULLMASK, keep);
             if (keep) {
-                const float4 e = make_float4(cd.p.x, cd.p.y, cd.p.z, __uint_as_float(key));
-                if (high) {
-                    const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
-                    cp_s[slot] = e;
-                    if (FULL)
-                        cv_s[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], __int_as_float(self));
-                } else {
-                    cv_s[rbase + ((headl + nkl + __popc(kml & lt)) & 127)] = e;
-                }
+                const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
+                cp_s[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __uint_as_float(key));
+                cv_s[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], __int_as_float(self));
             }
             nk += __popc(km);
             if (nk >= 64) {
-                take(64, cp_s, head, nh);
+                take(64);
                 nk -= 64;
-            }
-            if (!FULL) {
-                nkl += __popc(kml);
-                if (nkl >= 64) {
-                    take(64, cv_s, headl, nl);
-                    nkl -= 64;
-                }
             }
         }
         if (nk > 0)
-            take(nk, cp_s, head, nh);
-        if (!FULL && nkl > 0)
-            take(nkl, cv_s, headl, nl);
-        /* lane a holds the count of the home atom at place a: each lane takes its own atom's */
-        const int mine = FULL ? cnt : __shfl_sync(FULLMASK, cnt, ha);
+            take(nk);
         if (lane < nh) {
-            counts[FULL ? __float_as_int(home_s[hbase + lane].w) : (int)(i2 >> 1)] = (unsigned long long)mine;
-            longest = max(longest, mine);
-            if (mine > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
+            counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
+            longest = max(longest, cnt);
+            if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
                 longlist[atomicAdd(nlong, 1)] = h0 + lane;
         }
         __syncwarp(); /* home_s, rowp_s and the ring are refilled by the next 32 */
@@ -305,7 +261,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 }
 
 template <bool FULL>
-__global__ __launch_bounds__(WALK_T, 8) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ walk, int *__restrict__ longlist)

@@ -54,23 +54,18 @@ __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__
  * the walk takes 2 stencil[0] + 1 ranges (fewer when y wraps) instead of one
  * per column: fewer dependent start[] loads before the first position load.
  * Otherwise it is mdnl_for_each_pair itself. */
-/* Whether every z range of grid g is its whole cell column on an open axis
- * with n2 <= stencil + 1 cells (cz - st <= 0 and cz + st >= n2 - 1 for every
- * cz); else the z range may miss part of a column, or wrap. */
-__host__ __device__ inline bool nl_sheet_merged(const mdnl_geom &g)
-{
-    return !(g.pbc[2] || g.stencil[2] < g.ncell[2] - 1);
-}
-
-/* walk_pairs_merged's sheet walk from the atom at pi, which is itself
- * `self`: its cell-order slot (BY_I false) or its original index (BY_I: the
- * atom's position may then come from the input instead of the cell order,
- * the same floats). Only where nl_sheet_merged(g). */
-template <bool BY_I, class F>
-__device__ __forceinline__ void walk_pairs_sheet(const mdnl_geom &g, const mdnl_cells_view &c, float4 pi, int self,
-                                                 F &&f)
+template <class F>
+__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
 {
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    /* Every z range is the whole column on an open axis with n2 <= stencil + 1
+     * cells (cz - st <= 0 and cz + st >= n2 - 1 for every cz); else the z
+     * range may miss part of a column, or wrap. */
+    if (g.pbc[2] || g.stencil[2] < n2 - 1) {
+        mdnl_for_each_pair(g, c, i_sorted, f);
+        return;
+    }
+    const float4 pi = c.pos[i_sorted];
     /* the atom's cell, as the binning found it (mdnl_cell_linear, the same
      * floats and operations): cheaper than dividing c.cell[i_sorted] */
     const int cx = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 0);
@@ -97,7 +92,7 @@ __device__ __forceinline__ void walk_pairs_sheet(const mdnl_geom &g, const mdnl_
 #pragma unroll 4
             for (int k = kb; k < ke; ++k) {
                 const float4 pj = c.pos[k];
-                if (zero && (BY_I ? __float_as_int(pj.w) : k) == self)
+                if (zero && k == i_sorted)
                     continue;
                 const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
                 if (d2 < g.cutoff2)
@@ -106,15 +101,6 @@ __device__ __forceinline__ void walk_pairs_sheet(const mdnl_geom &g, const mdnl_
             dy = dlast + 1;
         }
     }
-}
-
-template <class F>
-__device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
-{
-    if (nl_sheet_merged(g))
-        walk_pairs_sheet<false>(g, c, c.pos[i_sorted], i_sorted, f);
-    else
-        mdnl_for_each_pair(g, c, i_sorted, f);
 }
 
 /* sparse-stage: two kernels after the binning, no host synchronisation
@@ -168,21 +154,20 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * issue and load latency, and the extra warps hide more of it (H100,
  * graphene-1m: walk 0.049 -> 0.046 ms, totals -2 to -4.5 %; 16 blocks at 32
  * registers spill in the loop and lose 4-8 %). K = 8 is left to ptxas (0: no minimum). */
-/* Atom i's row, walked by walk(f) (f is called for every pair of the row, as
- * walk_pairs_merged does): its first K hits kept as (j, d2) keys and
+/* Slot s's row (atom i), walked: its first K hits kept as (j, d2) keys and
  * sorted, handed to put(q, v) two at a time as (j << 32 | bits of d)
  * entries (0 past the row; q = 0 .. K/2 - 1); returns the row's true
  * length (a row of more than K is walked again). The walk kernel stores
  * them to the stage, the fused rows kernel keeps them in registers. */
-template <bool FULL, int K, class Walk, class Put>
-__device__ __forceinline__ int sparse_row_keys(Walk &&walk, int i, Put &&put)
+template <bool FULL, int K, class Put>
+__device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i, Put &&put)
 {
     int k = 0;
     uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
 #pragma unroll
     for (int q = 0; q < K; ++q)
         r[q] = ~0ull;
-    walk([&](int j, float d2, int s0, int s1, int s2) {
+    walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
         if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
             /* pushed in front (moves, no compares); a row of more than K
              * keeps its last K, unused: it is walked again */
@@ -220,7 +205,7 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
     if (s >= c.natoms)
         return;
     const int i = c.order[s];
-    const int k = sparse_row_keys<FULL, K>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i,
+    const int k = sparse_row_keys<FULL, K>(g, c, s, i,
                                            [&](int q, ulonglong2 v) { ((ulonglong2 *)(stage + (size_t)s * K))[q] = v; });
     counts[i] = (unsigned long long)k;
 }
@@ -230,12 +215,10 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
 #define SPARSE_TILE(FUSED) ((FUSED) ? SPARSE_FUSED_T : SPARSE_T)
 
 /* host_flags: the build's flags to the host's read-back (nl_flags_publish), else to flags (copied back by the
- * caller). SHEET (FUSED, where nl_sheet_merged): the row's own position from the input (pos, by i: coalesced),
- * not through its slot, so that the walk's first load does not wait for the rank's. */
-template <bool FULL, int K, bool FUSED, bool SHEET>
+ * caller) */
+template <bool FULL, int K, bool FUSED>
 __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows_kernel(
-    const __grid_constant__ mdnl_geom g, mdnl_cells_view c, const float4 *__restrict__ pos,
-    const uint64_t *__restrict__ stage,
+    const __grid_constant__ mdnl_geom g, mdnl_cells_view c, const uint64_t *__restrict__ stage,
     const unsigned long long *__restrict__ counts, nl_row_tiles tiles, long long limit, int64_t *__restrict__ offsets,
     int32_t *__restrict__ j_out, float *__restrict__ d_out, int *__restrict__ flags, int *__restrict__ host_flags)
 {
@@ -248,20 +231,14 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
     __shared__ typename look_back::TempStorage prefix_s;
     const int n = c.natoms;
     const int i = blockIdx.x * T + threadIdx.x;
-    const int s = i < n && !SHEET ? c.rank[i] : 0;
+    const int s = i < n ? c.rank[i] : 0;
     ulonglong2 row[K / 2];
     long long k = 0;
     if constexpr (FUSED) {
         /* FUSED: the row walked here (input order following space: a block's rows are neighbours) */
-        auto put = [&](int q, ulonglong2 v) { row[q] = v; };
-        if (i < n) {
-            if constexpr (SHEET) {
-                const float4 pi = pos[i];
-                k = sparse_row_keys<FULL, K>([&](auto &&f) { walk_pairs_sheet<true>(g, c, pi, i, f); }, i, put);
-            } else {
-                k = sparse_row_keys<FULL, K>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, put);
-            }
-        } else
+        if (i < n)
+            k = sparse_row_keys<FULL, K>(g, c, s, i, [&](int q, ulonglong2 v) { row[q] = v; });
+        else
 #pragma unroll
             for (int q = 0; q < K / 2; ++q)
                 row[q] = make_ulonglong2(0, 0);
@@ -335,14 +312,13 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
         put_row(j_out + off, d_out + off);
         return;
     }
-    const int sl = SHEET ? c.rank[i] : s; /* SHEET: the slot, for this rare row alone */
-    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, sl, f); }, i, off, k, j_out, d_out,
+    nl_row_walked_again<FULL>([&](auto &&f) { walk_pairs_merged(g, c, s, f); }, i, off, k, j_out, d_out,
                               host_flags ? host_flags : flags);
 }
 
 template <bool FULL, int K>
-static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
-                                       nl_row_tiles tiles, int ntiles, long long limit, bool fused)
+static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, nl_row_tiles tiles,
+                                       int ntiles, long long limit, bool fused)
 {
     mdnl_status st;
     if (!fused) { /* fused: no walk kernel, the tile states set by the binning */
@@ -354,11 +330,8 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, c
         STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     }
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    const bool sheet = fused && nl_sheet_merged(*g);
-    if ((st = nl_launch(sheet   ? sparse_rows_kernel<FULL, K, true, true>
-                        : fused ? sparse_rows_kernel<FULL, K, true, false>
-                                : sparse_rows_kernel<FULL, K, false, false>,
-                        ntiles, SPARSE_TILE(fused), ctx->stream, *g, ctx->view, pos,
+    if ((st = nl_launch(fused ? sparse_rows_kernel<FULL, K, true> : sparse_rows_kernel<FULL, K, false>, ntiles,
+                        SPARSE_TILE(fused), ctx->stream, *g, ctx->view,
                         fused ? nullptr : (const uint64_t *)ctx->stage.ptr,
                         fused ? nullptr : (const unsigned long long *)ctx->counts.ptr, tiles, limit,
                         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
@@ -398,8 +371,8 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     /* No synchronisation until the caller's last one: the output is sized
      * for stage_cap pairs an atom, and a CSR that outgrew it is detected
      * there (the pair count read back with the flags) and built again. */
-    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, pos, n, tiles, ntiles, (long long)most, fused)
-                     : launch_sparse_stage<FULL, 8>(ctx, g, pos, n, tiles, ntiles, (long long)most, fused)) != MDNL_OK)
+    if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most, fused)
+                     : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most, fused)) != MDNL_OK)
         return st;
     ctx->deferred = 1; /* the caller reads flags (pair count included) back */
     ctx->sparse_last = fused ? 1 : 0;

@@ -38,7 +38,8 @@
  * again (nlist_cuda.cu), so a frame's layout is always its own and a
  * trajectory pays for it only where its order changes. The slab is zeroed
  * when allocated: the rows kernel loads whole words up to a warp's longest
- * row, never uninitialised memory. The
+ * row (packed) or each row's own length (gathered: rows of a warp differ,
+ * and the half lists' most), never uninitialised memory. The
  * walk counts every row exactly (counts[i]) and records the longest
  * (its pair of the flags, FLAG_WALK); entries past WALK_CAP are dropped. There is no count pass: the
  * candidates are walked once.
@@ -492,17 +493,25 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     if constexpr (PACK) {
         walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
     } else {
-        /* the warp's rows, 16 bytes a lane, into shared memory (the words up
-         * to the longest row: a shorter row's tail holds an earlier frame's
-         * keys, or the zeros the slab was allocated with, and is masked
-         * below) */
-        const int qmax = (min(wmax, WALK_CAP) + 3) / 4;
+        /* the warp's rows, 16 bytes a lane, into shared memory: each row's
+         * words up to its own length (its lanes' len, by shuffles before
+         * the loads; a row's tail in shared memory is masked below) */
         const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
-        for (int e = lane; e < nrows * (WALK_CAP / 4); e += 32) {
-            const int row = e / (WALK_CAP / 4), q = e % (WALK_CAP / 4);
-            if (q < qmax)
-                *reinterpret_cast<uint4 *>(st + row * WALK_LPITCH + 4 * q) = __ldcs(src + e);
+        /* two rows a step, lane q of a half its entries 4q .. 4q + 3; the loads issued before the stores */
+        uint4 u[ROWS_W / 2];
+        bool in[ROWS_W / 2];
+        const int q = lane & 15;
+#pragma unroll
+        for (int t = 0; t < ROWS_W / 2; ++t) {
+            const int row = 2 * t + (lane >> 4);
+            const int rlen = __shfl_sync(FULLMASK, len, 2 * row);
+            in[t] = row < nrows && q < (min(rlen, WALK_CAP) + 3) / 4;
+            u[t] = in[t] ? __ldcs(src + row * (WALK_CAP / 4) + q) : make_uint4(0, 0, 0, 0);
         }
+#pragma unroll
+        for (int t = 0; t < ROWS_W / 2; ++t)
+            if (in[t])
+                *reinterpret_cast<uint4 *>(st + (2 * t + (lane >> 4)) * WALK_LPITCH + 4 * q) = u[t];
     }
     __syncwarp();
     /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32) */

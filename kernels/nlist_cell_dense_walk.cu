@@ -361,29 +361,20 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
 
 /* Packed slab rows: the warp's rows into shared memory in
  * one pass, 16 bytes (two entries) a lane, the keys to st and the d2 to d2s,
- * each row's entries up to its own length (len: lanes 2r and 2r + 1 hold
- * row r's; a row's tail in shared memory is never used). */
-__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int len,
+ * the entries up to the longest row (qmax pairs; a shorter row's tail holds
+ * an earlier frame's entries, or the zeros the slab was allocated with, and
+ * is never used). */
+__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
                                               unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
 {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
-    /* a row a step, lane q its entries 2q and 2q + 1; eight rows' loads issued before their stores */
-#pragma unroll
-    for (int r0 = 0; r0 < ROWS_W; r0 += 8) {
-        uint4 u[8];
-        bool in[8];
-#pragma unroll
-        for (int t = 0; t < 8; ++t) {
-            const int rlen = __shfl_sync(FULLMASK, len, 2 * (r0 + t));
-            in[t] = r0 + t < nrows && lane < (min(rlen, WALK_CAP) + 1) / 2;
-            u[t] = in[t] ? __ldcs(s4 + (r0 + t) * (WALK_CAP / 2) + lane) : make_uint4(0, 0, 0, 0);
+    for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
+        const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
+        if (q < qmax) {
+            const uint4 u = __ldcs(s4 + e);
+            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
+            *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
         }
-#pragma unroll
-        for (int t = 0; t < 8; ++t)
-            if (in[t]) {
-                *reinterpret_cast<uint2 *>(st + (r0 + t) * WALK_LPITCH + 2 * lane) = make_uint2(u[t].x, u[t].z);
-                *reinterpret_cast<uint2 *>(d2s + (r0 + t) * WALK_LPITCH + 2 * lane) = make_uint2(u[t].y, u[t].w);
-            }
     }
 }
 
@@ -498,8 +489,9 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     unsigned *const st = stage_s[w];
     const int nrows = min(ROWS_W, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
+    const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if constexpr (PACK) {
-        walk_rows_stage(prows, nrows, len, st, d2s, lane);
+        walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory: each row's
          * words up to its own length (its lanes' len, by shuffles before

@@ -37,9 +37,9 @@
  * registers and shared memory; a frame whose own sample disagrees is built
  * again (nlist_cuda.cu), so a frame's layout is always its own and a
  * trajectory pays for it only where its order changes. The slab is zeroed
- * when allocated: the rows kernel loads whole words up to a warp's longest
- * row (packed) or each row's own length (gathered: rows of a warp differ,
- * and the half lists' most), never uninitialised memory. The
+ * when allocated: the rows kernel loads whole words of each row up to its
+ * own length (rounded up to 16 bytes; not the warp's longest: rows of a
+ * warp differ, and the half lists' most), never uninitialised memory. The
  * walk counts every row exactly (counts[i]) and records the longest
  * (its pair of the flags, FLAG_WALK); entries past WALK_CAP are dropped. There is no count pass: the
  * candidates are walked once.
@@ -361,20 +361,31 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
 
 /* Packed slab rows: the warp's rows into shared memory in
  * one pass, 16 bytes (two entries) a lane, the keys to st and the d2 to d2s,
- * the entries up to the longest row (qmax pairs; a shorter row's tail holds
- * an earlier frame's entries, or the zeros the slab was allocated with, and
- * is never used). */
-__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int qmax,
+ * each row's entries up to its own length (len: lanes 2r and 2r + 1 hold
+ * row r's), all sixteen loads in flight together (H100: the shuffled
+ * liquid's packed rows 0.405 -> 0.393 ms full, 0.258 -> 0.240 half;
+ * predicated loads were issued three at a time: tools/bench/RESULTS.md). */
+__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int len,
                                               unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
 {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
-    for (int e = lane; e < nrows * (WALK_CAP / 2); e += 32) {
-        const int row = e / (WALK_CAP / 2), q = e % (WALK_CAP / 2);
-        if (q < qmax) {
-            const uint4 u = __ldcs(s4 + e);
-            *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
-            *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
-        }
+    /* bit r: whether this lane's two entries of row r are in the row */
+    unsigned in = 0;
+#pragma unroll
+    for (int r = 0; r < ROWS_W; ++r) {
+        const int rlen = __shfl_sync(FULLMASK, len, 2 * r);
+        in |= (unsigned)(r < nrows && lane < (min(rlen, WALK_CAP) + 1) / 2) << r;
+    }
+    /* A lane past its row's entries loads the row's first 16 bytes again (lane 0's sector: no more bytes; a
+     * row past the last atom: the warp's first row's) and stores them past the row's end, where they are never
+     * read: no branch, so the loads go out together. */
+#pragma unroll
+    for (int row = 0; row < ROWS_W; ++row) {
+        const int q = lane;
+        const int src_e = (in >> row) & 1u ? row * (WALK_CAP / 2) + q : (row < nrows ? row : 0) * (WALK_CAP / 2);
+        const uint4 u = __ldcs(s4 + src_e);
+        *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
+        *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
     }
 }
 
@@ -489,9 +500,8 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     unsigned *const st = stage_s[w];
     const int nrows = min(ROWS_W, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
-    const int pqmax = (min(wmax, WALK_CAP) + 1) / 2;
     if constexpr (PACK) {
-        walk_rows_stage(prows, nrows, pqmax, st, d2s, lane);
+        walk_rows_stage(prows, nrows, len, st, d2s, lane);
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory: each row's
          * words up to its own length (its lanes' len, by shuffles before

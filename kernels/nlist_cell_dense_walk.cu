@@ -337,12 +337,26 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
         __syncwarp();
         for (int e = lane; e < span; e += 32)
             __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
-#pragma unroll 4
-        for (int e = lane; e < span; e += 32) {
-            const unsigned key = st[e];
-            const float4 p = pis[rid[e]];
-            const float4 pj = __ldg(opos + (key >> 5));
-            __stcs(d_out + wbase + e, __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj.x, pj.y, pj.z, sh[key & 31u])));
+        /* GB entries a lane at a time, their gathers issued together: an entry past the span gathers the
+         * span's last one again (a clamped index, no branch before the loads) and is not stored */
+        constexpr int GB = 8;
+        for (int eb = lane; eb < span; eb += 32 * GB) {
+            unsigned key[GB];
+            float4 pj[GB];
+#pragma unroll
+            for (int u = 0; u < GB; ++u) {
+                key[u] = st[min(eb + 32 * u, span - 1)];
+                pj[u] = __ldg(opos + (key[u] >> 5));
+            }
+#pragma unroll
+            for (int u = 0; u < GB; ++u) {
+                const int e = eb + 32 * u;
+                if (e < span) {
+                    const float4 p = pis[rid[e]];
+                    __stcs(d_out + wbase + e,
+                           __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, sh[key[u] & 31u])));
+                }
+            }
         }
         return;
     }

@@ -348,18 +348,15 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
                 key[u] = st[min(eb + 32 * u, span - 1)];
                 pj[u] = __ldg(opos + (key[u] >> 5));
             }
-            /* no branch at all: an entry past the span is the span's last again, whose d it stores again (the
-             * same bits to the same address as that entry's own store); every d2 before the square roots (whose
-             * slow path is a branch: the next entry's loads would wait behind it) */
-            float d2[GB];
 #pragma unroll
             for (int u = 0; u < GB; ++u) {
-                const float4 p = pis[rid[min(eb + 32 * u, span - 1)]];
-                d2[u] = mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, sh[key[u] & 31u]);
+                const int e = eb + 32 * u;
+                if (e < span) {
+                    const float4 p = pis[rid[e]];
+                    __stcs(d_out + wbase + e,
+                           __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, sh[key[u] & 31u])));
+                }
             }
-#pragma unroll
-            for (int u = 0; u < GB; ++u)
-                __stcs(d_out + wbase + min(eb + 32 * u, span - 1), __fsqrt_rn(d2[u]));
         }
         return;
     }

@@ -348,19 +348,14 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
                 key[u] = st[min(eb + 32 * u, span - 1)];
                 pj[u] = __ldg(opos + (key[u] >> 5));
             }
-            /* every d2 first (clamped entries too: no branch before the shared loads), then the roots and the
-             * stores, each behind the bound */
-            float d2[GB];
 #pragma unroll
             for (int u = 0; u < GB; ++u) {
-                const float4 p = pis[rid[min(eb + 32 * u, span - 1)]];
-                d2[u] = mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, sh[key[u] & 31u]);
-            }
-#pragma unroll
-            for (int u = 0; u < GB; ++u) {
-                const float d = __fsqrt_rn(d2[u]);
-                if (eb + 32 * u < span)
-                    __stcs(d_out + wbase + eb + 32 * u, d);
+                const int e = eb + 32 * u;
+                if (e < span) {
+                    const float4 p = pis[rid[e]];
+                    __stcs(d_out + wbase + e,
+                           __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, sh[key[u] & 31u])));
+                }
             }
         }
         return;

@@ -337,6 +337,8 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
                 rid[rel + e] = (unsigned char)r;
             }
         __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
         /* GB entries a lane at a time, their gathers issued together: an entry past the span gathers the
          * span's last one again (a clamped index, no branch before the loads) and is not stored */
         constexpr int GB = 8;
@@ -348,10 +350,6 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
                 key[u] = st[min(eb + 32 * u, span - 1)];
                 pj[u] = __ldg(opos + (key[u] >> 5));
             }
-            if (eb == lane) /* j's coalesced pass while the first gathers are out */
-#pragma unroll 1
-                for (int e = lane; e < span; e += 32)
-                    __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
 #pragma unroll
             for (int u = 0; u < GB; ++u) {
                 const int e = eb + 32 * u;

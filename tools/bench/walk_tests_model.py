@@ -16,7 +16,13 @@ Schemes (tests are (home atom, candidate image) distance tests, full list):
   block2          home = 2 cells in z (the RDF's blocks), one box;
   cluster M       GROMACS-like: atoms sorted by cell then z, cut into
                   clusters of M; candidates = atoms within rc of the home
-                  cluster's box (per atom, as the warp prunes).
+                  cluster's box (per atom, as the warp prunes);
+  pairs MxM       cluster pair lists (GROMACS NBNXM-like): compact
+                  clusters of M (x-y columns, z sorted), cluster pairs kept
+                  where their boxes come within rc, M x M tests a pair; and
+                  "/atom": only the i atoms within rc of the j cluster's box.
+Needs numpy, h5py and scipy (Debian: python3-numpy, python3-h5py,
+python3-scipy).
 """
 import argparse
 import math
@@ -157,6 +163,50 @@ def main():
             cand = np.unique(np.concatenate(seen).round(9), axis=0)
             t += len(h) * int((box_d2(cand, lo, hi) < rc2).sum())
         print("  cluster %-2d %7.1f tests an atom, %.2f a hit" % (m, t / n, t / hits))
+    # cluster pair lists (GROMACS NBNXM-like): x-y columns of side (M / density)^(1/3), atoms sorted by z in
+    # each column and cut into clusters of M; a pair of clusters is kept where their boxes come within rc
+    # (periodic, minimum image on the gap), and it costs M_i x M_j tests (or, "/atom", only the i atoms within
+    # rc of the j cluster's box: a per-atom mask as the warp's box test makes)
+    from scipy.spatial import cKDTree
+    for m in (4, 8):
+        side = (m * box.prod() / n) ** (1.0 / 3.0)
+        ncol = np.maximum(np.floor(box[:2] / side).astype(int), 1)
+        col = np.minimum((pos[:, :2] / (box[:2] / ncol)).astype(int), ncol - 1)
+        cid = col[:, 0] * ncol[1] + col[:, 1]
+        srt = np.lexsort((pos[:, 2], cid))
+        cs_sorted = cid[srt]
+        rank = np.arange(n) - np.searchsorted(cs_sorted, cs_sorted)  # rank inside its column
+        clus = np.unique(np.stack([cs_sorted, rank // m], axis=1), axis=0, return_inverse=True)[1].ravel()
+        nclu = clus.max() + 1
+        pp = pos[srt]
+        lo = np.full((nclu, 3), np.inf)
+        hi = np.full((nclu, 3), -np.inf)
+        np.minimum.at(lo, clus, pp)
+        np.maximum.at(hi, clus, pp)
+        size = np.bincount(clus, minlength=nclu)
+        ctr, half = (lo + hi) / 2, (hi - lo) / 2
+        reach = rc + 2 * np.sqrt((half ** 2).sum(axis=1)).max()
+        tree = cKDTree(ctr % box, boxsize=box)
+        pr = tree.query_pairs(reach, output_type="ndarray")
+        pr = np.concatenate([pr, pr[:, ::-1], np.stack([np.arange(nclu)] * 2, axis=1)])  # ordered, and self
+        dc = ctr[pr[:, 0]] - ctr[pr[:, 1]]
+        dc -= np.round(dc / box) * box
+        gap = np.maximum(np.abs(dc) - half[pr[:, 0]] - half[pr[:, 1]], 0.0)
+        keep = (gap * gap).sum(axis=1) < rc2
+        pk = pr[keep]
+        t_pair = int((size[pk[:, 0]] * size[pk[:, 1]]).sum())
+        # per i atom: only those within rc of the j cluster's box
+        members = np.argsort(clus, kind="stable")
+        first = np.searchsorted(clus[members], np.arange(nclu))
+        t_atom = 0
+        for ci_, cj_ in pk:
+            xi = pp[members[first[ci_]:first[ci_] + size[ci_]]]
+            d = xi - ctr[cj_]
+            d -= np.round(d / box) * box
+            g = np.maximum(np.abs(d) - half[cj_], 0.0)
+            t_atom += int(size[cj_] * ((g * g).sum(axis=1) < rc2).sum())
+        print("  pairs %dx%d  %7.1f tests an atom, %.2f a hit (/atom: %.1f, %.2f a hit); %.1f cluster pairs a cluster"
+              % (m, m, t_pair / n, t_pair / hits, t_atom / n, t_atom / hits, len(pk) / nclu))
     return 0
 
 

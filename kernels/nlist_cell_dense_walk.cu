@@ -25,7 +25,8 @@
  * (2j + [S > 0] > 2i; a candidate at or below every home atom's 2i is
  * dropped before the ring: H100 half lists -2 to -7 %), a ballot; the hits
  * of that ballot are appended to a's
- * slab row together (its running count, held by lane a, plus the hit's rank
+ * slab row together (its running count, in shared memory beside the row
+ * pointer and written back by lane 0, plus the hit's rank
  * in the ballot). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP entries a
  * row, rows in original index order, in one of two layouts (nl_walk_packed,
@@ -82,10 +83,28 @@
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
 
+/* A home atom's slab row and its length so far (16 bytes, the stride of
+ * home[]: one address a home atom for both loads). */
+struct __align__(16) walk_row {
+    unsigned *p;
+    int cnt, pad;
+};
+
+/* Both fields in one 16-byte shared load. */
+__device__ __forceinline__ walk_row walk_row_load(const walk_row *r)
+{
+    const int4 v = *reinterpret_cast<const int4 *>(r);
+    walk_row w;
+    w.p = reinterpret_cast<unsigned *>((unsigned long long)(unsigned)v.x | (unsigned long long)(unsigned)v.y << 32);
+    w.cnt = v.z;
+    w.pad = v.w;
+    return w;
+}
+
 /* The walk's shared memory (a warp's share of each array). */
 struct walk_shared {
     float4 home[WALK_T];
-    unsigned *rowp[WALK_T];
+    walk_row row[WALK_T];
     int fe[WALK_T], kb[WALK_T], code[WALK_T];
     float4 cp[4 * WALK_T]; /* kept candidates, a ring of 128 a warp: x, y, z, key */
     float4 cv[4 * WALK_T]; /* and their shift vector and self */
@@ -100,7 +119,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                                           int *__restrict__ maxlen, int *__restrict__ longlist, int *__restrict__ nlong)
 {
     float4 *const home_s = S.home, *const cp_s = S.cp, *const cv_s = S.cv;
-    unsigned **const rowp_s = S.rowp;
+    walk_row *const row_s = S.row;
     int *const fe_s = S.fe, *const kb_s = S.kb, *const code_s = S.code;
     const float(*const sh)[3] = S.sh;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -132,7 +151,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             i2 = 2u * (unsigned)__float_as_int(p.w);
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
             home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
-            rowp_s[hbase + lane] = slab + (size_t)__float_as_int(p.w) * pitch;
+            row_s[hbase + lane].p = slab + (size_t)__float_as_int(p.w) * pitch;
+            row_s[hbase + lane].cnt = 0;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -143,11 +163,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
          * by none of them (the rule in take) and is dropped before the ring */
         const int hmin2 = FULL ? 0 : (int)__reduce_min_sync(FULLMASK, i2);
         __syncwarp();
-        int cnt = 0; /* lane a: the row length of home atom a so far */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
         /* Takes up to 64 kept candidates off the ring (two a lane, c = 0 and 1: slots head + lane and head + 32
          * + lane; lanes past `count` hold none) and tests each against every home atom, appending the hits:
-         * two candidates a lane share a home atom's load, its row count's shuffle and its row pointer. */
+         * two candidates a lane share a home atom's load, its row pointer and count (one shared load). */
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
@@ -195,10 +214,11 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                         hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }
-                    const int ca = __shfl_sync(FULLMASK, cnt, a);
+                    const walk_row ra = walk_row_load(row_s + hbase + a);
+                    const int ca = ra.cnt;
                     const int n0 = __popc(m[0]);
                     const int p[2] = {ca + __popc(m[0] & lt), C == 2 ? ca + n0 + __popc(m[1] & lt) : 0};
-                    unsigned *const row = rowp_s[hbase + a];
+                    unsigned *const row = ra.p;
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc)
                         if (hit[cc] && p[cc] < WALK_CAP) {
@@ -208,8 +228,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                             else
                                 __stcg(row + p[cc], key[cc]);
                         }
-                    if (lane == a)
-                        cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
+                    if (lane == 0) /* read by the next take, after its __syncwarp */
+                        row_s[hbase + a].cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
                 }
             };
             const bool z = __all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO);
@@ -248,13 +268,15 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         }
         if (nk > 0)
             take(nk);
+        __syncwarp(); /* the counts of the last take */
         if (lane < nh) {
+            const int cnt = row_s[hbase + lane].cnt;
             counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
                 longlist[atomicAdd(nlong, 1)] = h0 + lane;
         }
-        __syncwarp(); /* home_s, rowp_s and the ring are refilled by the next 32 */
+        __syncwarp(); /* home_s, row_s and the ring are refilled by the next 32 */
     }
     const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)longest);
     if (lane == 0 && m > *(volatile int *)maxlen)

@@ -119,6 +119,30 @@ __device__ __forceinline__ void shift_vector_of_code(const mdnl_geom &g, int cod
     mdnl_shift_vector(&g, s0, s1, s2, v);
 }
 
+/* The same as a float4 (w = 0), for shift tables read with one 16-byte
+ * shared load a lookup (shift_of). */
+__device__ __forceinline__ float4 shift_vector4_of_code(const mdnl_geom &g, int code)
+{
+    float v[3];
+    shift_vector_of_code(g, code, v);
+    return make_float4(v[0], v[1], v[2], 0.f);
+}
+
+/* v = a shift table's entry `code` (sh[27][3], or float4 sh[27]). */
+__device__ __forceinline__ void shift_of(const float (*sh)[3], int code, float v[3])
+{
+    v[0] = sh[code][0];
+    v[1] = sh[code][1];
+    v[2] = sh[code][2];
+}
+__device__ __forceinline__ void shift_of(const float4 *sh, int code, float v[3])
+{
+    const float4 s = sh[code];
+    v[0] = s.x;
+    v[1] = s.y;
+    v[2] = s.z;
+}
+
 /* The smallest |dx| on one axis between a candidate image (xj, shift v) and
  * any home atom xi in [lo, hi], computed as mdnl_pair_d2 computes dx
  * (the dense walks drop a candidate image whose box bound is a cutoff or more):
@@ -195,10 +219,10 @@ struct mdnl_warp_cand {
     int k, code;
     bool keep;
 };
-template <bool CLAMP = false>
+template <bool CLAMP = false, class SH>
 __device__ __forceinline__ mdnl_warp_cand mdnl_warp_candidate(const mdnl_geom &g, const mdnl_cells_view &c,
                                                               const int *fe, const int *kb, const int *code,
-                                                              const float (*sh)[3], int fl, int ntot, int &q,
+                                                              SH sh, int fl, int ntot, int &q,
                                                               const float (&lo)[3], const float (&hi)[3])
 {
     mdnl_warp_cand r;
@@ -213,7 +237,8 @@ __device__ __forceinline__ mdnl_warp_cand mdnl_warp_candidate(const mdnl_geom &g
         cd = code[q];
         p = c.pos[k];
     }
-    const float v[3] = {sh[cd][0], sh[cd][1], sh[cd][2]};
+    float v[3];
+    shift_of(sh, cd, v);
     const float bd2 = mdnl_box_d2(p, lo, hi, v);
     r.keep = fl < ntot && bd2 < g.cutoff2;
     r.p = p;

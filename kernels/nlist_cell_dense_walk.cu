@@ -108,7 +108,7 @@ struct walk_shared {
     int fe[WALK_T], kb[WALK_T], code[WALK_T];
     float4 cp[4 * WALK_T]; /* kept candidates, a ring of 128 a warp: x, y, z, key */
     float4 cv[4 * WALK_T]; /* and their shift vector and self */
-    float sh[27][3];
+    float4 sh[27]; /* shift vectors by code (one 16-byte load a lookup) */
 };
 
 /* One warp's home cell (see walk_walk_kernel); PACK: the slab rows carry d2
@@ -121,7 +121,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     float4 *const home_s = S.home, *const cp_s = S.cp, *const cv_s = S.cv;
     walk_row *const row_s = S.row;
     int *const fe_s = S.fe, *const kb_s = S.kb, *const code_s = S.code;
-    const float(*const sh)[3] = S.sh;
+    const float4 *const sh = S.sh;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     constexpr size_t pitch = PACK ? 2 * WALK_CAP : WALK_CAP; /* words a slab row */
     /* a ring key is j << KSH | shift code: packed, j already where the slab entry has it (j << 6 | slot) */
@@ -296,7 +296,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
         counts[c.natoms] = 0; /* the scan's last term: the walk writes every count, the host clears none */
     __shared__ walk_shared S;
     if (threadIdx.x < 27)
-        shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
+        S.sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     __syncthreads();
     const int cell = blockIdx.x * W + (threadIdx.x >> 5);
     if (cell >= c.ncells)
@@ -344,7 +344,7 @@ __device__ __forceinline__ void pair_bitonic(unsigned (&x)[WALK_CAP / 2], int h)
 template <int HK>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
                                             long long off, long long wbase, int span, bool staged, float4 pi,
-                                            const float4 *__restrict__ opos, const float (*sh)[3],
+                                            const float4 *__restrict__ opos, const float4 *sh,
                                             unsigned *__restrict__ st, unsigned char *__restrict__ rid,
                                             const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
                                             float *__restrict__ d_out)
@@ -377,8 +377,9 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
                 const int e = eb + 32 * u;
                 if (e < span) {
                     const float4 p = pis[rid[e]];
-                    __stcs(d_out + wbase + e,
-                           __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, sh[key[u] & 31u])));
+                    float v[3];
+                    shift_of(sh, key[u] & 31u, v);
+                    __stcs(d_out + wbase + e, __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, v)));
                 }
             }
         }
@@ -391,9 +392,10 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
         if (e0 + e < len) {
             const unsigned key = x[e];
             const float4 pj = __ldg(opos + (key >> 5));
+            float v[3];
+            shift_of(sh, key & 31u, v);
             __stcs(j_out + off + e0 + e, (int32_t)(key >> 5));
-            __stcs(d_out + off + e0 + e,
-                   __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u])));
+            __stcs(d_out + off + e0 + e, __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v)));
         }
 }
 
@@ -509,7 +511,7 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         rids = rid_s[threadIdx.x >> 5];
         pis = pi_s[threadIdx.x >> 5];
     }
-    __shared__ float sh[27][3];
+    __shared__ float4 sh[27];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
     const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
@@ -525,7 +527,7 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     if (total > cap)
         return; /* the whole grid */
     if (threadIdx.x < 27)
-        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+        sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     __syncthreads();
     if (i0 >= n)
         return; /* the whole warp */
@@ -651,9 +653,9 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
         return;
     __shared__ unsigned keys_s[LONG_W][LONG_KEYS];
     __shared__ int fe_s[LONG_W * 32], kb_s[LONG_W * 32], code_s[LONG_W * 32];
-    __shared__ float sh[27][3];
+    __shared__ float4 sh[27];
     if (threadIdx.x < 27)
-        shift_vector_of_code(g, threadIdx.x, sh[threadIdx.x]);
+        sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     __syncthreads();
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, wb = w * 32;
     const unsigned lt = (1u << lane) - 1u;
@@ -701,7 +703,9 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
                 unsigned key = 0;
                 if (k[u] >= 0) {
                     const int j = __float_as_int(pj[u].w);
-                    const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj[u].x, pj[u].y, pj[u].z, sh[code[u]]);
+                    float v[3];
+                    shift_of(sh, code[u], v);
+                    const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj[u].x, pj[u].y, pj[u].z, v);
                     hit = d2 < g.cutoff2 && !(code[u] == SHIFT_CODE_ZERO && k[u] == s);
                     if (!FULL) {
                         int s0, s1, s2;
@@ -730,7 +734,9 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
                 rank += keys[o] < key;
             const float4 pj = __ldg(opos + (key >> 5));
             j_out[off + rank] = (int32_t)(key >> 5);
-            d_out[off + rank] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, sh[key & 31u]));
+            float v[3];
+            shift_of(sh, key & 31u, v);
+            d_out[off + rank] = __fsqrt_rn(mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v));
         }
         __syncwarp(); /* keys and the range table are refilled by the next row */
     }

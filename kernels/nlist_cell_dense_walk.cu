@@ -202,20 +202,19 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             auto test = [&](auto zero, auto ncand) {
                 constexpr bool Z = decltype(zero)::value;
                 constexpr int C = decltype(ncand)::value; /* candidates a lane: 1 where the batch has at most 32 */
-                /* ia: the home entry (the warp's base included: no add a step) */
 #pragma unroll 2
-                for (int ia = hbase; ia < hbase + nh; ++ia) {
-                    const float4 pa = home_s[ia];
+                for (int a = 0; a < nh; ++a) {
+                    const float4 pa = home_s[hbase + a];
                     float d2[2];
                     bool hit[2];
                     unsigned m[2];
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc) {
                         d2[cc] = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
-                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != ia : jj[cc] > __float_as_int(pa.w));
+                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }
-                    const walk_row ra = walk_row_load(row_s + ia);
+                    const walk_row ra = walk_row_load(row_s + hbase + a);
                     const int ca = ra.cnt;
                     const int n0 = __popc(m[0]);
                     const int p[2] = {ca + __popc(m[0] & lt), C == 2 ? ca + n0 + __popc(m[1] & lt) : 0};
@@ -230,7 +229,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                                 __stcg(row + p[cc], key[cc]);
                         }
                     if (lane == 0) /* read by the next take, after its __syncwarp */
-                        row_s[ia].cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
+                        row_s[hbase + a].cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
                 }
             };
             const bool z = __all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO);
@@ -252,8 +251,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const mdnl_warp_cand cd =
                 mdnl_warp_candidate<true>(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
             const unsigned key = ((unsigned)__float_as_int(cd.p.w) << KSH) | (unsigned)cd.code;
-            /* the home entry this candidate is, at S = 0 (the test loop's ia) */
-            const int self = cd.code == SHIFT_CODE_ZERO ? hbase + (cd.k - h0) : -1;
+            const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const bool keep =
                 cd.keep && (FULL || 2 * __float_as_int(cd.p.w) + (cd.code > SHIFT_CODE_ZERO) > hmin2);
             const unsigned km = __ballot_sync(FULLMASK, keep);

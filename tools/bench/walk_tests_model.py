@@ -14,6 +14,12 @@ Schemes (tests are (home atom, candidate image) distance tests, full list):
                   (with x: against its box in the split axes and the home
                   box in the others, a cheaper test);
   block2          home = 2 cells in z (the RDF's blocks), one box;
+  cell+d4, +d6,   the cell's box test and, per candidate, slabs along the 4
+  +d10, +exact    body diagonals, the 6 face diagonals or all 10 (dropped
+                  where its projection is more than rc from the home atoms'
+                  projections); +exact: an ideal filter that keeps only
+                  candidates within rc of some home atom (the floor of any
+                  per-candidate filter with the home group of a cell);
   cluster M       GROMACS-like: atoms sorted by cell then z, cut into
                   clusters of M; candidates = atoms within rc of the home
                   cluster's box (per atom, as the warp prunes);
@@ -83,7 +89,17 @@ def main():
         g = np.maximum(np.maximum(lo - c, c - hi), 0.0)
         return (g * g).sum(axis=1)
 
-    keys = ("cell", "cell/2", "cell/2x", "cell/4", "cell/4x", "cell/8", "cell/8x", "block2")
+    keys = ("cell", "cell/2", "cell/2x", "cell/4", "cell/4x", "cell/8", "cell/8x", "block2",
+            "cell+d4", "cell+d6", "cell+d10", "cell+exact")
+    d6 = np.array([(1, 1, 0), (1, -1, 0), (1, 0, 1), (1, 0, -1), (0, 1, 1), (0, 1, -1)], float)
+    d4 = np.array([(1, 1, 1), (1, 1, -1), (1, -1, 1), (-1, 1, 1)], float)
+    d6 /= np.linalg.norm(d6, axis=1)[:, None]
+    d4 /= np.linalg.norm(d4, axis=1)[:, None]
+
+    def slabs(home, cand, dirs):
+        """candidates whose projection on every direction is within rc of the home atoms' projections"""
+        ph, pc = home @ dirs.T, cand @ dirs.T
+        return ((pc >= ph.min(axis=0) - rc) & (pc <= ph.max(axis=0) + rc)).all(axis=1)
     tests = {k: 0 for k in keys}
     instr = {k: 0 for k in keys}
     # the warp walk's costs in warp instructions (SASS of dense-walk at 052e71a / 4e0d617): a step of 32
@@ -111,7 +127,11 @@ def main():
                 d2 = ((home[:, None, :] - cand[None, :, :]) ** 2).sum(axis=2)
                 hits += int((d2 < rc2).sum()) - len(home)  # the atom itself
                 lo, hi = home.min(axis=0), home.max(axis=0)
-                tests["cell"] += len(home) * int((box_d2(cand, lo, hi) < rc2).sum())
+                kb = box_d2(cand, lo, hi) < rc2
+                tests["cell"] += len(home) * int(kb.sum())
+                for key, dirs in (("cell+d4", d4), ("cell+d6", d6), ("cell+d10", np.vstack([d6, d4]))):
+                    tests[key] += len(home) * int((kb & slabs(home, cand, dirs)).sum())
+                tests["cell+exact"] += len(home) * int((d2 < rc2).any(axis=0).sum())
                 mid = (np.array([cx, cy, cz]) + 0.5) * cs
                 steps = -(-len(cand) // 32)
                 instr["cell"] += steps * STEP + takes_cost(len(home), int((box_d2(cand, lo, hi) < rc2).sum()))
@@ -143,7 +163,7 @@ def main():
     print("%s: %d atoms, cutoff %.3g, %d x %d x %d cells of %.3f, %.2f atoms a cell, %.2f neighbours an atom"
           % (a.h5md, n, rc, nc[0], nc[1], nc[2], cs.min(), n / nc.prod(), hits / n))
     for k, t in tests.items():
-        model = "" if k == "block2" else ", model %6.0f warp instructions a cell" % (instr[k] / nc.prod())
+        model = "" if k == "block2" or "+" in k else ", model %6.0f warp instructions a cell" % (instr[k] / nc.prod())
         print("  %-10s %7.1f tests an atom, %.2f a hit%s" % (k, t / n, t / hits, model))
     # clusters of M consecutive slots (cell order, z inside a cell), pruned per atom against the cluster's box
     zs = np.lexsort((ps[:, 2], lin_s))

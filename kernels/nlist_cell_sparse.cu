@@ -157,27 +157,34 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
 /* Slot s's row (atom i), walked: its first K hits kept as (j, d2) keys and
  * sorted, handed to put(q, v) two at a time as (j << 32 | bits of d)
  * entries (0 past the row; q = 0 .. K/2 - 1); returns the row's true
- * length (a row of more than K is walked again). The walk kernel stores
- * them to the stage, the fused rows kernel keeps them in registers. */
-template <bool FULL, int K, class Put>
-__device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i, Put &&put)
+ * length (a row of more than K is walked again). A hit goes to the
+ * thread's column of the block's shared keys (ks[q * T], q < K: a store
+ * and its address, where a push in front of K registers took 2 K moves on
+ * every candidate a lane of the warp hit), read back into registers after
+ * the walk. The walk kernel stores the row to the stage, the fused rows
+ * kernel keeps it in registers. */
+template <bool FULL, int K, int T, class Put>
+__device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i,
+                                               uint64_t (&ks)[(K + 1) * T], Put &&put)
 {
+    const int t = threadIdx.x;
+    /* the thread's column as a shared-window address, computed once (the stores below by PTX) */
+    const unsigned kcol = (unsigned)__cvta_generic_to_shared(&ks[t]);
     int k = 0;
-    uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
-#pragma unroll
-    for (int q = 0; q < K; ++q)
-        r[q] = ~0ull;
     walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
         if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
-            /* pushed in front (moves, no compares); a row of more than K
-             * keeps its last K, unused: it is walked again */
-#pragma unroll
-            for (int q = K - 1; q > 0; --q)
-                r[q] = r[q - 1];
-            r[0] = (uint64_t)(uint32_t)j << 32 | __float_as_uint(d2);
+            /* a row of more than K keeps its first K, unused: it is walked again (its later hits go to
+             * column K, never read: no branch around the store) */
+            asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(kcol + (unsigned)(min(k, K) * T * 8)),
+                         "r"(__float_as_uint(d2)), "r"(j)
+                         : "memory");
             ++k;
         }
     });
+    uint64_t r[K]; /* (j, d2) keys, unsorted; ~0 past the row */
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+        r[q] = q < k ? ks[q * T + t] : ~0ull;
     thread_bitonic<K>(r);
 #pragma unroll
     for (int q = 0; q < K; q += 2) {
@@ -201,12 +208,14 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
     /* the rows kernel's tile states, set here rather than by a launch of
      * their own (the grid has n threads, 128 at least: ntiles + 32 or more) */
     tiles.InitializeStatus(ntiles);
+    __shared__ uint64_t keys_s[(K + 1) * 128]; /* sparse_row_keys' hits, a column a thread */
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= c.natoms)
         return;
     const int i = c.order[s];
-    const int k = sparse_row_keys<FULL, K>(g, c, s, i,
-                                           [&](int q, ulonglong2 v) { ((ulonglong2 *)(stage + (size_t)s * K))[q] = v; });
+    const int k = sparse_row_keys<FULL, K, 128>(g, c, s, i, keys_s, [&](int q, ulonglong2 v) {
+        ((ulonglong2 *)(stage + (size_t)s * K))[q] = v;
+    });
     counts[i] = (unsigned long long)k;
 }
 
@@ -229,6 +238,9 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
     using look_back = cub::TilePrefixCallbackOp<long long, plus, nl_row_tiles>;
     __shared__ typename block_scan::TempStorage scan_s;
     __shared__ typename look_back::TempStorage prefix_s;
+    /* FUSED: the walk's keys (sparse_row_keys), read back before the scan; then, past the barrier below,
+     * the block's rows staged for its stores (j_s, d_s) */
+    __shared__ __align__(16) uint64_t keys_s[T * (K + 1)];
     const int n = c.natoms;
     const int i = blockIdx.x * T + threadIdx.x;
     const int s = i < n ? c.rank[i] : 0;
@@ -237,7 +249,7 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
     if constexpr (FUSED) {
         /* FUSED: the row walked here (input order following space: a block's rows are neighbours) */
         if (i < n)
-            k = sparse_row_keys<FULL, K>(g, c, s, i, [&](int q, ulonglong2 v) { row[q] = v; });
+            k = sparse_row_keys<FULL, K, T>(g, c, s, i, keys_s, [&](int q, ulonglong2 v) { row[q] = v; });
         else
 #pragma unroll
             for (int q = 0; q < K / 2; ++q)
@@ -264,8 +276,8 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
     /* the block's rows are one run of the CSR, [first, last): staged in
      * shared memory and written by the whole block with coalesced stores,
      * unless a row of the block is longer than K (walked again below) */
-    __shared__ int32_t j_s[T * K];
-    __shared__ float d_s[T * K];
+    int32_t *const j_s = reinterpret_cast<int32_t *>(keys_s); /* T K each: keys_s's bytes */
+    float *const d_s = reinterpret_cast<float *>(keys_s) + T * K;
     __shared__ long long run[2];
     const bool mine = i < n;
     if (threadIdx.x == 0)
@@ -279,7 +291,7 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
             nl_flags_publish(flags, host_flags, off + k, off + k > limit);
         }
     }
-    const bool any_long = __syncthreads_or(k > K); /* also orders run[] */
+    const bool any_long = __syncthreads_or(k > K); /* also orders run[], and the keys' reads before j_s, d_s */
     const long long first = run[0], last = run[1];
     if (last > limit)
         return; /* the host builds again, larger */

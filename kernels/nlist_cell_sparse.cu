@@ -52,9 +52,8 @@ __global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__
  * an open z axis (a flat sheet: one cell in z), the columns of consecutive dy
  * with the same image shift are one contiguous range of the cell order, so
  * the walk takes 2 stencil[0] + 1 ranges (fewer when y wraps) instead of one
- * per column: fewer dependent start[] loads before the first position load;
- * and each range's start[] loads go out before the range before it is
- * walked. Otherwise it is mdnl_for_each_pair itself. */
+ * per column: fewer dependent start[] loads before the first position load.
+ * Otherwise it is mdnl_for_each_pair itself. */
 template <class F>
 __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
 {
@@ -71,53 +70,36 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
      * floats and operations): cheaper than dividing c.cell[i_sorted] */
     const int cx = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 0);
     const int cy = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 1);
-    /* The ranges in stencil order, each one's start[] loads issued before the range before it is walked
-     * (the thread's chain of dependent loads one range shorter a range). */
-    struct range {
-        int kb, ke, s0, s1;
-    };
-    int dx = -g.stencil[0], dy = -g.stencil[1];
-    auto next = [&](range &r) -> bool {
-        for (; dx <= g.stencil[0]; ++dx, dy = -g.stencil[1]) {
-            int x = cx + dx, s0;
-            if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
+    for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {
+        int x = cx + dx, s0;
+        if (!mdnl_cell_wrap(g.pbc[0], n0, x, s0))
+            continue;
+        for (int dy = -g.stencil[1]; dy <= g.stencil[1];) {
+            int y = cy + dy, s1;
+            if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1)) {
+                ++dy;
                 continue;
-            while (dy <= g.stencil[1]) {
-                int y = cy + dy, s1;
-                if (!mdnl_cell_wrap(g.pbc[1], n1, y, s1)) {
-                    ++dy;
-                    continue;
-                }
-                /* dy .. dlast share s1: y .. y + (dlast - dy) <= n1 - 1 */
-                int dlast = dy + (n1 - 1 - y);
-                if (dlast > g.stencil[1])
-                    dlast = g.stencil[1];
-                r.kb = c.start[(x * n1 + y) * n2];
-                r.ke = c.start[(x * n1 + y + (dlast - dy) + 1) * n2];
-                r.s0 = s0;
-                r.s1 = s1;
-                dy = dlast + 1;
-                return true;
             }
-        }
-        return false;
-    };
-    range cur, nxt = {0, 0, 0, 0};
-    for (bool more = next(cur); more;) {
-        more = next(nxt);
-        float v[3];
-        mdnl_shift_vector(&g, cur.s0, cur.s1, 0, v);
-        const int zero = cur.s0 == 0 && cur.s1 == 0;
+            /* dy .. dlast share s1: y .. y + (dlast - dy) <= n1 - 1 */
+            int dlast = dy + (n1 - 1 - y);
+            if (dlast > g.stencil[1])
+                dlast = g.stencil[1];
+            float v[3];
+            mdnl_shift_vector(&g, s0, s1, 0, v);
+            const int zero = s0 == 0 && s1 == 0;
+            const int kb = c.start[(x * n1 + y) * n2];
+            const int ke = c.start[(x * n1 + y + (dlast - dy) + 1) * n2];
 #pragma unroll 4
-        for (int k = cur.kb; k < cur.ke; ++k) {
-            const float4 pj = c.pos[k];
-            if (zero && k == i_sorted)
-                continue;
-            const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
-            if (d2 < g.cutoff2)
-                f(__float_as_int(pj.w), d2, cur.s0, cur.s1, 0);
+            for (int k = kb; k < ke; ++k) {
+                const float4 pj = c.pos[k];
+                if (zero && k == i_sorted)
+                    continue;
+                const float d2 = mdnl_pair_d2(pi.x, pi.y, pi.z, pj.x, pj.y, pj.z, v);
+                if (d2 < g.cutoff2)
+                    f(__float_as_int(pj.w), d2, s0, s1, 0);
+            }
+            dy = dlast + 1;
         }
-        cur = nxt;
     }
 }
 

@@ -27,7 +27,8 @@
  * of that ballot are appended to a's
  * slab row together (its running count, in shared memory beside the row
  * pointer and written back by lane 0, plus the hit's rank
- * in the ballot). A candidate is loaded once per cell instead of once per
+ * in the ballot; a shuffle of a count held by lane a took 1-2 % more of
+ * the ordered frames' walks on the H100). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP entries a
  * row, rows in original index order, in one of two layouts (nl_walk_packed,
  * on the binning's sample of the input order): gathered, 4-byte keys j << 5

@@ -25,10 +25,11 @@
  * (2j + [S > 0] > 2i; a candidate at or below every home atom's 2i is
  * dropped before the ring: H100 half lists -2 to -7 %), a ballot; the hits
  * of that ballot are appended to a's
- * slab row together (its running count, in shared memory beside the row
- * pointer and written back by lane 0, plus the hit's rank
- * in the ballot; a shuffle of a count held by lane a took 1-2 % more of
- * the ordered frames' walks on the H100). A candidate is loaded once per cell instead of once per
+ * slab row together (its running count plus the hit's rank in the ballot:
+ * lane a keeps a's count and puts it beside a's row pointer in shared
+ * memory after each take, so that a home atom's pointer and count are one
+ * 16-byte load; H100: the ordered frames' walks -1 to -2 % against a
+ * shuffle of the count from lane a). A candidate is loaded once per cell instead of once per
  * atom and every lane works in every step. The slab holds WALK_CAP entries a
  * row, rows in original index order, in one of two layouts (nl_walk_packed,
  * on the binning's sample of the input order): gathered, 4-byte keys j << 5
@@ -164,10 +165,12 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
          * by none of them (the rule in take) and is dropped before the ring */
         const int hmin2 = FULL ? 0 : (int)__reduce_min_sync(FULLMASK, i2);
         __syncwarp();
+        int cnt = 0; /* lane a: the row length of home atom a so far (row_s's copy: as of the take's start) */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
         /* Takes up to 64 kept candidates off the ring (two a lane, c = 0 and 1: slots head + lane and head + 32
          * + lane; lanes past `count` hold none) and tests each against every home atom, appending the hits:
-         * two candidates a lane share a home atom's load, its row pointer and count (one shared load). */
+         * two candidates a lane share a home atom's load, its row pointer and count (one shared load: the
+         * count as of the take's start, a home atom being met once a take). */
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
@@ -229,8 +232,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                             else
                                 __stcg(row + p[cc], key[cc]);
                         }
-                    if (lane == 0) /* read by the next take, after its __syncwarp */
-                        row_s[hbase + a].cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
+                    if (lane == a)
+                        cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
                 }
             };
             const bool z = __all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO);
@@ -245,6 +248,11 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 else
                     test(std::false_type{}, std::integral_constant<int, 1>{});
             }
+            /* each home atom's count for the next take (a home atom is met once a take, so its shared copy
+             * needs no update inside one); the next take's __syncwarp orders it before its reads */
+            __syncwarp();
+            if (lane < nh)
+                row_s[hbase + lane].cnt = cnt;
         };
         int q = 0; /* this lane's range (its flat index only grows) */
         for (int base = 0; base < ntot; base += 32) {
@@ -269,9 +277,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         }
         if (nk > 0)
             take(nk);
-        __syncwarp(); /* the counts of the last take */
         if (lane < nh) {
-            const int cnt = row_s[hbase + lane].cnt;
             counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */

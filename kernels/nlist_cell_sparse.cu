@@ -177,7 +177,10 @@ __device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_ce
     const unsigned kcol = (unsigned)__cvta_generic_to_shared(&ks[t]);
     int k = 0;
     walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
+        /* mdnl_half_keep without its branches (j > i, or j == i with S lexicographically positive): its early
+         * return became branches around every candidate's store */
+        const bool pos = (s0 > 0) | ((s0 == 0) & ((s1 > 0) | ((s1 == 0) & (s2 > 0))));
+        if (FULL || ((j > i) | ((j == i) & pos))) {
             /* a row of more than K keeps its first K, unused: it is walked again (its later hits go to
              * column K, never read: no branch around the store) */
             asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(kcol + (unsigned)(min(k, K) * T * 8)),

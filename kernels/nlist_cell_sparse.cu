@@ -109,11 +109,10 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * Walk (sparse_walk_kernel). Mapping: thread per sorted slot s (a warp's
  * atoms are neighbours in space whatever the input order, so their
  * candidate ranges overlap and their loads coalesce). The thread walks the
- * stencil (walk_pairs_merged), keeping its hits in registers as (j, d2)
- * keys, unsorted: a hit is pushed in front of the K (2 K moves, no compares:
- * a slot chosen by the count would be K compares and selects more; a row of
- * more than K is walked again), which a warp pays on every candidate where
- * any of its lanes hits. After the walk the K keys are sorted once by a network
+ * stencil (walk_pairs_merged), keeping its first K hits as (j, d2) keys,
+ * unsorted, in its column of the block's shared keys (a store a hit; a row
+ * of more than K is walked again; sparse_row_keys). After the walk the K
+ * keys are read into registers and sorted once by a network
  * (empty slots hold ~0, after every key) and d = sqrt(d2) is taken of the
  * kept ones: within a j, d2 >= 0 orders like d (sqrt is monotone; two d2
  * with one d give identical keys), so the row is the one mdnl_row_key
@@ -369,7 +368,7 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
 {
     const double cand = nl_cell_candidates(g); /* candidates per atom */
     mdnl_status st;
-    /* K (rows kept in registers): 4 for the sparsest rows (graphene: 3
+    /* K (a row's keys kept in the walk): 4 for the sparsest rows (graphene: 3
      * pairs, ~13 candidates per atom), else 8 */
     const int K = cand <= 16 ? 4 : 8;
     const size_t most = (size_t)ctx->stage_cap * (size_t)n;

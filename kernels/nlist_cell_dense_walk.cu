@@ -85,11 +85,11 @@
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
 
-/* A home atom's slab row and its length so far (16 bytes, the stride of
- * home[]: one address a home atom for both loads). */
+/* A home atom's slab row and its length so far, padded to 16 bytes (the
+ * stride of home[]: one address a home atom for both loads). */
 struct __align__(16) walk_row {
     unsigned *p;
-    int cnt, pad;
+    int cnt;
 };
 
 /* Both fields in one 16-byte shared load. */
@@ -99,7 +99,6 @@ __device__ __forceinline__ walk_row walk_row_load(const walk_row *r)
     walk_row w;
     w.p = reinterpret_cast<unsigned *>((unsigned long long)(unsigned)v.x | (unsigned long long)(unsigned)v.y << 32);
     w.cnt = v.z;
-    w.pad = v.w;
     return w;
 }
 
@@ -428,11 +427,10 @@ __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, i
      * read: no branch, so the loads go out together. */
 #pragma unroll
     for (int row = 0; row < ROWS_W; ++row) {
-        const int q = lane;
-        const int src_e = (in >> row) & 1u ? row * (WALK_CAP / 2) + q : (row < nrows ? row : 0) * (WALK_CAP / 2);
+        const int src_e = (in >> row) & 1u ? row * (WALK_CAP / 2) + lane : (row < nrows ? row : 0) * (WALK_CAP / 2);
         const uint4 u = __ldcs(s4 + src_e);
-        *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * q) = make_uint2(u.x, u.z);
-        *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * q) = make_uint2(u.y, u.w);
+        *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * lane) = make_uint2(u.x, u.z);
+        *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * lane) = make_uint2(u.y, u.w);
     }
 }
 

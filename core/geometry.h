@@ -270,7 +270,8 @@ MDNL_HD float mdnl_pair_d2(float xi, float yi, float zi, float xj, float yj, flo
  * of a self image, the one a half list (and a half traversal) keeps. */
 MDNL_HD int mdnl_shift_positive(int s0, int s1, int s2)
 {
-    return s0 > 0 || (s0 == 0 && (s1 > 0 || (s1 == 0 && s2 > 0)));
+    /* bitwise, not ||/&&: no branches where a kernel tests it a candidate */
+    return (s0 > 0) | ((s0 == 0) & ((s1 > 0) | ((s1 == 0) & (s2 > 0))));
 }
 
 /* Whether (i, j, S) belongs to the half list: i < j, or a self image

@@ -176,10 +176,9 @@ __device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_ce
     const unsigned kcol = (unsigned)__cvta_generic_to_shared(&ks[t]);
     int k = 0;
     walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        /* mdnl_half_keep without its branches (j > i, or j == i with S lexicographically positive): its early
-         * return became branches around every candidate's store (H100, graphene-1m half: rows 0.071 -> 0.065 ms) */
-        const bool pos = (s0 > 0) | ((s0 == 0) & ((s1 > 0) | ((s1 == 0) & (s2 > 0))));
-        if (FULL || ((j > i) | ((j == i) & pos))) {
+        /* mdnl_half_keep written without its early return (j > i, or j == i with S lexicographically positive),
+         * which became branches around every candidate's store (H100, graphene-1m half: rows 0.071 -> 0.065 ms) */
+        if (FULL || ((j > i) | ((j == i) & (mdnl_shift_positive(s0, s1, s2) != 0)))) {
             /* a row of more than K keeps its first K, unused: it is walked again (its later hits go to
              * column K, never read: no branch around the store) */
             asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(kcol + (unsigned)(min(k, K) * T * 8)),
@@ -247,7 +246,7 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
     __shared__ typename look_back::TempStorage prefix_s;
     /* FUSED: the walk's keys (sparse_row_keys), read back before the scan; then, past the barrier below,
      * the block's rows staged for its stores (j_s, d_s) */
-    __shared__ __align__(16) uint64_t keys_s[T * (K + 1)];
+    __shared__ __align__(16) uint64_t keys_s[T * (FUSED ? K + 1 : K)];
     const int n = c.natoms;
     const int i = blockIdx.x * T + threadIdx.x;
     const int s = i < n ? c.rank[i] : 0;

@@ -70,6 +70,7 @@ typedef struct method_result {
     double ms;        /* the build alone (events around it only) */
     double ms_staged; /* the build with events between its stages */
     double stage_ms[MDNL_CUDA_NSTAGES];
+    double stage_floor_ms[MDNL_CUDA_NSTAGES]; /* mdnl_cuda_ctx_stage_bytes over BENCH_BANDWIDTH; 0: not modelled */
     int64_t npairs;
     int walk_rows; /* mdnl_cuda_ctx_walk_rows after the build */
 } method_result;
@@ -148,6 +149,12 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
         r->valid = same_list(&oracle, &got);
         r->npairs = got.npairs;
         r->walk_rows = mdnl_cuda_ctx_walk_rows(ctx);
+        {
+            double bytes[MDNL_CUDA_NSTAGES];
+            mdnl_cuda_ctx_stage_bytes(ctx, bytes);
+            for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+                r->stage_floor_ms[s] = 1e3 * bytes[s] / BENCH_BANDWIDTH;
+        }
         if (!r->valid)
             *all_valid = 0;
         /* Two passes: the stages (events between them), then the total
@@ -204,6 +211,9 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
                     r->ms / floor_ms);
             for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
                 fprintf(out, "%s\"%s\":%.5f", s ? "," : "", mdnl_cuda_stage_name(s), r->stage_ms[s]);
+            fprintf(out, "},\"stage_floor_ms\":{");
+            for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+                fprintf(out, "%s\"%s\":%.5f", s ? "," : "", mdnl_cuda_stage_name(s), r->stage_floor_ms[s]);
             fprintf(out, "}");
             if (r->walk_rows >= 0)
                 fprintf(out, ",\"walk_rows\":\"%s\"", r->walk_rows ? "packed" : "gathered");
@@ -222,8 +232,11 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
                     bytes_written, floor_ms, r->ms / floor_ms, r->valid ? "ok" : "MISMATCH vs CPU");
             fprintf(out, "%-13s %-15s   stages (total with their events %.4f):", "", "", r->ms_staged);
             for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
-                if (r->stage_ms[s] > 0)
+                if (r->stage_ms[s] > 0) {
                     fprintf(out, " %s %.4f", mdnl_cuda_stage_name(s), r->stage_ms[s]);
+                    if (r->stage_floor_ms[s] > 0)
+                        fprintf(out, " (%.1fx its floor)", r->stage_ms[s] / r->stage_floor_ms[s]);
+                }
             if (r->walk_rows >= 0)
                 fprintf(out, " (dense-walk rows %s)", r->walk_rows ? "packed" : "gathered");
             fprintf(out, "\n");
@@ -276,7 +289,8 @@ mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE 
         fprintf(out, "{\"device\":\"%s\",\"bandwidth_Bps\":%.3g,\"repeats\":%d,\"systems\":[", mdnl_cuda_device_name(),
                 BENCH_BANDWIDTH, BENCH_REPEATS);
     else
-        fprintf(out, "# device: %s; median of %d after %d warm-up; floor = (16 B/atom + CSR bytes) / %.1f TB/s\n"
+        fprintf(out, "# device: %s; median of %d after %d warm-up; floor = (16 B/atom + CSR bytes) / %.1f TB/s; a stage's floor: "
+                     "its least bytes (its inputs read, its outputs written once) / the same\n"
                      "%-13s %-15s %9s %10s %10s %12s %9s %7s\n",
                 mdnl_cuda_device_name(), BENCH_REPEATS, BENCH_WARMUP, BENCH_BANDWIDTH / 1e12, "# system", "method",
                 "ms", "atoms/s", "pairs/s", "bytes_out", "floor_ms", "ratio");

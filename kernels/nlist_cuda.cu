@@ -116,7 +116,47 @@ extern "C" void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *c, double ms[MDNL_CU
         ms[s] = c->stage_ms[s];
 }
 
+extern "C" void mdnl_cuda_ctx_stage_bytes(const mdnl_cuda_ctx *c, double bytes[MDNL_CUDA_NSTAGES])
+{
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        bytes[s] = c->stage_bytes[s];
+}
+
 extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->total_ms; }
+
+/* The least bytes of each stage of a build of n atoms, npairs pairs, on g's
+ * grid (mdnl_cuda_ctx_stage_bytes), by the path that ran (ctx->walk_rows,
+ * ctx->sparse_last). */
+static void nl_stage_floor_bytes(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs)
+{
+    double *b = ctx->stage_bytes;
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        b[s] = 0;
+    const double na = (double)n, np = (double)npairs;
+    /* the binning: positions in (16 bytes an atom); the cell list's view out (mdnl_cells_view: positions in
+     * cell order, order, cell and rank, 28 bytes an atom, and the cells' starts) */
+    const double bin = 16 * na + 28 * na + 4 * ((double)g->ncells + 1);
+    const double csr = 8 * (na + 1) + 8 * np; /* offsets, j and d */
+    if (ctx->walk_rows >= 0) { /* dense-walk */
+        const double entry = ctx->walk_rows ? 8 : 4;
+        b[MDNL_CUDA_STAGE_BIN] = bin;
+        /* the walk: cell-ordered positions and starts in; a slab entry a pair and a count a row out */
+        b[MDNL_CUDA_STAGE_COUNT] = 16 * na + 4 * ((double)g->ncells + 1) + entry * np + 8 * na;
+        b[MDNL_CUDA_STAGE_SCAN] = 8 * (na + 1) + 8 * (na + 1); /* counts in, offsets out */
+        /* the rows: the slab and the offsets in (gathered: the positions too), the CSR out */
+        b[MDNL_CUDA_STAGE_SORT] = entry * np + 8 * (na + 1) + (ctx->walk_rows ? 0 : 16 * na) + 8 * np;
+    } else if (ctx->sparse_last >= 0) { /* sparse-stage */
+        b[MDNL_CUDA_STAGE_BIN] = bin;
+        if (ctx->sparse_last) /* the rows kernel walks: cell-ordered positions, starts and ranks in, the CSR out */
+            b[MDNL_CUDA_STAGE_FILL] = 16 * na + 4 * ((double)g->ncells + 1) + 4 * na + csr;
+        else {
+            /* the walk: positions and starts in, an 8-byte (j, d2) entry a pair and a count a row out */
+            b[MDNL_CUDA_STAGE_COUNT] = 16 * na + 4 * ((double)g->ncells + 1) + 8 * np + 8 * na;
+            /* the rows: the staged entries, counts and ranks in, the CSR out */
+            b[MDNL_CUDA_STAGE_FILL] = 8 * np + 8 * na + 4 * na + csr;
+        }
+    }
+}
 
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
@@ -611,6 +651,7 @@ again:
         MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->ev_total[0], ctx->ev_total[1]));
         ctx->total_ms = ms;
     }
+    nl_stage_floor_bytes(ctx, g, n, npairs);
     if (ctx->timing)
         for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
             if (ctx->used[s]) {

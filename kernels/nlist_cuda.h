@@ -121,6 +121,14 @@ const char *mdnl_cuda_stage_name(int stage);
 enum { MDNL_CUDA_TIMING_OFF = 0, MDNL_CUDA_TIMING_STAGES = 1, MDNL_CUDA_TIMING_TOTAL = 2 };
 void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *ctx, int mode);
 void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *ctx, double ms[MDNL_CUDA_NSTAGES]);
+/* The least bytes each of the last build's stages moves: its inputs read
+ * and its outputs written once each, in the layout of the path that ran
+ * (dense-walk: slab entries of 4 bytes gathered, 8 packed; sparse-stage:
+ * 8-byte staged entries), for the stages of dense-walk and sparse-stage;
+ * 0 for a stage it did not run or that is not modelled (dense-walk's long
+ * rows, the other paths). A stage's floor is these bytes over the
+ * device's bandwidth (`mdnl bench`). */
+void mdnl_cuda_ctx_stage_bytes(const mdnl_cuda_ctx *ctx, double bytes[MDNL_CUDA_NSTAGES]);
 /* The last build's device time from after the position upload to the end
  * (host synchronisations inside included), with timing on. */
 double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);

@@ -483,6 +483,7 @@ struct mdnl_cuda_ctx {
     cudaEvent_t ev[MDNL_CUDA_NSTAGES][2], ev_total[2];
     int used[MDNL_CUDA_NSTAGES];
     double stage_ms[MDNL_CUDA_NSTAGES];
+    double stage_bytes[MDNL_CUDA_NSTAGES]; /* the last build's least bytes a stage (nl_stage_floor_bytes) */
     double total_ms;
     int stage_cap;
     int64_t retries;

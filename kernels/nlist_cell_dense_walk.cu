@@ -90,7 +90,6 @@
 struct __align__(16) walk_row {
     unsigned *p;
     int cnt;
-    int slot; /* the atom's slot in the cell order (SORTED: home atoms are not in slot order) */
 };
 
 /* Both fields in one 16-byte shared load. */
@@ -143,33 +142,18 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     __syncwarp();
     const unsigned lt = (1u << lane) - 1u;
     const int hbase = w * 32, rbase = w * 128;
-    /* SORTED (half list, input order following space: the gathered layout): a home block's atoms sit in
-     * home_s in order of i, so that the atoms a take's candidates can all be kept by (2i below the take's
-     * largest 2j + [S > 0]) are a prefix, and the take tests that prefix alone */
-    constexpr bool SORTED = !FULL && !PACK;
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
         const int nh = min(32, he - h0);
         float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
         unsigned i2 = 0xffffffffu; /* 2i of home atom `lane` */
-        float4 p = make_float4(0.f, 0.f, 0.f, 0.f);
         if (lane < nh) {
-            p = c.pos[h0 + lane];
+            const float4 p = c.pos[h0 + lane];
             i2 = 2u * (unsigned)__float_as_int(p.w);
-        }
-        int at = lane; /* the atom's entry in home_s and row_s */
-        if constexpr (SORTED) {
-            at = 0; /* its rank by i among the block's atoms */
-            for (int b = 0; b < nh; ++b)
-                at += __shfl_sync(FULLMASK, i2, b) < i2;
-        }
-        if (lane < nh) {
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
-            home_s[hbase + at] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
-            row_s[hbase + at].p = slab + (size_t)__float_as_int(p.w) * pitch;
-            row_s[hbase + at].cnt = 0;
-            if (SORTED)
-                row_s[hbase + at].slot = h0 + lane;
+            home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
+            row_s[hbase + lane].p = slab + (size_t)__float_as_int(p.w) * pitch;
+            row_s[hbase + lane].cnt = 0;
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
             lo[2] = hi[2] = p.z;
@@ -180,8 +164,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
          * by none of them (the rule in take) and is dropped before the ring */
         const int hmin2 = FULL ? 0 : (int)__reduce_min_sync(FULLMASK, i2);
         __syncwarp();
-        /* SORTED: the 2i of entry `lane` (the block's atoms in order of i; past nh: never below a take's largest) */
-        const int hi2 = SORTED && lane < nh ? __float_as_int(home_s[hbase + lane].w) : 0x7fffffff;
         int cnt = 0; /* lane a: the row length of home atom a so far (row_s's copy: as of the take's start) */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
         /* Takes up to 64 kept candidates off the ring (two a lane, c = 0 and 1: slots head + lane and head + 32
@@ -217,12 +199,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                  * 2j + [S > 0] > 2i. It also drops the home atom itself (j == i, S = 0). */
                 jj[cc] = 2 * j[cc] + ((int)(key[cc] & 31u) > SHIFT_CODE_ZERO);
             }
-            /* SORTED: the entries a candidate of this take can be kept by, a prefix (lanes past `count`: jj 0) */
-            int na = nh;
-            if constexpr (SORTED) {
-                const int jjmax = (int)__reduce_max_sync(FULLMASK, (unsigned)max(jj[0], jj[1]));
-                na = __popc(__ballot_sync(FULLMASK, hi2 < jjmax));
-            }
             /* Z: every candidate of the batch has S = 0 (most batches: the ranges come in shift order), and
              * d2 leaves out mdnl_pair_d2's "+ 0" (it can change only the sign of a zero difference, which
              * the square erases: the same bits, three adds fewer a test). */
@@ -230,7 +206,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 constexpr bool Z = decltype(zero)::value;
                 constexpr int C = decltype(ncand)::value; /* candidates a lane: 1 where the batch has at most 32 */
 #pragma unroll 2
-                for (int a = 0; a < na; ++a) {
+                for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
                     float d2[2];
                     bool hit[2];
@@ -304,7 +280,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
-                longlist[atomicAdd(nlong, 1)] = SORTED ? row_s[hbase + lane].slot : h0 + lane;
+                longlist[atomicAdd(nlong, 1)] = h0 + lane;
         }
         __syncwarp(); /* home_s, row_s and the ring are refilled by the next 32 */
     }

@@ -74,8 +74,7 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp, &c->slab,
-                         &c->tcount, &c->tstart, &c->tcs, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp,
-                         &c->tover};
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -247,15 +246,13 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
 /* The cell-count scan's tile states (scan_tiles_kernel). */
 using bin_tiles = cub::ScanTileState<int>;
 
-/* Thread per original atom i: its cell and its slot in it (an atomic on
- * the cell's population), cs[i] = (cell, slot), so that the scatter reads
- * 8 bytes an atom instead of its position and slot again; the fullest
- * cell's population into *maxcell (one atomic per warp at most).
+/* Thread per original atom i: its cell's population (atomic slot); the
+ * fullest cell's population into *maxcell (one atomic per warp at most).
  * How far the input order follows space, sampled by the first warp of every
  * 16th block: the atoms in the same cell as the atom before them added to
  * inorder[0], the atoms compared to inorder[1]. */
 static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
-                                int *__restrict__ count, int2 *__restrict__ cs, int *__restrict__ maxcell,
+                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
                                 int *__restrict__ inorder, bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
                                 int nrtiles)
 {
@@ -283,7 +280,7 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
     base = __shfl_sync(FULLMASK, base, leader);
     if (i < n) {
         k = base + __popc(peers & ((1u << lane) - 1u));
-        cs[i] = make_int2(cell, k);
+        slot[i] = k;
     }
     /* the fullest cell: a block's maximum in shared memory, one global
      * atomic a block (a warp's read of the global maximum would be one more
@@ -397,22 +394,23 @@ mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int ntiles, nl_row_tiles *t
     return MDNL_OK;
 }
 
-/* Thread per original atom i: its index into its slot of the cell order,
- * from the bin's (cell, slot) (one 4-byte scatter an atom: in random input
- * order these writes are random); with `rank`, the slot also to rank[i]
- * (coalesced), the inverse of the order. */
-static __global__ void fast_scatter_kernel(const int2 *__restrict__ cs, int n, const int *__restrict__ start,
-                                           int *__restrict__ order, int *__restrict__ rank)
+/* Thread per original atom i: its index into its slot of the cell order
+ * (one 4-byte scatter an atom: in random input order these writes are
+ * random); with `rank`, the slot also replaces i's slot within its cell
+ * (slot[i], coalesced), the inverse of the order. */
+static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                           const int *__restrict__ start, int *__restrict__ slot,
+                                           int *__restrict__ order, bool rank)
 {
     nl_grid_wait();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
-    const int2 c = cs[i];
-    const int k = start[c.x] + c.y;
+    const float4 p = pos[i];
+    const int k = start[mdnl_cell_linear(g, p.x, p.y, p.z)] + slot[i];
     order[k] = i;
     if (rank)
-        rank[i] = k;
+        slot[i] = k;
 }
 
 /* Thread per slot k of the cell order: the position (w = bits of i) and the
@@ -453,8 +451,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     if ((st = mdnl_dbuf_reserve_zeroed(&ctx->tcount, (size_t)(ncells + 1) * sizeof(int), "cell counts",
                                        ctx->stream)) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tstart, (size_t)(ncells + 1) * sizeof(int), "cell offsets")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->tcs, (size_t)n * sizeof(int2), "cells and slots")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell-order ranks")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell slots")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tpos, (size_t)n * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->torder, (size_t)n * sizeof(int), "cell order")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tcell, (size_t)n * sizeof(int), "cell of slot")) != MDNL_OK ||
@@ -469,15 +466,15 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     const int nrt = row_tiles ? nrow_tiles : 0;
     int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
     nthreads = nthreads > nrt + 32 ? nthreads : nrt + 32;
-    if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, (int2 *)ctx->tcs.ptr,
+    if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, slot,
                         (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
                         row_tiles ? *row_tiles : nl_row_tiles(), nrt)) != MDNL_OK ||
         (st = nl_launch(scan_tiles_kernel<int, true>, ntiles, SCAN_T, ctx->stream, count, start, ncells + 1,
                         tiles)) != MDNL_OK)
         return st;
     ctx->tcount_dirty = 0;
-    if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, (const int2 *)ctx->tcs.ptr, n,
-                        (const int *)start, (int *)ctx->torder.ptr, rank ? slot : nullptr)) != MDNL_OK ||
+    if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
+                        (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
         (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
                         (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
         return st;

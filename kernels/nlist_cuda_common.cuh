@@ -498,8 +498,7 @@ struct mdnl_cuda_ctx {
     int smem_optin;  /* the device's opt-in maximum per block */
     int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
-    mdnl_dbuf tcount, tstart, tcs, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning (tslot: the
-                                                                              ranks, or dense-walk's long rows) */
+    mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
     int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped); null: copied */
     int flags_on_host;   /* this build's kernels write its flags to the read-back (nl_flags_publish) */

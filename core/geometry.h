@@ -278,9 +278,8 @@ MDNL_HD int mdnl_shift_positive(int s0, int s1, int s2)
  * (i == j) with S lexicographically positive. (i, i, 0) is never a pair. */
 MDNL_HD int mdnl_half_keep(int64_t i, int64_t j, int s0, int s1, int s2)
 {
-    if (i != j)
-        return i < j;
-    return mdnl_shift_positive(s0, s1, s2);
+    /* bitwise, without an early return: no branches where a kernel tests it a candidate */
+    return (i < j) | ((i == j) & mdnl_shift_positive(s0, s1, s2));
 }
 
 /* Cell coordinate of a position on axis k, clamped into the grid. */

@@ -176,9 +176,7 @@ __device__ __forceinline__ int sparse_row_keys(const mdnl_geom &g, const mdnl_ce
     const unsigned kcol = (unsigned)__cvta_generic_to_shared(&ks[t]);
     int k = 0;
     walk_pairs_merged(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        /* mdnl_half_keep written without its early return (j > i, or j == i with S lexicographically positive),
-         * which became branches around every candidate's store (H100, graphene-1m half: rows 0.071 -> 0.065 ms) */
-        if (FULL || ((j > i) | ((j == i) & (mdnl_shift_positive(s0, s1, s2) != 0)))) {
+        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
             /* a row of more than K keeps its first K, unused: it is walked again (its later hits go to
              * column K, never read: no branch around the store) */
             asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(kcol + (unsigned)(min(k, K) * T * 8)),

@@ -63,8 +63,32 @@ static void write_traj(const char *path, int bad, int bad2)
 
 #ifdef MDNL_HAVE_MPI
 
+/* Each test's mpiruns keep Open MPI's session directory in a folder of
+ * their own beside the test's: Criterion runs tests at once, and
+ * concurrent mpiruns sharing /tmp/ompi.<host>.<uid> race as one creates
+ * it while another removes it ("ORTE_ERROR_LOG: Error in file
+ * util/session_dir.c at line 107", open-mpi/ompi#8510; seen once in CI's
+ * ASan pass). */
+static char ompi_tmpdir[300];
+
+static void mpi_init(void)
+{
+    make_tmpdir();
+    snprintf(ompi_tmpdir, sizeof ompi_tmpdir, "%s.ompi", tmpdir);
+    cr_assert_eq(mkdir(ompi_tmpdir, 0700), 0, "%s", ompi_tmpdir);
+    cr_assert_eq(setenv("OMPI_MCA_orte_tmpdir_base", ompi_tmpdir, 1), 0);
+}
+
+static void mpi_fini(void)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", ompi_tmpdir);
+    cr_expect_eq(system(cmd), 0);
+    remove_tmpdir();
+}
+
 /* A rank that waits for a dead one fails the test instead of hanging. */
-TestSuite(mpi, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 240);
+TestSuite(mpi, .init = mpi_init, .fini = mpi_fini, .timeout = 240);
 
 #define MPIRUN MDNL_MPIEXEC " --oversubscribe --allow-run-as-root -q --bind-to none -n"
 

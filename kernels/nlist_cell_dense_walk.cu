@@ -850,12 +850,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    /* gathered: the positions in original order, gathered by every row that holds them, kept in L2 against the
-     * slab's loads and the CSR's stores */
-    st = nl_launch_kept(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream,
-                        pack ? nl_l2_window{nullptr, 0, 0.f} : nl_l2_keep(ctx, pos, (size_t)n * sizeof(float4)), *g,
-                        (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                        (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next);
+    st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
+                   (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                   (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
     if (st != MDNL_OK)

@@ -814,9 +814,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     const int parity = ctx->walk_parity;
     int *walk = flags + FLAG_WALK + 2 * parity, *walk_next = flags + FLAG_WALK + 2 * (1 - parity);
-    /* the cell-ordered positions, each read by the 27 cells around its own, kept in L2 against the slab's stores */
-    if ((st = nl_launch_kept(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream,
-                             nl_l2_keep(ctx, ctx->view.pos, (size_t)n * sizeof(float4)), *g, ctx->view,
+    if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view,
                         (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr, walk, longlist)) !=
         MDNL_OK)
         return st;

@@ -36,13 +36,6 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     }
     CTX_TRY(cudaSetDevice(mdnl_cuda_device_index()));
     CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, mdnl_cuda_device_index()));
-    {
-        int keep = 0, win = 0;
-        CTX_TRY(cudaDeviceGetAttribute(&keep, cudaDevAttrMaxPersistingL2CacheSize, mdnl_cuda_device_index()));
-        CTX_TRY(cudaDeviceGetAttribute(&win, cudaDevAttrMaxAccessPolicyWindowSize, mdnl_cuda_device_index()));
-        c->l2_keep_max = keep > 0 && win > 0 ? (size_t)keep : 0;
-        c->l2_window_max = (size_t)(win > 0 ? win : 0);
-    }
     CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CTX_TRY(cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
     CTX_TRY(cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
@@ -71,27 +64,6 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
 fail:
     mdnl_cuda_ctx_free(c);
     return st;
-}
-
-nl_l2_window nl_l2_keep(mdnl_cuda_ctx *c, const void *base, size_t bytes)
-{
-    nl_l2_window w = {base, 0, 0.f};
-    if (c->l2_keep_max == 0 || bytes == 0)
-        return w;
-    if (bytes > c->l2_window_max)
-        bytes = c->l2_window_max;
-    if (c->l2_keep < bytes && c->l2_keep < c->l2_keep_max) {
-        const size_t want = bytes < c->l2_keep_max ? bytes : c->l2_keep_max;
-        if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want) != cudaSuccess) {
-            (void)cudaGetLastError(); /* no set-aside: the kernel runs as before */
-            c->l2_keep_max = 0;
-            return w;
-        }
-        c->l2_keep = want;
-    }
-    w.bytes = bytes;
-    w.hit = bytes <= c->l2_keep ? 1.f : (float)((double)c->l2_keep / (double)bytes);
-    return w;
 }
 
 extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)

@@ -54,50 +54,24 @@ __device__ __forceinline__ void nl_grid_wait()
 #endif
 }
 
-/* An array a kernel reads many times, kept in L2's persisting set-aside
- * while that kernel runs (nl_l2_keep; bytes 0: none). */
-struct nl_l2_window {
-    const void *base;
-    size_t bytes;
-    float hit; /* the share of the window's lines that persist */
-};
-
 /* kernel<<<grid, block, 0, stream>>>(args...) as a programmatic dependent
- * launch (the kernel calls nl_grid_wait first), its accesses to the window
- * w (if any) persisting in L2. */
+ * launch (the kernel calls nl_grid_wait first). */
 template <class... P, class... A>
-static inline mdnl_status nl_launch_kept(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t stream,
-                                         nl_l2_window w, A &&...args)
+static inline mdnl_status nl_launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t stream, A &&...args)
 {
-    cudaLaunchAttribute attr[2];
+    cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
-    int na = 1;
-    if (w.bytes > 0) {
-        attr[1].id = cudaLaunchAttributeAccessPolicyWindow;
-        attr[1].val.accessPolicyWindow.base_ptr = const_cast<void *>(w.base);
-        attr[1].val.accessPolicyWindow.num_bytes = w.bytes;
-        attr[1].val.accessPolicyWindow.hitRatio = w.hit;
-        attr[1].val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
-        attr[1].val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
-        na = 2;
-    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = 0;
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = na;
+    cfg.numAttrs = 1;
     MDNL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
     MDNL_CUDA_LAUNCHED(stream);
     return MDNL_OK;
-}
-
-template <class... P, class... A>
-static inline mdnl_status nl_launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t stream, A &&...args)
-{
-    return nl_launch_kept(kernel, grid, block, stream, nl_l2_window{nullptr, 0, 0.f}, std::forward<A>(args)...);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -532,18 +506,10 @@ struct mdnl_cuda_ctx {
                             all but its own pair of this parity) */
     int walk_parity;     /* which pair of flags[FLAG_WALK..] dense-walk's next build uses */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
-    size_t l2_keep_max;   /* the device's largest persisting L2 set-aside and access-policy window; 0: none */
-    size_t l2_window_max;
-    size_t l2_keep;       /* the set-aside asked for so far (nl_l2_keep grows it) */
 };
 
 
 /* ---- host helpers (nlist_cuda.cu) ---- */
-
-/* The window that keeps [base, base + bytes) in L2 while a kernel reads it
- * (nl_launch_kept), the set-aside grown to it where the device allows;
- * none where the device has no set-aside. */
-nl_l2_window nl_l2_keep(mdnl_cuda_ctx *c, const void *base, size_t bytes);
 
 /* Records stage s's start (end = 0) or end event when timing is on. */
 mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end);

@@ -82,9 +82,6 @@
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
 #define WALK_RT 64 /* rows: 2 warps */
-#ifndef WALK_BLOCKS_SM
-#define WALK_BLOCKS_SM 6 /* walk blocks resident an SM (the grid) */
-#endif
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
 
@@ -307,14 +304,13 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
     if (threadIdx.x < 27)
         S.sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     __syncthreads();
-    /* resident blocks only (the host's grid): block b's warps take cells b W .. b W + W - 1, then the same a grid
-     * later, so that a block's four warps keep walking neighbouring cells */
-    for (int cell = blockIdx.x * W + (threadIdx.x >> 5); cell < c.ncells; cell += gridDim.x * W) {
-        if (pack)
-            walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
-        else
-            walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
-    }
+    const int cell = blockIdx.x * W + (threadIdx.x >> 5);
+    if (cell >= c.ncells)
+        return; /* the whole warp */
+    if (pack)
+        walk_cell<FULL, true>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
+    else
+        walk_cell<FULL, false>(g, c, cell, S, slab, counts, maxlen, longlist, nlong);
 }
 
 /* Rows: two threads a row (lanes 2r and 2r + 1 of a warp hold row r of its
@@ -810,9 +806,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const size_t cj = ctx->j.cap / sizeof(int32_t), cd = ctx->d.cap / sizeof(float);
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    if (wblocks > (unsigned)(ctx->nsm * WALK_BLOCKS_SM))
-        wblocks = (unsigned)(ctx->nsm * WALK_BLOCKS_SM);
+    const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: the bin's slot array, free once the cell order is built */
     int *longlist = (int *)ctx->tslot.ptr;
     /* this build's pair of dense-walk's flags (zero: the last dense-walk build, or the memset, zeroed it), and the

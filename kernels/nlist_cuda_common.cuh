@@ -506,7 +506,6 @@ struct mdnl_cuda_ctx {
                             all but its own pair of this parity) */
     int walk_parity;     /* which pair of flags[FLAG_WALK..] dense-walk's next build uses */
     mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
-    int nsm;              /* the device's SMs */
 };
 
 

@@ -277,6 +277,17 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         if (nk > 0)
             take(nk);
         if (lane < nh) {
+            /* the row's last 32-byte sector written whole (past the count: never read as an entry), so that L2
+             * evicts no partly written sector, which the DRAM would read back to merge */
+            constexpr int E = PACK ? 4 : 8; /* entries a sector */
+            unsigned *const row = row_s[hbase + lane].p;
+            const int pend = min((cnt + E - 1) & ~(E - 1), WALK_CAP);
+            for (int p = cnt; p < pend; ++p) {
+                if (PACK)
+                    __stcg(reinterpret_cast<uint2 *>(row) + p, make_uint2(0u, 0u));
+                else
+                    __stcg(row + p, 0u);
+            }
             counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */

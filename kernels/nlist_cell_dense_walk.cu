@@ -288,7 +288,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 else
                     __stcg(row + p, 0u);
             }
-            counts[__float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] = (unsigned long long)cnt;
+            counts[h0 + lane] = (unsigned long long)cnt; /* by cell slot: coalesced (the scan gathers by rank) */
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
                 longlist[atomicAdd(nlong, 1)] = h0 + lane;
@@ -797,7 +797,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n, false, &tiles, ntiles)) != MDNL_OK)
+    if ((st = nl_bin_unstable(ctx, g, pos, n, true, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* the output's first size: the mean row (half of it for a half list) times 1.2 */
@@ -818,8 +818,10 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    /* the long rows' list: the bin's slot array, free once the cell order is built */
-    int *longlist = (int *)ctx->tslot.ptr;
+    /* the long rows' list (the bin's slot array holds the rank the scan gathers by) */
+    if ((st = mdnl_dbuf_reserve(&ctx->tlong, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
+        return st;
+    int *longlist = (int *)ctx->tlong.ptr;
     /* this build's pair of dense-walk's flags (zero: the last dense-walk build, or the memset, zeroed it), and the
      * next build's, which the rows kernel zeroes */
     int *flags = (int *)ctx->flags.ptr;
@@ -832,7 +834,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-    if ((st = nl_scan_counts(ctx, n, &tiles)) != MDNL_OK)
+    if ((st = nl_scan_counts(ctx, n, &tiles, ctx->view.rank)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     /* The long rows on the side stream, beside the rows kernel: they need

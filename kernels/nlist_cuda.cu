@@ -74,7 +74,7 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp, &c->slab,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover};
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover, &c->tlong};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);
@@ -318,7 +318,8 @@ static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, cons
 static int scan_tile_count(int m) { return (m + SCAN_TILE - 1) / SCAN_TILE; }
 template <class T, bool ZERO>
 static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict__ in, T *__restrict__ out, int m,
-                                                                   cub::ScanTileState<T> tiles)
+                                                                   cub::ScanTileState<T> tiles,
+                                                                   const int *__restrict__ rank = nullptr)
 {
     nl_grid_wait();
     using plus = ::cuda::std::plus<T>;
@@ -335,7 +336,19 @@ static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict
     const int base = blockIdx.x * SCAN_TILE;
     const int valid = min(SCAN_TILE, m - base);
     T x[SCAN_ITEMS];
-    load(tmp.load).Load(in + base, x, valid, T(0));
+    if (rank) { /* value e is in[rank[e]] (the last, e = m - 1, zero): gathered, blocked as the scan takes them */
+        int e[SCAN_ITEMS];
+#pragma unroll
+        for (int q = 0; q < SCAN_ITEMS; ++q) {
+            e[q] = base + threadIdx.x * SCAN_ITEMS + q;
+            e[q] = e[q] < m - 1 ? rank[e[q]] : -1;
+        }
+#pragma unroll
+        for (int q = 0; q < SCAN_ITEMS; ++q)
+            x[q] = e[q] >= 0 ? in[e[q]] : T(0);
+    } else {
+        load(tmp.load).Load(in + base, x, valid, T(0));
+    }
     __syncthreads();
     if (blockIdx.x == 0) {
         T total;
@@ -363,7 +376,7 @@ static __global__ void scan_tiles_init_kernel(nl_row_tiles tiles, int ntiles)
 
 /* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
  * waiting (nlist_cuda_common.cuh). */
-mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles)
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles, const int *rank)
 {
     long long *counts = (long long *)ctx->counts.ptr; /* each below 2^63 */
     long long *offsets = (long long *)ctx->offsets.ptr;
@@ -378,7 +391,8 @@ mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles)
                 MDNL_OK)
             return st;
     }
-    return nl_launch(scan_tiles_kernel<long long, false>, ntiles, SCAN_T, ctx->stream, counts, offsets, n + 1, t);
+    return nl_launch(scan_tiles_kernel<long long, false>, ntiles, SCAN_T, ctx->stream, counts, offsets, n + 1, t,
+                     rank);
 }
 
 int nl_row_scan_tiles(int n) { return scan_tile_count(n + 1); }
@@ -470,7 +484,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
                         (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
                         row_tiles ? *row_tiles : nl_row_tiles(), nrt)) != MDNL_OK ||
         (st = nl_launch(scan_tiles_kernel<int, true>, ntiles, SCAN_T, ctx->stream, count, start, ncells + 1,
-                        tiles)) != MDNL_OK)
+                        tiles, (const int *)nullptr)) != MDNL_OK)
         return st;
     ctx->tcount_dirty = 0;
     if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,

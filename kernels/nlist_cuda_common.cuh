@@ -499,6 +499,7 @@ struct mdnl_cuda_ctx {
     int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
+    mdnl_dbuf tlong; /* dense-walk's long rows' list */
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
     int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped); null: copied */
     int flags_on_host;   /* this build's kernels write its flags to the read-back (nl_flags_publish) */
@@ -529,7 +530,7 @@ using nl_row_tiles = cub::ScanTileState<long long>;
  * waiting, in one pass (CUB's block scan with the decoupled look-back); the
  * tile states `tiles` (nl_row_tiles_reserve, nl_row_scan_tiles(n) of them)
  * already set by the binning, or, without them, set by a launch here. */
-mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles = nullptr);
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles = nullptr, const int *rank = nullptr);
 int nl_row_scan_tiles(int n);
 /* ntiles row scan tile states in ctx->temp (not yet set): nl_scan_counts'
  * (nl_row_scan_tiles(n) of them) or sparse-stage's rows kernel's. */

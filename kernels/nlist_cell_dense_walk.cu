@@ -43,7 +43,8 @@
  * when allocated: the rows kernel loads whole words of each row up to its
  * own length (rounded up to 16 bytes; not the warp's longest: rows of a
  * warp differ, and the half lists' most), never uninitialised memory. The
- * walk counts every row exactly (counts[i]) and records the longest
+ * walk counts every row exactly (counts[i]; packed, by cell slot, which the
+ * row scan gathers by the binning's rank) and records the longest
  * (its pair of the flags, FLAG_WALK); entries past WALK_CAP are dropped. There is no count pass: the
  * candidates are walked once.
  *
@@ -288,7 +289,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 else
                     __stcg(row + p, 0u);
             }
-            counts[h0 + lane] = (unsigned long long)cnt; /* by cell slot: coalesced (the scan gathers by rank) */
+            /* packed (the input order unrelated to space), by cell slot: coalesced, where by i a count was a
+             * partly written sector of its own (the row scan gathers them by rank); gathered, by i */
+            counts[PACK ? h0 + lane : __float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] =
+                (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
                 longlist[atomicAdd(nlong, 1)] = h0 + lane;
@@ -796,17 +800,18 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const int ntiles = nl_row_scan_tiles(n);
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
+    /* the layout the host chose (ctx->walk_pack: the last frame's sample; the caller builds again if this
+     * frame's disagrees): 8-byte entries packed, 4-byte keys gathered */
+    const bool pack = nl_walk_may_pack(n) && ctx->walk_pack;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n, true, &tiles, ntiles)) != MDNL_OK)
+    /* packed: the cell order's inverse too (view.rank), by which the row scan gathers the counts */
+    if ((st = nl_bin_unstable(ctx, g, pos, n, pack, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* the output's first size: the mean row (half of it for a half list) times 1.2 */
     size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) * (FULL ? 1.0 : 0.5) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    /* the layout the host chose (ctx->walk_pack: the last frame's sample; the caller builds again if this
-     * frame's disagrees): 8-byte entries packed, 4-byte keys gathered */
-    const bool pack = nl_walk_may_pack(n) && ctx->walk_pack;
     ctx->walk_rows = pack ? 1 : 0;
     const size_t entry = pack ? sizeof(uint2) : sizeof(unsigned);
     if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * entry, "neighbor slab",
@@ -818,10 +823,10 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    /* the long rows' list (the bin's slot array holds the rank the scan gathers by) */
-    if ((st = mdnl_dbuf_reserve(&ctx->tlong, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
+    /* the long rows' list: the bin's slot array, free once the cell order is built, but for the rank packed */
+    if (pack && (st = mdnl_dbuf_reserve(&ctx->tlong, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
         return st;
-    int *longlist = (int *)ctx->tlong.ptr;
+    int *longlist = (int *)(pack ? ctx->tlong.ptr : ctx->tslot.ptr);
     /* this build's pair of dense-walk's flags (zero: the last dense-walk build, or the memset, zeroed it), and the
      * next build's, which the rows kernel zeroes */
     int *flags = (int *)ctx->flags.ptr;
@@ -834,7 +839,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
-    if ((st = nl_scan_counts(ctx, n, &tiles, ctx->view.rank)) != MDNL_OK)
+    if ((st = nl_scan_counts(ctx, n, &tiles, pack ? ctx->view.rank : nullptr)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SCAN, 1);
     /* The long rows on the side stream, beside the rows kernel: they need

@@ -142,7 +142,8 @@ static void nl_stage_floor_bytes(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, 
         b[MDNL_CUDA_STAGE_BIN] = bin;
         /* the walk: cell-ordered positions and starts in; a slab entry a pair and a count a row out */
         b[MDNL_CUDA_STAGE_COUNT] = 16 * na + 4 * ((double)g->ncells + 1) + entry * np + 8 * na;
-        b[MDNL_CUDA_STAGE_SCAN] = 8 * (na + 1) + 8 * (na + 1); /* counts in, offsets out */
+        /* counts in (packed: by cell slot, gathered by rank), offsets out */
+        b[MDNL_CUDA_STAGE_SCAN] = 8 * (na + 1) + (ctx->walk_rows ? 4 * na : 0) + 8 * (na + 1);
         /* the rows: the slab and the offsets in (gathered: the positions too), the CSR out */
         b[MDNL_CUDA_STAGE_SORT] = entry * np + 8 * (na + 1) + (ctx->walk_rows ? 0 : 16 * na) + 8 * np;
     } else if (ctx->sparse_last >= 0) { /* sparse-stage */

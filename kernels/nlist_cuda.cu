@@ -74,7 +74,8 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp, &c->slab,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover, &c->tlong};
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover,
+                         &c->tlong};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     mdnl_cells_cuda_free(&c->cells);

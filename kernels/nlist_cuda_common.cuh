@@ -529,8 +529,12 @@ using nl_row_tiles = cub::ScanTileState<long long>;
 /* Scans counts[0..n] (counts[n] == 0) into offsets on the stream, without
  * waiting, in one pass (CUB's block scan with the decoupled look-back); the
  * tile states `tiles` (nl_row_tiles_reserve, nl_row_scan_tiles(n) of them)
- * already set by the binning, or, without them, set by a launch here. */
-mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles = nullptr, const int *rank = nullptr);
+ * already set by the binning, or, without them, set by a launch here. With
+ * `rank` (the binning's view.rank), the counts are by cell slot and row i's
+ * is counts[rank[i]] (dense-walk's packed layout: the walk writes them
+ * coalesced). */
+mdnl_status nl_scan_counts(mdnl_cuda_ctx *ctx, int n, const nl_row_tiles *tiles = nullptr,
+                           const int *rank = nullptr);
 int nl_row_scan_tiles(int n);
 /* ntiles row scan tile states in ctx->temp (not yet set): nl_scan_counts'
  * (nl_row_scan_tiles(n) of them) or sparse-stage's rows kernel's. */

@@ -118,16 +118,18 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * with one d give identical keys), so the row is the one mdnl_row_key
  * sorts. The K keys go to the stage as one row (stage[s * K ..], 16-byte
  * stores: a warp's rows are one contiguous run), the row's true length to
- * counts[i].
+ * counts[s] (by slot too: by i, in random input order, each count was a
+ * partly written sector).
  *
  * Rows (sparse_rows_kernel). Mapping: thread per original row i, a block per
  * tile of SPARSE_T rows. The row offsets are a single-pass scan across the
  * blocks: CUB's block scan with the decoupled look-back of its device scan
  * (a block publishes its count, then its inclusive prefix once its
  * predecessors' are known), so each thread writes offsets[i]. Its staged row
- * (stage[rank[i] * K ..], one sector whatever the input order) is loaded
- * before the scan; the block's rows, one run of the CSR, are put together
- * in shared memory and written by the whole block with coalesced stores
+ * (stage[rank[i] * K ..], one sector whatever the input order) and its
+ * count (counts[rank[i]]) are loaded before the scan; the block's rows, one
+ * run of the CSR, are put together in shared memory and written by the
+ * whole block with coalesced stores
  * (H100: graphene-1m rows 0.050 -> 0.042 ms). A block with a row longer
  * than K writes row by row instead, the long row walked again, written in
  * the order found and sorted in place. Where the CSR would pass `limit`
@@ -220,7 +222,8 @@ __global__ __launch_bounds__(128, K == 4 ? 12 : 0) void sparse_walk_kernel(const
     const int k = sparse_row_keys<FULL, K, 128>(g, c, s, i, keys_s, [&](int q, ulonglong2 v) {
         ((ulonglong2 *)(stage + (size_t)s * K))[q] = v;
     });
-    counts[i] = (unsigned long long)k;
+    counts[s] = (unsigned long long)k; /* by slot: coalesced (by i, in random input order, a partly written sector
+                                          * each, which the DRAM reads back to merge); the rows kernel's rank finds it */
 }
 
 #define SPARSE_T 512 /* rows kernel: a tile of rows a block (the look-back once a tile) */
@@ -259,13 +262,17 @@ __global__ __launch_bounds__(SPARSE_TILE(FUSED), FUSED ? 6 : 0) void sparse_rows
             for (int q = 0; q < K / 2; ++q)
                 row[q] = make_ulonglong2(0, 0);
     } else {
-        k = i < n ? (long long)counts[i] : 0;
-        /* the staged row is loaded before the scan, which it does not depend
-         * on: its latency overlaps the block scan's and the look-back's */
+        /* the row's count (by slot) and its staged row (every slot's K entries written by the walk) are loaded
+         * together, before the scan, which they do not depend on: their latency overlaps the block scan's and
+         * the look-back's */
+        ulonglong2 raw[K / 2];
 #pragma unroll
         for (int q = 0; q < K; q += 2)
-            row[q / 2] =
-                q < k && k <= K ? ((const ulonglong2 *)(stage + (size_t)s * K))[q / 2] : make_ulonglong2(0, 0);
+            raw[q / 2] = i < n ? ((const ulonglong2 *)(stage + (size_t)s * K))[q / 2] : make_ulonglong2(0, 0);
+        k = i < n ? (long long)counts[s] : 0;
+#pragma unroll
+        for (int q = 0; q < K; q += 2)
+            row[q / 2] = q < k && k <= K ? raw[q / 2] : make_ulonglong2(0, 0);
     }
     long long off;
     if (blockIdx.x == 0) {

@@ -823,7 +823,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const long long cap = (long long)(cj < cd ? cj : cd);
     STAGE(MDNL_CUDA_STAGE_COUNT, 0);
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
-    /* the long rows' list: the bin's slot array, free once the cell order is built, but for the rank packed */
+    /* the long rows' list: gathered, the bin's slot array (free once the cell order is built); packed, a buffer
+     * of its own (the slot array holds the rank the scan gathers by) */
     if (pack && (st = mdnl_dbuf_reserve(&ctx->tlong, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
         return st;
     int *longlist = (int *)(pack ? ctx->tlong.ptr : ctx->tslot.ptr);

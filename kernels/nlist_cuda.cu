@@ -326,13 +326,11 @@ static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict
     nl_grid_wait();
     using plus = ::cuda::std::plus<T>;
     using load = cub::BlockLoad<T, SCAN_T, SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
-    using load_rank = cub::BlockLoad<int, SCAN_T, SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
     using store = cub::BlockStore<T, SCAN_T, SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
     using block_scan = cub::BlockScan<T, SCAN_T>;
     using look_back = cub::TilePrefixCallbackOp<T, plus, cub::ScanTileState<T>>;
     __shared__ union {
         typename load::TempStorage load;
-        typename load_rank::TempStorage load_rank;
         typename store::TempStorage store;
         typename block_scan::TempStorage scan;
     } tmp;
@@ -340,10 +338,13 @@ static __global__ __launch_bounds__(SCAN_T) void scan_tiles_kernel(T *__restrict
     const int base = blockIdx.x * SCAN_TILE;
     const int valid = min(SCAN_TILE, m - base);
     T x[SCAN_ITEMS];
-    if (rank) { /* value e is in[rank[e]] (the last, e = m - 1, zero): the ranks loaded coalesced (CUB's warp
-                   transpose), then the values gathered, blocked as the scan takes them */
+    if (rank) { /* value e is in[rank[e]] (the last, e = m - 1, zero): gathered, blocked as the scan takes them */
         int e[SCAN_ITEMS];
-        load_rank(tmp.load_rank).Load(rank + base, e, min(SCAN_TILE, m - 1 - base), -1);
+#pragma unroll
+        for (int q = 0; q < SCAN_ITEMS; ++q) {
+            e[q] = base + threadIdx.x * SCAN_ITEMS + q;
+            e[q] = e[q] < m - 1 ? rank[e[q]] : -1;
+        }
 #pragma unroll
         for (int q = 0; q < SCAN_ITEMS; ++q)
             x[q] = e[q] >= 0 ? in[e[q]] : T(0);

@@ -66,7 +66,8 @@ struct mdnl_cells_view {
     const int *start;   /* [ncells + 1] */
     const float4 *pos;  /* [natoms] cell order, .w = __int_as_float(original index) */
     const int *order;   /* [natoms] sorted slot -> original index */
-    const int *cell;    /* [natoms] sorted slot -> linear cell */
+    const int *cell;    /* [natoms] sorted slot -> linear cell (the stable list; null after nl_bin_unstable,
+                           whose kernels compute a slot's cell from its position: mdnl_cell_linear) */
     const int *rank;    /* [natoms] original index -> sorted slot */
 };
 
@@ -320,7 +321,7 @@ template <class F>
 __device__ __forceinline__ void mdnl_for_each_pair(const mdnl_geom &g, const mdnl_cells_view &c, int i_sorted, F &&f)
 {
     const float4 pi = c.pos[i_sorted];
-    const int lin = c.cell[i_sorted];
+    const int lin = mdnl_cell_linear(g, pi.x, pi.y, pi.z); /* the binning's cell: the same floats */
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
     const int cz = lin % n2;
     const int cy = (lin / n2) % n1;

@@ -57,7 +57,7 @@ template <bool FULL, class F>
 __device__ __forceinline__ void warp_walk(const mdnl_geom &g, const mdnl_cells_view &c, int s, int i, int lane, F &&f)
 {
     const float4 pi = c.pos[s];
-    const warp_ranges w = warp_list_ranges(g, c, c.cell[s], lane);
+    const warp_ranges w = warp_list_ranges(g, c, mdnl_cell_linear(g, pi.x, pi.y, pi.z), lane);
     int cr = 0; /* first range that may intersect the step (uniform) */
     for (int base = 0; base < w.total; base += 32) {
         const int fl = base + lane;

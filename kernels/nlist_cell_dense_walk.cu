@@ -693,7 +693,7 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
             continue;
         }
         const float4 pi = c.pos[s];
-        const warp_ranges r = warp_list_ranges(g, c, c.cell[s], lane);
+        const warp_ranges r = warp_list_ranges(g, c, mdnl_cell_linear(g, pi.x, pi.y, pi.z), lane);
         fe_s[wb + lane] = r.fe;
         kb_s[wb + lane] = r.kb - r.fs;
         code_s[wb + lane] = r.code;

@@ -74,7 +74,7 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
                          &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp, &c->slab,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->tcell, &c->ttemp, &c->tover,
+                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->ttemp, &c->tover,
                          &c->tlong};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
@@ -429,12 +429,13 @@ static __global__ void fast_scatter_kernel(const __grid_constant__ mdnl_geom g, 
         slot[i] = k;
 }
 
-/* Thread per slot k of the cell order: the position (w = bits of i) and the
- * cell of its atom, gathered (reads in random order are cheaper than the
- * partial-sector writes of scattering them) and written coalesced. */
-static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
-                                          const int *__restrict__ order, float4 *__restrict__ spos,
-                                          int *__restrict__ cellof)
+/* Thread per slot k of the cell order: the position of its atom (w = bits
+ * of i), gathered (reads in random order are cheaper than the partial-sector
+ * writes of scattering them) and written coalesced. No cell array: the few
+ * kernels that need a slot's cell compute it from this position
+ * (mdnl_cell_linear, the same floats: the same cell). */
+static __global__ void fast_gather_kernel(const float4 *__restrict__ pos, int n, const int *__restrict__ order,
+                                          float4 *__restrict__ spos)
 {
     nl_grid_wait();
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -442,7 +443,6 @@ static __global__ void fast_gather_kernel(const __grid_constant__ mdnl_geom g, c
         return;
     const int i = order[k];
     float4 p = __ldg(pos + i);
-    cellof[k] = mdnl_cell_linear(g, p.x, p.y, p.z);
     p.w = __int_as_float(i);
     spos[k] = p;
 }
@@ -470,7 +470,6 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
         (st = mdnl_dbuf_reserve(&ctx->tslot, (size_t)n * sizeof(int), "cell slots")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->tpos, (size_t)n * sizeof(float4), "cell-ordered positions")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->torder, (size_t)n * sizeof(int), "cell order")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->tcell, (size_t)n * sizeof(int), "cell of slot")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->ttemp, tile_bytes, "cell scan tiles")) != MDNL_OK)
         return st;
     int *count = (int *)ctx->tcount.ptr, *start = (int *)ctx->tstart.ptr, *slot = (int *)ctx->tslot.ptr;
@@ -491,15 +490,15 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     ctx->tcount_dirty = 0;
     if ((st = nl_launch(fast_scatter_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n, (const int *)start, slot,
                         (int *)ctx->torder.ptr, rank)) != MDNL_OK ||
-        (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, *g, pos, n,
-                        (const int *)ctx->torder.ptr, (float4 *)ctx->tpos.ptr, (int *)ctx->tcell.ptr)) != MDNL_OK)
+        (st = nl_launch(fast_gather_kernel, (n + 255) / 256, 256, ctx->stream, pos, n, (const int *)ctx->torder.ptr,
+                        (float4 *)ctx->tpos.ptr)) != MDNL_OK)
         return st;
     ctx->view.natoms = n;
     ctx->view.ncells = ncells;
     ctx->view.start = start;
     ctx->view.pos = (const float4 *)ctx->tpos.ptr;
     ctx->view.order = (const int *)ctx->torder.ptr;
-    ctx->view.cell = (const int *)ctx->tcell.ptr;
+    ctx->view.cell = nullptr; /* a slot's cell from its position (fast_gather_kernel) */
     ctx->view.rank = rank ? slot : nullptr;
     return MDNL_OK;
 }

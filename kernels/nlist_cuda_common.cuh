@@ -498,7 +498,7 @@ struct mdnl_cuda_ctx {
     int smem_optin;  /* the device's opt-in maximum per block */
     int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */
     int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
-    mdnl_dbuf tcount, tstart, tslot, tpos, torder, tcell, ttemp, tover; /* the unstable binning */
+    mdnl_dbuf tcount, tstart, tslot, tpos, torder, ttemp, tover; /* the unstable binning */
     mdnl_dbuf tlong; /* dense-walk's long rows' list */
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
     int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped); null: copied */

@@ -135,8 +135,8 @@ static void nl_stage_floor_bytes(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, 
         b[s] = 0;
     const double na = (double)n, np = (double)npairs;
     /* the binning: positions in (16 bytes an atom); the cell list's view out (mdnl_cells_view: positions in
-     * cell order, order, cell and rank, 28 bytes an atom, and the cells' starts) */
-    const double bin = 16 * na + 28 * na + 4 * ((double)g->ncells + 1);
+     * cell order, order and rank, 24 bytes an atom, and the cells' starts) */
+    const double bin = 16 * na + 24 * na + 4 * ((double)g->ncells + 1);
     const double csr = 8 * (na + 1) + 8 * np; /* offsets, j and d */
     if (ctx->walk_rows >= 0) { /* dense-walk */
         const double entry = ctx->walk_rows ? 8 : 4;

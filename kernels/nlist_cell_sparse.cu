@@ -67,7 +67,8 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
     }
     const float4 pi = c.pos[i_sorted];
     /* the atom's cell, as the binning found it (mdnl_cell_linear, the same
-     * floats and operations): cheaper than dividing c.cell[i_sorted] */
+     * floats and operations; the binning keeps no cell array), two of its
+     * coordinates only */
     const int cx = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 0);
     const int cy = mdnl_cell_coord(&g, pi.x, pi.y, pi.z, 1);
     for (int dx = -g.stencil[0]; dx <= g.stencil[0]; ++dx) {

@@ -134,15 +134,16 @@ static void nl_stage_floor_bytes(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, 
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         b[s] = 0;
     const double na = (double)n, np = (double)npairs;
+    const double starts = 4 * ((double)g->ncells + 1); /* the cells' starts */
     /* the binning: positions in (16 bytes an atom); the cell list's view out (mdnl_cells_view: positions in
      * cell order, order and rank, 24 bytes an atom, and the cells' starts) */
-    const double bin = 16 * na + 24 * na + 4 * ((double)g->ncells + 1);
+    const double bin = 16 * na + 24 * na + starts;
     const double csr = 8 * (na + 1) + 8 * np; /* offsets, j and d */
     if (ctx->walk_rows >= 0) { /* dense-walk */
         const double entry = ctx->walk_rows ? 8 : 4;
         b[MDNL_CUDA_STAGE_BIN] = bin;
         /* the walk: cell-ordered positions and starts in; a slab entry a pair and a count a row out */
-        b[MDNL_CUDA_STAGE_COUNT] = 16 * na + 4 * ((double)g->ncells + 1) + entry * np + 8 * na;
+        b[MDNL_CUDA_STAGE_COUNT] = 16 * na + starts + entry * np + 8 * na;
         /* counts in (packed: by cell slot, gathered by rank), offsets out */
         b[MDNL_CUDA_STAGE_SCAN] = 8 * (na + 1) + (ctx->walk_rows ? 4 * na : 0) + 8 * (na + 1);
         /* the rows: the slab and the offsets in (gathered: the positions too), the CSR out */
@@ -150,10 +151,10 @@ static void nl_stage_floor_bytes(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, 
     } else if (ctx->sparse_last >= 0) { /* sparse-stage */
         b[MDNL_CUDA_STAGE_BIN] = bin;
         if (ctx->sparse_last) /* the rows kernel walks: cell-ordered positions, starts and ranks in, the CSR out */
-            b[MDNL_CUDA_STAGE_FILL] = 16 * na + 4 * ((double)g->ncells + 1) + 4 * na + csr;
+            b[MDNL_CUDA_STAGE_FILL] = 16 * na + starts + 4 * na + csr;
         else {
             /* the walk: positions and starts in, an 8-byte (j, d2) entry a pair and a count a row out */
-            b[MDNL_CUDA_STAGE_COUNT] = 16 * na + 4 * ((double)g->ncells + 1) + 8 * np + 8 * na;
+            b[MDNL_CUDA_STAGE_COUNT] = 16 * na + starts + 8 * np + 8 * na;
             /* the rows: the staged entries, counts and ranks in, the CSR out */
             b[MDNL_CUDA_STAGE_FILL] = 8 * np + 8 * na + 4 * na + csr;
         }

@@ -153,7 +153,8 @@ __device__ __forceinline__ float mdnl_axis_gap(float xj, float lo, float hi, flo
 {
     const float a = MDNL_FADD(MDNL_FSUB(xj, hi), v);
     const float b = MDNL_FADD(MDNL_FSUB(xj, lo), v);
-    return a > 0.f ? a : (b < 0.f ? -b : 0.f);
+    /* a <= b (hi >= lo, rounding monotone): a where a > 0, -b where b < 0, else 0 (two max operations) */
+    return fmaxf(fmaxf(a, -b), 0.f);
 }
 
 /* A lower bound on every d2 between the candidate image (pj, shift v) and a

@@ -86,6 +86,42 @@ __device__ __forceinline__ int mdnl_cell_linear(const mdnl_geom &g, float x, flo
     return (cx * g.ncell[1] + cy) * g.ncell[2] + cz;
 }
 
+/* n / d for 0 <= n < 2^31 and a divisor d >= 1 known on the host, by a
+ * multiply and a shift (m = ceil(2^s / d), s = 32 + ceil(log2 d): exact in
+ * that range) instead of an integer division's ~20 instructions. */
+struct mdnl_fastdiv {
+    unsigned long long m;
+    int s;
+};
+inline mdnl_fastdiv mdnl_fastdiv_of(int d)
+{
+    int l = 0;
+    while ((1LL << l) < d)
+        ++l;
+    mdnl_fastdiv f;
+    f.s = 32 + l;
+    f.m = ((1ULL << f.s) + (unsigned long long)d - 1) / (unsigned long long)d;
+    return f;
+}
+__device__ __forceinline__ int mdnl_fastdiv_q(const mdnl_fastdiv &f, int n)
+{
+    return (int)(((unsigned long long)(unsigned)n * f.m) >> f.s);
+}
+
+/* The divisors a warp walk's cells and ranges need, made on the host for a
+ * grid: the z and y cell counts, the stencil's column width in y
+ * (2 stencil[1] + 1) and the home blocks of K cells a column
+ * (walk_cuda.cuh: ceil(ncell[2] / K)). A warp walks a cell or a block, so
+ * these divisions are a cell's cost, not an atom's. */
+struct mdnl_cell_divs {
+    mdnl_fastdiv n2, n1, w1, nzb;
+};
+inline mdnl_cell_divs mdnl_cell_divs_of(const mdnl_geom &g, int K = 1)
+{
+    return mdnl_cell_divs{mdnl_fastdiv_of(g.ncell[2]), mdnl_fastdiv_of(g.ncell[1]),
+                          mdnl_fastdiv_of(2 * g.stencil[1] + 1), mdnl_fastdiv_of((g.ncell[2] + K - 1) / K)};
+}
+
 /* Floor division for any sign of x (n > 0). The stencil walks' cell
  * offsets are within one grid of the grid (-n <= x < 2n: a stencil no wider
  * than the grid) but for tiny boxes, so that case is three compares instead

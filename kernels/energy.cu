@@ -251,6 +251,7 @@ template <int V, int K>
 __global__ void __launch_bounds__(EBLOCK) energy_walk_kernel(const __grid_constant__ mdnl_geom g,
                                                              const mdnl_cells_view c,
                                                              const __grid_constant__ mdnl_potential p,
+                                                             const mdnl_cell_divs d,
                                                              double *__restrict__ block_sums,
                                                              double *__restrict__ total)
 {
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(EBLOCK) energy_walk_kernel(const __grid_consta
     WalkEnergy<K> visit{g, p, S.hits[w], 0.0, 0, 0};
     const int cell = blockIdx.x * (EBLOCK / 32) + w; /* uniform a warp */
     if (cell < c.ncells)
-        mdnl_walk_half_cell(g, c, cell, S.w[w], S.sh, visit);
+        mdnl_walk_half_cell(g, c, d, cell, S.w[w], S.sh, visit);
     visit.eval(visit.wpos - visit.rpos); /* the last < 32 */
     block_reduce<V>(visit.h, block_sums, total);
 }
@@ -471,7 +472,8 @@ static void launch_fused_k(mdnl_energy_cuda *e, const mdnl_potential *p, double 
 {
     double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
     if (walk)
-        energy_walk_kernel<V, K><<<nblocks, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p, bs, tot);
+        energy_walk_kernel<V, K><<<nblocks, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p,
+                                                                     mdnl_cell_divs_of(e->grid), bs, tot);
     else if (pa)
         energy_fused_kernel<V, K, true><<<nblocks, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *p, e->prune,
                                                                           e->nparts, pa, bs, tot);

@@ -116,7 +116,7 @@ struct walk_shared {
 /* One warp's home cell (see walk_walk_kernel); PACK: the slab rows carry d2
  * (the host's choice, ctx->walk_pack). */
 template <bool FULL, bool PACK>
-__device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_view &c, const nl_cell_divs &divs,
+__device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_view &c, const mdnl_cell_divs &divs,
                                           int cell, walk_shared &S,
                                           unsigned *__restrict__ slab, unsigned long long *__restrict__ counts,
                                           int *__restrict__ maxlen, int *__restrict__ longlist, int *__restrict__ nlong)
@@ -307,7 +307,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 
 template <bool FULL>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                       nl_cell_divs divs,
+                                                       mdnl_cell_divs divs,
                                                        unsigned *__restrict__ slab, bool pack,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ walk, int *__restrict__ longlist)
@@ -835,7 +835,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     const int parity = ctx->walk_parity;
     int *walk = flags + FLAG_WALK + 2 * parity, *walk_next = flags + FLAG_WALK + 2 * (1 - parity);
-    if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view, nl_cell_divs_of(*g),
+    if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view, mdnl_cell_divs_of(*g),
                         (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr, walk, longlist)) !=
         MDNL_OK)
         return st;

@@ -328,53 +328,21 @@ struct warp_ranges {
     int code;    /* lane r: shift_code of S (shifts in -1..1) */
 };
 
-/* n / d for 0 <= n < 2^31 and a divisor d >= 1 known on the host, by a
- * multiply and a shift (m = ceil(2^s / d), s = 32 + ceil(log2 d): exact in
- * that range) instead of an integer division's ~20 instructions. */
-struct nl_fastdiv {
-    unsigned long long m;
-    int s;
-};
-inline nl_fastdiv nl_fastdiv_of(int d)
-{
-    int l = 0;
-    while ((1LL << l) < d)
-        ++l;
-    nl_fastdiv f;
-    f.s = 32 + l;
-    f.m = ((1ULL << f.s) + (unsigned long long)d - 1) / (unsigned long long)d;
-    return f;
-}
-__device__ __forceinline__ int nl_fastdiv_q(const nl_fastdiv &f, int n)
-{
-    return (int)(((unsigned long long)(unsigned)n * f.m) >> f.s);
-}
-
-/* The divisors a warp's ranges need, made on the host for a grid: the z and
- * y cell counts and the stencil's column width in y (2 stencil[1] + 1). */
-struct nl_cell_divs {
-    nl_fastdiv n2, n1, w1;
-};
-inline nl_cell_divs nl_cell_divs_of(const mdnl_geom &g)
-{
-    return nl_cell_divs{nl_fastdiv_of(g.ncell[2]), nl_fastdiv_of(g.ncell[1]), nl_fastdiv_of(2 * g.stencil[1] + 1)};
-}
-
 /* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
  * mdnl_for_each_pair) and z segment t % nzs, so all the cell-offset loads of
  * one atom are in flight together (one load latency, not one per range);
  * empty or skipped ranges have length 0. A warp scan flattens them. With
- * `divs` (nl_cell_divs_of(g)) the cell's coordinates and the lanes' columns
+ * `divs` (mdnl_cell_divs_of(g)) the cell's coordinates and the lanes' columns
  * come from multiplies (dense-walk: a warp a cell, so these divisions are a
  * cell's cost, not an atom's), else from divisions. */
 __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin,
-                                                        int lane, const nl_cell_divs *divs = nullptr)
+                                                        int lane, const mdnl_cell_divs *divs = nullptr)
 {
     warp_ranges w;
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
-    const int lz = divs ? nl_fastdiv_q(divs->n2, lin) : lin / n2; /* the cell's column, cx n1 + cy */
+    const int lz = divs ? mdnl_fastdiv_q(divs->n2, lin) : lin / n2; /* the cell's column, cx n1 + cy */
     const int cz = lin - lz * n2;
-    const int cx = divs ? nl_fastdiv_q(divs->n1, lz) : lz / n1;
+    const int cx = divs ? mdnl_fastdiv_q(divs->n1, lz) : lz / n1;
     const int cy = lz - cx * n1;
     /* z segments (uniform): cz-st..cz+st split where the periodic shift changes */
     int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
@@ -393,7 +361,7 @@ __device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, cons
     if (lane < w.nr) {
         /* nzs is 1 or 2 where every periodic axis has 2 stencil + 1 cells (dense-walk): a shift */
         const int col = nzs <= 2 ? lane >> (nzs - 1) : lane / nzs, seg = lane - col * nzs;
-        const int cq = divs ? nl_fastdiv_q(divs->w1, col) : col / w1;
+        const int cq = divs ? mdnl_fastdiv_q(divs->w1, col) : col / w1;
         int x = cx + cq - g.stencil[0];
         int y = cy + (col - cq * w1) - g.stencil[1];
         const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);

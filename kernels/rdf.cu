@@ -68,6 +68,7 @@ struct HistArgs {
     float inv_w2;        /* 1 / width^2: the first guess of a bin from d2 */
     unsigned *next;      /* walk kernel: this pass's home-block counter, zeroed before the launch */
     int chunked;         /* walk kernel: home blocks in chunks off `next` (else a static stride) */
+    mdnl_cell_divs divs; /* walk kernel: mdnl_cell_divs_of(g, kWalkK) */
 };
 
 /* What the prune kernel needs beyond the grid: whether per-atom pruning is
@@ -394,7 +395,7 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
     const int nblk = mdnl_walk_blocks(g, kWalkK);
     if (!a.chunked) { /* a static stride: each warp few home blocks (chunks' barriers would cost more) */
         for (int b = blockIdx.x * W + w; b < nblk; b += gridDim.x * W) /* uniform a warp */
-            mdnl_walk_half_cell<kWalkK>(g, c, b, S.w[w], S.sh, visit);
+            mdnl_walk_half_cell<kWalkK>(g, c, a.divs, b, S.w[w], S.sh, visit);
     } else {
         /* Chunks of consecutive home blocks off the pass's counter, a chunk
          * a block (its warps on neighbouring cells: their candidates meet in
@@ -420,7 +421,7 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
             if (lo >= nblk)
                 break;
             for (int b = lo + w; b < hi; b += W) /* uniform a warp */
-                mdnl_walk_half_cell<kWalkK>(g, c, b, S.w[w], S.sh, visit);
+                mdnl_walk_half_cell<kWalkK>(g, c, a.divs, b, S.w[w], S.sh, visit);
         }
     }
     acc.finish();
@@ -533,6 +534,7 @@ mdnl_status launch_walk(const mdnl_geom &g, const mdnl_cells_view &c, const Hist
     const int grid = resident_grid(k, shmem, (nblk + W - 1) / W, sms, kWalkT);
     HistArgs b = a;
     b.chunked = nblk >= kWalkChunkedFrom * grid * W;
+    b.divs = mdnl_cell_divs_of(g, kWalkK);
     k<<<grid, kWalkT, shmem, stream>>>(g, c, b);
     MDNL_CUDA_LAUNCHED(stream);
     return MDNL_OK;

@@ -86,10 +86,11 @@ inline __host__ __device__ int mdnl_walk_blocks(const mdnl_geom &f, int K)
 {
     return f.ncell[0] * f.ncell[1] * ((f.ncell[2] + K - 1) / K);
 }
-__device__ __forceinline__ int mdnl_walk_block_cell(const mdnl_geom &f, int K, int b)
+__device__ __forceinline__ int mdnl_walk_block_cell(const mdnl_geom &f, const mdnl_cell_divs &d, int K, int b)
 {
     const int nzb = (f.ncell[2] + K - 1) / K;
-    return (b / nzb) * f.ncell[2] + (b % nzb) * K;
+    const int col = mdnl_fastdiv_q(d.nzb, b); /* d = mdnl_cell_divs_of(f, K) */
+    return col * f.ncell[2] + (b - col * nzb) * K;
 }
 
 struct mdnl_walk_ranges {
@@ -98,20 +99,23 @@ struct mdnl_walk_ranges {
 
 /* The half stencil's candidate ranges of the home block of cells lin ..
  * lin + kz (one column), one a lane (lanes past them: empty): flat
- * [fe - len, fe) from slot kb + flat, shift code `code`. */
+ * [fe - len, fe) from slot kb + flat, shift code `code`. d: the grid's
+ * mdnl_cell_divs (multiplies in place of the cell's divisions). */
 __device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geom &g, const mdnl_cells_view &c,
-                                                                  int lin, int kz, int lane)
+                                                                  const mdnl_cell_divs &d, int lin, int kz, int lane)
 {
     const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
-    const int cz = lin % n2, cy = (lin / n2) % n1, cx = lin / (n2 * n1);
+    const int lc = mdnl_fastdiv_q(d.n2, lin), cx = mdnl_fastdiv_q(d.n1, lc); /* the column, cx n1 + cy */
+    const int cz = lin - lc * n2, cy = lc - cx * n1;
     const int st1 = g.stencil[1], st2 = g.stencil[2];
     const int w1 = 2 * st1 + 1, nx = g.stencil[0] * w1, nfwd = nx + st1;
     const int nzs = g.pbc[2] ? 2 : 1;
     int len = 0, kb = 0, code = SHIFT_CODE_ZERO;
     if (lane < (nfwd + 1) * nzs) {
-        const int col = lane / nzs, seg = lane % nzs;
-        const int dx = col < nx ? 1 + col / w1 : 0;
-        const int dy = col < nx ? col % w1 - st1 : (col < nfwd ? 1 + col - nx : 0);
+        const int col = lane >> (nzs - 1), seg = lane - col * nzs; /* nzs: 1 or 2 */
+        const int cq = mdnl_fastdiv_q(d.w1, col);
+        const int dx = col < nx ? 1 + cq : 0;
+        const int dy = col < nx ? col - cq * w1 - st1 : (col < nfwd ? 1 + col - nx : 0);
         const int zlo = col < nfwd ? cz - st2 : cz, zhi = cz + kz + st2;
         int x = cx + dx, y = cy + dy, s0, s1, s2 = 0;
         const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
@@ -173,20 +177,21 @@ __device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, 
 
 /* Walks home block `blk` (mdnl_walk_blocks; K = 1: the cell) with the
  * warp's shared W and the block's shift vectors sh[27]
- * (shift_vector_of_code). */
+ * (shift_vector_of_code); d = mdnl_cell_divs_of(g, K). */
 template <int K = 1, class Visit>
-__device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const mdnl_cells_view &c, int blk,
-                                                    mdnl_walk_warp &W, const float (*sh)[3], Visit &visit)
+__device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const mdnl_cells_view &c,
+                                                    const mdnl_cell_divs &d, int blk, mdnl_walk_warp &W,
+                                                    const float (*sh)[3], Visit &visit)
 {
     const int lane = threadIdx.x & 31;
-    const int cell = K == 1 ? blk : mdnl_walk_block_cell(g, K, blk);
+    const int cell = K == 1 ? blk : mdnl_walk_block_cell(g, d, K, blk);
     const int kz = K == 1 ? 0 : min(K, g.ncell[2] - cell % g.ncell[2]) - 1; /* the block's cells after the first */
     const int hb = c.start[cell], he = c.start[cell + kz + 1];
     if (hb == he)
         return;
     int ntot;
     {
-        const mdnl_walk_ranges r = mdnl_walk_half_ranges(g, c, cell, kz, lane);
+        const mdnl_walk_ranges r = mdnl_walk_half_ranges(g, c, d, cell, kz, lane);
         W.fe[lane] = r.fe;
         W.kb[lane] = r.kb;
         W.code[lane] = r.code;

@@ -229,17 +229,23 @@ template <bool Z> __device__ __forceinline__ float mdnl_cand_d2(const float4 &pa
     return mdnl_pair_d2(pa.x, pa.y, pa.z, pj.x, pj.y, pj.z, v);
 }
 
+/* A float's bits as an int that orders as the float does (-0 below +0; its
+ * own inverse): the warp's integer reductions then take a float's min and
+ * max exactly. */
+__device__ __forceinline__ int mdnl_float_ordered(int b) { return b ^ ((b >> 31) & 0x7fffffff); }
+
 /* The bounding box [lo, hi] of the warp's lanes' boxes (a lane without a
- * point holds +inf / -inf), on every lane. */
+ * point holds +inf / -inf), on every lane: one integer reduction a bound
+ * (redux.sync) instead of five shuffles and five min / max. */
 __device__ __forceinline__ void mdnl_warp_box(float (&lo)[3], float (&hi)[3])
 {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int k = 0; k < 3; ++k) {
-            lo[k] = fminf(lo[k], __shfl_xor_sync(FULLMASK, lo[k], o));
-            hi[k] = fmaxf(hi[k], __shfl_xor_sync(FULLMASK, hi[k], o));
-        }
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = __int_as_float(
+            mdnl_float_ordered(__reduce_min_sync(FULLMASK, mdnl_float_ordered(__float_as_int(lo[k])))));
+        hi[k] = __int_as_float(
+            mdnl_float_ordered(__reduce_max_sync(FULLMASK, mdnl_float_ordered(__float_as_int(hi[k])))));
+    }
 }
 
 /* One lane's candidate of the warp walks (walk_cuda.cuh, dense-walk): the

@@ -95,6 +95,7 @@ struct mdnl_fastdiv {
 };
 inline mdnl_fastdiv mdnl_fastdiv_of(int d)
 {
+    d = d < 1 ? 1 : d; /* a grid's counts are >= 1; never a division by zero here */
     int l = 0;
     while ((1LL << l) < d)
         ++l;

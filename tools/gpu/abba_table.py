@@ -40,21 +40,3 @@ for (sysname, lst), per in rows.items():
         staged = [m["ms_staged"] for m in per.get(b, []) if "ms_staged" in m]
         extra = "  (total with the stage events %.3f)" % statistics.median(staged) if staged else ""
         print("    %-10s " % b + "  ".join("%s %.3f" % (k, statistics.median(v)) for k, v in st.items()) + extra)
-
-# The fused energy's and the RDF's GPU rows of the liquid (present when the
-# sizes include lj-1m-liquid): each launch's median, the median over launches.
-extra = {}
-for line in open(sys.argv[1]):
-    d = json.loads(line)
-    for x in d.get("energy_liquid", {}).get("results", []):
-        if x["backend"] == "cuda":
-            extra.setdefault(("energy", x["path"], x["reduce"]), {}).setdefault(d["build"], []).append(x["ms"])
-    for v in d.get("rdf_liquid", {}).values():
-        for x in v["gpu"]:
-            extra.setdefault(("rdf", x["traversal"], x["variant"]), {}).setdefault(d["build"], []).append(x["ms"])
-for key, per in extra.items():
-    med = {b: statistics.median(per[b]) for b in builds if b in per}
-    if builds[0] not in med:
-        continue
-    print("%-40s " % " ".join(key) + " ".join("%10.4f" % med[b] for b in builds if b in med) + "   " +
-          " ".join("%.3f" % (med[b] / med[builds[0]]) for b in builds[1:] if b in med))

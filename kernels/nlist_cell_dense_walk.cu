@@ -273,12 +273,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             }
             nk += __popc(km);
         };
-        /* 64 candidates a step (the loop's own instructions once for both halves; a last 32 or fewer, one push):
-         * the ring holds at most 63 + 64 */
+        /* 64 candidates a step (the loop's own instructions once for both halves): the ring holds at most 63 + 64 */
         for (int base = 0; base < ntot; base += 64) {
             push(base + lane);
-            if (base + 32 < ntot) /* uniform */
-                push(base + 32 + lane);
+            push(base + 32 + lane);
             if (nk >= 64) {
                 take(64);
                 nk -= 64;

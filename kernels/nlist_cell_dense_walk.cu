@@ -256,11 +256,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 row_s[hbase + lane].cnt = cnt;
         };
         int q = 0; /* this lane's range (its flat index only grows) */
-        /* flat candidate fl of the lane (the warp's 32 consecutive ones) onto the ring if kept */
-        auto push = [&](int fl) {
+        for (int base = 0; base < ntot; base += 32) {
             /* kept only if it can be within the cutoff of the home box (a bound on every d2 below) */
             const mdnl_warp_cand cd =
-                mdnl_warp_candidate<true>(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, fl, ntot, q, lo, hi);
+                mdnl_warp_candidate<true>(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
             const unsigned key = ((unsigned)__float_as_int(cd.p.w) << KSH) | (unsigned)cd.code;
             const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const bool keep =
@@ -272,11 +271,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 cv_s[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], __int_as_float(self));
             }
             nk += __popc(km);
-        };
-        /* 64 candidates a step (the loop's own instructions once for both halves): the ring holds at most 63 + 64 */
-        for (int base = 0; base < ntot; base += 64) {
-            push(base + lane);
-            push(base + 32 + lane);
             if (nk >= 64) {
                 take(64);
                 nk -= 64;

@@ -130,17 +130,12 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     /* a ring key is j << KSH | shift code: packed, j already where the slab entry has it (j << 6 | slot) */
     constexpr int KSH = PACK ? 6 : 5;
     const int hb = c.start[cell], he = c.start[cell + 1];
+    if (hb == he)
+        return;
     int ntot; /* the cell's candidates */
-    /* the first home block's positions, loaded with the ranges' counts below (one round trip for both) */
-    float4 pfirst = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (lane < he - hb)
-        pfirst = c.pos[hb + lane];
     {
-        /* its candidate ranges, flat [fs, fe) from slot kb, in a table; their loads are issued before the test
-         * of the home range's (an empty cell, rare where this path runs, pays for them) */
+        /* its candidate ranges, flat [fs, fe) from slot kb, in a table */
         const warp_ranges r = warp_list_ranges(g, c, cell, lane, &divs);
-        if (hb == he)
-            return;
         fe_s[w * 32 + lane] = r.fe; /* 0x7fffffff past the last range */
         kb_s[w * 32 + lane] = r.kb - r.fs;
         code_s[w * 32 + lane] = r.code;
@@ -155,7 +150,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
         unsigned i2 = 0xffffffffu; /* 2i of home atom `lane` */
         if (lane < nh) {
-            const float4 p = h0 == hb ? pfirst : c.pos[h0 + lane];
+            const float4 p = c.pos[h0 + lane];
             i2 = 2u * (unsigned)__float_as_int(p.w);
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
             home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));

@@ -279,16 +279,17 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         if (nk > 0)
             take(nk);
         if (lane < nh) {
-            /* the row's last 32-byte sector written whole (past the count: never read as an entry), so that L2
-             * evicts no partly written sector, which the DRAM would read back to merge */
+            /* the row's last 32-byte sector written whole, so that L2 evicts no partly written sector, which
+             * the DRAM would read back to merge; past the count with the key ~0u, which sorts last, so that the
+             * rows kernel takes a 16-byte word of keys whole (its entries past the count are never written) */
             constexpr int E = PACK ? 4 : 8; /* entries a sector */
             unsigned *const row = row_s[hbase + lane].p;
             const int pend = min((cnt + E - 1) & ~(E - 1), WALK_CAP);
             for (int p = cnt; p < pend; ++p) {
                 if (PACK)
-                    __stcg(reinterpret_cast<uint2 *>(row) + p, make_uint2(0u, 0u));
+                    __stcg(reinterpret_cast<uint2 *>(row) + p, make_uint2(~0u, 0u));
                 else
-                    __stcg(row + p, 0u);
+                    __stcg(row + p, ~0u);
             }
             /* packed (the input order unrelated to space), by cell slot: coalesced, where by i a count was a
              * partly written sector of its own (the row scan gathers them by rank); gathered, by i */
@@ -422,6 +423,9 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
         }
 }
 
+/* Two packed slab entries past a row's length: keys ~0u (sorted last, never written), d2 0. */
+__device__ const uint4 walk_no_entries = {~0u, 0u, ~0u, 0u};
+
 /* Packed slab rows: the warp's rows into shared memory in
  * one pass, 16 bytes (two entries) a lane, the keys to st and the d2 to d2s,
  * each row's entries up to its own length (len: lanes 2r and 2r + 1 hold
@@ -439,13 +443,14 @@ __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, i
         const int rlen = __shfl_sync(FULLMASK, len, 2 * r);
         in |= (unsigned)(r < nrows && lane < (min(rlen, WALK_CAP) + 1) / 2) << r;
     }
-    /* A lane past its row's entries loads the row's first 16 bytes again (lane 0's sector: no more bytes; a
-     * row past the last atom: the warp's first row's) and stores them past the row's end, where they are never
-     * read: no branch, so the loads go out together. */
+    /* A lane past its row's entries loads two empty entries (walk_no_entries: one 16-byte word that every such
+     * lane shares) and stages them: no branch, so the loads go out together, and every row is staged whole (the
+     * walk filled its last sector with ~0u keys), so the keys are taken 16 bytes at a time without a test an
+     * entry. */
 #pragma unroll
     for (int row = 0; row < ROWS_W; ++row) {
-        const int src_e = (in >> row) & 1u ? row * (WALK_CAP / 2) + lane : (row < nrows ? row : 0) * (WALK_CAP / 2);
-        const uint4 u = __ldcs(s4 + src_e);
+        const uint4 *const a = (in >> row) & 1u ? s4 + row * (WALK_CAP / 2) + lane : &walk_no_entries;
+        const uint4 u = __ldcs(a);
         *reinterpret_cast<uint2 *>(st + row * WALK_LPITCH + 2 * lane) = make_uint2(u.x, u.z);
         *reinterpret_cast<uint2 *>(d2s + row * WALK_LPITCH + 2 * lane) = make_uint2(u.y, u.w);
     }
@@ -483,8 +488,8 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
                 __stcs(j_out + off + e0 + e, (int32_t)(x[e] >> 6));
     }
 #pragma unroll
-    for (int e = 0; e < HK; ++e) /* the key dies as its d2 is read */
-        x[e] = e0 + e < len ? d2s[r * WALK_LPITCH + (x[e] & 63u)] : 0u;
+    for (int e = 0; e < HK; ++e) /* the key dies as its d2 is read (past the row's length: slot 63's, unused) */
+        x[e] = d2s[r * WALK_LPITCH + (x[e] & 63u)];
     if (staged) {
         __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
@@ -567,7 +572,8 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory: each row's
          * words up to its own length (its lanes' len, by shuffles before
-         * the loads; a row's tail in shared memory is masked below) */
+         * the loads), and the key ~0u past them (the walk filled the row's
+         * last sector with it): every row staged whole */
         const uint4 *src = reinterpret_cast<const uint4 *>(slab + (size_t)i0 * WALK_CAP);
         /* two rows a step, lane q of a half its entries 4q .. 4q + 3; the loads issued before the stores */
         uint4 u[ROWS_W / 2];
@@ -578,28 +584,27 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
             const int row = 2 * t + (lane >> 4);
             const int rlen = __shfl_sync(FULLMASK, len, 2 * row);
             in[t] = row < nrows && q < (min(rlen, WALK_CAP) + 3) / 4;
-            u[t] = in[t] ? __ldcs(src + row * (WALK_CAP / 4) + q) : make_uint4(0, 0, 0, 0);
+            u[t] = in[t] ? __ldcs(src + row * (WALK_CAP / 4) + q) : make_uint4(~0u, ~0u, ~0u, ~0u);
         }
 #pragma unroll
         for (int t = 0; t < ROWS_W / 2; ++t)
-            if (in[t])
-                *reinterpret_cast<uint4 *>(st + (2 * t + (lane >> 4)) * WALK_LPITCH + 4 * q) = u[t];
+            *reinterpret_cast<uint4 *>(st + (2 * t + (lane >> 4)) * WALK_LPITCH + 4 * q) = u[t];
     }
     __syncwarp();
     /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32) */
     const int hk = wmax <= WALK_CAP / 2 ? WALK_CAP / 4 : WALK_CAP / 2;
     const int e0 = h * hk;
+    /* the keys past the row's length are ~0u (staged so): they sort last and are never written */
     unsigned x[WALK_CAP / 2];
 #pragma unroll
     for (int q = 0; q < WALK_CAP / 8; ++q) {
         uint4 u = make_uint4(~0u, ~0u, ~0u, ~0u);
-        const int e = e0 + 4 * q;
-        if (mine && 4 * q < hk && e < len)
-            u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e);
-        x[4 * q] = e < len ? u.x : ~0u;
-        x[4 * q + 1] = e + 1 < len ? u.y : ~0u;
-        x[4 * q + 2] = e + 2 < len ? u.z : ~0u;
-        x[4 * q + 3] = e + 3 < len ? u.w : ~0u;
+        if (4 * q < hk)
+            u = *reinterpret_cast<const uint4 *>(st + r * WALK_LPITCH + e0 + 4 * q);
+        x[4 * q] = u.x;
+        x[4 * q + 1] = u.y;
+        x[4 * q + 2] = u.z;
+        x[4 * q + 3] = u.w;
     }
     /* gathered: the row's own position, loaded before the sort (in flight while it runs) */
     const float4 pi = !PACK && i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);

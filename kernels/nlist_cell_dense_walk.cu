@@ -491,14 +491,16 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
     for (int e = 0; e < HK; ++e) /* the key dies as its d2 is read (past the row's length: slot 63's, unused) */
         x[e] = d2s[r * WALK_LPITCH + (x[e] & 63u)];
     if (staged) {
+        /* d2 staged in output order and its square root taken there, a lane an entry (a row's pair would
+         * take HK square roots a thread, in divergent turns) */
         __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
         for (int e = 0; e < HK; ++e)
             if (e0 + e < len)
-                st[rel + e] = __float_as_uint(__fsqrt_rn(__uint_as_float(x[e])));
+                st[rel + e] = x[e];
         __syncwarp();
         for (int e = lane; e < span; e += 32)
-            __stcs(d_out + wbase + e, __uint_as_float(st[e]));
+            __stcs(d_out + wbase + e, __fsqrt_rn(__uint_as_float(st[e])));
     } else if (mine) {
 #pragma unroll
         for (int e = 0; e < HK; ++e)

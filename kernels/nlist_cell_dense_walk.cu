@@ -432,17 +432,16 @@ __device__ const uint4 walk_no_entries = {~0u, 0u, ~0u, 0u};
  * row r's), all sixteen loads in flight together (H100: the shuffled
  * liquid's packed rows 0.405 -> 0.393 ms full, 0.258 -> 0.240 half;
  * predicated loads were issued three at a time: tools/bench/RESULTS.md). */
-__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int nrows, int len,
+__device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int len,
                                               unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
 {
     const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
-    /* bit r: whether this lane's two entries of row r are in the row */
+    /* bit r: whether this lane's two entries of row r are in the row (a row past the last atom has len 0) */
+    const int words = (min(len, WALK_CAP) + 1) / 2; /* this lane's row's 16-byte words */
     unsigned in = 0;
 #pragma unroll
-    for (int r = 0; r < ROWS_W; ++r) {
-        const int rlen = __shfl_sync(FULLMASK, len, 2 * r);
-        in |= (unsigned)(r < nrows && lane < (min(rlen, WALK_CAP) + 1) / 2) << r;
-    }
+    for (int r = 0; r < ROWS_W; ++r)
+        in |= (unsigned)(lane < __shfl_sync(FULLMASK, words, 2 * r)) << r;
     /* A lane past its row's entries loads two empty entries (walk_no_entries: one 16-byte word that every such
      * lane shares) and stages them: no branch, so the loads go out together, and every row is staged whole (the
      * walk filled its last sector with ~0u keys), so the keys are taken 16 bytes at a time without a test an
@@ -567,10 +566,9 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
     unsigned *const st = stage_s[w];
-    const int nrows = min(ROWS_W, n - i0);
     const uint2 *const prows = reinterpret_cast<const uint2 *>(slab) + (size_t)i0 * WALK_CAP;
     if constexpr (PACK) {
-        walk_rows_stage(prows, nrows, len, st, d2s, lane);
+        walk_rows_stage(prows, len, st, d2s, lane);
     } else {
         /* the warp's rows, 16 bytes a lane, into shared memory: each row's
          * words up to its own length (its lanes' len, by shuffles before
@@ -581,11 +579,11 @@ __global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(cons
         uint4 u[ROWS_W / 2];
         bool in[ROWS_W / 2];
         const int q = lane & 15;
+        const int words = (min(len, WALK_CAP) + 3) / 4; /* this lane's row's 16-byte words (past the last atom: 0) */
 #pragma unroll
         for (int t = 0; t < ROWS_W / 2; ++t) {
             const int row = 2 * t + (lane >> 4);
-            const int rlen = __shfl_sync(FULLMASK, len, 2 * row);
-            in[t] = row < nrows && q < (min(rlen, WALK_CAP) + 3) / 4;
+            in[t] = q < __shfl_sync(FULLMASK, words, 2 * row);
             u[t] = in[t] ? __ldcs(src + row * (WALK_CAP / 4) + q) : make_uint4(~0u, ~0u, ~0u, ~0u);
         }
 #pragma unroll

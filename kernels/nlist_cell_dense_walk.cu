@@ -489,9 +489,10 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
 #pragma unroll
     for (int e = 0; e < HK; ++e) /* the key dies as its d2 is read (past the row's length: slot 63's, unused) */
         x[e] = d2s[r * WALK_LPITCH + (x[e] & 63u)];
-    if (staged) {
-        /* d2 staged in output order and its square root taken there, a lane an entry (a row's pair would
-         * take HK square roots a thread, in divergent turns) */
+    if (staged && span <= ROWS_W * WALK_CAP / 2) {
+        /* rows of 32 entries or fewer on average in 64-key halves (half lists): most of the second half's
+         * entries are past its row, so d2 is staged in output order and its square root taken there, a lane
+         * an entry, instead of HK a thread in divergent turns (full rows keep theirs: H100 +2 % the other way) */
         __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
         for (int e = 0; e < HK; ++e)
@@ -500,6 +501,15 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
         __syncwarp();
         for (int e = lane; e < span; e += 32)
             __stcs(d_out + wbase + e, __fsqrt_rn(__uint_as_float(st[e])));
+    } else if (staged) {
+        __syncwarp(); /* every d2 read before the stage is overwritten */
+#pragma unroll
+        for (int e = 0; e < HK; ++e)
+            if (e0 + e < len)
+                st[rel + e] = __float_as_uint(__fsqrt_rn(__uint_as_float(x[e])));
+        __syncwarp();
+        for (int e = lane; e < span; e += 32)
+            __stcs(d_out + wbase + e, __uint_as_float(st[e]));
     } else if (mine) {
 #pragma unroll
         for (int e = 0; e < HK; ++e)

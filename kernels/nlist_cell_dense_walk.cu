@@ -43,6 +43,10 @@
  * when allocated: the rows kernel loads whole words of each row up to its
  * own length (rounded up to 16 bytes; not the warp's longest: rows of a
  * warp differ, and the half lists' most), never uninitialised memory. The
+ * walk fills a row's last 32-byte sector past its count with the key ~0u
+ * (sorted last) and the rows kernel stages the rest of the row as ~0u, so
+ * that the rows kernel takes its keys 16 bytes at a time without a test an
+ * entry (H100: half lists' packed rows 0.233 -> 0.217 ms). The
  * walk counts every row exactly (counts[i]; packed, by cell slot, which the
  * row scan gathers by the binning's rank) and records the longest
  * (its pair of the flags, FLAG_WALK); entries past WALK_CAP are dropped. There is no count pass: the

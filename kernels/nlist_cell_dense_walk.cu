@@ -86,7 +86,11 @@
  * cells), the stencil's ranges fit a warp, and j < 2^27: j alone then orders
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
-#define WALK_RT 64 /* rows: 2 warps */
+/* rows kernel threads a block: packed 2 warps; gathered 4 (H100: the ordered frames' full lists -3 to -4 %
+ * against 2; 8 slower than 4; the packed kernel the same at 2 or 4: tools/bench/RESULTS.md) */
+#define WALK_RT_PACKED 64
+#define WALK_RT_GATHERED 128
+#define WALK_RT(PACK) ((PACK) ? WALK_RT_PACKED : WALK_RT_GATHERED)
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
 
@@ -529,34 +533,30 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
  * uses) zeroed: with host_flags the device's flags are then zero but for
  * this build's pair, which the long rows beside may still read. */
 template <bool PACK>
-__global__ __launch_bounds__(WALK_RT, PACK ? 12 : 16) void walk_rows_kernel(const __grid_constant__ mdnl_geom g,
-                                                        const unsigned *__restrict__ slab,
-                                                        int n,
-                                                        const int64_t *__restrict__ offsets,
-                                                        const float4 *__restrict__ opos, long long cap,
-                                                        int32_t *__restrict__ j_out, float *__restrict__ d_out,
-                                                        int *__restrict__ flags, int *__restrict__ host_flags,
-                                                        int *__restrict__ walk_next)
+__global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED) void walk_rows_kernel(
+    const __grid_constant__ mdnl_geom g, const unsigned *__restrict__ slab, int n, const int64_t *__restrict__ offsets,
+    const float4 *__restrict__ opos, long long cap, int32_t *__restrict__ j_out, float *__restrict__ d_out,
+    int *__restrict__ flags, int *__restrict__ host_flags, int *__restrict__ walk_next)
 {
     nl_grid_wait();
-    __shared__ __align__(16) unsigned stage_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
+    __shared__ __align__(16) unsigned stage_s[WALK_RT(PACK) / 32][ROWS_W * WALK_LPITCH];
     /* packed: the d2 rows; gathered: the staged entries' rows and the rows' positions */
     unsigned *d2s = nullptr;
     unsigned char *rids = nullptr;
     float4 *pis = nullptr;
     if constexpr (PACK) {
-        __shared__ __align__(16) unsigned d2_s[WALK_RT / 32][ROWS_W * WALK_LPITCH];
+        __shared__ __align__(16) unsigned d2_s[WALK_RT(PACK) / 32][ROWS_W * WALK_LPITCH];
         d2s = d2_s[threadIdx.x >> 5];
     } else {
-        __shared__ float4 pi_s[WALK_RT / 32][ROWS_W];
-        __shared__ unsigned char rid_s[WALK_RT / 32][ROWS_W * WALK_CAP];
+        __shared__ float4 pi_s[WALK_RT(PACK) / 32][ROWS_W];
+        __shared__ unsigned char rid_s[WALK_RT(PACK) / 32][ROWS_W * WALK_CAP];
         rids = rid_s[threadIdx.x >> 5];
         pis = pi_s[threadIdx.x >> 5];
     }
     __shared__ float4 sh[27];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
-    const int i0 = (blockIdx.x * (WALK_RT / 32) + w) * ROWS_W;
+    const int i0 = (blockIdx.x * (WALK_RT(PACK) / 32) + w) * ROWS_W;
     const int i = i0 + r;
     /* the row's offsets (past n: offsets[n], an empty row) and the total, loaded together: one round trip */
     const long long off = offsets[min(i, n)];
@@ -886,9 +886,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if (beside)
         MDNL_CUDA_CHECK(cudaEventRecord(ctx->join, ctx->side));
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
-    constexpr int rows_per_block = WALK_RT / 32 * ROWS_W;
+    const int rows_threads = WALK_RT(pack), rows_per_block = rows_threads / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, WALK_RT, ctx->stream, *g,
+    st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, rows_threads, ctx->stream, *g,
                    (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
                    (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */

@@ -86,8 +86,12 @@
  * cells), the stencil's ranges fit a warp, and j < 2^27: j alone then orders
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
-/* rows kernel threads a block: packed 2 warps; gathered 4 (H100: the ordered frames' full lists -3 to -4 %
- * against 2; 8 slower than 4; the packed kernel the same at 2 or 4: tools/bench/RESULTS.md) */
+/* Rows kernel threads a block: packed 2 warps; gathered 4. The gathered kernel's position gathers hit L1,
+ * whose size is what the SM's shared memory leaves: at 4 warps its 8 blocks an SM take 187 KiB with the
+ * driver's 1 KiB a block, so the driver picks a 196 KiB carveout and L1 keeps 60 KiB; at 2 warps 16 blocks
+ * took 199 KiB, a 228 KiB carveout, 28 KiB of L1 (H100, the sorted liquid: L1 hits 35 -> 42 %, rows 0.361
+ * -> 0.330 ms; fewer blocks for more L1 and 8 warps a block were slower: tools/bench/RESULTS.md). The
+ * packed kernel reads no positions (the same at 2 or 4 warps). */
 #define WALK_RT_PACKED 64
 #define WALK_RT_GATHERED 128
 #define WALK_RT(PACK) ((PACK) ? WALK_RT_PACKED : WALK_RT_GATHERED)

@@ -381,8 +381,8 @@ template <int HK>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
                                             long long off, long long wbase, int span, bool staged, float4 pi,
                                             const float4 *__restrict__ opos, const float4 *sh,
-                                            unsigned *__restrict__ st, const float4 *__restrict__ pis, int lane,
-                                            int32_t *__restrict__ j_out,
+                                            unsigned *__restrict__ st, unsigned char *__restrict__ rid,
+                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
                                             float *__restrict__ d_out)
 {
     const int e0 = h * HK;
@@ -390,17 +390,16 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
         const int rel = (int)(off - wbase) + e0;
 #pragma unroll
         for (int e = 0; e < HK; ++e)
-            if (e0 + e < len)
+            if (e0 + e < len) {
                 st[rel + e] = x[e];
+                rid[rel + e] = (unsigned char)r;
+            }
         __syncwarp();
         for (int e = lane; e < span; e += 32)
             __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
         /* GB entries a lane at a time, their gathers issued together: an entry past the span gathers the
          * span's last one again (a clamped index, no branch before the loads) and is not stored */
         constexpr int GB = 8;
-        /* entry e's row rr: the last whose start (pis[].w, relative to the span) is at or below e; a lane's
-         * entries ascend, so rr only moves forward */
-        int rr = 0, nxt = __float_as_int(pis[1].w);
         for (int eb = lane; eb < span; eb += 32 * GB) {
             unsigned key[GB];
             float4 pj[GB];
@@ -413,11 +412,7 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
             for (int u = 0; u < GB; ++u) {
                 const int e = eb + 32 * u;
                 if (e < span) {
-                    while (e >= nxt) {
-                        ++rr;
-                        nxt = rr + 1 < ROWS_W ? __float_as_int(pis[rr + 1].w) : INT_MAX;
-                    }
-                    const float4 p = pis[rr];
+                    const float4 p = pis[rid[e]];
                     float v[3];
                     shift_of(sh, key[u] & 31u, v);
                     __stcs(d_out + wbase + e, __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, v)));
@@ -551,12 +546,15 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
     __shared__ __align__(16) unsigned stage_s[WALK_RT(PACK) / 32][ROWS_W * WALK_LPITCH];
     /* packed: the d2 rows; gathered: the staged entries' rows and the rows' positions */
     unsigned *d2s = nullptr;
+    unsigned char *rids = nullptr;
     float4 *pis = nullptr;
     if constexpr (PACK) {
         __shared__ __align__(16) unsigned d2_s[WALK_RT(PACK) / 32][ROWS_W * WALK_LPITCH];
         d2s = d2_s[threadIdx.x >> 5];
     } else {
         __shared__ float4 pi_s[WALK_RT(PACK) / 32][ROWS_W];
+        __shared__ unsigned char rid_s[WALK_RT(PACK) / 32][ROWS_W * WALK_CAP];
+        rids = rid_s[threadIdx.x >> 5];
         pis = pi_s[threadIdx.x >> 5];
     }
     __shared__ float4 sh[27];
@@ -645,13 +643,13 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
         return;
     }
     if (h == 0)
-        pis[r] = make_float4(pi.x, pi.y, pi.z, __int_as_float((int)(off - wbase))); /* w: the row's start */
+        pis[r] = pi;
     __syncwarp(); /* st is reused for the output */
     if (hk == WALK_CAP / 4)
-        walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, pis,
+        walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
                                     lane, j_out, d_out);
     else
-        walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, pis,
+        walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
                                     lane, j_out, d_out);
 }
 

@@ -4,7 +4,8 @@
  * kernels, programmatic dependent launches included, keep their own start
  * and end), and writes them at exit as TSV to $KTRACE_OUT (default
  * ktrace-PID.tsv): kind, name, start and end in ns (GPU clock), stream,
- * correlation id, grid size. It changes nothing in mdnl; it is how the
+ * correlation id, grid size, and for a kernel the shared memory the driver
+ * set for it (bytes: the SM's carveout, which L1 gets the rest of). It changes nothing in mdnl; it is how the
  * benchmark's stages are seen kernel by kernel without ncu's serialisation
  * (tools/gpu/kernel_trace.sh builds it, tools/gpu/ktrace_table.py reads it).
  * Not part of the build: CUPTI is not a Debian package here (PyPI's
@@ -36,8 +37,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     while (out && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
         if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
-            fprintf(out, "kernel\t%s\t%llu\t%llu\t%u\t%u\t%d\n", k->name, (unsigned long long)k->start,
-                    (unsigned long long)k->end, k->streamId, k->correlationId, k->gridX * k->gridY * k->gridZ);
+            fprintf(out, "kernel\t%s\t%llu\t%llu\t%u\t%u\t%d\t%u\n", k->name, (unsigned long long)k->start,
+                    (unsigned long long)k->end, k->streamId, k->correlationId, k->gridX * k->gridY * k->gridZ,
+                    (unsigned)k->sharedMemoryExecuted);
         } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
             const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
             fprintf(out, "memset\t%llu\t%llu\t%llu\t%u\t%u\t0\n", (unsigned long long)m->bytes,

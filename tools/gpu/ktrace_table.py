@@ -3,7 +3,9 @@
 records and prints, for each kind of neighbor-list build in each trace, the
 median time line of its operations: each kernel's start and end after the
 build's first operation (the flags memset) and its duration, in µs, then the
-build's span (first start to last end). A build is the operations from one
+build's span (first start to last end); a kernel's name carries its grid and,
+from traces that record it, the shared memory the driver set for it (its
+carveout, KiB). A build is the operations from one
 small memset (the flags, FLAG_INTS ints), or from a binning kernel
 without one before it (a build whose flags the last one left zero), to the
 next; builds with the same
@@ -41,7 +43,8 @@ def builds(path):
             if len(p) < 7:
                 continue
             kind, what, start, end, grid = p[0], p[1], int(p[2]), int(p[3]), int(p[6])
-            ops.append((start, end, kind, what, grid))
+            carve = f" {int(p[7]) >> 10}K" if kind == "kernel" and len(p) > 7 else ""  # the SM's shared memory
+            ops.append((start, end, kind, what, f"{grid}]{carve}"))
     ops.sort()
     cur = None
     flags_set = False  # the op before was the flags memset
@@ -54,7 +57,7 @@ def builds(path):
             cur = []
         flags_set = flags
         if cur is not None:
-            cur.append((start, end, kind if kind != "kernel" else f"{short(what)} [{grid}]"))
+            cur.append((start, end, kind if kind != "kernel" else f"{short(what)} [{grid}"))
     if cur:
         yield cur
 
@@ -78,7 +81,7 @@ def main():
                 st = statistics.median((b[k][0] - b[0][0]) / 1e3 for b in bs)
                 en = statistics.median((b[k][1] - b[0][0]) / 1e3 for b in bs)
                 du = statistics.median((b[k][1] - b[k][0]) / 1e3 for b in bs)
-                print(f"   {name[:60]:60s} start {st:8.1f}  end {en:8.1f}  took {du:7.1f}")
+                print(f"   {name[:72]:72s} start {st:8.1f}  end {en:8.1f}  took {du:7.1f}")
             if every:
                 print("   spans: " + " ".join(f"{s:.1f}" for s in spans))
 

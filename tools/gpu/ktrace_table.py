@@ -44,11 +44,11 @@ def builds(path):
                 continue
             kind, what, start, end, grid = p[0], p[1], int(p[2]), int(p[3]), int(p[6])
             carve = f" {int(p[7]) >> 10}K" if kind == "kernel" and len(p) > 7 else ""  # the SM's shared memory
-            ops.append((start, end, kind, what, f"{grid}]{carve}"))
+            ops.append((start, end, kind, what, f"[{grid}]{carve}"))
     ops.sort()
     cur = None
     flags_set = False  # the op before was the flags memset
-    for start, end, kind, what, grid in ops:
+    for start, end, kind, what, launch in ops:
         flags = kind == "memset" and int(what) <= 64
         binning = kind == "kernel" and re.search(r"fast_bin_kernel|cells_bin_kernel", what) is not None
         if flags or (binning and not flags_set):
@@ -57,7 +57,7 @@ def builds(path):
             cur = []
         flags_set = flags
         if cur is not None:
-            cur.append((start, end, kind if kind != "kernel" else f"{short(what)} [{grid}"))
+            cur.append((start, end, kind if kind != "kernel" else f"{short(what)} {launch}"))
     if cur:
         yield cur
 

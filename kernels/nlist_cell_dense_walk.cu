@@ -95,6 +95,9 @@
 #define WALK_RT_PACKED 64
 #define WALK_RT_GATHERED 128
 #define WALK_RT(PACK) ((PACK) ? WALK_RT_PACKED : WALK_RT_GATHERED)
+/* Gathered, a staged key carries its row (j << 9 | code << 4 | r, walk_rows_out) where j < 2^23; a larger frame's
+ * rows are written by their own threads. */
+#define WALK_STAGED_ROWID_N (1 << 23)
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
 
@@ -381,8 +384,7 @@ template <int HK>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
                                             long long off, long long wbase, int span, bool staged, float4 pi,
                                             const float4 *__restrict__ opos, const float4 *sh,
-                                            unsigned *__restrict__ st, unsigned char *__restrict__ rid,
-                                            const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
+                                            unsigned *__restrict__ st, const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
                                             float *__restrict__ d_out)
 {
     const int e0 = h * HK;
@@ -390,13 +392,11 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
         const int rel = (int)(off - wbase) + e0;
 #pragma unroll
         for (int e = 0; e < HK; ++e)
-            if (e0 + e < len) {
-                st[rel + e] = x[e];
-                rid[rel + e] = (unsigned char)r;
-            }
+            if (e0 + e < len)
+                st[rel + e] = x[e] << 4 | (unsigned)r; /* j << 9 | code << 4 | r (j < 2^23: staged) */
         __syncwarp();
         for (int e = lane; e < span; e += 32)
-            __stcs(j_out + wbase + e, (int32_t)(st[e] >> 5));
+            __stcs(j_out + wbase + e, (int32_t)(st[e] >> 9));
         /* GB entries a lane at a time, their gathers issued together: an entry past the span gathers the
          * span's last one again (a clamped index, no branch before the loads) and is not stored */
         constexpr int GB = 8;
@@ -406,15 +406,15 @@ __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int l
 #pragma unroll
             for (int u = 0; u < GB; ++u) {
                 key[u] = st[min(eb + 32 * u, span - 1)];
-                pj[u] = __ldg(opos + (key[u] >> 5));
+                pj[u] = __ldg(opos + (key[u] >> 9));
             }
 #pragma unroll
             for (int u = 0; u < GB; ++u) {
                 const int e = eb + 32 * u;
                 if (e < span) {
-                    const float4 p = pis[rid[e]];
+                    const float4 p = pis[key[u] & 15u];
                     float v[3];
-                    shift_of(sh, key[u] & 31u, v);
+                    shift_of(sh, key[u] >> 4 & 31u, v);
                     __stcs(d_out + wbase + e, __fsqrt_rn(mdnl_pair_d2(p.x, p.y, p.z, pj[u].x, pj[u].y, pj[u].z, v)));
                 }
             }
@@ -544,17 +544,14 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
 {
     nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT(PACK) / 32][ROWS_W * WALK_LPITCH];
-    /* packed: the d2 rows; gathered: the staged entries' rows and the rows' positions */
+    /* packed: the d2 rows; gathered: the rows' positions */
     unsigned *d2s = nullptr;
-    unsigned char *rids = nullptr;
     float4 *pis = nullptr;
     if constexpr (PACK) {
         __shared__ __align__(16) unsigned d2_s[WALK_RT(PACK) / 32][ROWS_W * WALK_LPITCH];
         d2s = d2_s[threadIdx.x >> 5];
     } else {
         __shared__ float4 pi_s[WALK_RT(PACK) / 32][ROWS_W];
-        __shared__ unsigned char rid_s[WALK_RT(PACK) / 32][ROWS_W * WALK_CAP];
-        rids = rid_s[threadIdx.x >> 5];
         pis = pi_s[threadIdx.x >> 5];
     }
     __shared__ float4 sh[27];
@@ -626,7 +623,9 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
     }
     /* gathered: the row's own position, loaded before the sort (in flight while it runs) */
     const float4 pi = !PACK && i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    const bool staged = wmax <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
+    /* the warp's span fits its stage (ROWS_W rows of WALK_CAP); gathered, a staged key also holds its row
+     * (walk_rows_out: j < 2^23) */
+    const bool staged = wmax <= WALK_CAP;
     const int span = staged ? (int)(wend - wbase) : 0;
     if (hk == WALK_CAP / 4)
         pair_bitonic<WALK_CAP / 4>(x, h);
@@ -646,10 +645,10 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
         pis[r] = pi;
     __syncwarp(); /* st is reused for the output */
     if (hk == WALK_CAP / 4)
-        walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
+        walk_rows_out<WALK_CAP / 4>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, pis,
                                     lane, j_out, d_out);
     else
-        walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, rids, pis,
+        walk_rows_out<WALK_CAP / 2>(x, len, h, r, mine, off, wbase, span, staged, pi, opos, sh, st, pis,
                                     lane, j_out, d_out);
 }
 

@@ -891,16 +891,9 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     const int rows_threads = WALK_RT(pack), rows_per_block = rows_threads / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
-    if (pack)
-        st = nl_launch(walk_rows_kernel<true>, rblocks, rows_threads, ctx->stream, *g,
-                       (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                       (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next);
-    else {
-        walk_rows_kernel<false><<<rblocks, rows_threads, 0, ctx->stream>>>(*g,
-                       (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                       (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next);
-        MDNL_CUDA_LAUNCHED(ctx->stream);
-    }
+    st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, rows_threads, ctx->stream, *g,
+                   (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                   (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
     if (st != MDNL_OK)

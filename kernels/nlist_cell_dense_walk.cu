@@ -87,16 +87,17 @@
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
 /* Rows kernel threads a block: packed 2 warps; gathered 4. The gathered kernel's position gathers hit L1,
- * whose size is what the SM's shared memory leaves: at 4 warps its 8 blocks an SM take 187 KiB with the
- * driver's 1 KiB a block, so the driver picks a 196 KiB carveout and L1 keeps 60 KiB; at 2 warps 16 blocks
- * took 199 KiB, a 228 KiB carveout, 28 KiB of L1 (H100, the sorted liquid: L1 hits 35 -> 42 %, rows 0.361
- * -> 0.330 ms; fewer blocks for more L1 and 8 warps a block were slower: tools/bench/RESULTS.md). The
- * packed kernel reads no positions (the same at 2 or 4 warps). */
+ * whose size is what the SM's shared memory leaves: at 4 warps its 8 blocks an SM take 163 KiB with the
+ * driver's 1 KiB a block (no row id an entry: the staged keys carry their row, walk_rows_out), so the
+ * driver picks a 164 KiB carveout and L1 keeps 92 KiB; with a row id an entry (1 KiB a warp) they took 195
+ * KiB (196 KiB carveout, L1 60 KiB), at 2 warps 16 blocks 199 KiB (228 KiB, L1 28 KiB) (H100, the sorted
+ * liquid's rows: 0.361 -> 0.330 -> 0.316 ms; fewer blocks for more L1 and 8 warps a block were slower:
+ * tools/bench/RESULTS.md). The packed kernel reads no positions (the same at 2 or 4 warps). */
 #define WALK_RT_PACKED 64
 #define WALK_RT_GATHERED 128
 #define WALK_RT(PACK) ((PACK) ? WALK_RT_PACKED : WALK_RT_GATHERED)
 /* Gathered, a staged key carries its row (j << 9 | code << 4 | r, walk_rows_out) where j < 2^23; a larger frame's
- * rows are written by their own threads. */
+ * rows are written by their own threads (walk_rows_kernel). */
 #define WALK_STAGED_ROWID_N (1 << 23)
 #define WALK_LPITCH (WALK_CAP + 4) /* rows kernel: 16-byte aligned rows, 8 lanes per LDS.128 phase conflict-free */
 
@@ -373,8 +374,10 @@ __device__ __forceinline__ void pair_bitonic(unsigned (&x)[WALK_CAP / 2], int h)
 
 /* One gathered row's keys out, sorted (thread h of the row's pair holds
  * entries h HK ..). Staged (every row of the warp is the pair's own, so
- * the warp's rows, contiguous in the CSR, fit the stage): the sorted keys
- * and their row go to shared memory in output order, and the warp writes j,
+ * the warp's rows, contiguous in the CSR, fit the stage): the sorted keys,
+ * each with its row r in its low bits (j << 9 | code << 4 | r: no row id
+ * array, so 8 blocks fit the 164 KiB carveout; j < 2^23, walk_rows_kernel),
+ * go to shared memory in output order, and the warp writes j,
  * then computes and writes d, entry by entry in output order (coalesced
  * stores), a lane's 8 gathers issued together (H100: the sorted liquid's
  * full list 0.900 -> 0.836 ms; d computed branch-free or j written in the
@@ -384,8 +387,8 @@ template <int HK>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
                                             long long off, long long wbase, int span, bool staged, float4 pi,
                                             const float4 *__restrict__ opos, const float4 *sh,
-                                            unsigned *__restrict__ st, const float4 *__restrict__ pis, int lane, int32_t *__restrict__ j_out,
-                                            float *__restrict__ d_out)
+                                            unsigned *__restrict__ st, const float4 *__restrict__ pis, int lane,
+                                            int32_t *__restrict__ j_out, float *__restrict__ d_out)
 {
     const int e0 = h * HK;
     if (staged) {
@@ -606,8 +609,11 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
             *reinterpret_cast<uint4 *>(st + (2 * t + (lane >> 4)) * WALK_LPITCH + 4 * q) = u[t];
     }
     __syncwarp();
+    /* Gathered, a staged key carries its row (walk_rows_out), which needs j < 2^23: a larger frame's warps
+     * take the path of a warp with a row past WALK_CAP (32 keys a thread, each thread writing its own row). */
+    const int wlen = PACK || n <= WALK_STAGED_ROWID_N ? wmax : WALK_CAP + 1;
     /* the pair's halves: HK keys each (HK = 16 where every row of the warp fits 32) */
-    const int hk = wmax <= WALK_CAP / 2 ? WALK_CAP / 4 : WALK_CAP / 2;
+    const int hk = wlen <= WALK_CAP / 2 ? WALK_CAP / 4 : WALK_CAP / 2;
     const int e0 = h * hk;
     /* the keys past the row's length are ~0u (staged so): they sort last and are never written */
     unsigned x[WALK_CAP / 2];
@@ -623,9 +629,7 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
     }
     /* gathered: the row's own position, loaded before the sort (in flight while it runs) */
     const float4 pi = !PACK && i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    /* the warp's span fits its stage (ROWS_W rows of WALK_CAP); gathered, a staged key also holds its row
-     * (walk_rows_out: j < 2^23) */
-    const bool staged = wmax <= WALK_CAP;
+    const bool staged = wlen <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
     const int span = staged ? (int)(wend - wbase) : 0;
     if (hk == WALK_CAP / 4)
         pair_bitonic<WALK_CAP / 4>(x, h);

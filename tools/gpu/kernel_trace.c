@@ -5,9 +5,10 @@
  * and end), and writes them at exit as TSV to $KTRACE_OUT (default
  * ktrace-PID.tsv): kind, name, start and end in ns (GPU clock), stream,
  * correlation id, grid size, and for a kernel the shared memory the driver
- * set for it (bytes: the SM's carveout, which L1 gets the rest of). It changes nothing in mdnl; it is how the
- * benchmark's stages are seen kernel by kernel without ncu's serialisation
- * (tools/gpu/kernel_trace.sh builds it, tools/gpu/ktrace_table.py reads it).
+ * set for it (bytes: the SM's carveout, which L1 gets the rest of). It
+ * changes nothing in mdnl; it is how the benchmark's stages are seen kernel
+ * by kernel without ncu's serialisation (tools/gpu/kernel_trace.sh builds
+ * it, tools/gpu/ktrace_table.py reads it).
  * Not part of the build: CUPTI is not a Debian package here (PyPI's
  * nvidia-cuda-cupti wheel has its header and library). */
 #include <cupti.h>

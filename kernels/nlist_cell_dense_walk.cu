@@ -686,7 +686,6 @@ __device__ void walk_long_row(const mdnl_geom &g, const mdnl_cells_view &c, int 
 #define LONG_W 4      /* warps a block */
 #define LONG_KEYS 512 /* keys a warp in shared memory */
 #define LONG_BATCH 4  /* steps of 32 candidates whose loads a warp issues together */
-#define LONG_BLOCKS 16 /* variant LG: blocks of the grid-stride launch */
 /* 64 registers (__maxnreg__): left to itself ptxas gives this kernel 40 and
  * spills the batch's positions as they arrive, which waits for each load */
 template <bool FULL>
@@ -885,7 +884,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->side, ctx->fork, 0));
     }
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    walk_long_kernel<FULL><<<LONG_BLOCKS, LONG_W * 32, 0, ls>>>(*g, ctx->view, (const int64_t *)offsets, pos, cap,
+    walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ls>>>(*g, ctx->view, (const int64_t *)offsets, pos, cap,
                                                          (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, walk,
                                                          ctx->d_host_flags ? ctx->d_host_flags : flags,
                                                          (const int *)longlist); /* grid-stride over the list */

@@ -884,11 +884,6 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->side, ctx->fork, 0));
     }
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    static bool carved = false; /* variant LC: the long rows at the rows kernel's 164 KiB carveout */
-    if (!carved) {
-        MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_long_kernel<FULL>, cudaFuncAttributePreferredSharedMemoryCarveout, 66));
-        carved = true;
-    }
     walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ls>>>(*g, ctx->view, (const int64_t *)offsets, pos, cap,
                                                          (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, walk,
                                                          ctx->d_host_flags ? ctx->d_host_flags : flags,

@@ -86,6 +86,9 @@
  * cells), the stencil's ranges fit a warp, and j < 2^27: j alone then orders
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
+#ifndef WALK_PACKED_CARVE
+#define WALK_PACKED_CARVE 80
+#endif
 /* Rows kernel threads a block: packed 2 warps; gathered 4. The gathered kernel's position gathers hit L1,
  * whose size is what the SM's shared memory leaves: at 4 warps its 8 blocks an SM take 163 KiB with the
  * driver's 1 KiB a block (no row id an entry: the staged keys carry their row, walk_rows_out), so the
@@ -124,8 +127,7 @@ struct walk_shared {
     float4 home[WALK_T];
     walk_row row[WALK_T];
     int fe[WALK_T], kb[WALK_T], code[WALK_T];
-    float4 cp[4 * WALK_T]; /* kept candidates, a ring of 128 a warp: x, y, z, key */
-    float4 cv[4 * WALK_T]; /* and their shift vector and self */
+    float4 cp[4 * WALK_T]; /* kept candidates, a ring of 128 a warp: x, y, z, key (the shift vector from sh) */
     float4 sh[27]; /* shift vectors by code (one 16-byte load a lookup) */
 };
 
@@ -137,7 +139,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                                           unsigned *__restrict__ slab, unsigned long long *__restrict__ counts,
                                           int *__restrict__ maxlen, int *__restrict__ longlist, int *__restrict__ nlong)
 {
-    float4 *const home_s = S.home, *const cp_s = S.cp, *const cv_s = S.cv;
+    float4 *const home_s = S.home, *const cp_s = S.cp;
     walk_row *const row_s = S.row;
     int *const fe_s = S.fe, *const kb_s = S.kb, *const code_s = S.code;
     const float4 *const sh = S.sh;
@@ -169,7 +171,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const float4 p = c.pos[h0 + lane];
             i2 = 2u * (unsigned)__float_as_int(p.w);
             /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
-            home_s[hbase + lane] = FULL ? p : make_float4(p.x, p.y, p.z, __int_as_float(2 * __float_as_int(p.w)));
+            /* full list: w holds the ring key of the atom itself at S = 0, which the test tells from the rest */
+            const int hw = FULL ? __float_as_int(p.w) << KSH | SHIFT_CODE_ZERO : 2 * __float_as_int(p.w);
+            home_s[hbase + lane] = make_float4(p.x, p.y, p.z, __int_as_float(hw));
             row_s[hbase + lane].p = slab + (size_t)__float_as_int(p.w) * pitch;
             row_s[hbase + lane].cnt = 0;
             lo[0] = hi[0] = p.x;
@@ -191,19 +195,12 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
-            float4 pj[2], pv[2];
-            int self[2];
+            float4 pj[2];
 #pragma unroll
             for (int cc = 0; cc < 2; ++cc) {
                 pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __uint_as_float(SHIFT_CODE_ZERO));
-                pv[cc] = make_float4(0.f, 0.f, 0.f, 0.f);
-                self[cc] = -1;
-                if (lane + 32 * cc < count) {
-                    const int slot = rbase + ((head + 32 * cc + lane) & 127);
-                    pj[cc] = cp_s[slot];
-                    pv[cc] = cv_s[slot];
-                    self[cc] = __float_as_int(pv[cc].w);
-                }
+                if (lane + 32 * cc < count)
+                    pj[cc] = cp_s[rbase + ((head + 32 * cc + lane) & 127)];
             }
             __syncwarp(); /* its reads before the next writes */
             head = (head + 64) & 127;
@@ -223,6 +220,11 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             auto test = [&](auto zero, auto ncand) {
                 constexpr bool Z = decltype(zero)::value;
                 constexpr int C = decltype(ncand)::value; /* candidates a lane: 1 where the batch has at most 32 */
+                float4 pv[2] = {}; /* each candidate's shift vector, by its code (unused where Z) */
+                if (!Z)
+#pragma unroll
+                    for (int cc = 0; cc < C; ++cc)
+                        pv[cc] = sh[key[cc] & 31u];
 #pragma unroll 2
                 for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
@@ -232,7 +234,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc) {
                         d2[cc] = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
-                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? self[cc] != a : jj[cc] > __float_as_int(pa.w));
+                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? key[cc] != __float_as_uint(pa.w) : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }
                     const walk_row ra = walk_row_load(row_s + hbase + a);
@@ -277,14 +279,12 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             const mdnl_warp_cand cd =
                 mdnl_warp_candidate<true>(g, c, fe_s + hbase, kb_s + hbase, code_s + hbase, sh, base + lane, ntot, q, lo, hi);
             const unsigned key = ((unsigned)__float_as_int(cd.p.w) << KSH) | (unsigned)cd.code;
-            const int self = cd.code == SHIFT_CODE_ZERO ? cd.k - h0 : -1; /* the home atom this candidate is, at S = 0 */
             const bool keep =
                 cd.keep && (FULL || 2 * __float_as_int(cd.p.w) + (cd.code > SHIFT_CODE_ZERO) > hmin2);
             const unsigned km = __ballot_sync(FULLMASK, keep);
             if (keep) {
                 const int slot = rbase + ((head + nk + __popc(km & lt)) & 127);
                 cp_s[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __uint_as_float(key));
-                cv_s[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], __int_as_float(self));
             }
             nk += __popc(km);
             if (nk >= 64) {
@@ -309,7 +309,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             }
             /* packed (the input order unrelated to space), by cell slot: coalesced, where by i a count was a
              * partly written sector of its own (the row scan gathers them by rank); gathered, by i */
-            counts[PACK ? h0 + lane : __float_as_int(home_s[hbase + lane].w) >> (FULL ? 0 : 1)] =
+            counts[PACK ? h0 + lane : __float_as_uint(home_s[hbase + lane].w) >> (FULL ? KSH : 1)] =
                 (unsigned long long)cnt;
             longest = max(longest, cnt);
             if (cnt > WALK_CAP) /* rare: walk_long_kernel's list (at most one entry a slot) */
@@ -322,10 +322,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         atomicMax(maxlen, m);
 }
 
-template <bool FULL>
+template <bool FULL, bool PACK>
 __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        mdnl_cell_divs divs,
-                                                       unsigned *__restrict__ slab, bool pack,
+                                                       unsigned *__restrict__ slab,
                                                        unsigned long long *__restrict__ counts,
                                                        int *__restrict__ walk, int *__restrict__ longlist)
 {
@@ -341,10 +341,7 @@ __global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant
     const int cell = blockIdx.x * W + (threadIdx.x >> 5);
     if (cell >= c.ncells)
         return; /* the whole warp */
-    if (pack)
-        walk_cell<FULL, true>(g, c, divs, cell, S, slab, counts, maxlen, longlist, nlong);
-    else
-        walk_cell<FULL, false>(g, c, divs, cell, S, slab, counts, maxlen, longlist, nlong);
+    walk_cell<FULL, PACK>(g, c, divs, cell, S, slab, counts, maxlen, longlist, nlong);
 }
 
 /* Rows: two threads a row (lanes 2r and 2r + 1 of a warp hold row r of its
@@ -861,9 +858,15 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     const int parity = ctx->walk_parity;
     int *walk = flags + FLAG_WALK + 2 * parity, *walk_next = flags + FLAG_WALK + 2 * (1 - parity);
-    if ((st = nl_launch(walk_walk_kernel<FULL>, wblocks, WALK_T, ctx->stream, *g, ctx->view, mdnl_cell_divs_of(*g),
-                        (unsigned *)ctx->slab.ptr, pack, (unsigned long long *)ctx->counts.ptr, walk, longlist)) !=
-        MDNL_OK)
+    static bool carved = false; /* variant CV */
+    if (!carved) {
+        MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<FULL, false>, cudaFuncAttributePreferredSharedMemoryCarveout, 66));
+        MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<FULL, true>, cudaFuncAttributePreferredSharedMemoryCarveout, WALK_PACKED_CARVE));
+        carved = true;
+    }
+    if ((st = nl_launch(pack ? walk_walk_kernel<FULL, true> : walk_walk_kernel<FULL, false>, wblocks, WALK_T,
+                        ctx->stream, *g, ctx->view, mdnl_cell_divs_of(*g), (unsigned *)ctx->slab.ptr,
+                        (unsigned long long *)ctx->counts.ptr, walk, longlist)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
     STAGE(MDNL_CUDA_STAGE_SCAN, 0);

@@ -17,7 +17,9 @@
  * A candidate whose image is a cutoff or more from the bounding box of the
  * home atoms is dropped (mdnl_axis_gap: a bound on every d2 of the test, exact
  * in float, so no pair is lost); the kept ones go to a per-warp ring of 128
- * in shared memory, and each time 64 are there the warp takes them (two a
+ * in shared memory (position and key; a take looks each one's shift vector
+ * up by the key's shift code: 8 KB a block less, which sets the carveout,
+ * WALK_CARVE_GATHERED), and each time 64 are there the warp takes them (two a
  * lane; a home block's last batch of at most 32, one a lane) and tests each
  * against every home atom a in turn: a broadcast shared
  * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the 64 has a
@@ -86,9 +88,14 @@
  * cells), the stencil's ranges fit a warp, and j < 2^27: j alone then orders
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
-#ifndef WALK_PACKED_CARVE
-#define WALK_PACKED_CARVE 80
-#endif
+/* The walk's shared-memory carveout, in percent of the SM's largest (228 KiB; the driver takes the next of its steps
+ * at or above). Its 8 blocks an SM (64 registers) take 130 KiB with the driver's 1 KiB a block, for which the driver
+ * alone would set 132 KiB. Gathered, 164 KiB (L1 92 KiB): the walk itself gains (H100, the sorted liquid's full walk
+ * 398 -> 386 us; 392 at 132 KiB), and the gathered rows kernel, whose blocks under PDL become resident in the
+ * carveout of the kernels before it where they fit, runs in its own 164 KiB (walk_rows_kernel: 331 -> 323 us).
+ * Packed, 196 KiB, what the packed rows kernel ran after before (164 KiB: the same; 228 KiB: +1 %). */
+#define WALK_CARVE_GATHERED 66
+#define WALK_CARVE_PACKED 80
 /* Rows kernel threads a block: packed 2 warps; gathered 4. The gathered kernel's position gathers hit L1,
  * whose size is what the SM's shared memory leaves: at 4 warps its 8 blocks an SM take 163 KiB with the
  * driver's 1 KiB a block (no row id an entry: the staged keys carry their row, walk_rows_out), so the
@@ -170,8 +177,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         if (lane < nh) {
             const float4 p = c.pos[h0 + lane];
             i2 = 2u * (unsigned)__float_as_int(p.w);
-            /* half list: w holds 2i, so that the rule is one compare in the loop (below) */
-            /* full list: w holds the ring key of the atom itself at S = 0, which the test tells from the rest */
+            /* w: the half list 2i, so that the rule is one compare in the loop (below); the full list the
+             * atom's own ring key at S = 0, so that the test drops the atom itself by one compare */
             const int hw = FULL ? __float_as_int(p.w) << KSH | SHIFT_CODE_ZERO : 2 * __float_as_int(p.w);
             home_s[hbase + lane] = make_float4(p.x, p.y, p.z, __int_as_float(hw));
             row_s[hbase + lane].p = slab + (size_t)__float_as_int(p.w) * pitch;
@@ -234,7 +241,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc) {
                         d2[cc] = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
-                        hit[cc] = d2[cc] < g.cutoff2 && (FULL ? key[cc] != __float_as_uint(pa.w) : jj[cc] > __float_as_int(pa.w));
+                        /* full: not the home atom itself (its key at S = 0); half: the rule */
+                        hit[cc] = d2[cc] < g.cutoff2 &&
+                                  (FULL ? key[cc] != __float_as_uint(pa.w) : jj[cc] > __float_as_int(pa.w));
                         m[cc] = __ballot_sync(FULLMASK, hit[cc]);
                     }
                     const walk_row ra = walk_row_load(row_s + hbase + a);
@@ -858,12 +867,6 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     int *flags = (int *)ctx->flags.ptr;
     const int parity = ctx->walk_parity;
     int *walk = flags + FLAG_WALK + 2 * parity, *walk_next = flags + FLAG_WALK + 2 * (1 - parity);
-    static bool carved = false; /* variant CV */
-    if (!carved) {
-        MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<FULL, false>, cudaFuncAttributePreferredSharedMemoryCarveout, 66));
-        MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<FULL, true>, cudaFuncAttributePreferredSharedMemoryCarveout, WALK_PACKED_CARVE));
-        carved = true;
-    }
     if ((st = nl_launch(pack ? walk_walk_kernel<FULL, true> : walk_walk_kernel<FULL, false>, wblocks, WALK_T,
                         ctx->stream, *g, ctx->view, mdnl_cell_divs_of(*g), (unsigned *)ctx->slab.ptr,
                         (unsigned long long *)ctx->counts.ptr, walk, longlist)) != MDNL_OK)
@@ -914,6 +917,16 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     return MDNL_OK;
 }
 
+
+mdnl_status nl_dense_walk_init(void)
+{
+    const cudaFuncAttribute carve = cudaFuncAttributePreferredSharedMemoryCarveout;
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<true, false>, carve, WALK_CARVE_GATHERED));
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<false, false>, carve, WALK_CARVE_GATHERED));
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<true, true>, carve, WALK_CARVE_PACKED));
+    MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<false, true>, carve, WALK_CARVE_PACKED));
+    return MDNL_OK;
+}
 
 mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
                                 int64_t *npairs)

@@ -40,6 +40,8 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     CTX_TRY(cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
     CTX_TRY(cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
     CTX_TRY(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
+    if ((st = nl_dense_walk_init()) != MDNL_OK)
+        goto fail;
     /* [4..]: the FLAG_INTS flags; mapped, so that a build's last kernel writes them there itself (sparse-stage,
      * dense-walk: nl_flags_publish); where the device maps no host memory, plain pinned and copied back */
     static_assert(4 * sizeof(int64_t) + FLAG_INTS * sizeof(int) <= 12 * sizeof(int64_t), "the read-back holds the flags");

@@ -596,6 +596,8 @@ mdnl_status nl_build_sparse_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const f
 /* nlist_cell_dense_walk.cu */
 bool nl_dense_walk_fits(const mdnl_geom *g);
 double nl_dense_walk_row_estimate(const mdnl_geom *g);
+/* dense-walk's kernel attributes (their shared-memory carveouts), set once a context. */
+mdnl_status nl_dense_walk_init(void);
 mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
                                 int64_t *npairs);
 /* nlist_cell_dense_tiles.cu: tiles where they fit, else dense rows */

@@ -90,10 +90,11 @@
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
 /* The walk's shared-memory carveout, in percent of the SM's largest (228 KiB; the driver takes the next of its steps
  * at or above). Its 8 blocks an SM (64 registers) take 130 KiB with the driver's 1 KiB a block, for which the driver
- * alone would set 132 KiB. Gathered, 164 KiB (L1 92 KiB): the walk itself gains (H100, the sorted liquid's full walk
- * 398 -> 386 us; 392 at 132 KiB), and the gathered rows kernel, whose blocks under PDL become resident in the
- * carveout of the kernels before it where they fit, runs in its own 164 KiB (walk_rows_kernel: 331 -> 323 us).
- * Packed, 196 KiB, what the packed rows kernel ran after before (164 KiB: the same; 228 KiB: +1 %). */
+ * alone would set 132 KiB. The rows kernel's blocks become resident, under PDL, in the carveout of the kernels before
+ * it where they fit, so the walk's carveout is in effect the rows kernel's too. Gathered, 164 KiB, the gathered rows
+ * kernel's own (L1 92 KiB; H100, the sorted liquid's overlapped rows 331 -> 323 us; the walk at 196 KiB gathers
+ * as fast, at 132 KiB it was slower: 392 against 386 us). Packed, 196 KiB, what the packed rows kernel ran after
+ * before (164 KiB: the same; 228 KiB: +1 %). */
 #define WALK_CARVE_GATHERED 66
 #define WALK_CARVE_PACKED 80
 /* Rows kernel threads a block: packed 2 warps; gathered 4. The gathered kernel's position gathers hit L1,

@@ -233,31 +233,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc)
                         pv[cc] = sh[key[cc] & 31u];
-                if (!PACK) { /* variant MA: hits as a mask of home atoms a candidate, then appended lane by lane */
-                    unsigned hm[2] = {0u, 0u};
-#pragma unroll 2
-                    for (int a = 0; a < nh; ++a) {
-                        const float4 pa = home_s[hbase + a];
-#pragma unroll
-                        for (int cc = 0; cc < C; ++cc) {
-                            const float d2 = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
-                            if (d2 < g.cutoff2 &&
-                                (FULL ? key[cc] != __float_as_uint(pa.w) : jj[cc] > __float_as_int(pa.w)))
-                                hm[cc] |= 1u << a;
-                        }
-                    }
-#pragma unroll
-                    for (int cc = 0; cc < C; ++cc) {
-                        unsigned mm = hm[cc];
-                        while (mm) {
-                            const int a = __ffs(mm) - 1;
-                            mm &= mm - 1u;
-                            const int pos = atomicAdd(&row_s[hbase + a].cnt, 1);
-                            if (pos < WALK_CAP)
-                                __stcg(row_s[hbase + a].p + pos, key[cc]);
-                        }
-                    }
-                } else
 #pragma unroll 2
                 for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
@@ -305,7 +280,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             /* each home atom's count for the next take (a home atom is met once a take, so its shared copy
              * needs no update inside one); the next take's __syncwarp orders it before its reads */
             __syncwarp();
-            if (PACK && lane < nh)
+            if (lane < nh)
                 row_s[hbase + lane].cnt = cnt;
         };
         int q = 0; /* this lane's range (its flat index only grows) */
@@ -329,11 +304,6 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         }
         if (nk > 0)
             take(nk);
-        if (!PACK) {
-            __syncwarp(); /* the appends' counts */
-            if (lane < nh)
-                cnt = row_s[hbase + lane].cnt;
-        }
         if (lane < nh) {
             /* the row's last 32-byte sector written whole, so that L2 evicts no partly written sector, which
              * the DRAM would read back to merge; past the count with the key ~0u, which sorts last, so that the

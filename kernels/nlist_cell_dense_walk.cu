@@ -180,8 +180,8 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             i2 = 2u * (unsigned)__float_as_int(p.w);
             /* w: the half list 2i, so that the rule is one compare in the loop (below); the full list the
              * atom's own ring key at S = 0, so that the test drops the atom itself by one compare */
-            const int hw = FULL ? __float_as_int(p.w) << KSH | SHIFT_CODE_ZERO : 2 * __float_as_int(p.w);
-            home_s[hbase + lane] = make_float4(p.x, p.y, p.z, __int_as_float(hw));
+            const unsigned hw = FULL ? (unsigned)__float_as_int(p.w) << KSH | (unsigned)SHIFT_CODE_ZERO : i2;
+            home_s[hbase + lane] = make_float4(p.x, p.y, p.z, __uint_as_float(hw));
             row_s[hbase + lane].p = slab + (size_t)__float_as_int(p.w) * pitch;
             row_s[hbase + lane].cnt = 0;
             lo[0] = hi[0] = p.x;

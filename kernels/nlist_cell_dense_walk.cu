@@ -550,9 +550,11 @@ template <bool PACK>
 __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED) void walk_rows_kernel(
     const __grid_constant__ mdnl_geom g, const unsigned *__restrict__ slab, int n, const int64_t *__restrict__ offsets,
     const float4 *__restrict__ opos, long long cap, int32_t *__restrict__ j_out, float *__restrict__ d_out,
-    int *__restrict__ flags, int *__restrict__ host_flags, int *__restrict__ walk_next)
+    int *__restrict__ flags, int *__restrict__ host_flags, int *__restrict__ walk_next,
+    const unsigned long long *__restrict__ counts)
 {
-    nl_grid_wait();
+    if (PACK)
+        nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT(PACK) / 32][ROWS_W * WALK_LPITCH];
     /* packed: the d2 rows; gathered: the rows' positions */
     unsigned *d2s = nullptr;
@@ -569,24 +571,37 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
     const int r = lane >> 1, h = lane & 1; /* the warp's row r, its half h */
     const int i0 = (blockIdx.x * (WALK_RT(PACK) / 32) + w) * ROWS_W;
     const int i = i0 + r;
-    /* the row's offsets (past n: offsets[n], an empty row) and the total, loaded together: one round trip */
-    const long long off = offsets[min(i, n)];
-    const long long nxt = offsets[min(i + 1, n)];
-    const long long total = offsets[n];
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        nl_flags_publish(flags, host_flags, total, total > cap);
-        walk_next[0] = walk_next[1] = 0;
+    /* Variant PW. Packed: the row's offsets (past n: offsets[n], an empty row) and the total, loaded together,
+     * after the scan. Gathered: the row's length from the walk's counts (by i), which this grid may read before
+     * its wait (the walk finished before the scan passed its own); the rows are staged and sorted while the scan
+     * ends, and the offsets loaded after it (below). */
+    long long off = 0, total = 0;
+    int len = 0;
+    if (PACK) {
+        off = offsets[min(i, n)];
+        const long long nxt = offsets[min(i + 1, n)];
+        total = offsets[n];
+        len = (int)(nxt - off);
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            nl_flags_publish(flags, host_flags, total, total > cap);
+            walk_next[0] = walk_next[1] = 0;
+        }
+        if (total > cap)
+            return; /* the whole grid */
+    } else {
+        len = i < n ? (int)__ldcg(counts + i) : 0;
     }
-    if (total > cap)
-        return; /* the whole grid */
     if (threadIdx.x < 27)
         sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     __syncthreads();
+    if (!PACK && blockIdx.x == 0 && threadIdx.x == 0) { /* the flags: after the scan, whatever this block's rows */
+        nl_grid_wait();
+        const long long t = offsets[n];
+        nl_flags_publish(flags, host_flags, t, t > cap);
+        walk_next[0] = walk_next[1] = 0;
+    }
     if (i0 >= n)
         return; /* the whole warp */
-    const int len = (int)(nxt - off);
-    const long long wbase = __shfl_sync(FULLMASK, off, 0);
-    const long long wend = __shfl_sync(FULLMASK, off + len, 31);
     /* Rows longer than WALK_CAP are walk_long_kernel's. */
     const bool mine = len <= WALK_CAP;
     const int wmax = (int)__reduce_max_sync(FULLMASK, (unsigned)len);
@@ -636,12 +651,21 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
     }
     /* gathered: the row's own position, loaded before the sort (in flight while it runs) */
     const float4 pi = !PACK && i < n ? opos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    const bool staged = wlen <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
-    const int span = staged ? (int)(wend - wbase) : 0;
     if (hk == WALK_CAP / 4)
         pair_bitonic<WALK_CAP / 4>(x, h);
     else
         pair_bitonic<WALK_CAP / 2>(x, h);
+    if (!PACK) { /* the scan's offsets */
+        nl_grid_wait();
+        off = offsets[min(i, n)];
+        total = offsets[n];
+        if (total > cap)
+            return; /* the whole grid */
+    }
+    const long long wbase = __shfl_sync(FULLMASK, off, 0);
+    const long long wend = __shfl_sync(FULLMASK, off + len, 31);
+    const bool staged = wlen <= WALK_CAP; /* the warp's span fits its stage (ROWS_W rows of WALK_CAP) */
+    const int span = staged ? (int)(wend - wbase) : 0;
     if constexpr (PACK) {
         __syncwarp(); /* st is reused for the output */
         if (hk == WALK_CAP / 4)
@@ -904,7 +928,8 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, rows_threads, ctx->stream, *g,
                    (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                   (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next);
+                   (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next,
+                   (const unsigned long long *)ctx->counts.ptr);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
     if (st != MDNL_OK)

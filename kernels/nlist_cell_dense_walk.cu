@@ -572,10 +572,11 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
     const int i0 = (blockIdx.x * (WALK_RT(PACK) / 32) + w) * ROWS_W;
     const int i = i0 + r;
     /* Packed: the row's offsets (past n: offsets[n], an empty row) and the total, loaded together, after the
-     * scan. Gathered: the row's length from the walk's counts (by i, through L2), read before this grid waits
-     * for the scan: the grid is launched only once every block of the scan has passed its own wait, which
-     * returns after the walk has finished and its writes are visible. The rows are staged and sorted while the
-     * scan ends, and the offsets loaded after it (below; H100: cu-131k -1.5 %, the 1M lists the same). */
+     * scan. Gathered: the row's length from the walk's counts (by i, through L2) and then its slab row, read
+     * before this grid waits for the scan: the grid is launched only once every block of the scan has passed
+     * its own wait, which returns after the walk has finished and its writes are visible. The rows are staged
+     * and sorted while the scan ends, and the offsets loaded after it (below; H100: cu-131k -1.5 %, the 1M
+     * lists the same). */
     long long off = 0, total = 0;
     int len = 0;
     if (PACK) {

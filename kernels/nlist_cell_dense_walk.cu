@@ -551,8 +551,10 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
     const __grid_constant__ mdnl_geom g, const unsigned *__restrict__ slab, int n, const int64_t *__restrict__ offsets,
     const float4 *__restrict__ opos, long long cap, int32_t *__restrict__ j_out, float *__restrict__ d_out,
     int *__restrict__ flags, int *__restrict__ host_flags, int *__restrict__ walk_next,
-    const unsigned long long *__restrict__ counts, const int *__restrict__ rank)
+    const unsigned long long *__restrict__ counts)
 {
+    if (PACK)
+        nl_grid_wait();
     __shared__ __align__(16) unsigned stage_s[WALK_RT(PACK) / 32][ROWS_W * WALK_LPITCH];
     /* packed: the d2 rows; gathered: the rows' positions */
     unsigned *d2s = nullptr;
@@ -576,12 +578,25 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
      * and sorted while the scan ends, and the offsets loaded after it (below; H100: cu-131k -1.5 %, the 1M
      * lists the same). */
     long long off = 0, total = 0;
-    /* variant PWP: packed too, its counts by cell slot (row i's at rank[i]) */
-    const int len = i < n ? (int)__ldcg(counts + (PACK ? __ldcg(rank + i) : i)) : 0;
+    int len = 0;
+    if (PACK) {
+        off = offsets[min(i, n)];
+        const long long nxt = offsets[min(i + 1, n)];
+        total = offsets[n];
+        len = (int)(nxt - off);
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            nl_flags_publish(flags, host_flags, total, total > cap);
+            walk_next[0] = walk_next[1] = 0;
+        }
+        if (total > cap)
+            return; /* the whole grid */
+    } else {
+        len = i < n ? (int)__ldcg(counts + i) : 0;
+    }
     if (threadIdx.x < 27)
         sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     __syncthreads();
-    if (blockIdx.x == 0 && threadIdx.x == 0) { /* the flags: after the scan, whatever this block's rows */
+    if (!PACK && blockIdx.x == 0 && threadIdx.x == 0) { /* the flags: after the scan, whatever this block's rows */
         nl_grid_wait();
         const long long t = offsets[n];
         nl_flags_publish(flags, host_flags, t, t > cap);
@@ -642,7 +657,7 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
         pair_bitonic<WALK_CAP / 4>(x, h);
     else
         pair_bitonic<WALK_CAP / 2>(x, h);
-    { /* the scan's offsets */
+    if (!PACK) { /* the scan's offsets */
         nl_grid_wait();
         off = offsets[min(i, n)];
         total = offsets[n];
@@ -916,7 +931,7 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, rows_threads, ctx->stream, *g,
                    (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
                    (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next,
-                   (const unsigned long long *)ctx->counts.ptr, (const int *)ctx->view.rank);
+                   (const unsigned long long *)ctx->counts.ptr);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
         MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
     if (st != MDNL_OK)

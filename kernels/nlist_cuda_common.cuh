@@ -45,7 +45,11 @@
  * any memory, until that kernel has finished and its writes are visible,
  * then lets the next kernel be scheduled the same way. A build's kernels
  * then follow each other without the launch gap. Launched plainly, both
- * instructions do nothing. */
+ * instructions do nothing. What a kernel two back wrote may be read before
+ * the wait (dense-walk's gathered rows kernel): the grid is scheduled only
+ * after the kernel before it passed its own wait. A scheduled block runs in
+ * the shared-memory carveout its SM has where its blocks fit, set by the
+ * kernels before it (dense-walk's WALK_CARVE_GATHERED). */
 __device__ __forceinline__ void nl_grid_wait()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

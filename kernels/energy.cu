@@ -204,15 +204,16 @@ __global__ void __launch_bounds__(EBLOCK)
  * the same pair terms) to rounding. 8 warps a block (block_reduce's
  * EBLOCK), a cell a warp (fused_blocks). */
 struct WalkEnergyShared {
-    mdnl_walk_warp w[EBLOCK / 32];
+    mdnl_walk_warp<false> w[EBLOCK / 32];
     float hits[EBLOCK / 32][64]; /* a warp's ring of hit d2, evaluated 32 at a time */
-    float sh[27][3];
+    float4 sh[27];
 };
 
 /* The hits (about a fifth of the tests) are compacted into the warp's ring
  * and evaluated 32 at a time, every lane busy in the double-precision pair
  * energy (evaluated where they hit, ~7 of 32 lanes would work through it). */
 template <int K> struct WalkEnergy {
+    static constexpr bool kPayload = false;
     const mdnl_geom &g;
     const mdnl_potential &p;
     float *ring; /* the warp's 64 */
@@ -257,7 +258,7 @@ __global__ void __launch_bounds__(EBLOCK) energy_walk_kernel(const __grid_consta
 {
     __shared__ WalkEnergyShared S;
     if (threadIdx.x < 27)
-        shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
+        S.sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     __syncthreads();
     const int w = threadIdx.x >> 5;
     WalkEnergy<K> visit{g, p, S.hits[w], 0.0, 0, 0};

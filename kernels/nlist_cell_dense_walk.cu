@@ -584,24 +584,22 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
         const long long nxt = offsets[min(i + 1, n)];
         total = offsets[n];
         len = (int)(nxt - off);
-        if (blockIdx.x == 0 && threadIdx.x == 0) {
-            nl_flags_publish(flags, host_flags, total, total > cap);
-            walk_next[0] = walk_next[1] = 0;
-        }
-        if (total > cap)
-            return; /* the whole grid */
     } else {
         len = i < n ? (int)__ldcg(counts + i) : 0;
     }
     if (threadIdx.x < 27)
         sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     __syncthreads();
-    if (!PACK && blockIdx.x == 0 && threadIdx.x == 0) { /* the flags: after the scan, whatever this block's rows */
-        nl_grid_wait();
-        const long long t = offsets[n];
-        nl_flags_publish(flags, host_flags, t, t > cap);
+    if (blockIdx.x == 0 && threadIdx.x == 0) { /* the flags, after the scan (gathered: this thread waits for it) */
+        if (!PACK) {
+            nl_grid_wait();
+            total = offsets[n];
+        }
+        nl_flags_publish(flags, host_flags, total, total > cap);
         walk_next[0] = walk_next[1] = 0;
     }
+    if (PACK && total > cap)
+        return; /* the whole grid */
     if (i0 >= n)
         return; /* the whole warp */
     /* Rows longer than WALK_CAP are walk_long_kernel's. */

@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
  * kWalkBinsMax (H200: lj-1m-liquid 1.204 -> 0.840 ms against CELLS_PRUNE2,
  * tools/bench/RESULTS.md). */
 constexpr int kWalkT = 128; /* 4 warps, a home block each */
-constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~27 kB, within 48 kB */
+constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~20 kB (22 with partials), within 48 kB */
 constexpr int kWalkBinsMax = 512; /* the thresholds (and the total's bins) in static shared memory */
 constexpr int kWalkK = 2; /* home blocks of 2 cells in z: the candidates enumerated once for ~15 atoms */
 constexpr int kWalkChunkMax = 64;    /* home blocks a block takes off the counter at most */
@@ -282,10 +282,10 @@ constexpr int kWalkChunkedFrom = 8; /* home blocks a resident warp, from which t
 static bool walk_fits(const mdnl_geom &f, int bins) { return bins <= kWalkBinsMax && mdnl_walk_fits(f, kWalkK); }
 
 /* The block's shared memory. */
-struct WalkShared {
-    mdnl_walk_warp w[kWalkT / 32];
+template <bool PARTIAL> struct WalkShared {
+    mdnl_walk_warp<PARTIAL> w[kWalkT / 32]; /* a partial's candidates carry their species */
     int hsp[kWalkT]; /* home species (partials) */
-    float sh[27][3];
+    float4 sh[27];
     float2 thr2[kWalkBinsMax];   /* (thr[b], thr[b + 1]) */
     unsigned hist[kWalkBinsMax]; /* the total's bins (FAST) */
 };
@@ -311,9 +311,10 @@ __device__ __forceinline__ int walk_bin(const float2 *thr2, float d2, float inv_
 
 template <int V, int PARTIAL> struct WalkHist {
     static constexpr bool FAST = V == MDNL_HIST_SHARED && !PARTIAL;
+    static constexpr bool kPayload = PARTIAL; /* the candidate's species */
     const mdnl_geom &g;
     const HistArgs &a;
-    WalkShared &S;
+    WalkShared<PARTIAL> &S;
     Acc<V> &acc;
     unsigned &left;
     int hbase; /* the warp's first lane in S.hsp */
@@ -374,14 +375,14 @@ __global__ void __launch_bounds__(kWalkT, 8) hist_walk_kernel(const __grid_const
 {
     constexpr bool FAST = WalkHist<V, PARTIAL>::FAST;
     extern __shared__ unsigned sh[]; /* Acc<V>'s bins (not FAST) */
-    __shared__ WalkShared S;
+    __shared__ WalkShared<PARTIAL> S;
     for (int s = threadIdx.x; s < a.bins; s += blockDim.x) {
         S.thr2[s] = make_float2(a.thr[s], a.thr[s + 1]);
         if (FAST)
             S.hist[s] = 0;
     }
     if (threadIdx.x < 27)
-        shift_vector_of_code(g, threadIdx.x, S.sh[threadIdx.x]);
+        S.sh[threadIdx.x] = shift_vector4_of_code(g, threadIdx.x);
     if (!FAST && V != MDNL_HIST_GLOBAL)
         shared_zero(sh, a.slot_n); /* ends with __syncthreads */
     else

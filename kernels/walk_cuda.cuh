@@ -18,11 +18,14 @@
  * column from the home cell up (mdnl_walk_half_ranges: one range a lane),
  * taken 32 flat candidates a step. A candidate whose image is a cutoff or
  * more from the home atoms' bounding box is dropped (mdnl_axis_gap: exact in
- * float, no pair lost); the kept ones go to a per-warp ring of 128, and each
- * time 64 are there each lane takes two and the visitor tests them against
- * every home atom in turn (mdnl_walk_home_loop: a broadcast shared load
- * each). Within the home cell a pair counts once, from its lower slot (the
- * candidate's "order" is its slot there, INT_MAX elsewhere). Every lane
+ * float, no pair lost); the kept ones go to a per-warp ring of 128 (position
+ * and key: a take looks each one's shift vector up by the key's shift code,
+ * and only a visitor with a payload has a second ring, of one float), and
+ * each time 64 are there each lane takes two and the visitor tests them
+ * against every home atom in turn (mdnl_walk_home_loop: a broadcast shared
+ * load each). Within the home cell a pair counts once, from its lower slot
+ * (the candidate's "order" is its slot there, MDNL_WALK_ORDER_OUT
+ * elsewhere, compared in the keys). Every lane
  * tests the same home atom against its own candidates, so the loops do not
  * diverge as a thread-per-atom walk's unequal ranges do.
  *
@@ -37,16 +40,19 @@
  * change a pair's bits.
  *
  * Visitor (a struct; every call made by the whole warp):
+ *   static constexpr bool kPayload             whether candidates carry cand()
  *   void home(int lane, int slot, float4 p)   lanes < nh: a home atom
  *   float cand(int k, float4 pj)               a kept candidate's payload
- *                                              (its cv.w; slot k, pj.w =
+ *                                              (kPayload; slot k, pj.w =
  *                                              its original index's bits)
  *   void take(int nh, const float4 *home, const float4 (&pj)[2],
  *             const float4 (&pv)[2], bool z)   64 candidates (two a lane:
- *                                              x, y, z, order; shift, payload;
- *                                              lanes past the count: +inf, a
- *                                              zero shift); z: every shift of
- *                                              the take is zero (uniform)
+ *                                              x, y, z, key; shift, payload
+ *                                              (0 without kPayload); lanes
+ *                                              past the count: +inf, a zero
+ *                                              shift); z: every shift of the
+ *                                              take is zero (uniform; pv's
+ *                                              x, y, z are then 0)
  */
 #ifndef MDNL_WALK_CUDA_CUH
 #define MDNL_WALK_CUDA_CUH
@@ -54,12 +60,20 @@
 #include "cells_cuda.cuh"
 
 /* One warp's shared memory. */
-struct mdnl_walk_warp {
-    float4 home[32];     /* x, y, z, the home atom's slot */
+template <bool PAY> struct mdnl_walk_warp {
+    float4 home[32];     /* x, y, z, the home atom's key (slot << 5 | 31) */
     int fe[32], kb[32], code[32];
-    float4 cp[128];      /* kept candidates, a ring: x, y, z, order */
-    float4 cv[128];      /* and their shift vector and payload */
+    float4 cp[128];      /* kept candidates, a ring: x, y, z, key (order << 5 | shift code) */
+    float pay[PAY ? 128 : 1]; /* and their payload (visitors with kPayload) */
 };
+
+/* A candidate's key in the ring, order << 5 | its shift code: order is its
+ * slot in the home block (the shift there is zero) and MDNL_WALK_ORDER_OUT
+ * elsewhere; a home atom's is slot << 5 | 31, so that one signed compare,
+ * candidate key > home key, is "order > slot" (mdnl_walk_home_tests). Slots
+ * stay below MDNL_WALK_ORDER_OUT (mdnl_walk_fits: natoms). */
+#define MDNL_WALK_ORDER_OUT ((1 << 26) - 1)
+__device__ __forceinline__ int mdnl_walk_key(int order, int code) { return order << 5 | code; }
 
 /* Lanes the half stencil's ranges take: its columns times the z segments a
  * column splits into where the periodic wrap changes the shift. */
@@ -77,7 +91,7 @@ inline bool mdnl_walk_fits(const mdnl_geom &f, int K = 1)
     for (int k = 0; k < 3; ++k)
         if (f.stencil[k] < 0 || (f.pbc[k] && f.ncell[k] < 2 * f.stencil[k] + (k == 2 ? K : 1)))
             return false;
-    return f.ncells >= 1 && mdnl_walk_lanes(f) <= 32;
+    return f.ncells >= 1 && f.natoms < MDNL_WALK_ORDER_OUT && mdnl_walk_lanes(f) <= 32;
 }
 
 /* Home blocks (K consecutive cells of a column, the last one shorter where K
@@ -177,11 +191,12 @@ __device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, 
 
 /* Walks home block `blk` (mdnl_walk_blocks; K = 1: the cell) with the
  * warp's shared W and the block's shift vectors sh[27]
- * (shift_vector_of_code); d = mdnl_cell_divs_of(g, K). */
+ * (shift_vector4_of_code); d = mdnl_cell_divs_of(g, K). */
 template <int K = 1, class Visit>
 __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const mdnl_cells_view &c,
-                                                    const mdnl_cell_divs &d, int blk, mdnl_walk_warp &W,
-                                                    const float (*sh)[3], Visit &visit)
+                                                    const mdnl_cell_divs &d, int blk,
+                                                    mdnl_walk_warp<Visit::kPayload> &W, const float4 *sh,
+                                                    Visit &visit)
 {
     const int lane = threadIdx.x & 31;
     const int cell = K == 1 ? blk : mdnl_walk_block_cell(g, d, K, blk);
@@ -204,7 +219,7 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
         float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
         if (lane < nh) {
             const float4 p = c.pos[h0 + lane];
-            W.home[lane] = make_float4(p.x, p.y, p.z, __int_as_float(h0 + lane));
+            W.home[lane] = make_float4(p.x, p.y, p.z, __int_as_float(mdnl_walk_key(h0 + lane, 31)));
             visit.home(lane, h0 + lane, p);
             lo[0] = hi[0] = p.x;
             lo[1] = hi[1] = p.y;
@@ -215,21 +230,32 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
+            /* a lane past the count: never a neighbour, and a zero shift */
             float4 pj[2], pv[2];
+            float pay[2] = {0.f, 0.f};
 #pragma unroll
             for (int cc = 0; cc < 2; ++cc) {
-                pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __int_as_float(0x7fffffff));
-                pv[cc] = make_float4(0.f, 0.f, 0.f, 0.f);
+                pj[cc] = make_float4(INFINITY, INFINITY, INFINITY,
+                                     __int_as_float(mdnl_walk_key(MDNL_WALK_ORDER_OUT, SHIFT_CODE_ZERO)));
                 if (lane + 32 * cc < count) {
                     const int slot = (head + 32 * cc + lane) & 127;
                     pj[cc] = W.cp[slot];
-                    pv[cc] = W.cv[slot];
+                    if constexpr (Visit::kPayload)
+                        pay[cc] = W.pay[slot];
                 }
             }
             __syncwarp(); /* its reads before the next writes */
             head = (head + 64) & 127;
-            const bool z = __all_sync(FULLMASK, pv[0].x == 0.f && pv[0].y == 0.f && pv[0].z == 0.f &&
-                                                    pv[1].x == 0.f && pv[1].y == 0.f && pv[1].z == 0.f);
+            const int code0 = __float_as_int(pj[0].w) & 31, code1 = __float_as_int(pj[1].w) & 31;
+            const bool z = __all_sync(FULLMASK, code0 == SHIFT_CODE_ZERO && code1 == SHIFT_CODE_ZERO);
+            /* each candidate's shift vector by its code (only where a shift of the take is not zero) */
+            pv[0] = pv[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (!z) {
+                pv[0] = sh[code0];
+                pv[1] = sh[code1];
+            }
+            pv[0].w = pay[0];
+            pv[1].w = pay[1];
             visit.take(nh, W.home, pj, pv, z);
         };
         int q = 0; /* this lane's range (its flat index only grows) */
@@ -238,9 +264,10 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
             const unsigned km = __ballot_sync(FULLMASK, cd.keep);
             if (cd.keep) {
                 const int slot = (head + nk + __popc(km & lt)) & 127;
-                const int order = cd.k >= hb && cd.k < he ? cd.k : 0x7fffffff; /* the home block: S = 0 there */
-                W.cp[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __int_as_float(order));
-                W.cv[slot] = make_float4(cd.v[0], cd.v[1], cd.v[2], visit.cand(cd.k, cd.p));
+                const int order = cd.k >= hb && cd.k < he ? cd.k : MDNL_WALK_ORDER_OUT; /* the home block: S = 0 */
+                W.cp[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __int_as_float(mdnl_walk_key(order, cd.code)));
+                if constexpr (Visit::kPayload)
+                    W.pay[slot] = visit.cand(cd.k, cd.p);
             }
             nk += __popc(km);
             if (nk >= 64) {

@@ -170,6 +170,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     __syncwarp();
     const unsigned lt = (1u << lane) - 1u;
     const int hbase = w * 32, rbase = w * 128;
+    constexpr int TC = 3; /* candidates a lane a take (the ring of 128 holds a take's 96 and a step's 31 more) */
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
         const int nh = min(32, he - h0);
@@ -203,19 +204,19 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
-            float4 pj[2];
+            float4 pj[TC];
 #pragma unroll
-            for (int cc = 0; cc < 2; ++cc) {
+            for (int cc = 0; cc < TC; ++cc) {
                 pj[cc] = make_float4(INFINITY, INFINITY, INFINITY, __uint_as_float(SHIFT_CODE_ZERO));
                 if (lane + 32 * cc < count)
                     pj[cc] = cp_s[rbase + ((head + 32 * cc + lane) & 127)];
             }
             __syncwarp(); /* its reads before the next writes */
-            head = (head + 64) & 127;
-            unsigned key[2];
-            int j[2], jj[2];
+            head = (head + 32 * TC) & 127;
+            unsigned key[TC];
+            int j[TC], jj[TC];
 #pragma unroll
-            for (int cc = 0; cc < 2; ++cc) {
+            for (int cc = 0; cc < TC; ++cc) {
                 key[cc] = __float_as_uint(pj[cc].w);
                 j[cc] = (int)(key[cc] >> KSH);
                 /* The half list's rule (mdnl_half_keep: j > i, or j == i with a positive shift) as one compare:
@@ -228,7 +229,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             auto test = [&](auto zero, auto ncand) {
                 constexpr bool Z = decltype(zero)::value;
                 constexpr int C = decltype(ncand)::value; /* candidates a lane: 1 where the batch has at most 32 */
-                float4 pv[2] = {}; /* each candidate's shift vector, by its code (unused where Z) */
+                float4 pv[TC] = {}; /* each candidate's shift vector, by its code (unused where Z) */
                 if (!Z)
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc)
@@ -236,9 +237,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 #pragma unroll 2
                 for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
-                    float d2[2];
-                    bool hit[2];
-                    unsigned m[2];
+                    float d2[TC];
+                    bool hit[TC];
+                    unsigned m[TC];
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc) {
                         d2[cc] = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
@@ -249,8 +250,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     }
                     const walk_row ra = walk_row_load(row_s + hbase + a);
                     const int ca = ra.cnt;
-                    const int n0 = __popc(m[0]);
-                    const int p[2] = {ca + __popc(m[0] & lt), C == 2 ? ca + n0 + __popc(m[1] & lt) : 0};
+                    const int n0 = __popc(m[0]), n1 = C >= 2 ? __popc(m[1]) : 0;
+                    const int p[TC] = {ca + __popc(m[0] & lt), C >= 2 ? ca + n0 + __popc(m[1] & lt) : 0,
+                                       C >= 3 ? ca + n0 + n1 + __popc(m[2] & lt) : 0};
                     unsigned *const row = ra.p;
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc)
@@ -262,11 +264,17 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                                 __stcg(row + p[cc], key[cc]);
                         }
                     if (lane == a)
-                        cnt = ca + n0 + (C == 2 ? __popc(m[1]) : 0);
+                        cnt = ca + n0 + n1 + (C >= 3 ? __popc(m[2]) : 0);
                 }
             };
-            const bool z = __all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO);
-            if (count > 32) {
+            const bool z = __all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO &&
+                                                    (key[2] & 31u) == SHIFT_CODE_ZERO);
+            if (count > 64) {
+                if (z)
+                    test(std::true_type{}, std::integral_constant<int, 3>{});
+                else
+                    test(std::false_type{}, std::integral_constant<int, 3>{});
+            } else if (count > 32) {
                 if (z)
                     test(std::true_type{}, std::integral_constant<int, 2>{});
                 else
@@ -297,9 +305,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 cp_s[slot] = make_float4(cd.p.x, cd.p.y, cd.p.z, __uint_as_float(key));
             }
             nk += __popc(km);
-            if (nk >= 64) {
-                take(64);
-                nk -= 64;
+            if (nk >= 32 * TC) {
+                take(32 * TC);
+                nk -= 32 * TC;
             }
         }
         if (nk > 0)
@@ -333,7 +341,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 }
 
 template <bool FULL, bool PACK>
-__global__ __launch_bounds__(WALK_T) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __launch_bounds__(WALK_T, 8) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        mdnl_cell_divs divs,
                                                        unsigned *__restrict__ slab,
                                                        unsigned long long *__restrict__ counts,

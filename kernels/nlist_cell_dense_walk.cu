@@ -170,7 +170,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     __syncwarp();
     const unsigned lt = (1u << lane) - 1u;
     const int hbase = w * 32, rbase = w * 128;
-    constexpr int TC = 3; /* candidates a lane a take (the ring of 128 holds a take's 96 and a step's 31 more) */
+    /* candidates a lane a take: full lists 3 (the ring of 128 holds a take's 96 and a step's 31 more; H100:
+     * the full walks -1 to -8.5 %), half lists 2 (3 was 0 to +2.6 % slower there: fewer kept candidates a
+     * home block, a last take of more empty lanes) */
+    constexpr int TC = FULL ? 3 : 2;
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
         const int nh = min(32, he - h0);
@@ -250,9 +253,13 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                     }
                     const walk_row ra = walk_row_load(row_s + hbase + a);
                     const int ca = ra.cnt;
-                    const int n0 = __popc(m[0]), n1 = C >= 2 ? __popc(m[1]) : 0;
-                    const int p[TC] = {ca + __popc(m[0] & lt), C >= 2 ? ca + n0 + __popc(m[1] & lt) : 0,
-                                       C >= 3 ? ca + n0 + n1 + __popc(m[2] & lt) : 0};
+                    const int n0 = __popc(m[0]);
+                    int p[TC];
+                    p[0] = ca + __popc(m[0] & lt);
+                    if constexpr (C >= 2)
+                        p[1] = ca + n0 + __popc(m[1] & lt);
+                    if constexpr (C >= 3)
+                        p[2] = ca + n0 + __popc(m[1]) + __popc(m[2] & lt);
                     unsigned *const row = ra.p;
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc)
@@ -264,16 +271,20 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                                 __stcg(row + p[cc], key[cc]);
                         }
                     if (lane == a)
-                        cnt = ca + n0 + n1 + (C >= 3 ? __popc(m[2]) : 0);
+                        cnt = ca + n0 + (C >= 2 ? __popc(m[1]) : 0) + (C >= 3 ? __popc(m[C - 1]) : 0);
                 }
             };
-            const bool z = __all_sync(FULLMASK, (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO &&
-                                                    (key[2] & 31u) == SHIFT_CODE_ZERO);
-            if (count > 64) {
-                if (z)
-                    test(std::true_type{}, std::integral_constant<int, 3>{});
-                else
-                    test(std::false_type{}, std::integral_constant<int, 3>{});
+            bool zl = (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO;
+            if constexpr (TC == 3)
+                zl = zl && (key[2] & 31u) == SHIFT_CODE_ZERO;
+            const bool z = __all_sync(FULLMASK, zl);
+            if (TC == 3 && count > 64) {
+                if constexpr (TC == 3) {
+                    if (z)
+                        test(std::true_type{}, std::integral_constant<int, 3>{});
+                    else
+                        test(std::false_type{}, std::integral_constant<int, 3>{});
+                }
             } else if (count > 32) {
                 if (z)
                     test(std::true_type{}, std::integral_constant<int, 2>{});
@@ -341,7 +352,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 }
 
 template <bool FULL, bool PACK>
-__global__ __launch_bounds__(WALK_T, 8) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
+__global__ __launch_bounds__(WALK_T, FULL ? 8 : 0) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
                                                        mdnl_cell_divs divs,
                                                        unsigned *__restrict__ slab,
                                                        unsigned long long *__restrict__ counts,

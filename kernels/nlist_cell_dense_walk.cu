@@ -19,10 +19,11 @@
  * in float, so no pair is lost); the kept ones go to a per-warp ring of 128
  * in shared memory (position and key; a take looks each one's shift vector
  * up by the key's shift code: 8 KB a block less, which sets the carveout,
- * WALK_CARVE_GATHERED), and each time 64 are there the warp takes them (two a
- * lane; a home block's last batch of at most 32, one a lane) and tests each
- * against every home atom a in turn: a broadcast shared
- * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the 64 has a
+ * WALK_CARVE_GATHERED), and each time 96 (full lists; half lists 64) are
+ * there the warp takes them (three a lane, or two; a home block's last batch
+ * one, two or three a lane as it needs) and tests each against every home
+ * atom a in turn: a broadcast shared
+ * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the take has a
  * zero shift: the same bits), the half list's rule as one integer compare
  * (2j + [S > 0] > 2i; a candidate at or below every home atom's 2i is
  * dropped before the ring: H100 half lists -2 to -7 %), a ballot; the hits
@@ -200,10 +201,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         __syncwarp();
         int cnt = 0; /* lane a: the row length of home atom a so far (row_s's copy: as of the take's start) */
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
-        /* Takes up to 64 kept candidates off the ring (two a lane, c = 0 and 1: slots head + lane and head + 32
-         * + lane; lanes past `count` hold none) and tests each against every home atom, appending the hits:
-         * two candidates a lane share a home atom's load, its row pointer and count (one shared load: the
-         * count as of the take's start, a home atom being met once a take). */
+        /* Takes up to 32 TC kept candidates off the ring (TC a lane, c = 0 .. TC - 1: slots head + 32 c +
+         * lane; lanes past `count` hold none) and tests each against every home atom, appending the hits: a
+         * lane's candidates share a home atom's load, its row pointer and count (one shared load: the count as
+         * of the take's start, a home atom being met once a take). */
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past `count`: never a neighbour, and a zero shift (for the test below) */
@@ -351,12 +352,13 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
         atomicMax(maxlen, m);
 }
 
+/* Full lists ask ptxas for 8 blocks an SM (64 registers: the code it gives them so is the one measured with
+ * their takes of three candidates a lane); half lists leave it to ptxas (0: no minimum; 63 registers, their
+ * code as before). */
 template <bool FULL, bool PACK>
-__global__ __launch_bounds__(WALK_T, FULL ? 8 : 0) void walk_walk_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                       mdnl_cell_divs divs,
-                                                       unsigned *__restrict__ slab,
-                                                       unsigned long long *__restrict__ counts,
-                                                       int *__restrict__ walk, int *__restrict__ longlist)
+__global__ __launch_bounds__(WALK_T, FULL ? 8 : 0) void walk_walk_kernel(
+    const __grid_constant__ mdnl_geom g, mdnl_cells_view c, mdnl_cell_divs divs, unsigned *__restrict__ slab,
+    unsigned long long *__restrict__ counts, int *__restrict__ walk, int *__restrict__ longlist)
 {
     int *const maxlen = walk, *const nlong = walk + 1; /* this build's pair of the flags (FLAG_WALK) */
     nl_grid_wait();

@@ -251,23 +251,15 @@ long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
 /* The cell-count scan's tile states (scan_tiles_kernel). */
 using bin_tiles = cub::ScanTileState<int>;
 
-/* Two original atoms a thread (i and i + 256 of a block's 512, each warp's
- * 32 coalesced): each one's cell's population (atomic slot), both atomics
- * issued before either result is used (in random input order a warp's
- * lanes are in different cells and the kernel waits on the returned
- * atomics); the fullest cell's population into *maxcell (one atomic per
- * block at most). How far the input order follows space, sampled by the
- * first warp of every 8th block (its first 32 atoms): the atoms in the same
- * cell as the atom before them added to inorder[0], the atoms compared to
- * inorder[1]. */
-#define BIN_T 256
-#define BIN_PER 2 /* atoms a thread */
-static __global__ __launch_bounds__(BIN_T) void fast_bin_kernel(const __grid_constant__ mdnl_geom g,
-                                                                const float4 *__restrict__ pos, int n,
-                                                                int *__restrict__ count, int *__restrict__ slot,
-                                                                int *__restrict__ maxcell, int *__restrict__ inorder,
-                                                                bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
-                                                                int nrtiles)
+/* Thread per original atom i: its cell's population (atomic slot); the
+ * fullest cell's population into *maxcell (one atomic per warp at most).
+ * How far the input order follows space, sampled by the first warp of every
+ * 16th block: the atoms in the same cell as the atom before them added to
+ * inorder[0], the atoms compared to inorder[1]. */
+static __global__ void fast_bin_kernel(const __grid_constant__ mdnl_geom g, const float4 *__restrict__ pos, int n,
+                                int *__restrict__ count, int *__restrict__ slot, int *__restrict__ maxcell,
+                                int *__restrict__ inorder, bin_tiles tiles, int ntiles, nl_row_tiles rtiles,
+                                int nrtiles)
 {
     nl_grid_wait();
     /* the scans' tile states (the cells', and the rows' where asked), set
@@ -276,38 +268,24 @@ static __global__ __launch_bounds__(BIN_T) void fast_bin_kernel(const __grid_con
     tiles.InitializeStatus(ntiles);
     if (nrtiles > 0)
         rtiles.InitializeStatus(nrtiles);
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
-    const int i0 = blockIdx.x * (BIN_T * BIN_PER) + threadIdx.x;
-    int cell[BIN_PER], base[BIN_PER];
-    unsigned peers[BIN_PER];
-    float4 p[BIN_PER]; /* both loads issued first (an atom past n loads atom 0 and has no cell) */
-#pragma unroll
-    for (int u = 0; u < BIN_PER; ++u)
-        p[u] = pos[i0 + u * BIN_T < n ? i0 + u * BIN_T : 0];
-#pragma unroll
-    for (int u = 0; u < BIN_PER; ++u)
-        cell[u] = i0 + u * BIN_T < n ? (int)mdnl_cell_linear(g, p[u].x, p[u].y, p[u].z) : -1;
+    int k = 0, cell = -1;
+    if (i < n) {
+        const float4 p = pos[i];
+        cell = (int)mdnl_cell_linear(g, p.x, p.y, p.z);
+    }
     /* one atomic per cell a warp: in an input ordered in space many lanes
      * share a cell, and same-address atomics serialise */
-#pragma unroll
-    for (int u = 0; u < BIN_PER; ++u)
-        peers[u] = __match_any_sync(FULLMASK, cell[u]);
-#pragma unroll
-    for (int u = 0; u < BIN_PER; ++u) {
-        base[u] = 0;
-        if (lane == __ffs(peers[u]) - 1 && cell[u] >= 0)
-            base[u] = atomicAdd(&count[cell[u]], __popc(peers[u]));
-    }
-    int kmax = 0;
-#pragma unroll
-    for (int u = 0; u < BIN_PER; ++u) {
-        const int b = __shfl_sync(FULLMASK, base[u], __ffs(peers[u]) - 1);
-        const int i = i0 + u * BIN_T;
-        if (i < n) {
-            const int k = b + __popc(peers[u] & ((1u << lane) - 1u));
-            slot[i] = k;
-            kmax = max(kmax, k + 1);
-        }
+    const unsigned peers = __match_any_sync(FULLMASK, cell);
+    const int leader = __ffs(peers) - 1;
+    int base = 0;
+    if (lane == leader && cell >= 0)
+        base = atomicAdd(&count[cell], __popc(peers));
+    base = __shfl_sync(FULLMASK, base, leader);
+    if (i < n) {
+        k = base + __popc(peers & ((1u << lane) - 1u));
+        slot[i] = k;
     }
     /* the fullest cell: a block's maximum in shared memory, one global
      * atomic a block (a warp's read of the global maximum would be one more
@@ -316,16 +294,16 @@ static __global__ __launch_bounds__(BIN_T) void fast_bin_kernel(const __grid_con
     if (threadIdx.x == 0)
         block_max = 0;
     __syncthreads();
-    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)kmax);
+    const int m = (int)__reduce_max_sync(FULLMASK, (unsigned)(k + 1));
     if (lane == 0)
         atomicMax_block(&block_max, m);
     __syncthreads();
     if (threadIdx.x == 0 && block_max > *(volatile int *)maxcell)
         atomicMax(maxcell, block_max);
-    if ((blockIdx.x & 7) == 0 && threadIdx.x < 32) { /* warp-uniform */
-        const int prev = __shfl_up_sync(FULLMASK, cell[0], 1);
-        const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell[0] >= 0 && cell[0] == prev);
-        const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell[0] >= 0);
+    if ((blockIdx.x & 15) == 0 && threadIdx.x < 32) { /* warp-uniform */
+        const int prev = __shfl_up_sync(FULLMASK, cell, 1);
+        const unsigned same = __ballot_sync(FULLMASK, lane > 0 && cell >= 0 && cell == prev);
+        const unsigned cmp = __ballot_sync(FULLMASK, lane > 0 && cell >= 0);
         if (lane < 2 && cmp)
             atomicAdd(&inorder[lane], __popc(lane == 0 ? same : cmp));
     }
@@ -504,10 +482,9 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     MDNL_CUDA_CHECK(tiles.Init(ntiles, ctx->ttemp.ptr, tile_bytes));
     ctx->tcount_dirty = 1;
     const int nrt = row_tiles ? nrow_tiles : 0;
-    const int natoms_t = (n + BIN_PER - 1) / BIN_PER; /* threads for the atoms */
-    int nthreads = natoms_t > ntiles + 32 ? natoms_t : ntiles + 32; /* every tile state set */
+    int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
     nthreads = nthreads > nrt + 32 ? nthreads : nrt + 32;
-    if ((st = nl_launch(fast_bin_kernel, (nthreads + BIN_T - 1) / BIN_T, BIN_T, ctx->stream, *g, pos, n, count, slot,
+    if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, slot,
                         (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
                         row_tiles ? *row_tiles : nl_row_tiles(), nrt)) != MDNL_OK ||
         (st = nl_launch(scan_tiles_kernel<int, true>, ntiles, SCAN_T, ctx->stream, count, start, ncells + 1,

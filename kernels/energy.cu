@@ -214,7 +214,6 @@ struct WalkEnergyShared {
  * energy (evaluated where they hit, ~7 of 32 lanes would work through it). */
 template <int K> struct WalkEnergy {
     static constexpr bool kPayload = false;
-    static constexpr int kTake = 3;
     const mdnl_geom &g;
     const mdnl_potential &p;
     float *ring; /* the warp's 64 */
@@ -231,8 +230,7 @@ template <int K> struct WalkEnergy {
         __syncwarp(); /* its reads before the next writes */
         rpos += n;
     }
-    template <int N>
-    __device__ void take(int nh, const float4 *home, const float4 (&pj)[N], const float4 (&pv)[N], bool z)
+    __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z)
     {
         const unsigned lt = (1u << (threadIdx.x & 31)) - 1u;
         auto f = [&](float d2, bool hit, int, int) {

@@ -238,8 +238,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
 #pragma unroll
                     for (int cc = 0; cc < C; ++cc)
                         pv[cc] = sh[key[cc] & 31u];
-                constexpr int UA = C == 3 ? 1 : 2; /* home atoms unrolled */
-#pragma unroll UA
+#pragma unroll 2
                 for (int a = 0; a < nh; ++a) {
                     const float4 pa = home_s[hbase + a];
                     float d2[TC];

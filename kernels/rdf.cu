@@ -312,7 +312,6 @@ __device__ __forceinline__ int walk_bin(const float2 *thr2, float d2, float inv_
 template <int V, int PARTIAL> struct WalkHist {
     static constexpr bool FAST = V == MDNL_HIST_SHARED && !PARTIAL;
     static constexpr bool kPayload = PARTIAL; /* the candidate's species */
-    static constexpr int kTake = 2;
     const mdnl_geom &g;
     const HistArgs &a;
     WalkShared<PARTIAL> &S;

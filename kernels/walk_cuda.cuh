@@ -163,15 +163,15 @@ __device__ __forceinline__ mdnl_walk_ranges mdnl_walk_half_ranges(const mdnl_geo
 /* A take's tests: f(d2, hit, ia, cc) for every home atom ia and the lane's
  * candidate cc, the warp converged; hit: within the cutoff (and, in the home
  * cell, above ia's slot). */
-template <bool Z, int N, class F>
-__device__ __forceinline__ void mdnl_walk_home_tests(int nh, const float4 *home, const float4 (&pj)[N],
-                                                     const float4 (&pv)[N], float cutoff2, F &&f)
+template <bool Z, class F>
+__device__ __forceinline__ void mdnl_walk_home_tests(int nh, const float4 *home, const float4 (&pj)[2],
+                                                     const float4 (&pv)[2], float cutoff2, F &&f)
 {
 #pragma unroll 2
     for (int ia = 0; ia < nh; ++ia) {
         const float4 pa = home[ia];
 #pragma unroll
-        for (int cc = 0; cc < N; ++cc) {
+        for (int cc = 0; cc < 2; ++cc) {
             const float d2 = mdnl_cand_d2<Z>(pa, pj[cc], pv[cc]);
             f(d2, d2 < cutoff2 && __float_as_int(pj[cc].w) > __float_as_int(pa.w), ia, cc);
         }
@@ -179,9 +179,9 @@ __device__ __forceinline__ void mdnl_walk_home_tests(int nh, const float4 *home,
 }
 
 /* f(d2, ia, cc) for the hits alone. */
-template <bool Z, int N, class F>
-__device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, const float4 (&pj)[N],
-                                                    const float4 (&pv)[N], float cutoff2, F &&f)
+template <bool Z, class F>
+__device__ __forceinline__ void mdnl_walk_home_loop(int nh, const float4 *home, const float4 (&pj)[2],
+                                                    const float4 (&pv)[2], float cutoff2, F &&f)
 {
     mdnl_walk_home_tests<Z>(nh, home, pj, pv, cutoff2, [&](float d2, bool hit, int ia, int cc) {
         if (hit)
@@ -228,35 +228,34 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
         mdnl_warp_box(lo, hi);
         __syncwarp();
         int head = 0, nk = 0; /* the ring: kept candidates from head, nk of them (uniform) */
-        constexpr int TC = Visit::kTake; /* candidates a lane a take (the ring holds 32 TC + 31: TC <= 3) */
         auto take = [&](int count) {
             __syncwarp(); /* the ring's writes before its reads */
             /* a lane past the count: never a neighbour, and a zero shift */
-            float4 pj[TC], pv[TC];
-            float pay[TC];
-            bool zl = true;
+            float4 pj[2], pv[2];
+            float pay[2] = {0.f, 0.f};
 #pragma unroll
-            for (int cc = 0; cc < TC; ++cc) {
+            for (int cc = 0; cc < 2; ++cc) {
                 pj[cc] = make_float4(INFINITY, INFINITY, INFINITY,
                                      __int_as_float(mdnl_walk_key(MDNL_WALK_ORDER_OUT, SHIFT_CODE_ZERO)));
-                pay[cc] = 0.f;
                 if (lane + 32 * cc < count) {
                     const int slot = (head + 32 * cc + lane) & 127;
                     pj[cc] = W.cp[slot];
                     if constexpr (Visit::kPayload)
                         pay[cc] = W.pay[slot];
                 }
-                zl = zl && (__float_as_int(pj[cc].w) & 31) == SHIFT_CODE_ZERO;
             }
             __syncwarp(); /* its reads before the next writes */
-            head = (head + 32 * TC) & 127;
-            const bool z = __all_sync(FULLMASK, zl);
+            head = (head + 64) & 127;
+            const int code0 = __float_as_int(pj[0].w) & 31, code1 = __float_as_int(pj[1].w) & 31;
+            const bool z = __all_sync(FULLMASK, code0 == SHIFT_CODE_ZERO && code1 == SHIFT_CODE_ZERO);
             /* each candidate's shift vector by its code (only where a shift of the take is not zero) */
-#pragma unroll
-            for (int cc = 0; cc < TC; ++cc) {
-                pv[cc] = z ? make_float4(0.f, 0.f, 0.f, 0.f) : sh[__float_as_int(pj[cc].w) & 31];
-                pv[cc].w = pay[cc];
+            pv[0] = pv[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (!z) {
+                pv[0] = sh[code0];
+                pv[1] = sh[code1];
             }
+            pv[0].w = pay[0];
+            pv[1].w = pay[1];
             visit.take(nh, W.home, pj, pv, z);
         };
         int q = 0; /* this lane's range (its flat index only grows) */
@@ -271,9 +270,9 @@ __device__ __forceinline__ void mdnl_walk_half_cell(const mdnl_geom &g, const md
                     W.pay[slot] = visit.cand(cd.k, cd.p);
             }
             nk += __popc(km);
-            if (nk >= 32 * TC) {
-                take(32 * TC);
-                nk -= 32 * TC;
+            if (nk >= 64) {
+                take(64);
+                nk -= 64;
             }
         }
         if (nk > 0)

@@ -171,9 +171,9 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     __syncwarp();
     const unsigned lt = (1u << lane) - 1u;
     const int hbase = w * 32, rbase = w * 128;
-    /* candidates a lane a take: full lists 3 (the ring of 128 holds a take's 96 and a step's 31 more; H100:
-     * the full walks -1 to -8.5 %), half lists 2 (3 was 0 to +2.6 % slower there: fewer kept candidates a
-     * home block, a last take of more empty lanes) */
+    /* candidates a lane a take: full lists 3 (a home atom's loads and count shared by three; the ring of 128
+     * holds a take's 96 and a step's 31 more; H100: the full walks -1 to -8.5 %), half lists 2 (3 was 0 to
+     * +2.6 % slower there; tools/bench/RESULTS.md) */
     constexpr int TC = FULL ? 3 : 2;
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
@@ -280,7 +280,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                 zl = zl && (key[2] & 31u) == SHIFT_CODE_ZERO;
             const bool z = __all_sync(FULLMASK, zl);
             if (TC == 3 && count > 64) {
-                if constexpr (TC == 3) {
+                if constexpr (TC == 3) { /* the three-candidate test exists only where TC is 3 */
                     if (z)
                         test(std::true_type{}, std::integral_constant<int, 3>{});
                     else

@@ -220,7 +220,6 @@ template <int K> struct WalkEnergy {
     double h;
     int wpos, rpos; /* written and evaluated hits (uniform) */
     __device__ void home(int, int, float4) {}
-    __device__ float cand(int, float4) const { return 0.f; }
     __device__ void eval(int n) /* the n <= 32 oldest hits, a lane each */
     {
         const int lane = threadIdx.x & 31;

@@ -4,7 +4,6 @@
 #include "nlist_cuda_common.cuh"
 
 #include <math.h>
-#include <algorithm>
 
 /* ------------------------------------------------------------------------ */
 /* dense-walk: one walk, a warp per home cell; rows sorted afterwards.
@@ -957,76 +956,6 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
-    if (getenv("MDNL_XCORUN") && atoi(getenv("MDNL_XCORUN")) == (FULL ? 1 : 2) && n > 100000) { /* EXPERIMENT (reverted): walk and rows kernels run together */
-        static int done = 0;
-        if (!done++) {
-            MDNL_CUDA_CHECK(cudaDeviceSynchronize());
-            int lo, hi;
-            MDNL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-            cudaStream_t sl, sh2;
-            MDNL_CUDA_CHECK(cudaStreamCreateWithPriority(&sl, cudaStreamNonBlocking, lo));
-            MDNL_CUDA_CHECK(cudaStreamCreateWithPriority(&sh2, cudaStreamNonBlocking, hi));
-            cudaEvent_t e0, e1, e2;
-            cudaEventCreate(&e0);
-            cudaEventCreate(&e1);
-            cudaEventCreate(&e2);
-            auto walkL = [&](cudaStream_t s) {
-                if (pack)
-                    walk_walk_kernel<FULL, true><<<wblocks, WALK_T, 0, s>>>(*g, ctx->view, mdnl_cell_divs_of(*g),
-                        (unsigned *)ctx->slab.ptr, (unsigned long long *)ctx->counts.ptr, walk, longlist);
-                else
-                    walk_walk_kernel<FULL, false><<<wblocks, WALK_T, 0, s>>>(*g, ctx->view, mdnl_cell_divs_of(*g),
-                        (unsigned *)ctx->slab.ptr, (unsigned long long *)ctx->counts.ptr, walk, longlist);
-            };
-            auto rowsL = [&](cudaStream_t s) {
-                if (pack)
-                    walk_rows_kernel<true><<<rblocks, rows_threads, 0, s>>>(*g, (const unsigned *)ctx->slab.ptr, n,
-                        (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
-                        (int *)nullptr, walk_next, (const unsigned long long *)ctx->counts.ptr);
-                else
-                    walk_rows_kernel<false><<<rblocks, rows_threads, 0, s>>>(*g, (const unsigned *)ctx->slab.ptr, n,
-                        (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, flags,
-                        (int *)nullptr, walk_next, (const unsigned long long *)ctx->counts.ptr);
-            };
-            /* mode: 0 walk, 1 rows, 2 walk;rows, 3 walk(lo) || rows(hi), 4 rows(lo first) || walk(hi),
-             * 5 walk || rows same priority, 6 walk(hi) || rows(lo) */
-            const char *names[] = {"walk", "rows", "walk;rows", "walk-lo||rows-hi", "rows-lo||walk-hi",
-                                   "walk||rows-same", "walk-hi||rows-lo"};
-            for (int mode = 0; mode < 7; ++mode) {
-                float t[15];
-                for (int r = 0; r < 15; ++r) {
-                    MDNL_CUDA_CHECK(cudaDeviceSynchronize());
-                    cudaEventRecord(e0, sl);
-                    cudaStreamWaitEvent(sh2, e0, 0);
-                    switch (mode) {
-                    case 0: walkL(sl); break;
-                    case 1: rowsL(sl); break;
-                    case 2: walkL(sl); rowsL(sl); break;
-                    case 3: walkL(sl); rowsL(sh2); break;
-                    case 4: rowsL(sl); walkL(sh2); break;
-                    case 5: walkL(sl); rowsL(ctx->side); break;
-                    case 6: walkL(sh2); rowsL(sl); break;
-                    }
-                    if (mode == 5) {
-                        cudaEventRecord(e2, ctx->side);
-                        cudaStreamWaitEvent(sl, e2, 0);
-                    } else {
-                        cudaEventRecord(e2, sh2);
-                        cudaStreamWaitEvent(sl, e2, 0);
-                    }
-                    cudaEventRecord(e1, sl);
-                    MDNL_CUDA_CHECK(cudaEventSynchronize(e1));
-                    cudaEventElapsedTime(&t[r], e0, e1);
-                }
-                std::sort(t, t + 15);
-                fprintf(stderr, "XCORUN n=%d full=%d pack=%d mode=%-18s median %.4f ms min %.4f\n", n, (int)FULL,
-                        (int)pack, names[mode], t[7], t[0]);
-            }
-            MDNL_CUDA_CHECK(cudaDeviceSynchronize());
-            fflush(stderr);
-            exit(0);
-        }
-    }
     ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
     /* written there by the rows kernel, which left the device's flags zero but for this build's pair */
     ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;

@@ -279,24 +279,20 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
             if constexpr (TC == 3)
                 zl = zl && (key[2] & 31u) == SHIFT_CODE_ZERO;
             const bool z = __all_sync(FULLMASK, zl);
-            if (TC == 3 && count > 64) {
-                if constexpr (TC == 3) { /* the three-candidate test exists only where TC is 3 */
-                    if (z)
-                        test(std::true_type{}, std::integral_constant<int, 3>{});
-                    else
-                        test(std::false_type{}, std::integral_constant<int, 3>{});
-                }
-            } else if (count > 32) {
+            auto run = [&](auto ncand) {
                 if (z)
-                    test(std::true_type{}, std::integral_constant<int, 2>{});
+                    test(std::true_type{}, ncand);
                 else
-                    test(std::false_type{}, std::integral_constant<int, 2>{});
-            } else { /* a batch's last candidates: one a lane, no test of an empty second */
-                if (z)
-                    test(std::true_type{}, std::integral_constant<int, 1>{});
-                else
-                    test(std::false_type{}, std::integral_constant<int, 1>{});
-            }
+                    test(std::false_type{}, ncand);
+            };
+            /* as many candidates a lane as the take has: a home block's last take one or two where it has no
+             * more (the three-candidate test exists only where TC is 3) */
+            if (count > 32 * (TC - 1))
+                run(std::integral_constant<int, TC>{});
+            else if (TC == 3 && count > 32)
+                run(std::integral_constant<int, 2>{});
+            else
+                run(std::integral_constant<int, 1>{});
             /* each home atom's count for the next take (a home atom is met once a take, so its shared copy
              * needs no update inside one); the next take's __syncwarp orders it before its reads */
             __syncwarp();

@@ -275,9 +275,10 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
                         cnt = ca + n0 + (C >= 2 ? __popc(m[1]) : 0) + (C >= 3 ? __popc(m[C - 1]) : 0);
                 }
             };
-            bool zl = (key[0] & 31u) == SHIFT_CODE_ZERO && (key[1] & 31u) == SHIFT_CODE_ZERO;
-            if constexpr (TC == 3)
-                zl = zl && (key[2] & 31u) == SHIFT_CODE_ZERO;
+            bool zl = true;
+#pragma unroll
+            for (int cc = 0; cc < TC; ++cc)
+                zl = zl && (key[cc] & 31u) == SHIFT_CODE_ZERO;
             const bool z = __all_sync(FULLMASK, zl);
             auto run = [&](auto ncand) {
                 if (z)

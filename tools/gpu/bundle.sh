@@ -10,7 +10,7 @@ b=${1:-$root/build}
 cmake --build "$b" -j2
 rm -rf "$root/.gpu"
 extra=""
-for x in cuda_startup bench_h5md_read overlap_probe; do [ -x "$b/$x" ] && extra="$extra $b/$x"; done
+[ -x "$b/bench_h5md_read" ] && extra="$b/bench_h5md_read"  # bench_run.sh's bare-read floor
 "$root/tools/gpu/gpu-bundle" "$root/.gpu" "$b/mdnl" "$b"/tests/test_* $extra
 # the commit the binaries were built from (run_suite.sh and run_sanitizers.sh print it)
 ( cd "$root" && git describe --always --dirty 2>/dev/null ) > "$root/.gpu/COMMIT" || true

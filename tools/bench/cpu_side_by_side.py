@@ -33,7 +33,7 @@ Timed:
             (a full list, freud has no half query) and freud.density.RDF, 1 thread
   cKDTree   cKDTree(points, boxsize=L).query_pairs(2.5, output_type="ndarray")
             (half list, indices only)
-Prints a markdown table (seconds and mdnl's ratio) for RESULTS.md.
+Prints a markdown table (seconds and mdnl's ratio) for docs/performance.md.
 """
 import argparse
 import json

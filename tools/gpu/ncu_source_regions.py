@@ -9,7 +9,7 @@ backward branch's loop (its address range, static length, share of the
 executed instructions and of the samples; the loops that nest the whole
 kernel through its divergence fallbacks print too), and for each LO-HI
 (hex offsets from the kernel's first instruction) the instructions executed
-at least once. How the 2026-11-27 dense-walk profile (tools/bench/RESULTS.md)
+at least once. How the 2026-11-27 dense-walk profile (9139fc9:tools/bench/RESULTS.md)
 was read."""
 import csv
 import re

@@ -33,8 +33,6 @@ if [ "${1:-}" != "--no-bench" ]; then
   build/mdnl bench --json > "$out/bench.json" 2> "$out/bench.err" || fail=1
   build/mdnl bench > "$out/bench.txt" 2>&1 || fail=1
   cat "$out/bench.txt"
-  # what the CUDA start-up costs, step by step (mdnl run pays it once)
-  [ -x .gpu/bin/cuda_startup ] && .gpu/bin/cuda_startup > "$out/startup.txt" 2>&1
   # the streaming pipeline against the read-only floor (200 frames x ~100k atoms)
   tools/bench/bench_run.sh 200 100000 /tmp/bench_run > "$out/bench_run.txt" 2>&1 || fail=1
   cp /tmp/bench_run/results.jsonl "$out/bench_run.jsonl" 2>/dev/null

@@ -10,7 +10,7 @@
 mdnl_status mdnl_cmd_convert(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("convert", "to,frames,box,no-pbc,group,quiet,json,progress,no-progress", argc,
+    mdnl_status st = mdnl_parse_options("convert", mdnl_command_options("convert"), argc,
                                         argv, 2, &o);
     if (st != MDNL_OK)
         return st;
@@ -42,7 +42,8 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     mdnl_frame f = {0};
     mdnl_ofile out = {0};
     mdnl_h5md_traj *traj = NULL;
-    int64_t nframes = 0, natoms = 0;
+    int64_t nframes = 0;
+    mdnl_atoms_range atoms = {0};
     mdnl_progress prog = {0};
     if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
         goto done;
@@ -61,7 +62,7 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
         if (st != MDNL_OK)
             goto done;
         nframes++;
-        natoms = f.natoms;
+        mdnl_atoms_range_add(&atoms, f.natoms);
         mdnl_progress_step(&prog);
     }
     if (st != MDNL_END)
@@ -75,12 +76,23 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if (st != MDNL_OK)
         goto done;
     mdnl_progress_end(&prog);
-    if (o.json)
-        printf("{\"command\":\"convert\",\"frames\":%lld,\"atoms\":%lld,\"to\":\"%s\"}\n", (long long)nframes,
-               (long long)natoms, to == H5MD ? "h5md" : to == XYZ ? "xyz" : "extxyz");
-    else if (!o.quiet && strcmp(output, "-") != 0)
-        fprintf(stderr, "mdnl convert: %lld frame(s) of %lld atoms from %s to %s (%s)\n", (long long)nframes,
-                (long long)natoms, input, output, to == H5MD ? "H5MD" : to == XYZ ? "XYZ" : "extended XYZ");
+    char na[64];
+    if (o.json) {
+        printf("{\"command\":\"convert\",\"input\":");
+        mdnl_json_string(stdout, input);
+        printf(",\"output\":");
+        mdnl_json_string(stdout, output);
+        printf(",\"frames\":%lld", (long long)nframes);
+        mdnl_atoms_range_json(stdout, &atoms);
+        printf(",\"to\":\"%s\"}\n", to == H5MD ? "h5md" : to == XYZ ? "xyz" : "extxyz");
+    } else if (!o.quiet) {
+        mdnl_frames_note(fs);
+    }
+    if (!o.json && !o.quiet && strcmp(output, "-") != 0) {
+        fprintf(stderr, "mdnl convert: %lld frame(s) of %s from %s to %s (%s)\n", (long long)nframes,
+                mdnl_atoms_range_text(&atoms, na, sizeof na), input, output,
+                to == H5MD ? "H5MD" : to == XYZ ? "XYZ" : "extended XYZ");
+    }
 done:
     mdnl_progress_end(&prog);
     if (st != MDNL_OK) {

@@ -16,7 +16,7 @@ mdnl_status mdnl_cmd_gen(int argc, char **argv)
                           argc >= 3 ? argv[2] : "");
     }
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json", argc, argv, 3, &o);
+    mdnl_status st = mdnl_parse_options("gen", mdnl_command_options("gen"), argc, argv, 3, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional)

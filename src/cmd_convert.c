@@ -38,6 +38,9 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if (strcmp(input, output) == 0)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: INPUT and OUTPUT are the same file");
 
+    /* mdnl knows no units: the labels are the XYZ convention's (h5md_writer.h) */
+    const mdnl_h5md_traj_options h5md_units = {.length_unit = MDNL_H5MD_LENGTH_UNIT,
+                                               .time_unit = MDNL_H5MD_TIME_UNIT};
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
     mdnl_ofile out = {0};
@@ -48,7 +51,7 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
         goto done;
     if (to == H5MD)
-        st = mdnl_h5md_traj_create(output, NULL, &traj);
+        st = mdnl_h5md_traj_create(output, &h5md_units, &traj);
     else
         st = mdnl_ofile_open(&out, output);
     if (st != MDNL_OK)

@@ -83,7 +83,7 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
                                      o.per_atom ? per_atom : NULL)) != MDNL_OK)
             goto done;
         double t2 = mdnl_now();
-        const double time = f.has_time ? f.time : NAN;
+        const double time = f.has_time ? f.time : (double)f.step; /* as the H5MD writers: dt = 1 */
         if (h5) {
             if ((st = mdnl_h5md_results_write_energy(res, f.step, time, total)) != MDNL_OK)
                 goto done;

@@ -282,7 +282,7 @@ static void *writer_main(void *arg)
                 .index = s->f.index,
                 .step = s->f.step,
                 .natoms = s->f.natoms,
-                .time = s->f.has_time ? s->f.time : NAN,
+                .time = s->f.has_time ? s->f.time : (double)s->f.step, /* as the H5MD writers: dt = 1 */
                 .has_energy = s->has_energy,
                 .energy = s->energy,
                 .list = p->c->neighbors ? &s->list : NULL,

@@ -95,8 +95,8 @@ mdnl_status mdnl_potential_parse(const char *spec, double cutoff, mdnl_potential
             char names[64] = "";
             for (int q = 0; q < ndesc; ++q)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", q ? ", " : "", desc[q].name);
-            return mdnl_error(MDNL_ERR_USAGE, "--pair: %s has no parameter \"%.*s\" (%s takes %s)", pname,
-                              (int)key_len, s, pname, names);
+            return mdnl_error(MDNL_ERR_USAGE, "--pair: %s has no parameter \"%.*s\" (%s takes %s)", pname, (int)key_len,
+                              s, pname, names);
         }
         if (seen[k])
             return mdnl_error(MDNL_ERR_USAGE, "--pair: %s parameter %s given twice", pname, desc[k].name);

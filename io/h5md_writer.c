@@ -15,11 +15,11 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #define MAX_RANK 4
@@ -430,8 +430,7 @@ static mdnl_status species_to_td(mdnl_h5md_traj *w)
         return st;
     TRY(H5Lcreate_hard(w->gid, "position/step", w->species_obj, "step", H5P_DEFAULT, H5P_DEFAULT),
         "link species/step");
-    TRY(H5Lcreate_hard(w->gid, "position/time", w->species_obj, "time", H5P_DEFAULT, H5P_DEFAULT),
-        "link species/time");
+    TRY(H5Lcreate_hard(w->gid, "position/time", w->species_obj, "time", H5P_DEFAULT, H5P_DEFAULT), "link species/time");
     for (int64_t k = 0; k < w->nframes; ++k)
         if ((st = app_write(path, &w->species, H5T_NATIVE_INT32, w->first_codes, 1)) != MDNL_OK)
             return st;

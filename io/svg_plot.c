@@ -54,8 +54,8 @@ static void xml_text(FILE *fp, const char *s)
 }
 
 /* y0: the bottom of the plot area (PH high) in view-box units. */
-static void polyline(FILE *fp, const double *y, int32_t bins, double r_max, double ytop, double y0,
-                     const char *color, const char *dash)
+static void polyline(FILE *fp, const double *y, int32_t bins, double r_max, double ytop, double y0, const char *color,
+                     const char *dash)
 {
     fprintf(fp, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" stroke-linejoin=\"round\"%s%s%s points=\"",
             color, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
@@ -75,7 +75,10 @@ typedef struct legend {
     int rows;
 } legend;
 
-static double legend_width(const char *label) { return 44.0 + 7.5 * (double)strlen(label) + 18.0; }
+static double legend_width(const char *label)
+{
+    return 44.0 + 7.5 * (double)strlen(label) + 18.0;
+}
 
 static const char *legend_label(int32_t p, int32_t nhist, const char *const *names, char *buf, size_t size)
 {
@@ -129,8 +132,8 @@ mdnl_status mdnl_svg_rdf(FILE *fp, const mdnl_rdf_accum *a, const char *const *n
     const double ltop = nice_top(lmax, &lstep), rtop = nice_top(rmax, &rstep);
     legend L = {.x = lxy, .y = lxy + a->nhist + 1};
     legend_layout(&L, a->nhist, names);
-    const double ly = MT + 4.0;                           /* the legend's first row */
-    const double y1 = ly + LEGEND_ROW * L.rows + 8.0;     /* top of the plot area */
+    const double ly = MT + 4.0;                       /* the legend's first row */
+    const double y1 = ly + LEGEND_ROW * L.rows + 8.0; /* top of the plot area */
     const double x0 = ML, x1 = W - MR, y0 = y1 + PH, H = y0 + MB;
 
     fprintf(fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -202,8 +205,8 @@ mdnl_status mdnl_svg_rdf(FILE *fp, const mdnl_rdf_accum *a, const char *const *n
         const char *color = n_entry ? "#444" : palette[p % (int32_t)(sizeof palette / sizeof *palette)];
         const double xx = L.x[p], yy = ly + L.y[p] + 10.0;
         char buf[64];
-        fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
-                xx, yy, xx + 36, yy, color, n_entry ? " stroke-dasharray=\"6,4\"" : "");
+        fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", xx,
+                yy, xx + 36, yy, color, n_entry ? " stroke-dasharray=\"6,4\"" : "");
         fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\">", xx + 44, yy + 4);
         xml_text(fp, legend_label(p, a->nhist, names, buf, sizeof buf));
         fputs("</text>\n", fp);

@@ -3,8 +3,9 @@
  * g(r) (or counts per A atom for open frames without a volume) as solid
  * lines on the left axis, n(r) as dashed lines of the same colour on a
  * right-hand axis, labelled axes with "nice" ticks, and a legend naming the
- * partials in rows between the title and the plot area (never over a curve). No external dependency; the output renders with any SVG viewer
- * (checked with rsvg-convert).
+ * partials in rows between the title and the plot area (never over a curve).
+ * No external dependency; the output renders with any SVG viewer (checked
+ * with rsvg-convert).
  */
 #ifndef MDNL_SVG_PLOT_H
 #define MDNL_SVG_PLOT_H

@@ -34,7 +34,10 @@ struct mdnl_xyz_reader {
     int extended;    /* a comment so far had extended-XYZ keys (Lattice, pbc, Properties) */
 };
 
-int mdnl_xyz_extended(const mdnl_xyz_reader *r) { return r->extended; }
+int mdnl_xyz_extended(const mdnl_xyz_reader *r)
+{
+    return r->extended;
+}
 
 /* ---- numbers ----
  *

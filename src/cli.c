@@ -213,10 +213,12 @@ static const struct option_help {
     const char *name, *text;
 } option_help[] = {
     {"backend", "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"},
-    {"method", "  --method auto|brute-atomic|brute-noatomic|cell\n"
-               "                            neighbor-list algorithm (auto: cell lists, or brute force for few atoms)\n"},
-    {"max-pairs", "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per\n"
-                  "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
+    {"method",
+     "  --method auto|brute-atomic|brute-noatomic|cell\n"
+     "                            neighbor-list algorithm (auto: cell lists, or brute force for few atoms)\n"},
+    {"max-pairs",
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per\n"
+     "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
                "                            file's; a selection with no frame is an error (exit 2)\n"},
     {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"

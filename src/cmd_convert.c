@@ -10,8 +10,7 @@
 mdnl_status mdnl_cmd_convert(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("convert", mdnl_command_options("convert"), argc,
-                                        argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("convert", mdnl_command_options("convert"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 2)
@@ -39,8 +38,7 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: INPUT and OUTPUT are the same file");
 
     /* mdnl knows no units: the labels are the XYZ convention's (h5md_writer.h) */
-    const mdnl_h5md_traj_options h5md_units = {.length_unit = MDNL_H5MD_LENGTH_UNIT,
-                                               .time_unit = MDNL_H5MD_TIME_UNIT};
+    const mdnl_h5md_traj_options h5md_units = {.length_unit = MDNL_H5MD_LENGTH_UNIT, .time_unit = MDNL_H5MD_TIME_UNIT};
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
     mdnl_ofile out = {0};
@@ -94,7 +92,9 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if (!o.json && !o.quiet && strcmp(output, "-") != 0) {
         fprintf(stderr, "mdnl convert: %lld frame(s) of %s from %s to %s (%s)\n", (long long)nframes,
                 mdnl_atoms_range_text(&atoms, na, sizeof na), input, output,
-                to == H5MD ? "H5MD" : to == XYZ ? "XYZ" : "extended XYZ");
+                to == H5MD  ? "H5MD"
+                : to == XYZ ? "XYZ"
+                            : "extended XYZ");
     }
 done:
     mdnl_progress_end(&prog);

@@ -12,9 +12,7 @@
 mdnl_status mdnl_cmd_energy(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("energy",
-                                        mdnl_command_options("energy"),
-                                        argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("energy", mdnl_command_options("energy"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)

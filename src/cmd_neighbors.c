@@ -47,9 +47,7 @@ mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l
 mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options(
-        "neighbors", mdnl_command_options("neighbors"),
-        argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("neighbors", mdnl_command_options("neighbors"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)

@@ -23,8 +23,10 @@ static mdnl_status check_plot_path(const char *plot, const char *outpath)
     const char *dot = strrchr(plot, '.');
     const char *slash = strrchr(plot, '/');
     if (!dot || (slash && dot < slash) || strcasecmp(dot, ".svg") != 0)
-        return mdnl_error(MDNL_ERR_USAGE, "--plot %s: expected an .svg file (mdnl writes SVG only; rsvg-convert "
-                                          "makes a PNG of it)", plot);
+        return mdnl_error(MDNL_ERR_USAGE,
+                          "--plot %s: expected an .svg file (mdnl writes SVG only; rsvg-convert "
+                          "makes a PNG of it)",
+                          plot);
     struct stat a, b;
     if (outpath && (strcmp(plot, outpath) == 0 ||
                     (stat(plot, &a) == 0 && stat(outpath, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)))
@@ -43,9 +45,7 @@ static const char *base_name(const char *path)
 mdnl_status mdnl_cmd_rdf(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("rdf",
-                                        mdnl_command_options("rdf"),
-                                        argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("rdf", mdnl_command_options("rdf"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)
@@ -180,7 +180,10 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
                 "mdnl rdf: %lld frame(s) of %s, %llu pair distances below %g in %d bins (%s), %s; read %.3f s, "
                 "histogram %.3f s, write %.3f s",
                 (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), (unsigned long long)pairs_counted,
-                o.rmax, spec.bins, mdnl_rdf_has_g(&acc) ? "g(r)" : "counts: open frames, no --volume",
+                o.rmax, spec.bins,
+                mdnl_rdf_has_g(&acc) ? "g(r)"
+                : nframes            ? "counts: open frames, no --volume"
+                                     : "no frame",
                 mdnl_backend_name(eng.backend), t_read, t_hist, t_write);
         if (strcmp(outpath, "-") != 0)
             fprintf(stderr, "; written to %s", outpath);

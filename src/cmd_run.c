@@ -155,9 +155,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     mdnl_status st = mdnl_mpi_begin();
     if (st != MDNL_OK)
         return st;
-    st = mdnl_parse_options("run",
-                                        mdnl_command_options("run"),
-                                        argc, argv, 2, &o);
+    st = mdnl_parse_options("run", mdnl_command_options("run"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)
@@ -344,7 +342,8 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
                         stats.e_sum / (double)stats.nframes);
             if (hist)
                 fprintf(stderr, "; %llu distances below %g", (unsigned long long)stats.pairs_counted, o.rmax);
-            fprintf(stderr, "; busy read %.3f s, prepare %.3f s, compute %.3f s, write %.3f s; wall %.3f s, %.1f frames/s",
+            fprintf(stderr,
+                    "; busy read %.3f s, prepare %.3f s, compute %.3f s, write %.3f s; wall %.3f s, %.1f frames/s",
                     stats.t_read, stats.t_prepare, stats.t_compute, stats.t_write, stats.t_wall, fps);
             if (o.output)
                 fprintf(stderr, "; written to %s", o.output);

@@ -129,19 +129,20 @@ static const command commands[] = {
 
 static void print_usage(FILE *fp)
 {
-    fprintf(fp, "mdnl %s — neighbor lists, pair energies and RDFs of molecular-dynamics frames\n"
-                "usage: mdnl COMMAND [options]   (mdnl COMMAND --help for each)\n"
-                "commands:\n"
-                "  run INPUT ... -o OUT.h5|DIR/  neighbors, energy and RDF in one streaming pass\n"
-                "  neighbors INPUT -c CUT        neighbor lists as TSV\n"
-                "  energy INPUT -c CUT --pair    pair energies (LJ, Morse)\n"
-                "  rdf INPUT --rmax --bins       radial distribution functions\n"
-                "  info INPUT [--json]           what a trajectory holds\n"
-                "  gen graphene --nx --ny -o     generate a graphene sheet\n"
-                "  convert INPUT OUTPUT          XYZ / extended XYZ / H5MD\n"
-                "  bench [--sizes ...]           GPU benchmark of the kernels\n"
-                "  --version                     print the version\n"
-                "Lengths are in the input's length unit, energies in the unit of the --pair parameters.\n",
+    fprintf(fp,
+            "mdnl %s — neighbor lists, pair energies and RDFs of molecular-dynamics frames\n"
+            "usage: mdnl COMMAND [options]   (mdnl COMMAND --help for each)\n"
+            "commands:\n"
+            "  run INPUT ... -o OUT.h5|DIR/  neighbors, energy and RDF in one streaming pass\n"
+            "  neighbors INPUT -c CUT        neighbor lists as TSV\n"
+            "  energy INPUT -c CUT --pair    pair energies (LJ, Morse)\n"
+            "  rdf INPUT --rmax --bins       radial distribution functions\n"
+            "  info INPUT [--json]           what a trajectory holds\n"
+            "  gen graphene --nx --ny -o     generate a graphene sheet\n"
+            "  convert INPUT OUTPUT          XYZ / extended XYZ / H5MD\n"
+            "  bench [--sizes ...]           GPU benchmark of the kernels\n"
+            "  --version                     print the version\n"
+            "Lengths are in the input's length unit, energies in the unit of the --pair parameters.\n",
             MDNL_VERSION);
 }
 

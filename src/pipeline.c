@@ -66,7 +66,8 @@ mdnl_status mdnl_pair_names_resolve(const mdnl_pair_names *pn, const char *input
             size_t len = 0;
             for (int32_t s = 0; s < f->nspecies && len < sizeof present; ++s)
                 len += (size_t)snprintf(present + len, sizeof present - len, "%s%s", s ? ", " : "", f->symbols[s]);
-            return mdnl_error(MDNL_ERR_INPUT, "%s: frame %lld: expected species %s for --pairs %s, found none (the frame has %s)",
+            return mdnl_error(MDNL_ERR_INPUT,
+                              "%s: frame %lld: expected species %s for --pairs %s, found none (the frame has %s)",
                               input, (long long)f->index, ids[p][0] < 0 ? pn->a[p] : pn->b[p], pn->labels[p],
                               f->nspecies ? present : "no atoms");
         }

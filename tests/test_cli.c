@@ -553,6 +553,8 @@ Test(cli, summaries_give_atoms_per_frame_and_the_output)
     cr_expect(strstr(err_text, "2 frame(s) of 2 to 3 atoms") != NULL, "%s", err_text);
     cr_assert_eq(mdnl("run grow.xyz --rmax 2 --bins 4 -o out/ --json"), 0, "%s", err_text);
     cr_expect(strstr(out_text, "\"atoms\":2,\"atoms_max\":3,\"output\":\"out/\"") != NULL, "%s", out_text);
+    cr_assert_eq(mdnl("gen graphene --nx 2 --ny 2 -o g.extxyz --json"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"output\":\"g.extxyz\"") != NULL, "%s", out_text);
 }
 
 Test(cli, errors_say_what_would_have_worked)

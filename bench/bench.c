@@ -253,13 +253,11 @@ done:
 }
 #endif
 
-mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE *out)
+/* Marks the named systems in want (every one when nsizes is 0). */
+static mdnl_status want_sizes(const char *const *sizes, int nsizes, int want[NSYSTEMS])
 {
-    int want[NSYSTEMS] = {0};
-    if (nsizes <= 0) {
-        for (int s = 0; s < NSYSTEMS; ++s)
-            want[s] = 1;
-    }
+    for (int s = 0; s < NSYSTEMS; ++s)
+        want[s] = nsizes <= 0;
     for (int k = 0; k < nsizes; ++k) {
         int found = 0;
         for (int s = 0; s < NSYSTEMS; ++s)
@@ -270,18 +268,42 @@ mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE 
                                               "got \"%s\"",
                               sizes[k]);
     }
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_bench_check(const char *const *sizes, int nsizes)
+{
+    int want[NSYSTEMS];
+    mdnl_status st = want_sizes(sizes, nsizes, want);
+    if (st != MDNL_OK)
+        return st;
+#ifndef MDNL_HAVE_CUDA
+    return mdnl_error(MDNL_ERR_RESOURCE, "bench: this mdnl was built without CUDA; the benchmark needs a GPU");
+#else
+    if (mdnl_cuda_device_count() < 1)
+        return mdnl_error(MDNL_ERR_RESOURCE, "bench: no CUDA device found; the benchmark needs a GPU");
+    return MDNL_OK;
+#endif
+}
+
+mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE *out)
+{
+    int want[NSYSTEMS];
+    mdnl_status st = mdnl_bench_check(sizes, nsizes);
+    if (st == MDNL_OK)
+        st = want_sizes(sizes, nsizes, want);
 #ifndef MDNL_HAVE_CUDA
     (void)want;
     (void)method_labels;
     (void)json;
     (void)out;
     (void)wall_seconds;
-    return mdnl_error(MDNL_ERR_RESOURCE, "bench: this mdnl was built without CUDA; the benchmark needs a GPU");
+    return st;
 #else
-    if (mdnl_cuda_device_count() < 1)
-        return mdnl_error(MDNL_ERR_RESOURCE, "bench: no CUDA device found; the benchmark needs a GPU");
+    if (st != MDNL_OK)
+        return st;
     mdnl_cuda_ctx *ctx = NULL;
-    mdnl_status st = mdnl_cuda_ctx_create(&ctx);
+    st = mdnl_cuda_ctx_create(&ctx);
     if (st != MDNL_OK)
         return st;
     int all_valid = 1, first = 1;

@@ -37,6 +37,11 @@ MDNL_BEGIN_C
  * when a GPU list differs from the CPU twin's. */
 mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE *out);
 
+/* What every benchmark needs before it starts: the named systems exist
+ * (MDNL_ERR_USAGE naming the one that does not) and a CUDA device is there
+ * (MDNL_ERR_RESOURCE: the benchmarks time kernels, never the CPU twin). */
+mdnl_status mdnl_bench_check(const char *const *sizes, int nsizes);
+
 /* The median of v[0..n) (sorts v in place): every benchmark's summary of its repeats. */
 double mdnl_bench_median(double *v, int n);
 

@@ -91,8 +91,13 @@ mdnl_status mdnl_potential_parse(const char *spec, double cutoff, mdnl_potential
         const char *val = eq + 1;
         size_t val_len = tok_len - key_len - 1;
         int k = index_of(desc, ndesc, s, key_len);
-        if (k < 0)
-            return mdnl_error(MDNL_ERR_USAGE, "--pair: %s has no parameter \"%.*s\"", pname, (int)key_len, s);
+        if (k < 0) {
+            char names[64] = "";
+            for (int q = 0; q < ndesc; ++q)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", q ? ", " : "", desc[q].name);
+            return mdnl_error(MDNL_ERR_USAGE, "--pair: %s has no parameter \"%.*s\" (%s takes %s)", pname, (int)key_len,
+                              s, pname, names);
+        }
         if (seen[k])
             return mdnl_error(MDNL_ERR_USAGE, "--pair: %s parameter %s given twice", pname, desc[k].name);
         seen[k] = 1;

@@ -15,6 +15,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +197,21 @@ static hid_t make_group(hid_t loc, const char *name)
     return H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 }
 
+/* /h5md/author/name: the given name, else $USER, else the account's name,
+ * else "mdnl" (a container or a cron job often has no $USER). */
+static const char *author_name(const char *author)
+{
+    if (author && *author)
+        return author;
+    const char *user = getenv("USER");
+    if (user && *user)
+        return user;
+    const struct passwd *pw = getpwuid(geteuid());
+    if (pw && pw->pw_name && *pw->pw_name)
+        return pw->pw_name;
+    return "mdnl";
+}
+
 /* Creates the temporary file and /h5md. */
 static mdnl_status create_file(const char *path, const char *author, char **tmp, hid_t *fid)
 {
@@ -220,9 +236,7 @@ static mdnl_status create_file(const char *path, const char *author, char **tmp,
     if (st == MDNL_OK && au < 0)
         st = fail(path, "create /h5md/author");
     if (st == MDNL_OK) {
-        if (!author || !*author)
-            author = getenv("USER");
-        st = write_str_attr(path, au, "name", author && *author ? author : "unknown", 0, 0);
+        st = write_str_attr(path, au, "name", author_name(author), 0, 0);
     }
     if (au >= 0)
         H5Gclose(au);
@@ -308,7 +322,7 @@ static mdnl_status traj_start(mdnl_h5md_traj *w, const mdnl_frame *f)
     const char *path = w->path;
     mdnl_status st;
     w->natoms = f->natoms;
-    w->has_time = f->has_time;
+    w->has_time = f->has_time; /* else time = step (H5MD readers need a time) */
     w->has_lattice = f->box.has_lattice;
     for (int a = 0; a < 3; ++a)
         w->pbc[a] = f->box.has_lattice && f->box.pbc[a];
@@ -324,11 +338,11 @@ static mdnl_status traj_start(mdnl_h5md_traj *w, const mdnl_frame *f)
     st = app_create(path, pg, "value", H5T_IEEE_F64LE, 2, row, 1, w->opt.gzip, &w->pos);
     if (st == MDNL_OK)
         st = app_create(path, pg, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &w->step);
-    if (st == MDNL_OK && w->has_time)
+    if (st == MDNL_OK)
         st = app_create(path, pg, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, &w->time);
     if (st == MDNL_OK && w->lunit[0])
         st = write_str_attr(path, w->pos.ds, "unit", w->lunit, 0, 0);
-    if (st == MDNL_OK && w->tunit[0] && w->has_time)
+    if (st == MDNL_OK && w->tunit[0])
         st = write_str_attr(path, w->time.ds, "unit", w->tunit, 0, 0);
     H5Gclose(pg);
     if (st != MDNL_OK)
@@ -356,8 +370,7 @@ static mdnl_status traj_start(mdnl_h5md_traj *w, const mdnl_frame *f)
             st = write_str_attr(path, w->edges.ds, "unit", w->lunit, 0, 0);
         if (st == MDNL_OK && H5Lcreate_hard(w->gid, "position/step", eg, "step", H5P_DEFAULT, H5P_DEFAULT) < 0)
             st = fail(path, "link box/edges/step");
-        if (st == MDNL_OK && w->has_time &&
-            H5Lcreate_hard(w->gid, "position/time", eg, "time", H5P_DEFAULT, H5P_DEFAULT) < 0)
+        if (st == MDNL_OK && H5Lcreate_hard(w->gid, "position/time", eg, "time", H5P_DEFAULT, H5P_DEFAULT) < 0)
             st = fail(path, "link box/edges/time");
         if (eg >= 0)
             H5Gclose(eg);
@@ -417,9 +430,7 @@ static mdnl_status species_to_td(mdnl_h5md_traj *w)
         return st;
     TRY(H5Lcreate_hard(w->gid, "position/step", w->species_obj, "step", H5P_DEFAULT, H5P_DEFAULT),
         "link species/step");
-    if (w->has_time)
-        TRY(H5Lcreate_hard(w->gid, "position/time", w->species_obj, "time", H5P_DEFAULT, H5P_DEFAULT),
-            "link species/time");
+    TRY(H5Lcreate_hard(w->gid, "position/time", w->species_obj, "time", H5P_DEFAULT, H5P_DEFAULT), "link species/time");
     for (int64_t k = 0; k < w->nframes; ++k)
         if ((st = app_write(path, &w->species, H5T_NATIVE_INT32, w->first_codes, 1)) != MDNL_OK)
             return st;
@@ -455,8 +466,8 @@ mdnl_status mdnl_h5md_traj_append(mdnl_h5md_traj *w, const mdnl_frame *f)
     int64_t step = f->has_step ? f->step : f->index;
     if ((st = app_write(path, &w->step, H5T_NATIVE_INT64, &step, 1)) != MDNL_OK)
         return st;
-    if (w->has_time) {
-        double t = f->has_time ? f->time : NAN;
+    {
+        const double t = !w->has_time ? (double)step : f->has_time ? f->time : NAN;
         if ((st = app_write(path, &w->time, H5T_NATIVE_DOUBLE, &t, 1)) != MDNL_OK)
             return st;
     }
@@ -681,6 +692,8 @@ mdnl_status mdnl_h5md_results_write_energy(mdnl_h5md_results *w, int64_t step, d
         if (st == MDNL_OK)
             st = app_create(path, g, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, &w->e_time);
         if (st == MDNL_OK)
+            st = write_str_attr(path, w->e_time.ds, "unit", MDNL_H5MD_TIME_UNIT, 0, 0);
+        if (st == MDNL_OK)
             st = app_create(path, g, "value", H5T_IEEE_F64LE, 0, NULL, 1024, 0, &w->e_value);
         H5Gclose(g);
         if (st != MDNL_OK)
@@ -708,6 +721,8 @@ mdnl_status mdnl_h5md_results_write_per_atom_energy(mdnl_h5md_results *w, int64_
         st = app_create(path, g, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &w->pa_step);
         if (st == MDNL_OK)
             st = app_create(path, g, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, &w->pa_time);
+        if (st == MDNL_OK)
+            st = write_str_attr(path, w->pa_time.ds, "unit", MDNL_H5MD_TIME_UNIT, 0, 0);
         if (st == MDNL_OK)
             st = app_create(path, g, "value", H5T_IEEE_F64LE, 1, row, 1, 0, &w->pa_value);
         H5Gclose(g);

@@ -9,16 +9,19 @@
  * MDNL_ERR_INPUT. Handles are not shared between threads.
  *
  * Trajectory layout (H5MD 1.1; io/h5md_reader.c reads it back, and so does
- * MDAnalysis' H5MDReader with convert_units=False unless units are given):
+ * MDAnalysis' H5MDReader, with convert_units=True when units are given, as
+ * mdnl convert gives them: MDNL_H5MD_LENGTH_UNIT, MDNL_H5MD_TIME_UNIT):
  *
- *   /h5md                    version [1,1]; author/name; creator/{name "mdnl", version}
+ *   /h5md                    version [1,1]; author/name ($USER, else the
+ *                            account's name, else "mdnl"); creator/{name "mdnl", version}
  *   /particles/all/position  value [T][N][3] float64 (chunk [1][N][3]),
- *                            step [T] int64, time [T] float64 (only when the
- *                            first frame has a time; NaN for later frames
- *                            without one)
+ *                            step [T] int64, time [T] float64: the frames'
+ *                            times when the first frame has one (NaN for later
+ *                            frames without one), else the step (dt = 1);
+ *                            `unit` on value and time when given
  *   /particles/all/box       attributes dimension 3, boundary [3] "periodic"/"none";
  *                            edges/{value [T][3][3] float64 (rows are lattice
- *                            vectors), step, time} with step and time hard
+ *                            vectors; `unit` when given), step, time} with step and time hard
  *                            links to position's; no edges for open frames.
  *                            (Always time-dependent [T][3][3]: MDAnalysis 2.4
  *                            reads only box/edges/value[frame] as a 3x3.)
@@ -41,8 +44,15 @@ MDNL_BEGIN_C
 
 typedef struct mdnl_h5md_traj mdnl_h5md_traj;
 
+/* The units mdnl convert writes. mdnl never converts: the values are the
+ * input's; these are the names of the units XYZ data conventionally has
+ * (ASE, LAMMPS metal: Angstrom; ps), which are also MDAnalysis' own, so that
+ * it reads the numbers unchanged with convert_units True or False. */
+#define MDNL_H5MD_LENGTH_UNIT "Angstrom"
+#define MDNL_H5MD_TIME_UNIT "ps"
+
 typedef struct mdnl_h5md_traj_options {
-    const char *author;      /* /h5md/author name; NULL: $USER, else "unknown" */
+    const char *author;      /* /h5md/author name; NULL: $USER, else the account's name, else "mdnl" */
     const char *length_unit; /* `unit` attribute of positions and edges; NULL: none (mdnl never converts) */
     const char *time_unit;   /* `unit` attribute of time; NULL: none */
     int gzip;                /* 0: positions uncompressed (default), 1-9: deflate level with shuffle */

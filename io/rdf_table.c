@@ -17,14 +17,14 @@ mdnl_status mdnl_rdf_table_write(FILE *fp, const mdnl_rdf_accum *a, const char *
     mdnl_rdf_result(a, g, cpa, nr);
     const int has_g = mdnl_rdf_has_g(a);
     const int labelled = names && a->nhist > 0 && names[0];
-    fputs("# r_lo r_hi r", fp);
+    fputs("# r_lo\tr_hi\tr", fp);
     for (int32_t p = 0; p < a->nhist; ++p) {
         const char *sep = labelled ? ":" : "";
         const char *lab = labelled ? names[p] : "";
         if (has_g)
-            fprintf(fp, " g%s%s n%s%s", sep, lab, sep, lab);
+            fprintf(fp, "\tg%s%s\tn%s%s", sep, lab, sep, lab);
         else
-            fprintf(fp, " count%s%s count_per_atom%s%s n%s%s", sep, lab, sep, lab, sep, lab);
+            fprintf(fp, "\tcount%s%s\tcount_per_atom%s%s\tn%s%s", sep, lab, sep, lab, sep, lab);
     }
     fputc('\n', fp);
     for (int32_t b = 0; b < a->bins; ++b) {

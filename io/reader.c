@@ -58,7 +58,10 @@ mdnl_status mdnl_reader_count(mdnl_reader *r, int64_t *nframes)
     return mdnl_xyz_count(r->xyz, nframes);
 }
 
-const char *mdnl_reader_format(const mdnl_reader *r) { return r->h5 ? "h5md" : "xyz"; }
+const char *mdnl_reader_format(const mdnl_reader *r)
+{
+    return r->h5 ? "h5md" : mdnl_xyz_extended(r->xyz) ? "extxyz" : "xyz";
+}
 
 void mdnl_reader_close(mdnl_reader *r)
 {

@@ -38,7 +38,7 @@ mdnl_status mdnl_reader_skip(mdnl_reader *r);
  * scans the file's count lines once and caches the answer. */
 mdnl_status mdnl_reader_count(mdnl_reader *r, int64_t *nframes);
 
-/* "xyz" or "h5md". */
+/* "h5md", "extxyz" (a frame read so far had extended-XYZ keys) or "xyz". */
 const char *mdnl_reader_format(const mdnl_reader *r);
 
 void mdnl_reader_close(mdnl_reader *r); /* NULL is a no-op */

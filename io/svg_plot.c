@@ -1,16 +1,21 @@
 /* svg_plot.c — writes the SVG plot of svg_plot.h. Coordinates are computed
- * here in user units of a fixed 800x500 view box. */
+ * here in user units of an 800-wide view box; the legend sits in rows
+ * between the title and the plot area, never over a curve, and the view
+ * box grows by its height. */
 #include "svg_plot.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define W 800.0
-#define H 500.0
-#define ML 70.0  /* margins: left, right, top, bottom */
+#define PH 400.0 /* height of the plot area */
+#define ML 70.0  /* margins: left, right, top (above the legend), bottom */
 #define MR 80.0
 #define MT 40.0
 #define MB 60.0
+#define LEGEND_ROW 20.0
 
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
                                       "#17becf"};
@@ -48,7 +53,8 @@ static void xml_text(FILE *fp, const char *s)
     }
 }
 
-static void polyline(FILE *fp, const double *y, int32_t bins, double r_max, double ytop, const char *color,
+/* y0: the bottom of the plot area (PH high) in view-box units. */
+static void polyline(FILE *fp, const double *y, int32_t bins, double r_max, double ytop, double y0, const char *color,
                      const char *dash)
 {
     fprintf(fp, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" stroke-linejoin=\"round\"%s%s%s points=\"",
@@ -57,20 +63,59 @@ static void polyline(FILE *fp, const double *y, int32_t bins, double r_max, doub
         double r = r_max * ((double)b + 0.5) / (double)bins;
         double px = ML + (W - ML - MR) * r / r_max;
         double v = y[b] > ytop ? ytop : y[b];
-        double py = H - MB - (H - MT - MB) * v / ytop;
+        double py = y0 - PH * v / ytop;
         fprintf(fp, "%.2f,%.2f ", px, py);
     }
     fputs("\"/>\n", fp);
 }
 
-mdnl_status mdnl_svg_rdf(FILE *fp, const mdnl_rdf_accum *a, const char *const *names, const char *title)
+/* The legend's entries: one solid line per histogram, then the dashed n(r). */
+typedef struct legend {
+    double *x, *y; /* [nhist + 1], the caller's */
+    int rows;
+} legend;
+
+static double legend_width(const char *label)
 {
+    return 44.0 + 7.5 * (double)strlen(label) + 18.0;
+}
+
+static const char *legend_label(int32_t p, int32_t nhist, const char *const *names, char *buf, size_t size)
+{
+    if (p == nhist)
+        return "n(r), dashed, right axis";
+    snprintf(buf, size, "%s", names && names[p] ? names[p] : "total");
+    return buf;
+}
+
+/* Places the entries left to right from ML, wrapping before the right margin. */
+static void legend_layout(legend *L, int32_t nhist, const char *const *names)
+{
+    double x = ML, y = 0;
+    L->rows = 1;
+    for (int32_t p = 0; p <= nhist; ++p) {
+        char buf[64];
+        double w = legend_width(legend_label(p, nhist, names, buf, sizeof buf));
+        if (x > ML && x + w > W - MR) {
+            x = ML, y += LEGEND_ROW;
+            L->rows++;
+        }
+        L->x[p] = x, L->y[p] = y;
+        x += w;
+    }
+}
+
+mdnl_status mdnl_svg_rdf(FILE *fp, const mdnl_rdf_accum *a, const char *const *names, const char *title,
+                         const char *xlabel)
+{
+
     const size_t n = (size_t)a->nhist * (size_t)a->bins;
     double *g = mdnl_malloc(n * sizeof *g, "plot g");
     double *cpa = mdnl_malloc(n * sizeof *cpa, "plot counts");
     double *nr = mdnl_malloc(n * sizeof *nr, "plot n");
-    if (!g || !cpa || !nr) {
-        free(g), free(cpa), free(nr);
+    double *lxy = mdnl_malloc(2 * ((size_t)a->nhist + 1) * sizeof *lxy, "plot legend");
+    if (!g || !cpa || !nr || !lxy) {
+        free(g), free(cpa), free(nr), free(lxy);
         return MDNL_ERR_RESOURCE;
     }
     mdnl_rdf_result(a, g, cpa, nr);
@@ -85,7 +130,11 @@ mdnl_status mdnl_svg_rdf(FILE *fp, const mdnl_rdf_accum *a, const char *const *n
     }
     double lstep, rstep, xstep = nice_step(a->r_max);
     const double ltop = nice_top(lmax, &lstep), rtop = nice_top(rmax, &rstep);
-    const double x0 = ML, x1 = W - MR, y0 = H - MB, y1 = MT;
+    legend L = {.x = lxy, .y = lxy + a->nhist + 1};
+    legend_layout(&L, a->nhist, names);
+    const double ly = MT + 4.0;                       /* the legend's first row */
+    const double y1 = ly + LEGEND_ROW * L.rows + 8.0; /* top of the plot area */
+    const double x0 = ML, x1 = W - MR, y0 = y1 + PH, H = y0 + MB;
 
     fprintf(fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -120,8 +169,9 @@ mdnl_status mdnl_svg_rdf(FILE *fp, const mdnl_rdf_accum *a, const char *const *n
     /* Frame and axis labels. */
     fprintf(fp, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#222\"/>\n", x0, y1,
             x1 - x0, y0 - y1);
-    fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" font-size=\"15\">r</text>\n", (x0 + x1) / 2,
-            H - 15);
+    fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" font-size=\"15\">", (x0 + x1) / 2, H - 15);
+    xml_text(fp, xlabel ? xlabel : "r");
+    fputs("</text>\n", fp);
     fprintf(fp,
             "<text transform=\"translate(%.2f,%.2f) rotate(-90)\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n",
             22.0, (y0 + y1) / 2, has_g ? "g(r)" : "counts per A atom");
@@ -137,41 +187,32 @@ mdnl_status mdnl_svg_rdf(FILE *fp, const mdnl_rdf_accum *a, const char *const *n
     /* Curves: g solid on the left axis, n dashed on the right axis. */
     for (int32_t p = 0; p < a->nhist; ++p) {
         const char *color = palette[p % (int32_t)(sizeof palette / sizeof *palette)];
-        polyline(fp, left + (size_t)p * a->bins, a->bins, a->r_max, ltop, color, NULL);
+        polyline(fp, left + (size_t)p * a->bins, a->bins, a->r_max, ltop, y0, color, NULL);
         double *nscaled = mdnl_malloc((size_t)a->bins * sizeof *nscaled, "plot n scaled");
         if (!nscaled) {
-            free(g), free(cpa), free(nr);
+            free(g), free(cpa), free(nr), free(lxy);
             return MDNL_ERR_RESOURCE;
         }
         /* n is drawn against the right axis: rescale into left-axis units. */
         for (int32_t b = 0; b < a->bins; ++b)
             nscaled[b] = nr[(size_t)p * a->bins + b] * ltop / rtop;
-        polyline(fp, nscaled, a->bins, a->r_max, ltop, color, "6,4");
+        polyline(fp, nscaled, a->bins, a->r_max, ltop, y0, color, "6,4");
         free(nscaled);
     }
-    /* Legend, top right inside the frame. */
-    const double lx = x1 - 150, ly = y1 + 12;
-    fprintf(fp, "<rect x=\"%.2f\" y=\"%.2f\" width=\"140\" height=\"%.2f\" fill=\"white\" fill-opacity=\"0.85\" "
-                "stroke=\"#999\"/>\n",
-            lx, ly, 10.0 + 20.0 * (a->nhist + 1));
-    for (int32_t p = 0; p < a->nhist; ++p) {
-        const char *color = palette[p % (int32_t)(sizeof palette / sizeof *palette)];
-        double yy = ly + 18 + 20.0 * p;
-        fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2\"/>\n",
-                lx + 8, yy, lx + 36, yy, color);
-        fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\">", lx + 44, yy + 4);
-        xml_text(fp, names && names[p] ? names[p] : "total");
+    /* Legend: in rows above the plot area, clear of every curve. */
+    for (int32_t p = 0; p <= a->nhist; ++p) {
+        const bool n_entry = p == a->nhist;
+        const char *color = n_entry ? "#444" : palette[p % (int32_t)(sizeof palette / sizeof *palette)];
+        const double xx = L.x[p], yy = ly + L.y[p] + 10.0;
+        char buf[64];
+        fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", xx,
+                yy, xx + 36, yy, color, n_entry ? " stroke-dasharray=\"6,4\"" : "");
+        fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\">", xx + 44, yy + 4);
+        xml_text(fp, legend_label(p, a->nhist, names, buf, sizeof buf));
         fputs("</text>\n", fp);
     }
-    {
-        double yy = ly + 18 + 20.0 * a->nhist;
-        fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#444\" stroke-width=\"2\" "
-                    "stroke-dasharray=\"6,4\"/>\n",
-                lx + 8, yy, lx + 36, yy);
-        fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\">n(r), right axis</text>\n", lx + 44, yy + 4);
-    }
     fputs("</svg>\n", fp);
-    free(g), free(cpa), free(nr);
+    free(g), free(cpa), free(nr), free(lxy);
     if (ferror(fp))
         return mdnl_error(MDNL_ERR_RESOURCE, "SVG plot: write failed");
     return MDNL_OK;

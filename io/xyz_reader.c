@@ -31,7 +31,13 @@ struct mdnl_xyz_reader {
     int64_t frame; /* index of the next frame */
     int64_t file_size;
     int64_t nframes; /* cached count, -1 unknown */
+    int extended;    /* a comment so far had extended-XYZ keys (Lattice, pbc, Properties) */
 };
+
+int mdnl_xyz_extended(const mdnl_xyz_reader *r)
+{
+    return r->extended;
+}
 
 /* ---- numbers ----
  *
@@ -503,10 +509,26 @@ static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *
             }
         }
         /* A word without "=" is plain comment text ("relaxed at step 100"),
-         * even when it reads like a key. */
-        if (!has_value)
+         * even when it reads like a key, except LAMMPS dump xyz's
+         * "Timestep: N", which is the step. */
+        if (!has_value) {
+            if (key_is(k, klen, "Timestep:") && !f->has_step) {
+                while (s < e && is_space(*s))
+                    ++s;
+                const char *n0 = s;
+                while (s < e && !is_space(*s))
+                    ++s;
+                double x;
+                if (s > n0 && mdnl_parse_double(n0, s, &x) && x == floor(x) && fabs(x) <= 9e18) {
+                    f->step = (int64_t)x;
+                    f->has_step = true;
+                }
+            }
             continue;
+        }
         const char *ts[10], *te[10];
+        if (key_is(k, klen, "Lattice") || key_is(k, klen, "pbc") || key_is(k, klen, "Properties"))
+            r->extended = 1;
         if (key_is(k, klen, "Lattice")) {
             int n = split_tokens(v, ve, ts, te, 10);
             if (n != 9)

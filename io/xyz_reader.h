@@ -39,6 +39,10 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f);
 mdnl_status mdnl_xyz_skip(mdnl_xyz_reader *r);
 /* Counts the frames of the file with a separate scan (the cursor stays). */
 mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n);
+
+/* Whether a frame read so far had extended-XYZ keys (Lattice, pbc or
+ * Properties): "extxyz" rather than plain "xyz". */
+int mdnl_xyz_extended(const mdnl_xyz_reader *r);
 void mdnl_xyz_close(mdnl_xyz_reader *r); /* NULL is a no-op */
 
 /* The fast float parser: parses [s, end) as a whole token. Returns 1 and

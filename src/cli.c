@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include "device.h"
+#include "mpi_split.h"
 
 #include <errno.h>
 #include <math.h>
@@ -131,6 +132,8 @@ static mdnl_status parse_box(const char *s, mdnl_box *box)
 
 /* ---- the option table ---- */
 
+static bool allowed_name(const char *allowed, const char *name);
+
 enum kind { FLAG, STRING, DOUBLE_POS, DOUBLE_NONNEG, INT_POS, UINT, SPECIAL };
 
 typedef struct opt_def {
@@ -178,6 +181,70 @@ static const opt_def defs[] = {
     {"data", 0, STRING, OFF(data_dir), NONE},
 };
 
+/* The options each command takes: the one list its parser accepts and its
+ * --help shows (the generic ones through mdnl_print_option_help, the
+ * command's own in its help text in main.c). */
+static const struct command_options {
+    const char *command, *options;
+} command_options[] = {
+    {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,method,frames,box,no-pbc,"
+            "group,quiet,json,progress,no-progress,max-pairs"},
+    {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,quiet,json,progress,no-progress,"
+                  "max-pairs"},
+    {"energy", "cutoff,pair,per-atom,output,backend,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs"},
+    {"rdf", "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,quiet,json,progress,no-progress,"
+            "max-pairs"},
+    {"info", "json,group,box,no-pbc,quiet"},
+    {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},
+    {"convert", "to,frames,box,no-pbc,group,quiet,json,progress,no-progress"},
+    {"bench", "sizes,json,quiet,data"},
+};
+
+const char *mdnl_command_options(const char *command)
+{
+    for (size_t k = 0; k < sizeof command_options / sizeof *command_options; ++k)
+        if (strcmp(command_options[k].command, command) == 0)
+            return command_options[k].options;
+    return "";
+}
+
+/* Help lines of the options shared by several commands, in the order shown. */
+static const struct option_help {
+    const char *name, *text;
+} option_help[] = {
+    {"backend", "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"},
+    {"method",
+     "  --method auto|brute-atomic|brute-noatomic|cell\n"
+     "                            neighbor-list algorithm (auto: cell lists, or brute force for few atoms)\n"},
+    {"max-pairs",
+     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per\n"
+     "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
+    {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
+               "                            file's; a selection with no frame is an error (exit 2)\n"},
+    {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"
+            "                            cell override in the input's length unit (rows are lattice vectors),\n"
+            "                            periodic in x, y, z\n"},
+    {"no-pbc", "  --no-pbc                  treat every axis as open\n"},
+    {"group", "  --group NAME              H5MD particle group\n"},
+    {"quiet", "  -q, --quiet               no summary or notes on stderr\n"},
+    {"json", "  --json                    a one-object summary on stdout\n"},
+    {"progress", "  --progress | --no-progress  progress bar on stderr (default: on a terminal with >1 frame)\n"},
+};
+
+void mdnl_print_option_help(FILE *fp, const char *command)
+{
+    const char *allowed = mdnl_command_options(command);
+    bool any = false;
+    for (size_t k = 0; k < sizeof option_help / sizeof *option_help; ++k)
+        if (allowed_name(allowed, option_help[k].name)) {
+            if (!any)
+                fputs("Common options:\n", fp);
+            any = true;
+            fputs(option_help[k].text, fp);
+        }
+    fputs("  -h, --help                this help\n", fp);
+}
+
 static bool allowed_name(const char *allowed, const char *name)
 {
     size_t n = strlen(name);
@@ -189,6 +256,63 @@ static bool allowed_name(const char *allowed, const char *name)
         p += len + (comma ? 1 : 0);
     }
     return false;
+}
+
+/* Levenshtein distance of two short option names (at most 47 characters). */
+static int edit_distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 47 || lb > 47)
+        return 99;
+    int row[48];
+    for (int j = 0; j <= lb; ++j)
+        row[j] = j;
+    for (int i = 1; i <= la; ++i) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; ++j) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The unknown-option error, with the closest option the command takes when
+ * it is a near miss (at most 2 edits, or a unique prefix). */
+static mdnl_status unknown_option(const char *command, const char *allowed, const char *arg, const char *name)
+{
+    const char *best = NULL;
+    size_t best_len = 0;
+    int best_d = 3, prefixes = 0;
+    const char *prefix = NULL;
+    size_t prefix_len = 0;
+    size_t nlen = strlen(name);
+    for (const char *p = allowed; *p && nlen;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char cand[48];
+        if (len < sizeof cand) {
+            memcpy(cand, p, len);
+            cand[len] = '\0';
+            int d = edit_distance(name, cand);
+            if (d < best_d)
+                best = p, best_len = len, best_d = d;
+            if (nlen < len && strncmp(cand, name, nlen) == 0)
+                prefix = p, prefix_len = len, ++prefixes;
+        }
+        p += len + (comma ? 1 : 0);
+    }
+    if (!best && prefixes == 1)
+        best = prefix, best_len = prefix_len;
+    if (best)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl %s: unknown option \"%s\"; did you mean --%.*s? (see mdnl %s --help)",
+                          command, arg, (int)best_len, best, command);
+    return mdnl_error(MDNL_ERR_USAGE, "mdnl %s: unknown option \"%s\" (see mdnl %s --help)", command, arg, command);
 }
 
 static mdnl_status set_option(const opt_def *d, const char *value, mdnl_opts *o)
@@ -297,15 +421,21 @@ mdnl_status mdnl_parse_options(const char *command, const char *allowed, int arg
             for (size_t k = 0; k < ndefs; ++k)
                 if (strcmp(defs[k].name, name) == 0)
                     d = &defs[k];
-        } else if (arg[2] == '\0') {
+        } else {
+            /* -c CUT, or the value attached as getopt takes it: -c2 */
             for (size_t k = 0; k < ndefs; ++k)
                 if (defs[k].short_name == arg[1])
                     d = &defs[k];
+            if (d && arg[2] != '\0') {
+                if (d->kind == FLAG)
+                    d = NULL;
+                else
+                    value = arg + 2;
+            }
             snprintf(name, sizeof name, "%s", d ? d->name : "");
         }
         if (!d || !allowed_name(allowed, d->name))
-            return mdnl_error(MDNL_ERR_USAGE, "mdnl %s: unknown option \"%s\" (see mdnl %s --help)", command, arg,
-                              command);
+            return unknown_option(command, allowed, arg, arg[1] == '-' ? name : "");
         if (d->kind == FLAG) {
             if (value)
                 return mdnl_error(MDNL_ERR_USAGE, "--%s takes no value, got \"%s\"", d->name, value);
@@ -350,6 +480,31 @@ bool mdnl_is_hdf5_path(const char *path)
     return dot && (strcmp(dot, ".h5") == 0 || strcmp(dot, ".h5md") == 0 || strcmp(dot, ".hdf5") == 0);
 }
 
+void mdnl_atoms_range_add(mdnl_atoms_range *r, int64_t natoms)
+{
+    if (!r->frames || natoms < r->min)
+        r->min = natoms;
+    if (!r->frames || natoms > r->max)
+        r->max = natoms;
+    r->frames++;
+}
+
+const char *mdnl_atoms_range_text(const mdnl_atoms_range *r, char *buf, size_t size)
+{
+    if (!r->frames)
+        snprintf(buf, size, "no frame");
+    else if (r->min == r->max)
+        snprintf(buf, size, "%lld atoms", (long long)r->min);
+    else
+        snprintf(buf, size, "%lld to %lld atoms", (long long)r->min, (long long)r->max);
+    return buf;
+}
+
+void mdnl_atoms_range_json(FILE *fp, const mdnl_atoms_range *r)
+{
+    fprintf(fp, ",\"atoms\":%lld,\"atoms_max\":%lld", (long long)r->min, (long long)r->max);
+}
+
 void mdnl_json_string(FILE *fp, const char *s)
 {
     fputc('"', fp);
@@ -376,23 +531,44 @@ struct mdnl_frames {
     const char *spec;
     int64_t next_index; /* index in the file of the reader's cursor */
     int64_t count;      /* cached count of selected frames, -1 unknown */
+    int64_t yielded;    /* frames returned by mdnl_frames_next */
+    bool restricted;    /* an MPI rank's block, which may be empty */
+    int64_t first_open; /* the first XYZ frame without a cell (treated as open), -1 none */
 };
 
+/* --frames that selects nothing is a usage error naming the file's frame
+ * count (`total` < 0: not known yet, counted here). */
+static mdnl_status empty_selection(mdnl_frames *fs, int64_t total)
+{
+    if (total < 0 && mdnl_reader_count(fs->reader, &total) != MDNL_OK) {
+        mdnl_clear_error();
+        return mdnl_error(MDNL_ERR_USAGE, "--frames %s: selects no frame in %s", fs->spec, fs->path);
+    }
+    return mdnl_error(MDNL_ERR_USAGE, "--frames %s: selects no frame of the %lld in %s", fs->spec, (long long)total,
+                      fs->path);
+}
+
 /* Parses one field of START:STOP:STEP; empty means absent. */
-static mdnl_status slice_field(const char *s, size_t len, bool *present, int64_t *v)
+static mdnl_status slice_field(const char *spec, const char *s, size_t len, bool *present, int64_t *v)
 {
     *present = len > 0;
     if (!len)
         return MDNL_OK;
     char buf[32];
     if (len >= sizeof buf)
-        return mdnl_error(MDNL_ERR_USAGE, "--frames: number too long in \"%.*s\"", (int)len, s);
+        return mdnl_error(MDNL_ERR_USAGE, "--frames: number too long in \"%s\"", spec);
     memcpy(buf, s, len);
     buf[len] = '\0';
-    long long x = 0;
-    mdnl_status st = parse_int("--frames", buf, -(1LL << 62), 1LL << 62, &x);
+    char *end;
+    errno = 0;
+    long long x = strtoll(buf, &end, 10);
+    if (end == buf || *end != '\0' || errno == ERANGE || x < -(1LL << 62) || x > (1LL << 62))
+        return mdnl_error(MDNL_ERR_USAGE,
+                          "--frames: expected START:STOP:STEP (a Python slice of frame indices: 5, 2:10, ::2, -1; "
+                          "STOP excluded), got \"%s\"",
+                          spec);
     *v = x;
-    return st;
+    return MDNL_OK;
 }
 
 static mdnl_status resolve_slice(mdnl_frames *fs)
@@ -407,7 +583,7 @@ static mdnl_status resolve_slice(mdnl_frames *fs)
     int64_t a = 0, b = 0, p = 1;
     mdnl_status st;
     if (!c1) { /* a single index K means K:K+1 */
-        if ((st = slice_field(s, strlen(s), &hs, &a)) != MDNL_OK)
+        if ((st = slice_field(s, s, strlen(s), &hs, &a)) != MDNL_OK)
             return st;
         if (!hs)
             return mdnl_error(MDNL_ERR_USAGE, "--frames: expected START:STOP:STEP, got \"%s\"", s);
@@ -417,15 +593,15 @@ static mdnl_status resolve_slice(mdnl_frames *fs)
             he = false;
     } else {
         const char *c2 = strchr(c1 + 1, ':');
-        if ((st = slice_field(s, (size_t)(c1 - s), &hs, &a)) != MDNL_OK)
+        if ((st = slice_field(s, s, (size_t)(c1 - s), &hs, &a)) != MDNL_OK)
             return st;
         size_t l2 = c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1);
-        if ((st = slice_field(c1 + 1, l2, &he, &b)) != MDNL_OK)
+        if ((st = slice_field(s, c1 + 1, l2, &he, &b)) != MDNL_OK)
             return st;
         if (c2) {
             if (strchr(c2 + 1, ':'))
                 return mdnl_error(MDNL_ERR_USAGE, "--frames: expected START:STOP:STEP, got \"%s\"", s);
-            if ((st = slice_field(c2 + 1, strlen(c2 + 1), &hp, &p)) != MDNL_OK)
+            if ((st = slice_field(s, c2 + 1, strlen(c2 + 1), &hp, &p)) != MDNL_OK)
                 return st;
         }
     }
@@ -456,10 +632,18 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
     fs->path = path;
     fs->spec = o->frames;
     fs->count = -1;
+    fs->first_open = -1;
     mdnl_read_options ro = {.group = o->group, .coords_checked = o->coords_checked};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);
+    /* A selection that is empty whatever the file holds (2:0), or one of an
+     * H5MD file (whose count costs nothing), fails before any output; in an
+     * XYZ file the first frame past the end finds it (mdnl_frames_next). */
+    int64_t n;
+    if (st == MDNL_OK && fs->spec &&
+        ((fs->stop >= 0 && fs->stop <= fs->start) || strcmp(mdnl_reader_format(fs->reader), "h5md") == 0))
+        st = mdnl_frames_count(fs, &n);
     if (st != MDNL_OK) {
         mdnl_frames_close(fs);
         return st;
@@ -477,24 +661,35 @@ mdnl_status mdnl_frames_next(mdnl_frames *fs, mdnl_frame *f)
 {
     for (;;) {
         int64_t k = fs->next_index;
+        const bool check_empty = fs->spec && !fs->yielded && !fs->restricted;
         if (fs->stop >= 0 && k >= fs->stop)
-            return MDNL_END;
+            return check_empty ? empty_selection(fs, -1) : MDNL_END;
         mdnl_status st;
         if (!selected(fs, k)) {
             st = mdnl_reader_skip(fs->reader);
+            if (st == MDNL_END && check_empty)
+                return empty_selection(fs, k);
             if (st != MDNL_OK)
                 return st;
             fs->next_index++;
             continue;
         }
         st = mdnl_reader_next(fs->reader, f);
+        if (st == MDNL_END && check_empty)
+            return empty_selection(fs, k);
         if (st != MDNL_OK)
             return st;
+        fs->yielded++;
         fs->next_index++;
         f->index = k;
         if (!f->has_step)
             f->step = k;
         const mdnl_opts *o = fs->opts;
+        /* An XYZ frame without a Lattice (LAMMPS dump xyz, most plain XYZ)
+         * is an open cluster: remembered for the note of mdnl_frames_note. */
+        if (!f->box.has_lattice && !o->has_box && !o->no_pbc && fs->first_open < 0 &&
+            strcmp(mdnl_reader_format(fs->reader), "h5md") != 0)
+            fs->first_open = k;
         if (o->has_box)
             f->box = o->box;
         if (o->no_pbc)
@@ -512,6 +707,10 @@ mdnl_status mdnl_frames_count(mdnl_frames *fs, int64_t *n)
             return st;
         int64_t stop = fs->stop < 0 || fs->stop > total ? total : fs->stop;
         fs->count = stop > fs->start ? (stop - fs->start + fs->step - 1) / fs->step : 0;
+        if (fs->count == 0 && fs->spec && !fs->restricted) {
+            fs->count = -1;
+            return empty_selection(fs, total);
+        }
     }
     *n = fs->count;
     return MDNL_OK;
@@ -522,6 +721,17 @@ void mdnl_frames_restrict(mdnl_frames *fs, int64_t first, int64_t count)
     fs->start += first * fs->step;
     fs->stop = count > 0 ? fs->start + count * fs->step : 0; /* 0: at the end before the first frame */
     fs->count = count;
+    fs->restricted = true;
+}
+
+void mdnl_frames_note(const mdnl_frames *fs)
+{
+    if (!fs || fs->first_open < 0 || fs->opts->quiet || !mdnl_mpi_root())
+        return;
+    fprintf(stderr,
+            "mdnl %s: note: %s: frame %lld has no cell (no Lattice=): frames without one are treated as open; "
+            "--box a,b,c sets a periodic cell\n",
+            fs->opts->command, fs->path, (long long)fs->first_open);
 }
 
 void mdnl_frames_close(mdnl_frames *fs)

@@ -69,6 +69,13 @@ typedef struct mdnl_opts {
 mdnl_status mdnl_parse_options(const char *command, const char *allowed, int argc, char **argv, int first,
                                mdnl_opts *o);
 
+/* The comma-separated long options `command` takes ("" for an unknown
+ * command): what it passes to mdnl_parse_options and what its help shows. */
+const char *mdnl_command_options(const char *command);
+/* Prints the help lines of the shared options `command` takes (frames,
+ * box, backend, ...) and of -h/--help. */
+void mdnl_print_option_help(FILE *fp, const char *command);
+
 /* A frame source: the reader plus the --frames selection and the --box /
  * --no-pbc overrides, yielding frames with their original index. */
 typedef struct mdnl_frames mdnl_frames;
@@ -80,6 +87,10 @@ mdnl_status mdnl_frames_count(mdnl_frames *fs, int64_t *n);
 /* Keeps `count` selected frames from the `first`-th (0-based, in selection
  * order): an MPI rank's block (mpi_split.h). Indices stay the file's. */
 void mdnl_frames_restrict(mdnl_frames *fs, int64_t first, int64_t count);
+/* One line on stderr, unless --quiet, when an XYZ frame had no cell and was
+ * treated as open (without --box or --no-pbc): commands call it before their
+ * summary, so that an error stays the one line on stderr. */
+void mdnl_frames_note(const mdnl_frames *fs);
 void mdnl_frames_close(mdnl_frames *fs);
 const mdnl_reader *mdnl_frames_reader(const mdnl_frames *fs);
 
@@ -117,6 +128,17 @@ const char *mdnl_backend_name(mdnl_backend b);
 
 /* Whether a path names an HDF5 output (.h5, .h5md, .hdf5). */
 bool mdnl_is_hdf5_path(const char *path);
+
+/* Atoms per frame over the frames of a command, for its summary: the
+ * count when it is the same in every frame, else the smallest and largest. */
+typedef struct mdnl_atoms_range {
+    int64_t min, max, frames;
+} mdnl_atoms_range;
+void mdnl_atoms_range_add(mdnl_atoms_range *r, int64_t natoms);
+/* "3 atoms", "3 to 5 atoms" or "no frame" into buf; returns buf. */
+const char *mdnl_atoms_range_text(const mdnl_atoms_range *r, char *buf, size_t size);
+/* ,"atoms":MIN,"atoms_max":MAX (atoms per frame; equal when constant). */
+void mdnl_atoms_range_json(FILE *fp, const mdnl_atoms_range *r);
 
 /* Writes a JSON string literal (quoted, escaped). */
 void mdnl_json_string(FILE *fp, const char *s);

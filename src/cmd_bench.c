@@ -68,13 +68,15 @@ static mdnl_status bench_rdf_liquid(void *arg, FILE *out, int json)
 mdnl_status mdnl_cmd_bench(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("bench", "sizes,json,quiet,data", argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("bench", mdnl_command_options("bench"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     mdnl_systems_set_data_dir(o.data_dir);
     if (o.npositional)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl bench: unexpected argument \"%s\"", o.positional[0]);
     if (o.sizes && strcmp(o.sizes, "rdf") == 0) { /* the histogram benchmark alone */
+        if ((st = mdnl_bench_check(NULL, 0)) != MDNL_OK)
+            return st;
         if (!o.json)
             return mdnl_bench_rdf(stdout, 0);
         printf("{");
@@ -103,6 +105,9 @@ mdnl_status mdnl_cmd_bench(int argc, char **argv)
             rdf = rdf || strcmp(t, "lj-1m") == 0 || strcmp(t, "graphene-1m") == 0;
         }
     }
+    /* every family needs the device, lj-100k's energy and histograms too */
+    if ((st = mdnl_bench_check(names, n)) != MDNL_OK)
+        return st;
     nlist_args na = {names, n};
     static const int one = 1;
     if (o.json) {

@@ -10,8 +10,7 @@
 mdnl_status mdnl_cmd_convert(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("convert", "to,frames,box,no-pbc,group,quiet,json,progress,no-progress", argc,
-                                        argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("convert", mdnl_command_options("convert"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 2)
@@ -38,16 +37,19 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if (strcmp(input, output) == 0)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: INPUT and OUTPUT are the same file");
 
+    /* mdnl knows no units: the labels are the XYZ convention's (h5md_writer.h) */
+    const mdnl_h5md_traj_options h5md_units = {.length_unit = MDNL_H5MD_LENGTH_UNIT, .time_unit = MDNL_H5MD_TIME_UNIT};
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
     mdnl_ofile out = {0};
     mdnl_h5md_traj *traj = NULL;
-    int64_t nframes = 0, natoms = 0;
+    int64_t nframes = 0;
+    mdnl_atoms_range atoms = {0};
     mdnl_progress prog = {0};
     if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
         goto done;
     if (to == H5MD)
-        st = mdnl_h5md_traj_create(output, NULL, &traj);
+        st = mdnl_h5md_traj_create(output, &h5md_units, &traj);
     else
         st = mdnl_ofile_open(&out, output);
     if (st != MDNL_OK)
@@ -61,7 +63,7 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
         if (st != MDNL_OK)
             goto done;
         nframes++;
-        natoms = f.natoms;
+        mdnl_atoms_range_add(&atoms, f.natoms);
         mdnl_progress_step(&prog);
     }
     if (st != MDNL_END)
@@ -75,12 +77,25 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if (st != MDNL_OK)
         goto done;
     mdnl_progress_end(&prog);
-    if (o.json)
-        printf("{\"command\":\"convert\",\"frames\":%lld,\"atoms\":%lld,\"to\":\"%s\"}\n", (long long)nframes,
-               (long long)natoms, to == H5MD ? "h5md" : to == XYZ ? "xyz" : "extxyz");
-    else if (!o.quiet && strcmp(output, "-") != 0)
-        fprintf(stderr, "mdnl convert: %lld frame(s) of %lld atoms from %s to %s (%s)\n", (long long)nframes,
-                (long long)natoms, input, output, to == H5MD ? "H5MD" : to == XYZ ? "XYZ" : "extended XYZ");
+    char na[64];
+    if (o.json) {
+        printf("{\"command\":\"convert\",\"input\":");
+        mdnl_json_string(stdout, input);
+        printf(",\"output\":");
+        mdnl_json_string(stdout, output);
+        printf(",\"frames\":%lld", (long long)nframes);
+        mdnl_atoms_range_json(stdout, &atoms);
+        printf(",\"to\":\"%s\"}\n", to == H5MD ? "h5md" : to == XYZ ? "xyz" : "extxyz");
+    } else if (!o.quiet) {
+        mdnl_frames_note(fs);
+    }
+    if (!o.json && !o.quiet && strcmp(output, "-") != 0) {
+        fprintf(stderr, "mdnl convert: %lld frame(s) of %s from %s to %s (%s)\n", (long long)nframes,
+                mdnl_atoms_range_text(&atoms, na, sizeof na), input, output,
+                to == H5MD  ? "H5MD"
+                : to == XYZ ? "XYZ"
+                            : "extended XYZ");
+    }
 done:
     mdnl_progress_end(&prog);
     if (st != MDNL_OK) {

@@ -12,10 +12,7 @@
 mdnl_status mdnl_cmd_energy(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("energy",
-                                        "cutoff,pair,per-atom,output,backend,method,frames,box,no-pbc,group,quiet,"
-                                        "json,progress,no-progress,max-pairs",
-                                        argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("energy", mdnl_command_options("energy"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)
@@ -42,7 +39,8 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
     mdnl_ofile out = {0};
     mdnl_h5md_results *res = NULL;
     mdnl_progress prog = {0};
-    int64_t nframes = 0, total_atoms = 0;
+    int64_t nframes = 0;
+    mdnl_atoms_range atoms = {0};
     double e_first = 0, e_last = 0, e_sum = 0, e_min = INFINITY, e_max = -INFINITY;
     double t_read = 0, t_energy = 0, t_write = 0;
 
@@ -83,7 +81,7 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
                                      o.per_atom ? per_atom : NULL)) != MDNL_OK)
             goto done;
         double t2 = mdnl_now();
-        const double time = f.has_time ? f.time : NAN;
+        const double time = f.has_time ? f.time : (double)f.step; /* as the H5MD writers: dt = 1 */
         if (h5) {
             if ((st = mdnl_h5md_results_write_energy(res, f.step, time, total)) != MDNL_OK)
                 goto done;
@@ -109,7 +107,7 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
         e_min = total < e_min ? total : e_min;
         e_max = total > e_max ? total : e_max;
         nframes++;
-        total_atoms += f.natoms;
+        mdnl_atoms_range_add(&atoms, f.natoms);
         mdnl_progress_step(&prog);
     }
     if (h5) {
@@ -130,18 +128,28 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
         mdnl_json_string(stdout, input);
         printf(",\"pair\":");
         mdnl_json_string(stdout, desc);
-        printf(",\"cutoff\":%.15g,\"frames\":%lld,\"atoms\":%lld,\"backend\":\"%s\"", o.cutoff, (long long)nframes,
-               (long long)total_atoms, mdnl_backend_name(eng.backend));
+        printf(",\"cutoff\":%.15g,\"frames\":%lld", o.cutoff, (long long)nframes);
+        mdnl_atoms_range_json(stdout, &atoms);
+        printf(",\"backend\":\"%s\"", mdnl_backend_name(eng.backend));
+        if (outpath) {
+            printf(",\"output\":");
+            mdnl_json_string(stdout, outpath);
+        }
         if (nframes)
             printf(",\"energy\":{\"first\":%.17g,\"last\":%.17g,\"mean\":%.17g,\"min\":%.17g,\"max\":%.17g}", e_first,
                    e_last, e_sum / nframes, e_min, e_max);
         printf(",\"seconds\":{\"read\":%.6f,\"energy\":%.6f,\"write\":%.6f}}\n", t_read, t_energy, t_write);
     } else if (!o.quiet) {
-        fprintf(stderr, "mdnl energy: %lld frame(s), %lld atoms, %s below %g, %s; ", (long long)nframes,
-                (long long)total_atoms, desc, o.cutoff, mdnl_backend_name(eng.backend));
+        mdnl_frames_note(fs);
+        char na[64];
+        fprintf(stderr, "mdnl energy: %lld frame(s) of %s, %s below %g, %s; ", (long long)nframes,
+                mdnl_atoms_range_text(&atoms, na, sizeof na), desc, o.cutoff, mdnl_backend_name(eng.backend));
         if (nframes)
             fprintf(stderr, "energy first %.10g, last %.10g, mean %.10g; ", e_first, e_last, e_sum / nframes);
-        fprintf(stderr, "read %.3f s, energy %.3f s, write %.3f s\n", t_read, t_energy, t_write);
+        fprintf(stderr, "read %.3f s, energy %.3f s, write %.3f s", t_read, t_energy, t_write);
+        if (strcmp(outpath, "-") != 0)
+            fprintf(stderr, "; written to %s", outpath);
+        fputc('\n', stderr);
     }
 done:
     mdnl_progress_end(&prog);

@@ -16,7 +16,7 @@ mdnl_status mdnl_cmd_gen(int argc, char **argv)
                           argc >= 3 ? argv[2] : "");
     }
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json", argc, argv, 3, &o);
+    mdnl_status st = mdnl_parse_options("gen", mdnl_command_options("gen"), argc, argv, 3, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional)
@@ -45,10 +45,12 @@ mdnl_status mdnl_cmd_gen(int argc, char **argv)
         goto done;
     if ((st = mdnl_ofile_commit(&out)) != MDNL_OK)
         goto done;
-    if (o.json)
-        printf("{\"command\":\"gen\",\"structure\":\"graphene\",\"natoms\":%lld,\"box\":[%.17g,%.17g,%.17g]}\n",
-               (long long)f.natoms, f.box.h[0][0], f.box.h[1][1], f.box.h[2][2]);
-    else if (!o.quiet && strcmp(o.output, "-") != 0)
+    if (o.json) {
+        printf("{\"command\":\"gen\",\"structure\":\"graphene\",\"output\":");
+        mdnl_json_string(stdout, o.output);
+        printf(",\"natoms\":%lld,\"box\":[%.17g,%.17g,%.17g]}\n", (long long)f.natoms, f.box.h[0][0], f.box.h[1][1],
+               f.box.h[2][2]);
+    } else if (!o.quiet && strcmp(o.output, "-") != 0)
         fprintf(stderr, "mdnl gen: %lld atoms of graphene (%lld x %lld cells, bond %g, noise %g) in a %.4f x %.4f x %.4f "
                         "cell, periodic in x and y, written to %s\n",
                 (long long)f.natoms, o.nx, o.ny, o.bond, o.noise, f.box.h[0][0], f.box.h[1][1], f.box.h[2][2],

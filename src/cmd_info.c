@@ -8,7 +8,7 @@
 mdnl_status mdnl_cmd_info(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("info", "json,group,box,no-pbc,quiet", argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("info", mdnl_command_options("info"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)

@@ -47,9 +47,7 @@ mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l
 mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options(
-        "neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs",
-        argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("neighbors", mdnl_command_options("neighbors"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)
@@ -70,7 +68,8 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     float(*pos4)[4] = NULL;
     int64_t pos_cap = 0;
     mdnl_ofile out = {0};
-    int64_t nframes = 0, total_atoms = 0, total_pairs = 0;
+    int64_t nframes = 0, total_pairs = 0;
+    mdnl_atoms_range atoms = {0};
     double t_read = 0, t_nl = 0, t_write = 0;
     mdnl_progress prog;
     bool progress_started = false;
@@ -122,7 +121,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         double t3 = mdnl_now();
         t_read += t1 - t0, t_nl += t2 - t1, t_write += t3 - t2;
         nframes++;
-        total_atoms += f.natoms;
+        mdnl_atoms_range_add(&atoms, f.natoms);
         total_pairs += list.npairs;
         mdnl_progress_step(&prog);
     }
@@ -142,17 +141,27 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         if (o.json) {
             printf("{\"command\":\"neighbors\",\"input\":");
             mdnl_json_string(stdout, input);
-            printf(",\"frames\":%lld,\"atoms\":%lld,\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.15g,"
-                   "\"backend\":\"%s\",\"method\":\"%s\",\"seconds\":{\"read\":%.6f,\"neighbors\":%.6f,"
-                   "\"write\":%.6f}}\n",
-                   (long long)nframes, (long long)total_atoms, (long long)total_pairs, kind, o.cutoff,
-                   mdnl_backend_name(eng.backend), mdnl_method_name(used), t_read, t_nl, t_write);
+            printf(",\"frames\":%lld", (long long)nframes);
+            mdnl_atoms_range_json(stdout, &atoms);
+            if (outpath) {
+                printf(",\"output\":");
+                mdnl_json_string(stdout, outpath);
+            }
+            printf(",\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.15g,\"backend\":\"%s\",\"method\":\"%s\","
+                   "\"seconds\":{\"read\":%.6f,\"neighbors\":%.6f,\"write\":%.6f}}\n",
+                   (long long)total_pairs, kind, o.cutoff, mdnl_backend_name(eng.backend), mdnl_method_name(used),
+                   t_read, t_nl, t_write);
         } else if (!o.quiet) {
+            mdnl_frames_note(fs);
+            char na[64];
             fprintf(stderr,
-                    "mdnl neighbors: %lld frame(s), %lld atoms, %lld pairs (%s list) below %g, %s/%s, "
-                    "read %.3f s, neighbors %.3f s, write %.3f s\n",
-                    (long long)nframes, (long long)total_atoms, (long long)total_pairs, kind, o.cutoff,
-                    mdnl_backend_name(eng.backend), mdnl_method_name(used), t_read, t_nl, t_write);
+                    "mdnl neighbors: %lld frame(s) of %s, %lld pairs (%s list) below %g, %s/%s, "
+                    "read %.3f s, neighbors %.3f s, write %.3f s",
+                    (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), (long long)total_pairs, kind,
+                    o.cutoff, mdnl_backend_name(eng.backend), mdnl_method_name(used), t_read, t_nl, t_write);
+            if (strcmp(outpath, "-") != 0)
+                fprintf(stderr, "; written to %s", outpath);
+            fputc('\n', stderr);
         }
     }
 done:

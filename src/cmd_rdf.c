@@ -11,16 +11,41 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #define MAX_PAIRS MDNL_MAX_RDF_PAIRS
+
+/* --plot writes SVG only: any other extension is refused rather than an SVG
+ * written under a name that says otherwise; and never onto the -o table. */
+static mdnl_status check_plot_path(const char *plot, const char *outpath)
+{
+    const char *dot = strrchr(plot, '.');
+    const char *slash = strrchr(plot, '/');
+    if (!dot || (slash && dot < slash) || strcasecmp(dot, ".svg") != 0)
+        return mdnl_error(MDNL_ERR_USAGE,
+                          "--plot %s: expected an .svg file (mdnl writes SVG only; rsvg-convert "
+                          "makes a PNG of it)",
+                          plot);
+    struct stat a, b;
+    if (outpath && (strcmp(plot, outpath) == 0 ||
+                    (stat(plot, &a) == 0 && stat(outpath, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)))
+        return mdnl_error(MDNL_ERR_USAGE, "--plot %s: the same file as -o %s; give the plot a name of its own", plot,
+                          outpath);
+    return MDNL_OK;
+}
+
+/* The plot's title: the input's base name. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
 
 mdnl_status mdnl_cmd_rdf(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("rdf",
-                                        "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,quiet,"
-                                        "json,progress,no-progress,max-pairs",
-                                        argc, argv, 2, &o);
+    mdnl_status st = mdnl_parse_options("rdf", mdnl_command_options("rdf"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)
@@ -35,8 +60,8 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
     const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
-    if (o.plot && mdnl_is_hdf5_path(o.plot))
-        return mdnl_error(MDNL_ERR_USAGE, "--plot %s: expected an .svg file", o.plot);
+    if (o.plot && (st = check_plot_path(o.plot, outpath)) != MDNL_OK)
+        return st;
 
     int32_t ids[MAX_PAIRS][2] = {{0}}; /* resolved per frame */
     mdnl_hist_spec spec = {.r_max = o.rmax, .bins = (int32_t)o.bins, .npairs = pn.n, .pairs = ids};
@@ -47,7 +72,8 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
     float(*pos4)[4] = NULL;
-    int64_t pos_cap = 0, nframes = 0, total_atoms = 0;
+    int64_t pos_cap = 0, nframes = 0;
+    mdnl_atoms_range atoms = {0};
     uint64_t *counts = NULL, pairs_counted = 0;
     mdnl_rdf_accum acc = {0};
     mdnl_ofile out = {0}, plot = {0};
@@ -67,8 +93,10 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     for (;;) {
         double t0 = mdnl_now();
         st = mdnl_frames_next(fs, &f);
-        if (st == MDNL_END)
+        if (st == MDNL_END) {
+            st = MDNL_OK; /* MDNL_END left in st is what main.c takes for --help */
             break;
+        }
         if (st != MDNL_OK)
             goto done;
         double t1 = mdnl_now();
@@ -90,7 +118,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
             pairs_counted += counts[k];
         t_read += t1 - t0, t_hist += mdnl_now() - t1;
         nframes++;
-        total_atoms += f.natoms;
+        mdnl_atoms_range_add(&atoms, f.natoms);
         mdnl_progress_step(&prog);
     }
     mdnl_progress_end(&prog);
@@ -107,7 +135,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
         }
         if (o.plot) {
             if ((st = mdnl_ofile_open(&plot, o.plot)) != MDNL_OK ||
-                (st = mdnl_svg_rdf(plot.fp, &acc, names, input)) != MDNL_OK)
+                (st = mdnl_svg_rdf(plot.fp, &acc, names, base_name(input), "r (input length unit)")) != MDNL_OK)
                 goto done;
         }
         /* Commit only when everything is written: a failure leaves nothing. */
@@ -126,8 +154,17 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     if (o.json) {
         printf("{\"command\":\"rdf\",\"input\":");
         mdnl_json_string(stdout, input);
-        printf(",\"frames\":%lld,\"atoms\":%lld,\"rmax\":%.15g,\"bins\":%d,\"histograms\":[", (long long)nframes,
-               (long long)total_atoms, o.rmax, spec.bins);
+        printf(",\"frames\":%lld", (long long)nframes);
+        mdnl_atoms_range_json(stdout, &atoms);
+        if (outpath) {
+            printf(",\"output\":");
+            mdnl_json_string(stdout, outpath);
+        }
+        if (o.plot) {
+            printf(",\"plot\":");
+            mdnl_json_string(stdout, o.plot);
+        }
+        printf(",\"rmax\":%.15g,\"bins\":%d,\"histograms\":[", o.rmax, spec.bins);
         for (int h = 0; h < nh; ++h) {
             printf(h ? "," : "");
             mdnl_json_string(stdout, pn.n ? pn.labels[h] : "total");
@@ -137,12 +174,22 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
                (unsigned long long)pairs_counted, mdnl_rdf_has_g(&acc) ? "true" : "false",
                mdnl_backend_name(eng.backend), t_read, t_hist, t_write);
     } else if (!o.quiet) {
+        mdnl_frames_note(fs);
+        char na[64];
         fprintf(stderr,
-                "mdnl rdf: %lld frame(s), %lld atoms, %llu pair distances below %g in %d bins (%s), %s; read %.3f s, "
-                "histogram %.3f s, write %.3f s\n",
-                (long long)nframes, (long long)total_atoms, (unsigned long long)pairs_counted, o.rmax, spec.bins,
-                mdnl_rdf_has_g(&acc) ? "g(r)" : "counts: open frames, no --volume", mdnl_backend_name(eng.backend),
-                t_read, t_hist, t_write);
+                "mdnl rdf: %lld frame(s) of %s, %llu pair distances below %g in %d bins (%s), %s; read %.3f s, "
+                "histogram %.3f s, write %.3f s",
+                (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), (unsigned long long)pairs_counted,
+                o.rmax, spec.bins,
+                mdnl_rdf_has_g(&acc) ? "g(r)"
+                : nframes            ? "counts: open frames, no --volume"
+                                     : "no frame",
+                mdnl_backend_name(eng.backend), t_read, t_hist, t_write);
+        if (strcmp(outpath, "-") != 0)
+            fprintf(stderr, "; written to %s", outpath);
+        if (o.plot)
+            fprintf(stderr, "; plot %s", o.plot);
+        fputc('\n', stderr);
     }
 done:
     mdnl_progress_end(&prog);

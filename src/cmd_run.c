@@ -155,10 +155,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     mdnl_status st = mdnl_mpi_begin();
     if (st != MDNL_OK)
         return st;
-    st = mdnl_parse_options("run",
-                                        "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,"
-                                        "method,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs",
-                                        argc, argv, 2, &o);
+    st = mdnl_parse_options("run", mdnl_command_options("run"), argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;
     if (o.npositional != 1)
@@ -299,9 +296,14 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         if (o.json) {
             printf("{\"command\":\"run\",\"input\":");
             mdnl_json_string(stdout, cfg.input);
-            printf(",\"format\":\"%s\",\"backend\":\"%s\",\"read_only\":%s,\"frames\":%lld,\"atoms\":%lld",
+            printf(",\"format\":\"%s\",\"backend\":\"%s\",\"read_only\":%s,\"frames\":%lld",
                    mdnl_reader_format(mdnl_frames_reader(fs)), o.read_only ? "none" : mdnl_backend_name(stats.backend),
-                   o.read_only ? "true" : "false", (long long)stats.nframes, (long long)stats.atoms);
+                   o.read_only ? "true" : "false", (long long)stats.nframes);
+            mdnl_atoms_range_json(stdout, &stats.atoms);
+            if (o.output) {
+                printf(",\"output\":");
+                mdnl_json_string(stdout, o.output);
+            }
             if (o.neighbors)
                 printf(",\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.15g", (long long)stats.pairs,
                        cfg.list == MDNL_LIST_FULL ? "full" : "half", o.cutoff);
@@ -328,8 +330,11 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
                        ? (double)(stats.nframes - 1) / (stats.t_last_done - stats.t_first_done)
                        : 0.0);
         } else if (!o.quiet) {
-            fprintf(stderr, "mdnl run: %lld frame(s), %lld atoms, %s", (long long)stats.nframes,
-                    (long long)stats.atoms, o.read_only ? "read only" : mdnl_backend_name(stats.backend));
+            mdnl_frames_note(fs);
+            char atoms[64];
+            fprintf(stderr, "mdnl run: %lld frame(s) of %s, %s", (long long)stats.nframes,
+                    mdnl_atoms_range_text(&stats.atoms, atoms, sizeof atoms),
+                    o.read_only ? "read only" : mdnl_backend_name(stats.backend));
             if (o.neighbors)
                 fprintf(stderr, "; %lld pairs below %g", (long long)stats.pairs, o.cutoff);
             if (o.pair && stats.nframes)
@@ -337,8 +342,12 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
                         stats.e_sum / (double)stats.nframes);
             if (hist)
                 fprintf(stderr, "; %llu distances below %g", (unsigned long long)stats.pairs_counted, o.rmax);
-            fprintf(stderr, "; busy read %.3f s, prepare %.3f s, compute %.3f s, write %.3f s; wall %.3f s, %.1f frames/s\n",
+            fprintf(stderr,
+                    "; busy read %.3f s, prepare %.3f s, compute %.3f s, write %.3f s; wall %.3f s, %.1f frames/s",
                     stats.t_read, stats.t_prepare, stats.t_compute, stats.t_write, stats.t_wall, fps);
+            if (o.output)
+                fprintf(stderr, "; written to %s", o.output);
+            fputc('\n', stderr);
         }
     }
 done:

@@ -14,19 +14,8 @@ typedef struct command {
     const char *help;
 } command;
 
-static const char common_help[] =
-    "Common options:\n"
-    "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the file's\n"
-    "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"
-    "                            cell override (rows are lattice vectors), periodic in x, y, z\n"
-    "  --no-pbc                  treat every axis as open\n"
-    "  --group NAME              H5MD particle group\n"
-    "  --quiet                   no summary on stderr\n"
-    "  --json                    a one-object summary on stdout\n"
-    "  --progress | --no-progress  progress bar on stderr (default: on a terminal with >1 frame)\n"
-    "  -h, --help                this help\n"
-    "SIGINT, SIGTERM and SIGHUP remove the temporary outputs (.NAME.tmp-PID-N) and exit 130, 143, 129.\n";
-
+/* Each command's own usage and options; mdnl_print_option_help (cli.c) adds
+ * the shared options it takes, from the same list its parser accepts. */
 static const command commands[] = {
     {"run", mdnl_cmd_run,
      "usage: mdnl run INPUT [-c CUT] [--neighbors [--list half|full]] [--pair SPEC]\n"
@@ -34,7 +23,8 @@ static const command commands[] = {
      "       mdnl run INPUT --read-only [options]\n"
      "Every selected frame through neighbors, energy and the histogram in one streaming pass:\n"
      "reading frame k+1, computing frame k and writing frame k-1 overlap (memory stays a few\n"
-     "frames). Give at least one of --neighbors, --pair, --rmax/--bins.\n"
+     "frames). Give at least one of --neighbors, --pair, --rmax/--bins. Lengths (CUT, R, V, the\n"
+     "--pair lengths) are in the input's length unit, energies in the unit of the --pair parameters.\n"
      "Options:\n"
      "  -c, --cutoff CUT          neighbor and potential cutoff (required with --neighbors or --pair)\n"
      "  --neighbors               store every frame's neighbor list\n"
@@ -50,70 +40,72 @@ static const command commands[] = {
      "                            the single commands' formats: energy.tsv, rdf.tsv, neighbors.tsv\n"
      "  --read-only               read and parse every selected frame, compute and write nothing\n"
      "                            (the I/O floor for benchmarks; also a quick check that every frame parses)\n"
-     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
-     "  --method auto|brute-atomic|brute-noatomic|cell\n"
-     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per atom,\n"
-     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"
-     "  --json summary: frames, atoms, pairs, energy first/last/mean/min/max, busy seconds per\n"
-     "  stage (read, compute, write), wall seconds and frames/s; ranks and frames_per_rank.\n"
+     "--json summary: frames, atoms (per frame; atoms_max when it changes), output, pairs, energy\n"
+     "first/last/mean/min/max, busy seconds per stage (read, compute, write), wall seconds and\n"
+     "frames/s; ranks and frames_per_rank.\n"
      "Under mpirun -n P (or srun) the selected frames are split into P contiguous blocks, one\n"
      "per rank (GPU: local rank mod devices); rank 0 writes the one result, the same as one\n"
-     "process's (README: running on a cluster).\n"},
+     "process's (README: running on a cluster).\n"
+     "SIGINT, SIGTERM and SIGHUP remove the temporary outputs (.NAME.tmp-PID-N) and exit 130, 143, 129.\n"},
     {"neighbors", mdnl_cmd_neighbors,
      "usage: mdnl neighbors INPUT -c CUT [--list half|full] [-o OUT.tsv|OUT.h5|-] [options]\n"
      "Every pair closer than CUT in every selected frame, as a TSV table\n"
      "  # frame i j distance   (0-based indices; half list: i < j, i = j for self images)\n"
      "Options:\n"
-     "  -c, --cutoff CUT          neighbor cutoff (required, > 0)\n"
+     "  -c, --cutoff CUT          neighbor cutoff in the input's length unit (required, > 0)\n"
      "  --list half|full          half list (default) or both directions\n"
      "  -o, --output FILE         TSV output (default: standard output; - is standard output),\n"
-     "                            or HDF5 (.h5/.h5md/.hdf5): one CSR per frame under /neighbors\n"
-     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
-     "  --method auto|brute-atomic|brute-noatomic|cell\n"
-     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per atom,\n"
-     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
+     "                            or HDF5 (.h5/.h5md/.hdf5): one CSR per frame under /neighbors\n"},
     {"energy", mdnl_cmd_energy,
      "usage: mdnl energy INPUT -c CUT --pair SPEC [--per-atom] [-o OUT.tsv|OUT.h5|-] [options]\n"
      "Pair-potential energy of every selected frame: TSV # frame step energy, or with\n"
      "--per-atom # frame i energy (half of each pair to each atom, as LAMMPS compute pe/atom).\n"
+     "Energies are in the energy unit of the --pair parameters (epsilon, d0); lengths in the\n"
+     "input's length unit.\n"
      "Options:\n"
-     "  -c, --cutoff CUT          potential cutoff (required, > 0)\n"
+     "  -c, --cutoff CUT          potential cutoff in the input's length unit (required, > 0)\n"
      "  --pair lj:epsilon=E,sigma=S[,shift=yes|no]\n"
      "  --pair morse:d0=D,alpha=A,r0=R[,shift=yes|no]\n"
      "                            shifted to zero at the cutoff unless shift=no (LAMMPS pair_modify shift yes)\n"
      "  --per-atom                per-atom energies instead of totals\n"
      "  -o, --output FILE         TSV (default standard output) or HDF5: /observables/potential_energy,\n"
-     "                            /particles/all/potential_energy with --per-atom\n"
-     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
-     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per atom,\n"
-     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
+     "                            /particles/all/potential_energy with --per-atom\n"},
     {"rdf", mdnl_cmd_rdf,
      "usage: mdnl rdf INPUT --rmax R --bins B [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--plot OUT.svg]\n"
      "Radial distribution function averaged over the selected frames. Pair distances below R are\n"
      "binned into B uniform bins on [0, R) while the cells are traversed (no list stored; R may\n"
      "exceed half the box: images count). TSV # r_lo r_hi r g n (per pair: g:A-B n:A-B); open\n"
-     "frames without --volume give # r_lo r_hi r count count_per_atom n.\n"
+     "frames without --volume give # r_lo r_hi r count count_per_atom n. Distances are in the\n"
+     "input's length unit.\n"
      "Options:\n"
-     "  --rmax R --bins B         histogram range and bin count (required)\n"
+     "  --rmax R --bins B         histogram range (input length unit) and bin count (required)\n"
      "  --pairs C-C,C-H           partial RDFs for species pairs (default: the total)\n"
      "  --volume V                normalisation volume (open frames; overrides the cell volume)\n"
      "  -o, --output FILE         TSV (default standard output) or HDF5 /rdf/<total|A-B>/{r_lo,r_hi,r,g,n,counts}\n"
-     "  --plot OUT.svg            an SVG plot of g(r) and n(r)\n"
-     "  --backend auto|cpu|cuda   where to compute (auto: the GPU when present)\n"
-     "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per atom,\n"
-     "                            at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
+     "  --plot OUT.svg            an SVG plot of g(r) and n(r) (.svg only; not the -o file)\n"},
     {"info", mdnl_cmd_info,
-     "usage: mdnl info INPUT [--json]\n"
-     "Atoms, frames, species, cell and periodicity of the first frame.\n"},
+     "usage: mdnl info INPUT [--json] [options]\n"
+     "Atoms, frames, species, cell and periodicity of the first frame; the format is h5md,\n"
+     "extxyz (extended XYZ) or xyz (plain XYZ).\n"},
     {"gen", mdnl_cmd_gen,
      "usage: mdnl gen graphene --nx NX --ny NY [--bond 1.42] [--noise S --seed K] [--vacuum 20] -o OUT\n"
      "A periodic rectangular graphene sheet of NX x NY four-atom cells (a = bond*sqrt(3), b = 3*bond),\n"
-     "periodic in x and y, open in z, written as extended XYZ (--to xyz for plain XYZ).\n"
-     "  --noise S --seed K        Gaussian displacement of standard deviation S on every coordinate\n"},
+     "periodic in x and y, open in z, written as extended XYZ. Lengths are in Angstrom.\n"
+     "Options:\n"
+     "  --nx NX --ny NY           cells along x and y (required)\n"
+     "  --bond B                  C-C bond length (default 1.42)\n"
+     "  --noise S --seed K        Gaussian displacement of standard deviation S on every coordinate\n"
+     "  --vacuum V                cell height along z (default 20)\n"
+     "  --to xyz|extxyz           plain XYZ instead of extended XYZ (default extxyz)\n"
+     "  -o, --output OUT          the file (- for standard output; required)\n"},
     {"convert", mdnl_cmd_convert,
      "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md] [options]\n"
      "Copies the selected frames between XYZ, extended XYZ and H5MD (by OUTPUT's extension:\n"
-     ".h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, anything else -> extended XYZ).\n"},
+     ".h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, anything else -> extended XYZ).\n"
+     "H5MD: positions and box edges carry the unit \"Angstrom\" and time \"ps\", the values are the\n"
+     "input's unchanged (mdnl never converts); without a time in the input, time = step.\n"
+     "Options:\n"
+     "  --to xyz|extxyz|h5md      the output format, whatever OUTPUT's extension\n"},
     {"bench", mdnl_cmd_bench,
      "usage: mdnl bench [--sizes graphene-17k,graphene-1m,graphene-1m-shuffled,lj-1m,lj-100k,lj-1m-liquid,\n"
      "                  lj-1m-liquid-sorted,cu-131k\n"
@@ -129,23 +121,28 @@ static const command commands[] = {
      "energy and histograms on it). Every system builds full and half lists. The liquids read\n"
      "lj-liquid-131k.h5md from --data DIR, else from ../data or ../../data beside the binary,\n"
      "else from ./data.\n"
-     "Needs a CUDA device (exit 4 without one).\n"},
+     "Needs a CUDA device (exit 4 without one, whatever --sizes).\n"
+     "Options:\n"
+     "  --sizes LIST              the systems (above)\n"
+     "  --data DIR                the folder of lj-liquid-131k.h5md\n"},
 };
 
 static void print_usage(FILE *fp)
 {
-    fprintf(fp, "mdnl %s — neighbor lists, pair energies and RDFs of molecular-dynamics frames\n"
-                "usage: mdnl COMMAND [options]   (mdnl COMMAND --help for each)\n"
-                "commands:\n"
-                "  run INPUT ... -o OUT.h5|DIR/ neighbors, energy and RDF in one streaming pass\n"
-                "  neighbors INPUT -c CUT      neighbor lists as TSV\n"
-                "  energy INPUT -c CUT --pair  pair energies (LJ, Morse)\n"
-                "  rdf INPUT --rmax --bins     radial distribution functions\n"
-                "  info INPUT [--json]         what a trajectory holds\n"
-                "  gen graphene --nx --ny -o   generate a graphene sheet\n"
-                "  convert INPUT OUTPUT        XYZ / extended XYZ / H5MD\n"
-                "  bench [--sizes ...]         GPU benchmark of the kernels\n"
-                "  --version                   print the version\n",
+    fprintf(fp,
+            "mdnl %s — neighbor lists, pair energies and RDFs of molecular-dynamics frames\n"
+            "usage: mdnl COMMAND [options]   (mdnl COMMAND --help for each)\n"
+            "commands:\n"
+            "  run INPUT ... -o OUT.h5|DIR/  neighbors, energy and RDF in one streaming pass\n"
+            "  neighbors INPUT -c CUT        neighbor lists as TSV\n"
+            "  energy INPUT -c CUT --pair    pair energies (LJ, Morse)\n"
+            "  rdf INPUT --rmax --bins       radial distribution functions\n"
+            "  info INPUT [--json]           what a trajectory holds\n"
+            "  gen graphene --nx --ny -o     generate a graphene sheet\n"
+            "  convert INPUT OUTPUT          XYZ / extended XYZ / H5MD\n"
+            "  bench [--sizes ...]           GPU benchmark of the kernels\n"
+            "  --version                     print the version\n"
+            "Lengths are in the input's length unit, energies in the unit of the --pair parameters.\n",
             MDNL_VERSION);
 }
 
@@ -173,7 +170,7 @@ int main(int argc, char **argv)
         if (st == MDNL_END) { /* -h / --help */
             if (speak) {
                 fputs(commands[k].help, stdout);
-                fputs(common_help, stdout);
+                mdnl_print_option_help(stdout, commands[k].name);
             }
             st = MDNL_OK;
         }

@@ -514,7 +514,7 @@ static mdnl_status merge_record(stream *s, frame_buf *b, mdnl_pipeline_stats *st
             stats->pairs_counted += b->counts[k];
     }
     stats->nframes++;
-    stats->atoms += h.natoms;
+    mdnl_atoms_range_add(&stats->atoms, h.natoms);
     return MDNL_OK;
 }
 

@@ -61,9 +61,16 @@ mdnl_status mdnl_pair_names_resolve(const mdnl_pair_names *pn, const char *input
     for (int p = 0; p < pn->n; ++p) {
         ids[p][0] = find_species(f, pn->a[p]);
         ids[p][1] = find_species(f, pn->b[p]);
-        if (ids[p][0] < 0 || ids[p][1] < 0)
-            return mdnl_error(MDNL_ERR_INPUT, "%s: frame %lld: expected species %s for --pairs %s, found none", input,
-                              (long long)f->index, ids[p][0] < 0 ? pn->a[p] : pn->b[p], pn->labels[p]);
+        if (ids[p][0] < 0 || ids[p][1] < 0) {
+            char present[256] = "";
+            size_t len = 0;
+            for (int32_t s = 0; s < f->nspecies && len < sizeof present; ++s)
+                len += (size_t)snprintf(present + len, sizeof present - len, "%s%s", s ? ", " : "", f->symbols[s]);
+            return mdnl_error(MDNL_ERR_INPUT,
+                              "%s: frame %lld: expected species %s for --pairs %s, found none (the frame has %s)",
+                              input, (long long)f->index, ids[p][0] < 0 ? pn->a[p] : pn->b[p], pn->labels[p],
+                              f->nspecies ? present : "no atoms");
+        }
     }
     return MDNL_OK;
 }
@@ -276,7 +283,7 @@ static void *writer_main(void *arg)
                 .index = s->f.index,
                 .step = s->f.step,
                 .natoms = s->f.natoms,
-                .time = s->f.has_time ? s->f.time : NAN,
+                .time = s->f.has_time ? s->f.time : (double)s->f.step, /* as the H5MD writers: dt = 1 */
                 .has_energy = s->has_energy,
                 .energy = s->energy,
                 .list = p->c->neighbors ? &s->list : NULL,
@@ -435,7 +442,7 @@ static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slo
             stats->pairs_counted += s->counts_host[k];
     }
     stats->nframes++;
-    stats->atoms += f->natoms;
+    mdnl_atoms_range_add(&stats->atoms, f->natoms);
     return MDNL_OK;
 }
 
@@ -538,7 +545,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         if (cst == MDNL_OK && seen != SLOT_END) {
             if (c->read_only) { /* nothing to wait for */
                 stats->nframes++;
-                stats->atoms += s->f.natoms;
+                mdnl_atoms_range_add(&stats->atoms, s->f.natoms);
                 set_slot(p, s, SLOT_COMPUTED);
             } else {
                 pend = s, pend_ticket = ticket;

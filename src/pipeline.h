@@ -106,7 +106,8 @@ typedef mdnl_status (*mdnl_pipeline_sink)(void *user, const mdnl_frame_result *r
 
 typedef struct mdnl_pipeline_stats {
     mdnl_backend backend;
-    int64_t nframes, atoms, pairs; /* pairs: stored neighbor pairs */
+    int64_t nframes, pairs;        /* pairs: stored neighbor pairs */
+    mdnl_atoms_range atoms;        /* atoms per frame */
     uint64_t pairs_counted;        /* histogrammed distances */
     double e_first, e_last, e_sum, e_min, e_max;
     double t_read, t_prepare, t_compute, t_write, t_wall; /* busy seconds per stage; wall of the whole run */

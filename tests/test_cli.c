@@ -406,3 +406,265 @@ Test(cli, named_pipe_input_is_read_once_and_never_hangs)
     cr_expect(strstr(err_text, "found a pipe") != NULL, "%s", err_text);
     cr_expect_eq(count_lines(err_text), 1, "%s", err_text);
 }
+
+/* ---- issue 55: what a new user trips on ---- */
+
+#define TRAJ3 MDNL_DATA_DIR "/trajectory-3frames.extxyz"
+
+/* stdout of the last command parses as exactly one JSON object. */
+static void expect_one_json_object(const char *what)
+{
+    write_file("stdout.json", out_text);
+    char saved[sizeof out_text];
+    snprintf(saved, sizeof saved, "%s", out_text);
+    int rc = sh("python3 -c 'import json,sys; d = json.load(sys.stdin); assert isinstance(d, dict)' < stdout.json");
+    cr_expect_eq(rc, 0, "%s --json: stdout is not one JSON object: %s\n%s", what, saved, err_text);
+    sh("rm -f stdout.json");
+}
+
+Test(cli, every_json_summary_is_exactly_one_object)
+{
+    const char *runs[][2] = {
+        {"neighbors", "neighbors " TRAJ3 " -c 2 -o n.tsv --json"},
+        {"energy", "energy " TRAJ3 " -c 2 --pair lj:epsilon=1,sigma=1 -o e.tsv --json"},
+        {"rdf", "rdf " TRAJ3 " --rmax 2 --bins 10 -o r.tsv --json"},
+        {"rdf without -o", "rdf " TRAJ3 " --rmax 2 --bins 10 --json"},
+        {"run", "run " TRAJ3 " -c 2 --pair lj:epsilon=1,sigma=1 -o run.h5 --json"},
+        {"info", "info " TRAJ3 " --json"},
+        {"convert", "convert " TRAJ3 " c.h5md --json"},
+        {"gen", "gen graphene --nx 2 --ny 2 -o g.extxyz --json"},
+    };
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; ++k) {
+        cr_expect_eq(mdnl("%s", runs[k][1]), 0, "%s: %s", runs[k][0], err_text);
+        cr_expect(strstr(out_text, "usage:") == NULL, "%s --json printed the help: %s", runs[k][0], out_text);
+        expect_one_json_object(runs[k][0]);
+    }
+}
+
+Test(cli, frames_selecting_nothing_exit_2_naming_the_frame_count)
+{
+    const char *sel[] = {"10", "-5", "2:0", "3:", "5:9:2"};
+    for (size_t k = 0; k < sizeof sel / sizeof *sel; ++k) {
+        cr_expect_eq(mdnl("neighbors %s -c 2 --frames %s -o n.tsv", TRAJ3, sel[k]), 2, "--frames %s: %s", sel[k],
+                     err_text);
+        expect_one_error_line();
+        char want[64];
+        snprintf(want, sizeof want, "--frames %s: selects no frame of the 3 in", sel[k]);
+        cr_expect(strstr(err_text, want) != NULL, "expected \"%s\" in: %s", want, err_text);
+        cr_expect_eq(mdnl("run %s -c 2 --pair lj:epsilon=1,sigma=1 --frames %s -o r.h5", TRAJ3, sel[k]), 2, "%s",
+                     err_text);
+        cr_expect_eq(mdnl("rdf %s --rmax 2 --bins 4 --frames %s --json", TRAJ3, sel[k]), 2, "%s", err_text);
+        cr_expect_str_eq(out_text, "", "--frames %s wrote a summary", sel[k]);
+    }
+    cr_expect_eq(dir_entries(), 0, "an empty selection left an output");
+    /* H5MD: refused before any output, standard output included */
+    cr_assert_eq(mdnl("convert %s t.h5md", TRAJ3), 0, "%s", err_text);
+    cr_expect_eq(mdnl("neighbors t.h5md -c 2 --frames 7"), 2, "%s", err_text);
+    cr_expect_str_eq(out_text, "");
+    cr_expect(strstr(err_text, "selects no frame of the 3 in t.h5md") != NULL, "%s", err_text);
+    /* a selection that has frames is still fine, with the original indices */
+    cr_expect_eq(mdnl("neighbors %s -c 2 --frames -1", TRAJ3), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\n2\t") != NULL, "%s", out_text);
+}
+
+/* Every option a command's --help names is one its parser accepts. */
+Test(cli, help_names_only_options_the_command_accepts)
+{
+    const char *cmds[] = {"run", "neighbors", "energy", "rdf", "info", "gen", "convert", "bench"};
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; ++c) {
+        const char *prefix = strcmp(cmds[c], "gen") == 0 ? "gen graphene" : cmds[c];
+        cr_assert_eq(mdnl("%s --help", prefix), 0, "%s --help", cmds[c]);
+        static char help[sizeof out_text];
+        snprintf(help, sizeof help, "%s", out_text);
+        cr_expect(strstr(help, "Common options:\n  --frames") == NULL || strcmp(cmds[c], "info") != 0);
+        int checked = 0;
+        for (const char *p = help; (p = strchr(p, '-')) != NULL; ++p) {
+            char opt[40];
+            if (p > help && (p[-1] != ' ' && p[-1] != '[' && p[-1] != '|' && p[-1] != '\n'))
+                continue;
+            if (p[1] == '-' && p[2] >= 'a' && p[2] <= 'z') {
+                size_t n = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-");
+                snprintf(opt, sizeof opt, "--%.*s", (int)n, p + 2);
+            } else if (p >= help + 2 && p[-1] == ' ' && p[-2] == ' ' && p[1] >= 'a' && p[1] <= 'z' && p[2] == ',') {
+                /* "  -c, --cutoff": an option's own line (not "mpirun -n P") */
+                snprintf(opt, sizeof opt, "-%c", p[1]);
+            } else {
+                continue;
+            }
+            mdnl("%s %s", prefix, opt);
+            cr_expect(strstr(err_text, "unknown option") == NULL, "mdnl %s --help names %s, which it refuses: %s",
+                      cmds[c], opt, err_text);
+            ++checked;
+        }
+        cr_expect_gt(checked, 2, "%s --help: found no options in\n%s", cmds[c], help);
+    }
+    /* the options the issue found shown but refused, or accepted but not shown */
+    const char *refused[][2] = {{"info", "--frames"},         {"info", "--progress"}, {"gen graphene", "--box"},
+                                {"gen graphene", "--frames"}, {"rdf", "--method"},    {"energy", "--method"}};
+    for (size_t k = 0; k < sizeof refused / sizeof *refused; ++k) {
+        cr_expect_eq(mdnl("%s --help", refused[k][0]), 0);
+        char with_space[48];
+        snprintf(with_space, sizeof with_space, " %s ", refused[k][1]);
+        cr_expect(strstr(out_text, with_space) == NULL, "mdnl %s --help shows %s", refused[k][0], refused[k][1]);
+        cr_expect_eq(mdnl("%s %s x", refused[k][0], refused[k][1]), 2);
+        cr_expect(strstr(err_text, "unknown option") != NULL, "%s %s: %s", refused[k][0], refused[k][1], err_text);
+    }
+}
+
+Test(cli, help_gives_units_and_keeps_the_command_column_apart)
+{
+    cr_assert_eq(mdnl("--help"), 0);
+    const char *run = strstr(out_text, "run INPUT ... -o OUT.h5|DIR/");
+    cr_assert_not_null(run, "%s", out_text);
+    cr_expect(strncmp(run + strlen("run INPUT ... -o OUT.h5|DIR/"), "  ", 2) == 0, "%.80s", run);
+    const char *cmds[] = {"run", "neighbors", "energy", "rdf"};
+    for (size_t k = 0; k < sizeof cmds / sizeof *cmds; ++k) {
+        cr_assert_eq(mdnl("%s --help", cmds[k]), 0);
+        cr_expect(strstr(out_text, "input's length unit") != NULL, "%s --help: no length unit", cmds[k]);
+    }
+    cr_assert_eq(mdnl("energy --help"), 0);
+    cr_expect(strstr(out_text, "energy unit of the --pair parameters") != NULL, "%s", out_text);
+}
+
+Test(cli, bench_without_a_device_exits_4_whatever_the_sizes)
+{
+    if (mdnl_cuda_device_count() > 0)
+        cr_skip_test("a CUDA device is present: the benchmark runs here");
+    const char *sizes[] = {"", "--sizes lj-100k", "--sizes rdf", "--sizes graphene-17k --json"};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; ++k) {
+        cr_expect_eq(mdnl("bench %s", sizes[k]), 4, "bench %s: %s", sizes[k], err_text);
+        expect_one_error_line();
+        cr_expect_str_eq(out_text, "", "bench %s printed results", sizes[k]);
+    }
+    cr_expect_eq(mdnl("bench --sizes nosuch"), 2, "%s", err_text);
+}
+
+Test(cli, summaries_give_atoms_per_frame_and_the_output)
+{
+    cr_assert_eq(mdnl("neighbors %s -c 2 -o n.tsv", TRAJ3), 0, "%s", err_text);
+    cr_expect(strstr(err_text, "3 frame(s) of 3 atoms") != NULL, "%s", err_text);
+    cr_expect(strstr(err_text, "n.tsv") != NULL, "%s", err_text);
+    cr_assert_eq(mdnl("energy %s -c 2 --pair lj:epsilon=1,sigma=1 -o e.h5 --json", TRAJ3), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"atoms\":3,\"atoms_max\":3") != NULL, "%s", out_text);
+    cr_expect(strstr(out_text, "\"output\":\"e.h5\"") != NULL, "%s", out_text);
+    /* a count that changes: the smallest and the largest */
+    write_file("grow.xyz", "2\n\nC 0 0 0\nC 1 0 0\n3\n\nC 0 0 0\nC 1 0 0\nC 0 1 0\n");
+    cr_assert_eq(mdnl("rdf grow.xyz --rmax 2 --bins 4 -o r.tsv"), 0, "%s", err_text);
+    cr_expect(strstr(err_text, "2 frame(s) of 2 to 3 atoms") != NULL, "%s", err_text);
+    cr_assert_eq(mdnl("run grow.xyz --rmax 2 --bins 4 -o out/ --json"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"atoms\":2,\"atoms_max\":3,\"output\":\"out/\"") != NULL, "%s", out_text);
+    cr_assert_eq(mdnl("gen graphene --nx 2 --ny 2 -o g.extxyz --json"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"output\":\"g.extxyz\"") != NULL, "%s", out_text);
+}
+
+Test(cli, errors_say_what_would_have_worked)
+{
+    cr_expect_eq(mdnl("neighbors %s --cutof 2", TRAJ3), 2);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "did you mean --cutoff?") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("rdf %s --rmax 2 --bin 4", TRAJ3), 2);
+    cr_expect(strstr(err_text, "did you mean --bins?") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("neighbors %s --zzzzzz 2", TRAJ3), 2);
+    cr_expect(strstr(err_text, "did you mean") == NULL, "a far miss suggests nothing: %s", err_text);
+    /* -c2: the value attached, as getopt takes it */
+    cr_expect_eq(mdnl("neighbors %s -c2", TRAJ3), 0, "%s", err_text);
+    char attached[sizeof out_text];
+    snprintf(attached, sizeof attached, "%s", out_text);
+    cr_expect_eq(mdnl("neighbors %s -c 2", TRAJ3), 0, "%s", err_text);
+    cr_expect_str_eq(attached, out_text);
+    cr_expect_eq(mdnl("neighbors %s -c2 -qx", TRAJ3), 2, "a flag takes no attached value");
+    /* --frames says its syntax */
+    cr_expect_eq(mdnl("neighbors %s -c 2 --frames 1-2", TRAJ3), 2);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "START:STOP:STEP") && !strstr(err_text, "4611686018427387904"), "%s", err_text);
+    /* --pair names the parameters of its potential */
+    cr_expect_eq(mdnl("energy %s -c 2 --pair lj:eps=1", TRAJ3), 2);
+    cr_expect(strstr(err_text, "epsilon, sigma, shift") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("energy %s -c 2 --pair morse:d=1", TRAJ3), 2);
+    cr_expect(strstr(err_text, "d0, alpha, r0, shift") != NULL, "%s", err_text);
+    /* --pairs names the species the frame has */
+    cr_expect_eq(mdnl("rdf %s --rmax 2 --bins 4 --pairs o-h", TRAJ3), 3);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "(the frame has O, H)") != NULL, "%s", err_text);
+}
+
+Test(cli, xyz_without_a_cell_is_noted_once_and_lammps_timestep_is_the_step)
+{
+    write_file("dump.xyz", "2\nAtoms. Timestep: 50\n1 0 0 0\n1 1.2 0 0\n2\nAtoms. Timestep: 100\n1 0 0 0\n1 1.3 0 0\n");
+    cr_assert_eq(mdnl("energy dump.xyz -c 3 --pair lj:epsilon=1,sigma=1"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\n0\t50\t") && strstr(out_text, "\n1\t100\t"), "steps: %s", out_text);
+    const char *note = strstr(err_text, "dump.xyz: frame 0 has no cell");
+    cr_expect(note != NULL, "%s", err_text);
+    cr_expect(note && strstr(note + 30, "has no cell") == NULL, "noted more than once: %s", err_text);
+    cr_expect(strstr(err_text, "--box") != NULL, "%s", err_text);
+    cr_expect_eq(count_lines(err_text), 2, "the note and the summary: %s", err_text);
+    cr_assert_eq(mdnl("energy dump.xyz -c 3 --pair lj:epsilon=1,sigma=1 --quiet"), 0);
+    cr_expect_str_eq(err_text, "");
+    cr_assert_eq(mdnl("energy dump.xyz -c 3 --pair lj:epsilon=1,sigma=1 --box 10,10,10"), 0);
+    cr_expect(strstr(err_text, "no cell") == NULL, "%s", err_text);
+    cr_assert_eq(mdnl("energy %s -c 2 --pair lj:epsilon=1,sigma=1", TRAJ3), 0);
+    cr_expect(strstr(err_text, "no cell") == NULL, "%s", err_text);
+    /* an error stays the one line on stderr */
+    write_file("bad.xyz", "1\n\nC 0 0 0\n1\n\nC 0 x 0\n");
+    cr_expect_eq(mdnl("energy bad.xyz -c 3 --pair lj:epsilon=1,sigma=1 -o e.tsv"), 3);
+    expect_one_error_line();
+    /* info names the format: plain xyz, extended extxyz */
+    cr_assert_eq(mdnl("info dump.xyz --json"), 0);
+    cr_expect(strstr(out_text, "\"format\":\"xyz\"") != NULL, "%s", out_text);
+    cr_expect(strstr(out_text, "\"step\":50") != NULL, "%s", out_text);
+    cr_assert_eq(mdnl("info %s", TRAJ3), 0);
+    cr_expect(strstr(out_text, "(extxyz)") != NULL, "%s", out_text);
+}
+
+Test(cli, rdf_table_header_is_tab_separated_like_its_rows)
+{
+    cr_assert_eq(mdnl("rdf %s --rmax 2 --bins 4", TRAJ3), 0, "%s", err_text);
+    const char *total = "# r_lo\tr_hi\tr\tg\tn\n";
+    cr_expect(strncmp(out_text, total, strlen(total)) == 0, "%.60s", out_text);
+    cr_assert_eq(mdnl("rdf %s --rmax 2 --bins 4 --pairs O-H,H-H", TRAJ3), 0, "%s", err_text);
+    const char *partial = "# r_lo\tr_hi\tr\tg:O-H\tn:O-H\tg:H-H\tn:H-H\n";
+    cr_expect(strncmp(out_text, partial, strlen(partial)) == 0, "%.60s", out_text);
+}
+
+/* The y coordinate of the <text> element whose content is `label`. */
+static double text_y(const char *svg, const char *label)
+{
+    char needle[80];
+    snprintf(needle, sizeof needle, ">%s</text>", label);
+    const char *end = strstr(svg, needle);
+    if (!end)
+        return NAN;
+    const char *start = end;
+    while (start > svg && strncmp(start, "<text", 5) != 0)
+        --start;
+    const char *y = strstr(start, " y=\"");
+    return y && y < end ? atof(y + 4) : NAN;
+}
+
+Test(cli, rdf_plot_keeps_the_legend_off_the_curves_and_refuses_other_formats)
+{
+    cr_assert_eq(mdnl("rdf %s --rmax 3 --bins 30 -o r.tsv --plot p.svg", TRAJ3), 0, "%s", err_text);
+    char svg[1 << 15], p[512];
+    snprintf(p, sizeof p, "%s/p.svg", tmpdir);
+    slurp(p, svg, sizeof svg);
+    /* the title is the base name, the x axis names the unit */
+    cr_expect(strstr(svg, ">trajectory-3frames.extxyz</text>") != NULL, "title");
+    cr_expect(strstr(svg, MDNL_DATA_DIR) == NULL, "the title repeats the path as typed");
+    cr_expect(strstr(svg, ">r (input length unit)</text>") != NULL, "x label");
+    /* the legend lies above the plot area: its frame's top edge */
+    const char *frame = strstr(svg, "fill=\"none\" stroke=\"#222\"/>");
+    cr_assert_not_null(frame);
+    while (frame > svg && strncmp(frame, "<rect", 5) != 0)
+        --frame;
+    double top = atof(strstr(frame, " y=\"") + 4);
+    cr_expect_lt(text_y(svg, "total"), top, "legend entry at y %g, plot area from %g", text_y(svg, "total"), top);
+    cr_expect_lt(text_y(svg, "n(r), dashed, right axis"), top);
+    /* only .svg, and never the -o file */
+    cr_expect_eq(mdnl("rdf %s --rmax 3 --bins 30 -o r2.tsv --plot p.png", TRAJ3), 2);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, ".svg") != NULL, "%s", err_text);
+    cr_expect_eq(mdnl("rdf %s --rmax 3 --bins 30 -o r2.tsv --plot r2.tsv", TRAJ3), 2);
+    expect_one_error_line();
+    cr_expect_eq(mdnl("rdf %s --rmax 3 --bins 30 -o r.tsv --plot ./r.tsv", TRAJ3), 2, "the same existing file");
+    cr_expect_eq(dir_entries(), 2, "only r.tsv and p.svg");
+}

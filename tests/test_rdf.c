@@ -232,7 +232,7 @@ Test(rdf_norm, open_frames_give_counts_and_g_only_with_a_user_volume)
     FILE *fp = open_memstream(&buf, &len);
     cr_assert_eq(mdnl_rdf_table_write(fp, &acc, NULL), MDNL_OK);
     fclose(fp);
-    cr_expect(strncmp(buf, "# r_lo r_hi r count count_per_atom n\n", 37) == 0, "header: %.60s", buf);
+    cr_expect(strncmp(buf, "# r_lo\tr_hi\tr\tcount\tcount_per_atom\tn\n", 37) == 0, "header: %.60s", buf);
     unsigned long long c5;
     double lo, hi, r;
     const char *row = buf;
@@ -292,7 +292,7 @@ Test(rdf_table, partial_header_and_columns)
     const char *names[] = {"C-C", "C-H"};
     cr_assert_eq(mdnl_rdf_table_write(fp, &acc, names), MDNL_OK);
     fclose(fp);
-    cr_expect(strncmp(buf, "# r_lo r_hi r g:C-C n:C-C g:C-H n:C-H\n", 38) == 0, "header: %.60s", buf);
+    cr_expect(strncmp(buf, "# r_lo\tr_hi\tr\tg:C-C\tn:C-C\tg:C-H\tn:C-H\n", 38) == 0, "header: %.60s", buf);
     /* Last row: n:C-C = (0+2+4+6)/2 = 6, n:C-H = 4/2 = 2. */
     const char *last = buf + len - 2;
     while (last > buf && last[-1] != '\n')
@@ -334,7 +334,7 @@ Test(svg_plot, lj_liquid_plot_is_well_formed_svg)
     FILE *sp = out ? fopen(out, "w") : open_memstream(&buf, &len);
     cr_assert_not_null(sp);
     const char *names[] = {"Ar-Ar"};
-    cr_assert_eq(mdnl_svg_rdf(sp, &acc, names, "LJ liquid, 256 atoms, 10 frames"), MDNL_OK);
+    cr_assert_eq(mdnl_svg_rdf(sp, &acc, names, "LJ liquid, 256 atoms, 10 frames", "r (input length unit)"), MDNL_OK);
     fclose(sp);
     if (!out) {
         cr_expect(strstr(buf, "<svg") && strstr(buf, "</svg>\n"), "not an SVG document");

@@ -30,10 +30,9 @@ static const char *const system_names[] = {"graphene-17k", "graphene-1m",       
 #define NSYSTEMS 7
 /* brute-atomic vs brute-noatomic (the seed's comparison), "cell" (the
  * default, path by density), then each shipped cell path forced. */
-#define NMETHODS 8
-static const char *const method_labels[NMETHODS] = {"brute-atomic",      "brute-noatomic",   "cell",
-                                                    "cell-sparse-stage", "cell-sparse-rows", "cell-dense-walk",
-                                                    "cell-dense-tiles",  "cell-dense-rows"};
+#define NMETHODS 5
+static const char *const method_labels[NMETHODS] = {"brute-atomic", "brute-noatomic", "cell", "cell-sparse-stage",
+                                                    "cell-dense-walk"};
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -5,6 +5,106 @@
 
 #include <math.h>
 
+#define WALK_CAP 64 /* keys per slab row */
+
+struct warp_ranges {
+    int nr;      /* ranges (uniform) */
+    int total;   /* candidates (uniform) */
+    int kb;      /* lane r: first slot of range r */
+    int fs, fe;  /* lane r: flat [fs, fe) */
+    float vx, vy, vz;
+    int zero;    /* lane r: shift is 0 */
+    int lexpos;  /* lane r: shift lexicographically positive */
+    int code;    /* lane r: shift_code of S (shifts in -1..1) */
+};
+
+/* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
+ * mdnl_for_each_pair) and z segment t % nzs, so all the cell-offset loads of
+ * one atom are in flight together (one load latency, not one per range);
+ * empty or skipped ranges have length 0. A warp scan flattens them. With
+ * `divs` (mdnl_cell_divs_of(g)) the cell's coordinates and the lanes' columns
+ * come from multiplies (dense-walk: a warp a cell, so these divisions are a
+ * cell's cost, not an atom's), else from divisions. */
+__device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin,
+                                                        int lane, const mdnl_cell_divs *divs = nullptr)
+{
+    warp_ranges w;
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int lz = divs ? mdnl_fastdiv_q(divs->n2, lin) : lin / n2; /* the cell's column, cx n1 + cy */
+    const int cz = lin - lz * n2;
+    const int cx = divs ? mdnl_fastdiv_q(divs->n1, lz) : lz / n1;
+    const int cy = lz - cx * n1;
+    /* z segments (uniform): cz-st..cz+st split where the periodic shift changes */
+    int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+    if (!g.pbc[2]) {
+        zlo = zlo < 0 ? 0 : zlo;
+        zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+    }
+    const int s2lo = g.pbc[2] ? mdnl_floordiv(zlo, n2) : 0;
+    const int s2hi = g.pbc[2] ? mdnl_floordiv(zhi, n2) : 0;
+    const int nzs = s2hi - s2lo + 1;
+    const int w1 = 2 * g.stencil[1] + 1;
+    const int ncol = (2 * g.stencil[0] + 1) * w1;
+    w.nr = ncol * nzs;
+    int len = 0, kb = 0;
+    int s0 = 0, s1 = 0, s2 = 0;
+    if (lane < w.nr) {
+        /* nzs is 1 or 2 where every periodic axis has 2 stencil + 1 cells (dense-walk): a shift */
+        const int col = nzs <= 2 ? lane >> (nzs - 1) : lane / nzs, seg = lane - col * nzs;
+        const int cq = divs ? mdnl_fastdiv_q(divs->w1, col) : col / w1;
+        int x = cx + cq - g.stencil[0];
+        int y = cy + (col - cq * w1) - g.stencil[1];
+        const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
+        const bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
+        s2 = s2lo + seg;
+        int z = seg == 0 ? zlo : s2 * n2;
+        int zend = (s2 + 1) * n2 - 1;
+        if (!g.pbc[2])
+            zend = zhi;
+        if (zend > zhi)
+            zend = zhi;
+        if (ok) {
+            const int row = (x * n1 + y) * n2;
+            kb = c.start[row + z - s2 * n2];
+            len = c.start[row + zend - s2 * n2 + 1] - kb;
+        }
+    }
+    const int incl = mdnl_warp_inclusive_sum(len, lane);
+    w.total = __shfl_sync(FULLMASK, incl, 31);
+    w.kb = kb;
+    w.fs = lane < w.nr ? incl - len : 0x7fffffff;
+    w.fe = lane < w.nr ? incl : 0x7fffffff;
+    float v[3];
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+    w.vx = v[0];
+    w.vy = v[1];
+    w.vz = v[2];
+    w.zero = s0 == 0 && s1 == 0 && s2 == 0;
+    w.lexpos = mdnl_shift_positive(s0, s1, s2);
+    w.code = shift_code(s0, s1, s2);
+    return w;
+}
+
+
+/* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |
+ * the hit's slot and d2) rather than 4-byte keys (j << 5 | shift code) from
+ * which the rows kernel computes d, gathering positions by original index:
+ * where fewer than 1 in 16 of the atoms the binning sampled share the cell
+ * of the atom before them (nl_flags.inorder), a warp's 32 rows are far
+ * apart in space and those gathers miss L1. The host decides by it on the
+ * flags read back after a build, for the next build (nl_walk_state.pack),
+ * and builds again where a frame's own sample disagrees with the layout it
+ * was built in. */
+static inline bool nl_walk_may_pack(long long n)
+{
+    return n < (1LL << 26); /* j << 6 | slot in 32 bits */
+}
+static inline bool nl_walk_packed(long long n, long long same, long long compared)
+{
+    return nl_walk_may_pack(n) && !nl_order_follows_space(same, compared);
+}
+
+
 /* ------------------------------------------------------------------------ */
 /* dense-walk: one walk, a warp per home cell; rows sorted afterwards.
  *
@@ -52,7 +152,7 @@
  * entry (H100: half lists' packed rows 0.233 -> 0.217 ms). The
  * walk counts every row exactly (counts[i]; packed, by cell slot, which the
  * row scan gathers by the binning's rank) and records the longest
- * (its pair of the flags, FLAG_WALK); entries past WALK_CAP are dropped. There is no count pass: the
+ * (its pair of the flags, nl_flags.walk); entries past WALK_CAP are dropped. There is no count pass: the
  * candidates are walked once.
  *
  * Rows (walk_rows_kernel). Mapping: two threads per original row i (lanes
@@ -357,7 +457,7 @@ __global__ __launch_bounds__(WALK_T, FULL ? 8 : 0) void walk_walk_kernel(
     const __grid_constant__ mdnl_geom g, mdnl_cells_view c, mdnl_cell_divs divs, unsigned *__restrict__ slab,
     unsigned long long *__restrict__ counts, int *__restrict__ walk, int *__restrict__ longlist)
 {
-    int *const maxlen = walk, *const nlong = walk + 1; /* this build's pair of the flags (FLAG_WALK) */
+    int *const maxlen = walk, *const nlong = walk + 1; /* this build's pair of the flags (nl_flags.walk) */
     nl_grid_wait();
     constexpr int W = WALK_T / 32;
     if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -842,7 +942,7 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
 /* Whether dense-walk can build on `g` (see its kernels): each atom at most
  * once in a row with shifts in -1..1, at most 32 candidate ranges per cell
  * (a periodic z window splits once at most), j < 2^27. */
-bool nl_dense_walk_fits(const mdnl_geom *g)
+static bool dense_walk_fits(const mdnl_geom *g)
 {
     if (g->natoms >= (1 << 27))
         return false;
@@ -852,10 +952,9 @@ bool nl_dense_walk_fits(const mdnl_geom *g)
     return (2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (g->pbc[2] ? 2 : 1) <= 32;
 }
 
-
 /* The mean row of a full list, from the atoms per cell volume (t-frame
  * cells: exact for orthorhombic boxes, an estimate for skewed ones). */
-double nl_dense_walk_row_estimate(const mdnl_geom *g)
+static double dense_walk_row_estimate(const mdnl_geom *g)
 {
     double vol = 1.0;
     for (int k = 0; k < 3; ++k)
@@ -868,31 +967,32 @@ double nl_dense_walk_row_estimate(const mdnl_geom *g)
  * slab, scan, rows sorted and written, the long rows beside them. No
  * synchronisation until the caller's last one: the output arrays keep their
  * size from the frame before or an estimate (below), and a CSR that outgrew
- * them is detected there and built again. */
+ * them is detected there and built again (dense_walk_finish). */
 template <bool FULL>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
+    nl_walk_state *w = &ctx->walk;
     mdnl_status st;
     nl_row_tiles tiles; /* the row scan's, set by the binning */
     const int ntiles = nl_row_scan_tiles(n);
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
-    /* the layout the host chose (ctx->walk_pack: the last frame's sample; the caller builds again if this
-     * frame's disagrees): 8-byte entries packed, 4-byte keys gathered */
-    const bool pack = nl_walk_may_pack(n) && ctx->walk_pack;
+    /* the layout the host chose (w->pack: the last frame's sample; the caller builds again if this frame's
+     * disagrees): 8-byte entries packed, 4-byte keys gathered */
+    const bool pack = nl_walk_may_pack(n) && w->pack;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
     /* packed: the cell order's inverse too (view.rank), by which the row scan gathers the counts */
     if ((st = nl_bin_unstable(ctx, g, pos, n, pack, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* the output's first size: the mean row (half of it for a half list) times 1.2 */
-    size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) * (FULL ? 1.0 : 0.5) + 1.0)) + 1;
+    size_t want = (size_t)((double)n * (1.2 * dense_walk_row_estimate(g) * (FULL ? 1.0 : 0.5) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    ctx->walk_rows = pack ? 1 : 0;
+    w->rows = pack ? 1 : 0;
     const size_t entry = pack ? sizeof(uint2) : sizeof(unsigned);
-    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * entry, "neighbor slab",
-                                       ctx->stream)) != MDNL_OK ||
+    if ((st = mdnl_dbuf_reserve_zeroed(&w->slab, (size_t)n * WALK_CAP * entry, "neighbor slab", ctx->stream)) !=
+            MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
@@ -902,16 +1002,16 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: gathered, the bin's slot array (free once the cell order is built); packed, a buffer
      * of its own (the slot array holds the rank the scan gathers by) */
-    if (pack && (st = mdnl_dbuf_reserve(&ctx->tlong, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
+    if (pack && (st = mdnl_dbuf_reserve(&w->longlist, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
         return st;
-    int *longlist = (int *)(pack ? ctx->tlong.ptr : ctx->tslot.ptr);
+    int *longlist = (int *)(pack ? w->longlist.ptr : ctx->tslot.ptr);
     /* this build's pair of dense-walk's flags (zero: the last dense-walk build, or the memset, zeroed it), and the
      * next build's, which the rows kernel zeroes */
-    int *flags = (int *)ctx->flags.ptr;
-    const int parity = ctx->walk_parity;
-    int *walk = flags + FLAG_WALK + 2 * parity, *walk_next = flags + FLAG_WALK + 2 * (1 - parity);
+    nl_flags *flags = nl_dev_flags(ctx);
+    const int parity = w->parity;
+    int *walk = flags->walk[parity], *walk_next = flags->walk[1 - parity];
     if ((st = nl_launch(pack ? walk_walk_kernel<FULL, true> : walk_walk_kernel<FULL, false>, wblocks, WALK_T,
-                        ctx->stream, *g, ctx->view, mdnl_cell_divs_of(*g), (unsigned *)ctx->slab.ptr,
+                        ctx->stream, *g, ctx->view, mdnl_cell_divs_of(*g), (unsigned *)w->slab.ptr,
                         (unsigned long long *)ctx->counts.ptr, walk, longlist)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
@@ -927,43 +1027,100 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
      * before the caller's read-back. Timed stage by stage, they run alone on
      * the main stream first, so that each stage is its kernel's time. */
     const bool beside = ctx->timing != MDNL_CUDA_TIMING_STAGES;
-    cudaStream_t ls = beside ? ctx->side : ctx->stream;
+    cudaStream_t ls = beside ? w->side : ctx->stream;
     if (beside) {
-        MDNL_CUDA_CHECK(cudaEventRecord(ctx->fork, ctx->stream));
-        MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->side, ctx->fork, 0));
+        MDNL_CUDA_CHECK(cudaEventRecord(w->fork, ctx->stream));
+        MDNL_CUDA_CHECK(cudaStreamWaitEvent(w->side, w->fork, 0));
     }
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ls>>>(*g, ctx->view, (const int64_t *)offsets, pos, cap,
-                                                         (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, walk,
-                                                         ctx->d_host_flags ? ctx->d_host_flags : flags,
-                                                         (const int *)longlist); /* grid-stride over the list */
+    /* grid-stride over the list: a block an SM */
+    walk_long_kernel<FULL><<<ctx->sm_count, LONG_W * 32, 0, ls>>>(
+        *g, ctx->view, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, walk,
+        &(ctx->d_host_flags ? ctx->d_host_flags : flags)->mismatch, (const int *)longlist);
     MDNL_CUDA_LAUNCHED(ls);
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     if (beside)
-        MDNL_CUDA_CHECK(cudaEventRecord(ctx->join, ctx->side));
+        MDNL_CUDA_CHECK(cudaEventRecord(w->join, w->side));
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     const int rows_threads = WALK_RT(pack), rows_per_block = rows_threads / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, rows_threads, ctx->stream, *g,
-                   (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                   (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next,
+                   (const unsigned *)w->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                   (float *)ctx->d.ptr, nl_flag_ints(flags), nl_flag_ints(ctx->d_host_flags), walk_next,
                    (const unsigned long long *)ctx->counts.ptr);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
-        MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
+        MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, w->join, 0));
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
-    ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
     /* written there by the rows kernel, which left the device's flags zero but for this build's pair */
     ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
-    ctx->walk_parity = 1 - parity;
-    *npairs = 0;
+    w->parity = 1 - parity;
+    *npairs = 0; /* read back (dense_walk_finish) */
     return MDNL_OK;
 }
 
-
-mdnl_status nl_dense_walk_init(void)
+static mdnl_status dense_walk_build(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                    int64_t *npairs)
 {
+    return full ? build_dense_walk<true>(ctx, g, pos, n, npairs) : build_dense_walk<false>(ctx, g, pos, n, npairs);
+}
+
+/* After the read-back: the pair count; a frame built in the layout the frame
+ * before called for, not its own (the CSR is the same, only its speed
+ * differs), is built again in its own, so that a frame's layout is its own;
+ * an outgrown output (nothing was written) is grown to the exact size and
+ * the frame built again. */
+static mdnl_status dense_walk_finish(mdnl_cuda_ctx *ctx, const nl_flags *h, int n, int64_t *npairs, bool *again)
+{
+    nl_walk_state *w = &ctx->walk;
+    *npairs = h->npairs;
+    const int pack = nl_walk_packed(n, h->inorder[0], h->inorder[1]);
+    if (pack != w->rows) {
+        w->pack = pack;
+        ctx->retries++;
+        *again = true;
+        return MDNL_OK;
+    }
+    if (h->outgrown) {
+        const size_t np = (size_t)(*npairs > 0 ? *npairs : 1);
+        mdnl_status st;
+        if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+            (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
+            return st;
+        ctx->retries++;
+        *again = true;
+    }
+    return MDNL_OK;
+}
+
+/* The least bytes of each stage (mdnl_cuda_ctx_stage_bytes): slab entries of
+ * 4 bytes gathered, 8 packed; the long rows are not modelled. */
+static void dense_walk_floor_bytes(const mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs,
+                                   double b[MDNL_CUDA_NSTAGES])
+{
+    const bool packed = ctx->walk.rows != 0;
+    const double na = (double)n, np = (double)npairs;
+    const double starts = 4 * ((double)g->ncells + 1); /* the cells' starts */
+    const double entry = packed ? 8 : 4;
+    /* the binning: positions in (16 bytes an atom); the cell list's view out (mdnl_cells_view: positions in
+     * cell order, order and rank, 24 bytes an atom, and the cells' starts) */
+    b[MDNL_CUDA_STAGE_BIN] = 16 * na + 24 * na + starts;
+    /* the walk: cell-ordered positions and starts in; a slab entry a pair and a count a row out */
+    b[MDNL_CUDA_STAGE_COUNT] = 16 * na + starts + entry * np + 8 * na;
+    /* counts in (packed: by cell slot, gathered by rank), offsets out */
+    b[MDNL_CUDA_STAGE_SCAN] = 8 * (na + 1) + (packed ? 4 * na : 0) + 8 * (na + 1);
+    /* the rows: the slab and the offsets in (gathered: the positions too), the CSR out */
+    b[MDNL_CUDA_STAGE_SORT] = entry * np + 8 * (na + 1) + (packed ? 0 : 16 * na) + 8 * np;
+}
+
+/* The side stream and its events, and the kernels' shared-memory carveouts. */
+static mdnl_status dense_walk_init(mdnl_cuda_ctx *ctx)
+{
+    nl_walk_state *w = &ctx->walk;
+    MDNL_CUDA_CHECK(cudaStreamCreateWithFlags(&w->side, cudaStreamNonBlocking));
+    MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&w->fork, cudaEventDisableTiming));
+    MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&w->join, cudaEventDisableTiming));
     const cudaFuncAttribute carve = cudaFuncAttributePreferredSharedMemoryCarveout;
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<true, false>, carve, WALK_CARVE_GATHERED));
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<false, false>, carve, WALK_CARVE_GATHERED));
@@ -972,8 +1129,22 @@ mdnl_status nl_dense_walk_init(void)
     return MDNL_OK;
 }
 
-mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                int64_t *npairs)
+static void dense_walk_release(mdnl_cuda_ctx *ctx)
 {
-    return full ? build_dense_walk<true>(ctx, g, pos, n, npairs) : build_dense_walk<false>(ctx, g, pos, n, npairs);
+    nl_walk_state *w = &ctx->walk;
+    mdnl_dbuf_free(&w->slab);
+    mdnl_dbuf_free(&w->longlist);
+    if (w->fork)
+        cudaEventDestroy(w->fork);
+    if (w->join)
+        cudaEventDestroy(w->join);
+    if (w->side) {
+        cudaStreamSynchronize(w->side);
+        cudaStreamDestroy(w->side);
+    }
 }
+
+extern const nl_path nl_path_dense_walk = {
+    "dense-walk",     dense_walk_fits,        true,           dense_walk_build, dense_walk_finish,
+    dense_walk_floor_bytes, dense_walk_init, dense_walk_release,
+};

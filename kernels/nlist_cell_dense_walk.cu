@@ -113,47 +113,46 @@ static inline bool nl_walk_packed(long long n, long long same, long long compare
  * pointer to each one's slab row. The cell's candidate ranges (as in
  * warp_list_ranges) go to a small shared table once; the warp then takes 32
  * flat candidates per step (each lane finds its range by walking forward in
- * the table, its flat index only grows) and each lane loads one candidate.
- * A candidate whose image is a cutoff or more from the bounding box of the
- * home atoms is dropped (mdnl_axis_gap: a bound on every d2 of the test, exact
- * in float, so no pair is lost); the kept ones go to a per-warp ring of 128
- * in shared memory (position and key; a take looks each one's shift vector
- * up by the key's shift code: 8 KB a block less, which sets the carveout,
- * WALK_CARVE_GATHERED), and each time 96 (full lists; half lists 64) are
- * there the warp takes them (three a lane, or two; a home block's last batch
- * one, two or three a lane as it needs) and tests each against every home
- * atom a in turn: a broadcast shared
- * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the take has a
- * zero shift: the same bits), the half list's rule as one integer compare
- * (2j + [S > 0] > 2i; a candidate at or below every home atom's 2i is
- * dropped before the ring: H100 half lists -2 to -7 %), a ballot; the hits
- * of that ballot are appended to a's
- * slab row together (its running count plus the hit's rank in the ballot:
- * lane a keeps a's count and puts it beside a's row pointer in shared
- * memory after each take, so that a home atom's pointer and count are one
- * 16-byte load; H100: the ordered frames' walks -1 to -2 % against a
- * shuffle of the count from lane a). A candidate is loaded once per cell instead of once per
- * atom and every lane works in every step. The slab holds WALK_CAP entries a
- * row, rows in original index order, in one of two layouts (nl_walk_packed,
- * on the binning's sample of the input order): gathered, 4-byte keys j << 5
- * | shift code; packed (input order unrelated to space), 8-byte entries (j
- * << 6 | the entry's slot, d2), one store a hit as before. The host picks
- * the layout before the walk from the frame before's sample
- * (ctx->walk_pack), so that each layout has a rows kernel of its own
+ * the table, its flat index only grows) and each lane loads one candidate,
+ * so a candidate is loaded once per cell instead of once per atom and every
+ * lane works in every step.
+ *   - A candidate whose image is a cutoff or more from the bounding box of
+ *     the home atoms is dropped (mdnl_axis_gap: a bound on every d2 of the
+ *     test, exact in float, so no pair is lost); in a half list, so is one
+ *     at or below every home atom's 2i (the rule below).
+ *   - The kept ones go to a per-warp ring of 128 in shared memory (position
+ *     and key; a take looks each one's shift vector up by the key's shift
+ *     code rather than storing it: 8 KB a block less, which sets the
+ *     carveout, WALK_CARVE_GATHERED). Each time 96 (full lists; half lists
+ *     64) are there the warp takes them (three a lane, or two; a home
+ *     block's last batch as many as it needs) and tests each against every
+ *     home atom a in turn: a broadcast shared load, mdnl_pair_d2 (without
+ *     its "+ 0" when every candidate of the take has a zero shift: the same
+ *     bits), the half list's rule as one integer compare (2j + [S > 0] >
+ *     2i), a ballot.
+ *   - The hits of a ballot are appended to a's slab row together: a's
+ *     running count plus the hit's rank in the ballot. Lane a keeps a's
+ *     count beside a's row pointer in shared memory, so that both are one
+ *     16-byte load.
+ * The slab holds WALK_CAP entries a row, rows in original index order, in
+ * one of two layouts (nl_walk_packed, on the binning's sample of the input
+ * order): gathered, 4-byte keys j << 5 | shift code; packed (input order
+ * unrelated to space), 8-byte entries (j << 6 | the entry's slot, d2). The
+ * host picks the layout before the walk from the frame before's sample
+ * (nl_walk_state.pack), so that each layout has a rows kernel of its own
  * registers and shared memory; a frame whose own sample disagrees is built
- * again (nlist_cuda.cu), so a frame's layout is always its own and a
- * trajectory pays for it only where its order changes. The slab is zeroed
- * when allocated: the rows kernel loads whole words of each row up to its
- * own length (rounded up to 16 bytes; not the warp's longest: rows of a
- * warp differ, and the half lists' most), never uninitialised memory. The
- * walk fills a row's last 32-byte sector past its count with the key ~0u
- * (sorted last) and the rows kernel stages the rest of the row as ~0u, so
- * that the rows kernel takes its keys 16 bytes at a time without a test an
- * entry (H100: half lists' packed rows 0.233 -> 0.217 ms). The
- * walk counts every row exactly (counts[i]; packed, by cell slot, which the
- * row scan gathers by the binning's rank) and records the longest
- * (its pair of the flags, nl_flags.walk); entries past WALK_CAP are dropped. There is no count pass: the
- * candidates are walked once.
+ * again (dense_walk_finish), so a frame's layout is always its own and a
+ * trajectory pays for it only where its order changes.
+ * Invariants: the slab is zeroed when allocated, and the rows kernel loads
+ * whole 16-byte words of each row up to its own length (not the warp's
+ * longest), never uninitialised memory; the walk fills a row's last 32-byte
+ * sector past its count with the key ~0u (sorted last) and the rows kernel
+ * stages the rest of the row as ~0u, so that it takes keys 16 bytes at a
+ * time without a test an entry. The walk counts every row exactly
+ * (counts[i]; packed, by cell slot, which the row scan gathers by the
+ * binning's rank) and records the longest (its pair of nl_flags.walk);
+ * entries past WALK_CAP are dropped (the long rows' kernel writes those
+ * rows). There is no count pass: the candidates are walked once.
  *
  * Rows (walk_rows_kernel). Mapping: two threads per original row i (lanes
  * 2r and 2r + 1 of a warp's ROWS_W rows), so a warp's 16 rows are
@@ -163,26 +162,23 @@ static inline bool nl_walk_packed(long long n, long long same, long long compare
  * longest row decides) and the pair sorts the row as one bitonic network
  * (pair_bitonic: one exchange of registers between the two); the warp then
  * writes j, and d entry by entry in output order, with coalesced stores.
- * Half a row a thread keeps the gathered kernel at 64 registers (a row a
- * thread: 102, a quarter of the SM's warps; H100: rows -3 to -24 %, but +5 %
- * on the sorted liquid's gathered full list, tools/bench/RESULTS.md).
- * Gathered, d is computed from the positions in original order (the floats
- * the walk used, mdnl_pair_d2: the same bits), a gather an entry that hits
- * L1 when the warp's 32 atoms are neighbours in space and misses it when
- * the input order is random (H200, lj-1m-liquid shuffled: rows 0.65 ms of
- * 1.27). Packed, d = sqrt of the slot's d2, from the warp's d2 rows,
- * staged in a shared buffer of their own in the same pass as the keys (the
- * slab read once: H100 lj-1m-liquid shuffled rows 0.452 -> 0.408 ms; the
- * kernel takes 80 registers and 17 kB a block, which would cost the
- * gathered rows 1-6 % if they shared it). Packing costs the ordered inputs
- * more (twice the slab bytes) than their gathers. A row longer than WALK_CAP is walked
- * again by a warp (walk_long_kernel, a no-op when the walk saw no such
- * row; the walk lists the long rows), a warp per row, ranked in shared
- * memory and written into its CSR slots, on a side stream beside the rows
- * kernel (H100: the liquids' full lists -0.8 to -1.2 %). No host
- * synchronisation inside the build: the output arrays are sized from the
- * frame before or an estimate, and a CSR that outgrew them is found by the
- * caller's one read-back and built again.
+ * Half a row a thread keeps the gathered kernel at 64 registers (a whole
+ * row took 102, a quarter of the SM's warps). Gathered, d is computed from
+ * the positions in original order (the floats the walk used, mdnl_pair_d2:
+ * the same bits), a gather an entry that hits L1 when the warp's 32 atoms
+ * are neighbours in space and misses it when the input order is random,
+ * which is why that order packs. Packed, d = sqrt of the slot's d2, from
+ * the warp's d2 rows, staged in a shared buffer of their own in the same
+ * pass as the keys (the slab read once); its 80 registers and 17 kB a
+ * block would slow the gathered rows if they shared one kernel. Packing
+ * costs the ordered inputs more (twice the slab bytes) than their gathers.
+ *
+ * A row longer than WALK_CAP is walked again by a warp (walk_long_kernel, a
+ * no-op when the walk saw no such row; the walk lists the long rows),
+ * ranked in shared memory and written into its CSR slots, on a side stream
+ * beside the rows kernel. No host synchronisation inside the build: the
+ * output arrays are sized from the frame before or an estimate, and a CSR
+ * that outgrew them is found by the caller's one read-back and built again.
  *
  * The host uses this path only where an atom appears at most once in a
  * row with shifts in -1..1 (every periodic axis has at least 2 stencil + 1
@@ -190,21 +186,17 @@ static inline bool nl_walk_packed(long long n, long long same, long long compare
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
 /* The walk's shared-memory carveout, in percent of the SM's largest (228 KiB; the driver takes the next of its steps
- * at or above). Its 8 blocks an SM (64 registers) take 130 KiB with the driver's 1 KiB a block, for which the driver
- * alone would set 132 KiB. The rows kernel's blocks become resident, under PDL, in the carveout of the kernels before
- * it where they fit, so the walk's carveout is in effect the rows kernel's too. Gathered, 164 KiB, the gathered rows
- * kernel's own (L1 92 KiB; H100, the sorted liquid's overlapped rows 331 -> 323 us; the walk at 196 KiB gathers
- * as fast, at 132 KiB it was slower: 392 against 386 us). Packed, 196 KiB, what the packed rows kernel ran after
- * before (164 KiB: the same; 228 KiB: +1 %). */
+ * at or above). Its 8 blocks an SM (64 registers) need 130 KiB with the driver's 1 KiB a block. The rows kernel's
+ * blocks become resident, under PDL, in the carveout of the kernels before it where they fit, so the walk's
+ * carveout is in effect the rows kernel's too: gathered, 164 KiB, the gathered rows kernel's own (L1 keeps 92 KiB
+ * for its gathers); packed, 196 KiB, what the packed rows kernel runs best after. */
 #define WALK_CARVE_GATHERED 66
 #define WALK_CARVE_PACKED 80
 /* Rows kernel threads a block: packed 2 warps; gathered 4. The gathered kernel's position gathers hit L1,
  * whose size is what the SM's shared memory leaves: at 4 warps its 8 blocks an SM take 163 KiB with the
  * driver's 1 KiB a block (no row id an entry: the staged keys carry their row, walk_rows_out), so the
- * driver picks a 164 KiB carveout and L1 keeps 92 KiB; with a row id an entry (1 KiB a warp) they took 195
- * KiB (196 KiB carveout, L1 60 KiB), at 2 warps 16 blocks 199 KiB (228 KiB, L1 28 KiB) (H100, the sorted
- * liquid's rows: 0.361 -> 0.330 -> 0.316 ms; fewer blocks for more L1 and 8 warps a block were slower:
- * tools/bench/RESULTS.md). The packed kernel reads no positions (the same at 2 or 4 warps). */
+ * driver picks a 164 KiB carveout and L1 keeps 92 KiB; a row id an entry (1 KiB a warp) would take 195
+ * KiB (L1 60 KiB), 2 warps a block 199 KiB (L1 28 KiB). The packed kernel reads no positions. */
 #define WALK_RT_PACKED 64
 #define WALK_RT_GATHERED 128
 #define WALK_RT(PACK) ((PACK) ? WALK_RT_PACKED : WALK_RT_GATHERED)
@@ -272,8 +264,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     const unsigned lt = (1u << lane) - 1u;
     const int hbase = w * 32, rbase = w * 128;
     /* candidates a lane a take: full lists 3 (a home atom's loads and count shared by three; the ring of 128
-     * holds a take's 96 and a step's 31 more; H100: the full walks -1 to -8.5 %), half lists 2 (3 was 0 to
-     * +2.6 % slower there; tools/bench/RESULTS.md) */
+     * holds a take's 96 and a step's 31 more), half lists 2 (their shorter rows gain nothing from a third) */
     constexpr int TC = FULL ? 3 : 2;
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
@@ -504,10 +495,8 @@ __device__ __forceinline__ void pair_bitonic(unsigned (&x)[WALK_CAP / 2], int h)
  * array, so 8 blocks fit the 164 KiB carveout; j < 2^23, walk_rows_kernel),
  * go to shared memory in output order, and the warp writes j,
  * then computes and writes d, entry by entry in output order (coalesced
- * stores), a lane's 8 gathers issued together (H100: the sorted liquid's
- * full list 0.900 -> 0.836 ms; d computed branch-free or j written in the
- * same loop lost 1-4 %: tools/bench/RESULTS.md). Otherwise each thread
- * writes its own entries. */
+ * stores), a lane's 8 gathers issued together so that their latencies
+ * overlap. Otherwise each thread writes its own entries. */
 template <int HK>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
                                             long long off, long long wbase, int span, bool staged, float4 pi,
@@ -569,9 +558,8 @@ __device__ const uint4 walk_no_entries = {~0u, 0u, ~0u, 0u};
 /* Packed slab rows: the warp's rows into shared memory in
  * one pass, 16 bytes (two entries) a lane, the keys to st and the d2 to d2s,
  * each row's entries up to its own length (len: lanes 2r and 2r + 1 hold
- * row r's), all sixteen loads in flight together (H100: the shuffled
- * liquid's packed rows 0.405 -> 0.393 ms full, 0.258 -> 0.240 half;
- * predicated loads were issued three at a time: tools/bench/RESULTS.md). */
+ * row r's), all sixteen loads in flight together (written as predicated
+ * loads, the compiler issued them three at a time). */
 __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int len,
                                               unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
 {
@@ -632,7 +620,7 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
     if (staged && span <= ROWS_W * WALK_CAP / 2) {
         /* rows of 32 entries or fewer on average in 64-key halves (half lists): most of the second half's
          * entries are past its row, so d2 is staged in output order and its square root taken there, a lane
-         * an entry, instead of HK a thread in divergent turns (full rows keep theirs: H100 +2 % the other way) */
+         * an entry, instead of HK a thread in divergent turns (full rows, mostly full halves, keep theirs) */
         __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
         for (int e = 0; e < HK; ++e)
@@ -693,8 +681,7 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
      * scan. Gathered: the row's length from the walk's counts (by i, through L2) and then its slab row, read
      * before this grid waits for the scan: the grid is launched only once every block of the scan has passed
      * its own wait, which returns after the walk has finished and its writes are visible. The rows are staged
-     * and sorted while the scan ends, and the offsets loaded after it (below; H100: cu-131k -1.5 %, the 1M
-     * lists the same). */
+     * and sorted while the scan ends, and the offsets loaded after it (below). */
     long long off = 0, total = 0;
     int len = 0;
     if (PACK) {

@@ -97,8 +97,7 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * (stage[rank[i] * K ..], one sector whatever the input order) and its
  * count (counts[rank[i]]) are loaded before the scan; the block's rows, one
  * run of the CSR, are put together in shared memory and written by the
- * whole block with coalesced stores
- * (H100: graphene-1m rows 0.050 -> 0.042 ms). A block with a row longer
+ * whole block with coalesced stores. A block with a row longer
  * than K writes row by row instead, the long row walked again, written in
  * the order found and sorted in place. Where the CSR would pass `limit`
  * entries (the output arrays' size) a block past it writes nothing and
@@ -111,18 +110,16 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * of its rows (sparse_row_keys, at the atom's slot) in place of loading a
  * staged one, and the binning sets its tile states: no walk kernel, no
  * stage, no counts. Its rows are consecutive atoms of the input, which
- * are neighbours in space only in such an order (in random order the walk
- * in original order lost its locality: 2026-11-26, B). Tiles of 256 rows
+ * are neighbours in space only in such an order (in random order a walk
+ * in original order loses its locality). Tiles of 256 rows
  * (SPARSE_FUSED_T), held to 6 blocks an SM (40 registers; ptxas alone 64):
- * H100 graphene-1m, walk + rows 0.089 -> 0.075 ms at 3 blocks of 512 ->
- * 0.068 at 6 of 256 (a block's scan and stores wait for its slowest walk;
- * smaller blocks leave fewer warps idle; 128 rows measured the same).
+ * a block's scan and stores wait for its slowest walk, and smaller blocks
+ * leave fewer warps idle.
  *
  * The walk with K = 4 is held to 40 registers (12 blocks, 48 warps an SM;
  * ptxas alone takes 52: 9 blocks): its thread-per-atom loop is bound by
- * issue and load latency, and the extra warps hide more of it (H100,
- * graphene-1m: walk 0.049 -> 0.046 ms, totals -2 to -4.5 %; 16 blocks at 32
- * registers spill in the loop and lose 4-8 %). K = 8 is left to ptxas (0: no minimum). */
+ * issue and load latency, and the extra warps hide more of it (at 32
+ * registers it spills in the loop). K = 8 is left to ptxas (0: no minimum). */
 /* Slot s's row (atom i), walked: its first K hits kept as (j, d2) keys and
  * sorted, handed to put(q, v) two at a time as (j << 32 | bits of d)
  * entries (0 past the row; q = 0 .. K/2 - 1); returns the row's true
@@ -130,9 +127,7 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * thread's column of the block's shared keys (ks[q * T + t], q < K; past K
  * to column K, never read), read back into registers after the walk: a
  * min, an address and a store a hit, where a push in front of K registers
- * took 2 K moves on every candidate a lane of the warp hit (SASS: the
- * fused kernel's loop of 4 candidates 94 -> 74 instructions; H100,
- * graphene-1m full: rows 0.068 -> 0.066 ms, the half list unchanged). The
+ * took 2 K moves on every candidate a lane of the warp hit. The
  * store is PTX on an address taken once: written in C++, ptxas rebuilt the
  * shared window's base before every store at 40 registers. The walk
  * kernel stores the row to the stage, the fused rows kernel keeps it in

@@ -609,6 +609,20 @@ Test(nlist_gpu, dense_200k_atoms_half_list_equals_cpu_cell_twin) { dense_200k(MD
 
 Test(nlist_gpu, dense_200k_atoms_full_list_equals_cpu_cell_twin) { dense_200k(MDNL_LIST_FULL); }
 
+Test(nlist_gpu, device_bandwidth_from_clock_and_bus_width_or_zero_without_a_device)
+{
+    /* `mdnl bench`'s floor: 2 x memory clock x bus width / 8. Any HBM or
+     * GDDR device of the last decade is between 0.1 and 100 TB/s; without a
+     * device (or built without CUDA) it is 0, and the benchmark says it
+     * assumed a rate. */
+    const double bw = mdnl_cuda_device_bandwidth();
+    if (mdnl_cuda_device_count() == 0) {
+        cr_expect_eq(bw, 0.0, "no device, yet a bandwidth of %g B/s", bw);
+        return;
+    }
+    cr_expect(bw > 1e11 && bw < 1e14, "%s: a bandwidth of %g B/s", mdnl_cuda_device_name(), bw);
+}
+
 Test(nlist_gpu, dense_walk_forced_where_it_does_not_fit_takes_sparse_stage)
 {
 #ifdef MDNL_HAVE_CUDA

@@ -17,9 +17,10 @@
 #include "nlist_cuda.h"
 #endif
 
-/* Bytes per second the bandwidth floor assumes: an H100's device-to-device
- * copy, bytes read plus bytes written (tools/bench/README.md). */
-#define BENCH_BANDWIDTH 3.0e12
+/* Bytes per second the floors assume where the runtime does not report the
+ * device's memory clock and bus width: a measured device-to-device copy rate
+ * (bytes read plus bytes written) of an H100. */
+#define BENCH_BANDWIDTH_ASSUMED 3.0e12
 #define BENCH_WARMUP 3
 #define BENCH_REPEATS 15
 /* Brute force is timed only when N^2/2 * images is below this. */
@@ -30,10 +31,9 @@ static const char *const system_names[] = {"graphene-17k", "graphene-1m",       
 #define NSYSTEMS 7
 /* brute-atomic vs brute-noatomic (the seed's comparison), "cell" (the
  * default, path by density), then each shipped cell path forced. */
-#define NMETHODS 8
-static const char *const method_labels[NMETHODS] = {"brute-atomic",      "brute-noatomic",   "cell",
-                                                    "cell-sparse-stage", "cell-sparse-rows", "cell-dense-walk",
-                                                    "cell-dense-tiles",  "cell-dense-rows"};
+#define NMETHODS 5
+static const char *const method_labels[NMETHODS] = {"brute-atomic", "brute-noatomic", "cell", "cell-sparse-stage",
+                                                    "cell-dense-walk"};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -55,6 +55,20 @@ static double wall_seconds(void)
 }
 
 #ifdef MDNL_HAVE_CUDA
+/* The bandwidth every floor divides by, and where it comes from. */
+typedef struct bench_bandwidth {
+    double bps;
+    const char *source; /* "theoretical" (2 x memory clock x bus width) or "assumed" */
+} bench_bandwidth;
+
+static bench_bandwidth bench_device_bandwidth(void)
+{
+    const double bps = mdnl_cuda_device_bandwidth();
+    if (bps > 0)
+        return (bench_bandwidth){bps, "theoretical"};
+    return (bench_bandwidth){BENCH_BANDWIDTH_ASSUMED, "assumed"};
+}
+
 static int same_list(const mdnl_nlist *a, const mdnl_nlist *b)
 {
     return a->natoms == b->natoms && a->npairs == b->npairs &&
@@ -70,15 +84,17 @@ typedef struct method_result {
     double ms;        /* the build alone (events around it only) */
     double ms_staged; /* the build with events between its stages */
     double stage_ms[MDNL_CUDA_NSTAGES];
-    double stage_floor_ms[MDNL_CUDA_NSTAGES]; /* mdnl_cuda_ctx_stage_bytes over BENCH_BANDWIDTH; 0: not modelled */
+    double stage_floor_ms[MDNL_CUDA_NSTAGES]; /* mdnl_cuda_ctx_stage_bytes over the bandwidth; 0: not modelled */
     int64_t npairs;
     int walk_rows; /* mdnl_cuda_ctx_walk_rows after the build */
 } method_result;
 
 static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_geom *gp, const float (*pos4)[4],
-                              mdnl_list_kind kind, int json, int first, FILE *out, int *all_valid);
+                              mdnl_list_kind kind, const bench_bandwidth *bw, int json, int first, FILE *out,
+                              int *all_valid);
 
-static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first, FILE *out, int *all_valid)
+static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, const bench_bandwidth *bw, int json, int first, FILE *out,
+                                int *all_valid)
 {
     mdnl_frame f;
     memset(&f, 0, sizeof f);
@@ -96,9 +112,9 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
     }
     mdnl_geom g;
     if ((st = mdnl_geom_prepare(&f, cutoff, &g, pos4)) == MDNL_OK)
-        st = bench_list(ctx, name, &g, (const float(*)[4])pos4, MDNL_LIST_FULL, json, first, out, all_valid);
+        st = bench_list(ctx, name, &g, (const float(*)[4])pos4, MDNL_LIST_FULL, bw, json, first, out, all_valid);
     if (st == MDNL_OK)
-        st = bench_list(ctx, name, &g, (const float(*)[4])pos4, MDNL_LIST_HALF, json, 0, out, all_valid);
+        st = bench_list(ctx, name, &g, (const float(*)[4])pos4, MDNL_LIST_HALF, bw, json, 0, out, all_valid);
     free(pos4);
     mdnl_frame_free(&f);
     return st;
@@ -107,7 +123,8 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, int json, int first
 /* One list kind of one system: the CPU oracle, then every method validated
  * and timed. */
 static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_geom *gp, const float (*pos4)[4],
-                              mdnl_list_kind kind, int json, int first, FILE *out, int *all_valid)
+                              mdnl_list_kind kind, const bench_bandwidth *bw, int json, int first, FILE *out,
+                              int *all_valid)
 {
     const mdnl_geom g = *gp;
     const int64_t n = g.natoms;
@@ -181,7 +198,7 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
         double bytes[MDNL_CUDA_NSTAGES];
         mdnl_cuda_ctx_stage_bytes(ctx, bytes);
         for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
-            r->stage_floor_ms[s] = 1e3 * bytes[s] / BENCH_BANDWIDTH;
+            r->stage_floor_ms[s] = 1e3 * bytes[s] / bw->bps;
         r->ms = mdnl_bench_median(tot, BENCH_REPEATS);
         r->ms_staged = mdnl_bench_median(tot_staged, BENCH_REPEATS);
         for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
@@ -192,7 +209,7 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
      * (8 B/row offset, 4 B j + 4 B d per pair). */
     const double bytes_written = 8.0 * (double)(n + 1) + 8.0 * (double)oracle.npairs;
     const double bytes_moved = 16.0 * (double)n + bytes_written;
-    const double floor_ms = 1e3 * bytes_moved / BENCH_BANDWIDTH;
+    const double floor_ms = 1e3 * bytes_moved / bw->bps;
     if (json) {
         fprintf(out, "%s{\"system\":\"%s\",\"natoms\":%lld,\"cutoff\":%g,\"list\":\"%s\",\"npairs\":%lld,"
                      "\"cpu_oracle\":\"%s\",\"cpu_oracle_ms\":%.3f,\"bytes_written\":%.0f,\"floor_ms\":%.5f,\"methods\":[",
@@ -307,18 +324,22 @@ mdnl_status mdnl_bench_run(const char *const *sizes, int nsizes, int json, FILE 
     if (st != MDNL_OK)
         return st;
     int all_valid = 1, first = 1;
+    const bench_bandwidth bw = bench_device_bandwidth();
+    const char *bw_what = strcmp(bw.source, "theoretical") == 0 ? "theoretical: 2 x memory clock x bus width"
+                                                                 : "assumed: the device reports no memory clock";
     if (json)
-        fprintf(out, "{\"device\":\"%s\",\"bandwidth_Bps\":%.3g,\"repeats\":%d,\"systems\":[", mdnl_cuda_device_name(),
-                BENCH_BANDWIDTH, BENCH_REPEATS);
+        fprintf(out, "{\"device\":\"%s\",\"bandwidth_Bps\":%.4g,\"bandwidth_source\":\"%s\",\"repeats\":%d,"
+                     "\"systems\":[",
+                mdnl_cuda_device_name(), bw.bps, bw.source, BENCH_REPEATS);
     else
-        fprintf(out, "# device: %s; median of %d after %d warm-up; floor = (16 B/atom + CSR bytes) / %.1f TB/s; a stage's floor: "
-                     "its least bytes (its inputs read, its outputs written once) / the same\n"
+        fprintf(out, "# device: %s; median of %d after %d warm-up; floor = (16 B/atom + CSR bytes) / %.2f TB/s (%s); a "
+                     "stage's floor: its least bytes (its inputs read, its outputs written once) / the same\n"
                      "%-13s %-15s %9s %10s %10s %12s %9s %7s\n",
-                mdnl_cuda_device_name(), BENCH_REPEATS, BENCH_WARMUP, BENCH_BANDWIDTH / 1e12, "# system", "method",
+                mdnl_cuda_device_name(), BENCH_REPEATS, BENCH_WARMUP, bw.bps / 1e12, bw_what, "# system", "method",
                 "ms", "atoms/s", "pairs/s", "bytes_out", "floor_ms", "ratio");
     for (int s = 0; s < NSYSTEMS && st == MDNL_OK; ++s)
         if (want[s]) {
-            st = bench_system(ctx, s, json, first, out, &all_valid);
+            st = bench_system(ctx, s, &bw, json, first, out, &all_valid);
             first = 0;
             fflush(out);
         }

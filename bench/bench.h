@@ -17,9 +17,8 @@
  * small enough), then timed with CUDA events (warm-up, median of 15) per
  * method and per stage. Methods: brute-atomic vs brute-noatomic (the seed's
  * comparison), cell (the default: path by density), and each shipped cell
- * path forced (cell-sparse-stage, cell-sparse-rows, cell-dense-walk,
- * cell-dense-tiles, cell-dense-rows; nlist_cuda.h). The napkin math is in
- * tools/bench/README.md.
+ * path forced (cell-sparse-stage, cell-dense-walk; nlist_cuda.h). The
+ * napkin math: docs/performance.md.
  */
 #ifndef MDNL_BENCH_H
 #define MDNL_BENCH_H

@@ -254,9 +254,9 @@ __device__ __forceinline__ void mdnl_warp_box(float (&lo)[3], float (&hi)[3])
  * 0x7fffffff past the last; kb: its first slot minus its flat start; code:
  * its shift code; q: the lane's range, which only grows as fl does). Past
  * ntot the candidate is a point at infinity with no slot (k = -1, a zero
- * shift), or with CLAMP the last candidate again (ntot >= 1; H100: dense-walk's
- * walk -1 to -2 %, the RDF walk +5 to +9 %, so only dense-walk clamps); never
- * kept. keep: its image can be within the cutoff of the home box [lo, hi]
+ * shift), or with CLAMP the last candidate again (ntot >= 1: a load of a
+ * line already in L1; it helps dense-walk's walk and slows the RDF's, so
+ * only dense-walk clamps); never kept. keep: its image can be within the cutoff of the home box [lo, hi]
  * (mdnl_box_d2, a bound on every d2 of its tests, so no pair is lost). */
 struct mdnl_warp_cand {
     float4 p; /* position, w as the cell list holds it */
@@ -326,7 +326,7 @@ __device__ __forceinline__ void mdnl_visit(F &f, int j, float d2, int s0, int s1
  * left out: it can change only the sign of a zero difference, which the
  * square erases, so d2 keeps its bits and each candidate costs three adds
  * fewer (most ranges of a large box have S = 0). ZSPLIT = false keeps one
- * loop for every shift (measured on the RDF, tools/bench/RESULTS.md);
+ * loop for every shift (faster for the RDF's walks: docs/performance.md);
  * SKIP_SELF = false for walks whose ranges already exclude the atom. */
 template <bool ZSPLIT = true, bool SKIP_SELF = true, class F>
 __device__ __forceinline__ void mdnl_scan_range(const float4 &pi, const float4 *__restrict__ pos, int kb, int ke,
@@ -495,8 +495,7 @@ __device__ __forceinline__ float mdnl_cell_gap(int d, int c, float t, float cw, 
  * walk's order), so several threads can share an atom's stencil. Dealing
  * positions, not the columns an atom keeps after the cuts, keeps a warp's
  * lanes (neighbouring atoms, one part) on the same columns: dealt by what
- * each lane keeps, a column ran with ~1/nparts of the lanes active (H100,
- * lj-100k: 0.33 ms with 4 parts against 0.29 for one). */
+ * each lane keeps, a column ran with ~1/nparts of the lanes active. */
 template <bool HALF = false, bool ZSPLIT = true, class F>
 __device__ __forceinline__ void mdnl_for_each_pair_pruned_part(const mdnl_geom &g, const mdnl_cells_view &c,
                                                                const mdnl_prune &pr, int is, int part, int nparts,

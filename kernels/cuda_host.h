@@ -34,7 +34,7 @@ mdnl_status mdnl_cuda_stream_wait(void *stream, void *event);
 mdnl_status mdnl_nlist_download_cuda(void *stream, const mdnl_nlist_dev *dev, mdnl_nlist *out);
 
 /* Starts the CUDA runtime and the primary context of device 0 (what the
- * first CUDA call of a process pays, ~0.2-0.3 s on an H100 host), so that a
+ * first CUDA call of a process pays, a few tenths of a second), so that a
  * caller can do it on a thread of its own while it opens its input.
  * MDNL_ERR_RESOURCE when no device is usable. */
 mdnl_status mdnl_cuda_start(void);

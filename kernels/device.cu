@@ -30,3 +30,15 @@ extern "C" const char *mdnl_cuda_device_name(void)
              (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
     return name;
 }
+
+extern "C" double mdnl_cuda_device_bandwidth(void)
+{
+    int khz = 0, bits = 0;
+    if (mdnl_cuda_device_count() < 1 ||
+        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device_index) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device_index) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return 2.0 * (double)khz * 1e3 * (double)bits / 8.0;
+}

@@ -20,6 +20,12 @@ void mdnl_cuda_set_device_index(int k);
  * "none". The string is static. */
 const char *mdnl_cuda_device_name(void);
 
+/* The chosen device's theoretical memory bandwidth in bytes per second:
+ * 2 (double data rate) x the peak memory clock x the bus width in bytes,
+ * from the runtime's device attributes; 0 when unknown (no device, built
+ * without CUDA, or an attribute the runtime does not report). */
+double mdnl_cuda_device_bandwidth(void);
+
 MDNL_END_C
 
 #endif

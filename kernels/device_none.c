@@ -8,3 +8,5 @@ const char *mdnl_cuda_device_name(void) { return "none (built without CUDA)"; }
 int mdnl_cuda_device_index(void) { return 0; }
 
 void mdnl_cuda_set_device_index(int k) { (void)k; }
+
+double mdnl_cuda_device_bandwidth(void) { return 0; }

@@ -197,8 +197,8 @@ __global__ void __launch_bounds__(EBLOCK)
 /* The total alone (no --per-atom) where the half-stencil warp walk fits the
  * grid (walk_cuda.cuh: a warp per home cell, each pair once, the lanes on
  * their own candidates against the same home atom, so they do not idle as
- * the thread-per-atom walk's unequal ranges make them: H100 ncu of
- * energy_fused_kernel, 15.4 of 32 threads active). Each lane sums its pairs
+ * the thread-per-atom walk's unequal ranges make them: about half the
+ * lanes idle there). Each lane sums its pairs
  * in walk order, the block's sums in block_reduce's fixed order: the total
  * repeats bit for bit, and agrees with the per-atom run's (another order of
  * the same pair terms) to rounding. 8 warps a block (block_reduce's

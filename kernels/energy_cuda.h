@@ -8,8 +8,7 @@
  *   fused      total only, where the walk fits the grid (mdnl_walk_fits):
  *              the half-stencil warp walk (walk_cuda.cuh), a warp per home
  *              cell, each pair once, the hits compacted into a per-warp
- *              ring and evaluated 32 at a time; a cell a warp, 8 a block
- *              (H100 at 1ba50e0: lj-1m-liquid 0.38 ms, 0.48 before).
+ *              ring and evaluated 32 at a time; a cell a warp, 8 a block.
  *              Otherwise, and for per-atom energies: 2 threads per atom
  *              slot of the device cell list (cells_cuda.cuh, cell order;
  *              the stencil columns dealt round-robin to them, part sums

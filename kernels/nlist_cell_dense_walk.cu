@@ -5,6 +5,106 @@
 
 #include <math.h>
 
+#define WALK_CAP 64 /* keys per slab row */
+
+struct warp_ranges {
+    int nr;      /* ranges (uniform) */
+    int total;   /* candidates (uniform) */
+    int kb;      /* lane r: first slot of range r */
+    int fs, fe;  /* lane r: flat [fs, fe) */
+    float vx, vy, vz;
+    int zero;    /* lane r: shift is 0 */
+    int lexpos;  /* lane r: shift lexicographically positive */
+    int code;    /* lane r: shift_code of S (shifts in -1..1) */
+};
+
+/* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
+ * mdnl_for_each_pair) and z segment t % nzs, so all the cell-offset loads of
+ * one atom are in flight together (one load latency, not one per range);
+ * empty or skipped ranges have length 0. A warp scan flattens them. With
+ * `divs` (mdnl_cell_divs_of(g)) the cell's coordinates and the lanes' columns
+ * come from multiplies (dense-walk: a warp a cell, so these divisions are a
+ * cell's cost, not an atom's), else from divisions. */
+__device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin,
+                                                        int lane, const mdnl_cell_divs *divs = nullptr)
+{
+    warp_ranges w;
+    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
+    const int lz = divs ? mdnl_fastdiv_q(divs->n2, lin) : lin / n2; /* the cell's column, cx n1 + cy */
+    const int cz = lin - lz * n2;
+    const int cx = divs ? mdnl_fastdiv_q(divs->n1, lz) : lz / n1;
+    const int cy = lz - cx * n1;
+    /* z segments (uniform): cz-st..cz+st split where the periodic shift changes */
+    int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
+    if (!g.pbc[2]) {
+        zlo = zlo < 0 ? 0 : zlo;
+        zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
+    }
+    const int s2lo = g.pbc[2] ? mdnl_floordiv(zlo, n2) : 0;
+    const int s2hi = g.pbc[2] ? mdnl_floordiv(zhi, n2) : 0;
+    const int nzs = s2hi - s2lo + 1;
+    const int w1 = 2 * g.stencil[1] + 1;
+    const int ncol = (2 * g.stencil[0] + 1) * w1;
+    w.nr = ncol * nzs;
+    int len = 0, kb = 0;
+    int s0 = 0, s1 = 0, s2 = 0;
+    if (lane < w.nr) {
+        /* nzs is 1 or 2 where every periodic axis has 2 stencil + 1 cells (dense-walk): a shift */
+        const int col = nzs <= 2 ? lane >> (nzs - 1) : lane / nzs, seg = lane - col * nzs;
+        const int cq = divs ? mdnl_fastdiv_q(divs->w1, col) : col / w1;
+        int x = cx + cq - g.stencil[0];
+        int y = cy + (col - cq * w1) - g.stencil[1];
+        const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
+        const bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
+        s2 = s2lo + seg;
+        int z = seg == 0 ? zlo : s2 * n2;
+        int zend = (s2 + 1) * n2 - 1;
+        if (!g.pbc[2])
+            zend = zhi;
+        if (zend > zhi)
+            zend = zhi;
+        if (ok) {
+            const int row = (x * n1 + y) * n2;
+            kb = c.start[row + z - s2 * n2];
+            len = c.start[row + zend - s2 * n2 + 1] - kb;
+        }
+    }
+    const int incl = mdnl_warp_inclusive_sum(len, lane);
+    w.total = __shfl_sync(FULLMASK, incl, 31);
+    w.kb = kb;
+    w.fs = lane < w.nr ? incl - len : 0x7fffffff;
+    w.fe = lane < w.nr ? incl : 0x7fffffff;
+    float v[3];
+    mdnl_shift_vector(&g, s0, s1, s2, v);
+    w.vx = v[0];
+    w.vy = v[1];
+    w.vz = v[2];
+    w.zero = s0 == 0 && s1 == 0 && s2 == 0;
+    w.lexpos = mdnl_shift_positive(s0, s1, s2);
+    w.code = shift_code(s0, s1, s2);
+    return w;
+}
+
+
+/* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |
+ * the hit's slot and d2) rather than 4-byte keys (j << 5 | shift code) from
+ * which the rows kernel computes d, gathering positions by original index:
+ * where fewer than 1 in 16 of the atoms the binning sampled share the cell
+ * of the atom before them (nl_flags.inorder), a warp's 32 rows are far
+ * apart in space and those gathers miss L1. The host decides by it on the
+ * flags read back after a build, for the next build (nl_walk_state.pack),
+ * and builds again where a frame's own sample disagrees with the layout it
+ * was built in. */
+static inline bool nl_walk_may_pack(long long n)
+{
+    return n < (1LL << 26); /* j << 6 | slot in 32 bits */
+}
+static inline bool nl_walk_packed(long long n, long long same, long long compared)
+{
+    return nl_walk_may_pack(n) && !nl_order_follows_space(same, compared);
+}
+
+
 /* ------------------------------------------------------------------------ */
 /* dense-walk: one walk, a warp per home cell; rows sorted afterwards.
  *
@@ -13,47 +113,46 @@
  * pointer to each one's slab row. The cell's candidate ranges (as in
  * warp_list_ranges) go to a small shared table once; the warp then takes 32
  * flat candidates per step (each lane finds its range by walking forward in
- * the table, its flat index only grows) and each lane loads one candidate.
- * A candidate whose image is a cutoff or more from the bounding box of the
- * home atoms is dropped (mdnl_axis_gap: a bound on every d2 of the test, exact
- * in float, so no pair is lost); the kept ones go to a per-warp ring of 128
- * in shared memory (position and key; a take looks each one's shift vector
- * up by the key's shift code: 8 KB a block less, which sets the carveout,
- * WALK_CARVE_GATHERED), and each time 96 (full lists; half lists 64) are
- * there the warp takes them (three a lane, or two; a home block's last batch
- * one, two or three a lane as it needs) and tests each against every home
- * atom a in turn: a broadcast shared
- * load, mdnl_pair_d2 (without its "+ 0" when every candidate of the take has a
- * zero shift: the same bits), the half list's rule as one integer compare
- * (2j + [S > 0] > 2i; a candidate at or below every home atom's 2i is
- * dropped before the ring: H100 half lists -2 to -7 %), a ballot; the hits
- * of that ballot are appended to a's
- * slab row together (its running count plus the hit's rank in the ballot:
- * lane a keeps a's count and puts it beside a's row pointer in shared
- * memory after each take, so that a home atom's pointer and count are one
- * 16-byte load; H100: the ordered frames' walks -1 to -2 % against a
- * shuffle of the count from lane a). A candidate is loaded once per cell instead of once per
- * atom and every lane works in every step. The slab holds WALK_CAP entries a
- * row, rows in original index order, in one of two layouts (nl_walk_packed,
- * on the binning's sample of the input order): gathered, 4-byte keys j << 5
- * | shift code; packed (input order unrelated to space), 8-byte entries (j
- * << 6 | the entry's slot, d2), one store a hit as before. The host picks
- * the layout before the walk from the frame before's sample
- * (ctx->walk_pack), so that each layout has a rows kernel of its own
+ * the table, its flat index only grows) and each lane loads one candidate,
+ * so a candidate is loaded once per cell instead of once per atom and every
+ * lane works in every step.
+ *   - A candidate whose image is a cutoff or more from the bounding box of
+ *     the home atoms is dropped (mdnl_axis_gap: a bound on every d2 of the
+ *     test, exact in float, so no pair is lost); in a half list, so is one
+ *     at or below every home atom's 2i (the rule below).
+ *   - The kept ones go to a per-warp ring of 128 in shared memory (position
+ *     and key; a take looks each one's shift vector up by the key's shift
+ *     code rather than storing it: 8 KB a block less, which sets the
+ *     carveout, WALK_CARVE_GATHERED). Each time 96 (full lists; half lists
+ *     64) are there the warp takes them (three a lane, or two; a home
+ *     block's last batch as many as it needs) and tests each against every
+ *     home atom a in turn: a broadcast shared load, mdnl_pair_d2 (without
+ *     its "+ 0" when every candidate of the take has a zero shift: the same
+ *     bits), the half list's rule as one integer compare (2j + [S > 0] >
+ *     2i), a ballot.
+ *   - The hits of a ballot are appended to a's slab row together: a's
+ *     running count plus the hit's rank in the ballot. Lane a keeps a's
+ *     count beside a's row pointer in shared memory, so that both are one
+ *     16-byte load.
+ * The slab holds WALK_CAP entries a row, rows in original index order, in
+ * one of two layouts (nl_walk_packed, on the binning's sample of the input
+ * order): gathered, 4-byte keys j << 5 | shift code; packed (input order
+ * unrelated to space), 8-byte entries (j << 6 | the entry's slot, d2). The
+ * host picks the layout before the walk from the frame before's sample
+ * (nl_walk_state.pack), so that each layout has a rows kernel of its own
  * registers and shared memory; a frame whose own sample disagrees is built
- * again (nlist_cuda.cu), so a frame's layout is always its own and a
- * trajectory pays for it only where its order changes. The slab is zeroed
- * when allocated: the rows kernel loads whole words of each row up to its
- * own length (rounded up to 16 bytes; not the warp's longest: rows of a
- * warp differ, and the half lists' most), never uninitialised memory. The
- * walk fills a row's last 32-byte sector past its count with the key ~0u
- * (sorted last) and the rows kernel stages the rest of the row as ~0u, so
- * that the rows kernel takes its keys 16 bytes at a time without a test an
- * entry (H100: half lists' packed rows 0.233 -> 0.217 ms). The
- * walk counts every row exactly (counts[i]; packed, by cell slot, which the
- * row scan gathers by the binning's rank) and records the longest
- * (its pair of the flags, FLAG_WALK); entries past WALK_CAP are dropped. There is no count pass: the
- * candidates are walked once.
+ * again (dense_walk_finish), so a frame's layout is always its own and a
+ * trajectory pays for it only where its order changes.
+ * Invariants: the slab is zeroed when allocated, and the rows kernel loads
+ * whole 16-byte words of each row up to its own length (not the warp's
+ * longest), never uninitialised memory; the walk fills a row's last 32-byte
+ * sector past its count with the key ~0u (sorted last) and the rows kernel
+ * stages the rest of the row as ~0u, so that it takes keys 16 bytes at a
+ * time without a test an entry. The walk counts every row exactly
+ * (counts[i]; packed, by cell slot, which the row scan gathers by the
+ * binning's rank) and records the longest (its pair of nl_flags.walk);
+ * entries past WALK_CAP are dropped (the long rows' kernel writes those
+ * rows). There is no count pass: the candidates are walked once.
  *
  * Rows (walk_rows_kernel). Mapping: two threads per original row i (lanes
  * 2r and 2r + 1 of a warp's ROWS_W rows), so a warp's 16 rows are
@@ -63,26 +162,23 @@
  * longest row decides) and the pair sorts the row as one bitonic network
  * (pair_bitonic: one exchange of registers between the two); the warp then
  * writes j, and d entry by entry in output order, with coalesced stores.
- * Half a row a thread keeps the gathered kernel at 64 registers (a row a
- * thread: 102, a quarter of the SM's warps; H100: rows -3 to -24 %, but +5 %
- * on the sorted liquid's gathered full list, tools/bench/RESULTS.md).
- * Gathered, d is computed from the positions in original order (the floats
- * the walk used, mdnl_pair_d2: the same bits), a gather an entry that hits
- * L1 when the warp's 32 atoms are neighbours in space and misses it when
- * the input order is random (H200, lj-1m-liquid shuffled: rows 0.65 ms of
- * 1.27). Packed, d = sqrt of the slot's d2, from the warp's d2 rows,
- * staged in a shared buffer of their own in the same pass as the keys (the
- * slab read once: H100 lj-1m-liquid shuffled rows 0.452 -> 0.408 ms; the
- * kernel takes 80 registers and 17 kB a block, which would cost the
- * gathered rows 1-6 % if they shared it). Packing costs the ordered inputs
- * more (twice the slab bytes) than their gathers. A row longer than WALK_CAP is walked
- * again by a warp (walk_long_kernel, a no-op when the walk saw no such
- * row; the walk lists the long rows), a warp per row, ranked in shared
- * memory and written into its CSR slots, on a side stream beside the rows
- * kernel (H100: the liquids' full lists -0.8 to -1.2 %). No host
- * synchronisation inside the build: the output arrays are sized from the
- * frame before or an estimate, and a CSR that outgrew them is found by the
- * caller's one read-back and built again.
+ * Half a row a thread keeps the gathered kernel at 64 registers (a whole
+ * row took 102, a quarter of the SM's warps). Gathered, d is computed from
+ * the positions in original order (the floats the walk used, mdnl_pair_d2:
+ * the same bits), a gather an entry that hits L1 when the warp's 32 atoms
+ * are neighbours in space and misses it when the input order is random,
+ * which is why that order packs. Packed, d = sqrt of the slot's d2, from
+ * the warp's d2 rows, staged in a shared buffer of their own in the same
+ * pass as the keys (the slab read once); its 80 registers and 17 kB a
+ * block would slow the gathered rows if they shared one kernel. Packing
+ * costs the ordered inputs more (twice the slab bytes) than their gathers.
+ *
+ * A row longer than WALK_CAP is walked again by a warp (walk_long_kernel, a
+ * no-op when the walk saw no such row; the walk lists the long rows),
+ * ranked in shared memory and written into its CSR slots, on a side stream
+ * beside the rows kernel. No host synchronisation inside the build: the
+ * output arrays are sized from the frame before or an estimate, and a CSR
+ * that outgrew them is found by the caller's one read-back and built again.
  *
  * The host uses this path only where an atom appears at most once in a
  * row with shifts in -1..1 (every periodic axis has at least 2 stencil + 1
@@ -90,21 +186,17 @@
  * a row as mdnl_row_key does. */
 #define WALK_T 128 /* walk: 4 warps, 4 cells a block */
 /* The walk's shared-memory carveout, in percent of the SM's largest (228 KiB; the driver takes the next of its steps
- * at or above). Its 8 blocks an SM (64 registers) take 130 KiB with the driver's 1 KiB a block, for which the driver
- * alone would set 132 KiB. The rows kernel's blocks become resident, under PDL, in the carveout of the kernels before
- * it where they fit, so the walk's carveout is in effect the rows kernel's too. Gathered, 164 KiB, the gathered rows
- * kernel's own (L1 92 KiB; H100, the sorted liquid's overlapped rows 331 -> 323 us; the walk at 196 KiB gathers
- * as fast, at 132 KiB it was slower: 392 against 386 us). Packed, 196 KiB, what the packed rows kernel ran after
- * before (164 KiB: the same; 228 KiB: +1 %). */
+ * at or above). Its 8 blocks an SM (64 registers) need 130 KiB with the driver's 1 KiB a block. The rows kernel's
+ * blocks become resident, under PDL, in the carveout of the kernels before it where they fit, so the walk's
+ * carveout is in effect the rows kernel's too: gathered, 164 KiB, the gathered rows kernel's own (L1 keeps 92 KiB
+ * for its gathers); packed, 196 KiB, what the packed rows kernel runs best after. */
 #define WALK_CARVE_GATHERED 66
 #define WALK_CARVE_PACKED 80
 /* Rows kernel threads a block: packed 2 warps; gathered 4. The gathered kernel's position gathers hit L1,
  * whose size is what the SM's shared memory leaves: at 4 warps its 8 blocks an SM take 163 KiB with the
  * driver's 1 KiB a block (no row id an entry: the staged keys carry their row, walk_rows_out), so the
- * driver picks a 164 KiB carveout and L1 keeps 92 KiB; with a row id an entry (1 KiB a warp) they took 195
- * KiB (196 KiB carveout, L1 60 KiB), at 2 warps 16 blocks 199 KiB (228 KiB, L1 28 KiB) (H100, the sorted
- * liquid's rows: 0.361 -> 0.330 -> 0.316 ms; fewer blocks for more L1 and 8 warps a block were slower:
- * tools/bench/RESULTS.md). The packed kernel reads no positions (the same at 2 or 4 warps). */
+ * driver picks a 164 KiB carveout and L1 keeps 92 KiB; a row id an entry (1 KiB a warp) would take 195
+ * KiB (L1 60 KiB), 2 warps a block 199 KiB (L1 28 KiB). The packed kernel reads no positions. */
 #define WALK_RT_PACKED 64
 #define WALK_RT_GATHERED 128
 #define WALK_RT(PACK) ((PACK) ? WALK_RT_PACKED : WALK_RT_GATHERED)
@@ -172,8 +264,7 @@ __device__ __forceinline__ void walk_cell(const mdnl_geom &g, const mdnl_cells_v
     const unsigned lt = (1u << lane) - 1u;
     const int hbase = w * 32, rbase = w * 128;
     /* candidates a lane a take: full lists 3 (a home atom's loads and count shared by three; the ring of 128
-     * holds a take's 96 and a step's 31 more; H100: the full walks -1 to -8.5 %), half lists 2 (3 was 0 to
-     * +2.6 % slower there; tools/bench/RESULTS.md) */
+     * holds a take's 96 and a step's 31 more), half lists 2 (their shorter rows gain nothing from a third) */
     constexpr int TC = FULL ? 3 : 2;
     int longest = 0;
     for (int h0 = hb; h0 < he; h0 += 32) {
@@ -357,7 +448,7 @@ __global__ __launch_bounds__(WALK_T, FULL ? 8 : 0) void walk_walk_kernel(
     const __grid_constant__ mdnl_geom g, mdnl_cells_view c, mdnl_cell_divs divs, unsigned *__restrict__ slab,
     unsigned long long *__restrict__ counts, int *__restrict__ walk, int *__restrict__ longlist)
 {
-    int *const maxlen = walk, *const nlong = walk + 1; /* this build's pair of the flags (FLAG_WALK) */
+    int *const maxlen = walk, *const nlong = walk + 1; /* this build's pair of the flags (nl_flags.walk) */
     nl_grid_wait();
     constexpr int W = WALK_T / 32;
     if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -404,10 +495,8 @@ __device__ __forceinline__ void pair_bitonic(unsigned (&x)[WALK_CAP / 2], int h)
  * array, so 8 blocks fit the 164 KiB carveout; j < 2^23, walk_rows_kernel),
  * go to shared memory in output order, and the warp writes j,
  * then computes and writes d, entry by entry in output order (coalesced
- * stores), a lane's 8 gathers issued together (H100: the sorted liquid's
- * full list 0.900 -> 0.836 ms; d computed branch-free or j written in the
- * same loop lost 1-4 %: tools/bench/RESULTS.md). Otherwise each thread
- * writes its own entries. */
+ * stores), a lane's 8 gathers issued together so that their latencies
+ * overlap. Otherwise each thread writes its own entries. */
 template <int HK>
 __device__ __forceinline__ void walk_rows_out(unsigned (&x)[WALK_CAP / 2], int len, int h, int r, bool mine,
                                             long long off, long long wbase, int span, bool staged, float4 pi,
@@ -469,9 +558,8 @@ __device__ const uint4 walk_no_entries = {~0u, 0u, ~0u, 0u};
 /* Packed slab rows: the warp's rows into shared memory in
  * one pass, 16 bytes (two entries) a lane, the keys to st and the d2 to d2s,
  * each row's entries up to its own length (len: lanes 2r and 2r + 1 hold
- * row r's), all sixteen loads in flight together (H100: the shuffled
- * liquid's packed rows 0.405 -> 0.393 ms full, 0.258 -> 0.240 half;
- * predicated loads were issued three at a time: tools/bench/RESULTS.md). */
+ * row r's), all sixteen loads in flight together (written as predicated
+ * loads, the compiler issued them three at a time). */
 __device__ __forceinline__ void walk_rows_stage(const uint2 *__restrict__ src, int len,
                                               unsigned *__restrict__ st, unsigned *__restrict__ d2s, int lane)
 {
@@ -532,7 +620,7 @@ __device__ __forceinline__ void walk_rows_out_packed(unsigned (&x)[WALK_CAP / 2]
     if (staged && span <= ROWS_W * WALK_CAP / 2) {
         /* rows of 32 entries or fewer on average in 64-key halves (half lists): most of the second half's
          * entries are past its row, so d2 is staged in output order and its square root taken there, a lane
-         * an entry, instead of HK a thread in divergent turns (full rows keep theirs: H100 +2 % the other way) */
+         * an entry, instead of HK a thread in divergent turns (full rows, mostly full halves, keep theirs) */
         __syncwarp(); /* every d2 read before the stage is overwritten */
 #pragma unroll
         for (int e = 0; e < HK; ++e)
@@ -593,8 +681,7 @@ __global__ __launch_bounds__(WALK_RT(PACK), PACK ? 12 : 1024 / WALK_RT_GATHERED)
      * scan. Gathered: the row's length from the walk's counts (by i, through L2) and then its slab row, read
      * before this grid waits for the scan: the grid is launched only once every block of the scan has passed
      * its own wait, which returns after the walk has finished and its writes are visible. The rows are staged
-     * and sorted while the scan ends, and the offsets loaded after it (below; H100: cu-131k -1.5 %, the 1M
-     * lists the same). */
+     * and sorted while the scan ends, and the offsets loaded after it (below). */
     long long off = 0, total = 0;
     int len = 0;
     if (PACK) {
@@ -842,7 +929,7 @@ __global__ __maxnreg__(64) void walk_long_kernel(const __grid_constant__ mdnl_ge
 /* Whether dense-walk can build on `g` (see its kernels): each atom at most
  * once in a row with shifts in -1..1, at most 32 candidate ranges per cell
  * (a periodic z window splits once at most), j < 2^27. */
-bool nl_dense_walk_fits(const mdnl_geom *g)
+static bool dense_walk_fits(const mdnl_geom *g)
 {
     if (g->natoms >= (1 << 27))
         return false;
@@ -852,10 +939,9 @@ bool nl_dense_walk_fits(const mdnl_geom *g)
     return (2 * g->stencil[0] + 1) * (2 * g->stencil[1] + 1) * (g->pbc[2] ? 2 : 1) <= 32;
 }
 
-
 /* The mean row of a full list, from the atoms per cell volume (t-frame
  * cells: exact for orthorhombic boxes, an estimate for skewed ones). */
-double nl_dense_walk_row_estimate(const mdnl_geom *g)
+static double dense_walk_row_estimate(const mdnl_geom *g)
 {
     double vol = 1.0;
     for (int k = 0; k < 3; ++k)
@@ -868,31 +954,32 @@ double nl_dense_walk_row_estimate(const mdnl_geom *g)
  * slab, scan, rows sorted and written, the long rows beside them. No
  * synchronisation until the caller's last one: the output arrays keep their
  * size from the frame before or an estimate (below), and a CSR that outgrew
- * them is detected there and built again. */
+ * them is detected there and built again (dense_walk_finish). */
 template <bool FULL>
 static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, int64_t *npairs)
 {
+    nl_walk_state *w = &ctx->walk;
     mdnl_status st;
     nl_row_tiles tiles; /* the row scan's, set by the binning */
     const int ntiles = nl_row_scan_tiles(n);
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK)
         return st;
-    /* the layout the host chose (ctx->walk_pack: the last frame's sample; the caller builds again if this
-     * frame's disagrees): 8-byte entries packed, 4-byte keys gathered */
-    const bool pack = nl_walk_may_pack(n) && ctx->walk_pack;
+    /* the layout the host chose (w->pack: the last frame's sample; the caller builds again if this frame's
+     * disagrees): 8-byte entries packed, 4-byte keys gathered */
+    const bool pack = nl_walk_may_pack(n) && w->pack;
     STAGE(MDNL_CUDA_STAGE_BIN, 0);
     /* packed: the cell order's inverse too (view.rank), by which the row scan gathers the counts */
     if ((st = nl_bin_unstable(ctx, g, pos, n, pack, &tiles, ntiles)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_BIN, 1);
     /* the output's first size: the mean row (half of it for a half list) times 1.2 */
-    size_t want = (size_t)((double)n * (1.2 * nl_dense_walk_row_estimate(g) * (FULL ? 1.0 : 0.5) + 1.0)) + 1;
+    size_t want = (size_t)((double)n * (1.2 * dense_walk_row_estimate(g) * (FULL ? 1.0 : 0.5) + 1.0)) + 1;
     if (want > (size_t)n * WALK_CAP + 1)
         want = (size_t)n * WALK_CAP + 1;
-    ctx->walk_rows = pack ? 1 : 0;
+    w->rows = pack ? 1 : 0;
     const size_t entry = pack ? sizeof(uint2) : sizeof(unsigned);
-    if ((st = mdnl_dbuf_reserve_zeroed(&ctx->slab, (size_t)n * WALK_CAP * entry, "neighbor slab",
-                                       ctx->stream)) != MDNL_OK ||
+    if ((st = mdnl_dbuf_reserve_zeroed(&w->slab, (size_t)n * WALK_CAP * entry, "neighbor slab", ctx->stream)) !=
+            MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, want * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, want * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
@@ -902,16 +989,16 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
     const unsigned wblocks = (unsigned)((g->ncells + WALK_T / 32 - 1) / (WALK_T / 32));
     /* the long rows' list: gathered, the bin's slot array (free once the cell order is built); packed, a buffer
      * of its own (the slot array holds the rank the scan gathers by) */
-    if (pack && (st = mdnl_dbuf_reserve(&ctx->tlong, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
+    if (pack && (st = mdnl_dbuf_reserve(&w->longlist, (size_t)n * sizeof(int), "long rows")) != MDNL_OK)
         return st;
-    int *longlist = (int *)(pack ? ctx->tlong.ptr : ctx->tslot.ptr);
+    int *longlist = (int *)(pack ? w->longlist.ptr : ctx->tslot.ptr);
     /* this build's pair of dense-walk's flags (zero: the last dense-walk build, or the memset, zeroed it), and the
      * next build's, which the rows kernel zeroes */
-    int *flags = (int *)ctx->flags.ptr;
-    const int parity = ctx->walk_parity;
-    int *walk = flags + FLAG_WALK + 2 * parity, *walk_next = flags + FLAG_WALK + 2 * (1 - parity);
+    nl_flags *flags = nl_dev_flags(ctx);
+    const int parity = w->parity;
+    int *walk = flags->walk[parity], *walk_next = flags->walk[1 - parity];
     if ((st = nl_launch(pack ? walk_walk_kernel<FULL, true> : walk_walk_kernel<FULL, false>, wblocks, WALK_T,
-                        ctx->stream, *g, ctx->view, mdnl_cell_divs_of(*g), (unsigned *)ctx->slab.ptr,
+                        ctx->stream, *g, ctx->view, mdnl_cell_divs_of(*g), (unsigned *)w->slab.ptr,
                         (unsigned long long *)ctx->counts.ptr, walk, longlist)) != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_COUNT, 1);
@@ -927,43 +1014,100 @@ static mdnl_status build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, cons
      * before the caller's read-back. Timed stage by stage, they run alone on
      * the main stream first, so that each stage is its kernel's time. */
     const bool beside = ctx->timing != MDNL_CUDA_TIMING_STAGES;
-    cudaStream_t ls = beside ? ctx->side : ctx->stream;
+    cudaStream_t ls = beside ? w->side : ctx->stream;
     if (beside) {
-        MDNL_CUDA_CHECK(cudaEventRecord(ctx->fork, ctx->stream));
-        MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->side, ctx->fork, 0));
+        MDNL_CUDA_CHECK(cudaEventRecord(w->fork, ctx->stream));
+        MDNL_CUDA_CHECK(cudaStreamWaitEvent(w->side, w->fork, 0));
     }
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
-    walk_long_kernel<FULL><<<132, LONG_W * 32, 0, ls>>>(*g, ctx->view, (const int64_t *)offsets, pos, cap,
-                                                         (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, walk,
-                                                         ctx->d_host_flags ? ctx->d_host_flags : flags,
-                                                         (const int *)longlist); /* grid-stride over the list */
+    /* grid-stride over the list: a block an SM */
+    walk_long_kernel<FULL><<<ctx->sm_count, LONG_W * 32, 0, ls>>>(
+        *g, ctx->view, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, walk,
+        &(ctx->d_host_flags ? ctx->d_host_flags : flags)->mismatch, (const int *)longlist);
     MDNL_CUDA_LAUNCHED(ls);
     STAGE(MDNL_CUDA_STAGE_FILL, 1);
     if (beside)
-        MDNL_CUDA_CHECK(cudaEventRecord(ctx->join, ctx->side));
+        MDNL_CUDA_CHECK(cudaEventRecord(w->join, w->side));
     STAGE(MDNL_CUDA_STAGE_SORT, 0);
     const int rows_threads = WALK_RT(pack), rows_per_block = rows_threads / 32 * ROWS_W;
     const unsigned rblocks = (unsigned)((n + rows_per_block - 1) / rows_per_block);
     st = nl_launch(pack ? walk_rows_kernel<true> : walk_rows_kernel<false>, rblocks, rows_threads, ctx->stream, *g,
-                   (const unsigned *)ctx->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
-                   (float *)ctx->d.ptr, flags, ctx->d_host_flags, walk_next,
+                   (const unsigned *)w->slab.ptr, n, (const int64_t *)offsets, pos, cap, (int32_t *)ctx->j.ptr,
+                   (float *)ctx->d.ptr, nl_flag_ints(flags), nl_flag_ints(ctx->d_host_flags), walk_next,
                    (const unsigned long long *)ctx->counts.ptr);
     if (beside) /* joined whatever the rows launch did: nothing on the main stream runs ahead of the long rows */
-        MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, ctx->join, 0));
+        MDNL_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream, w->join, 0));
     if (st != MDNL_OK)
         return st;
     STAGE(MDNL_CUDA_STAGE_SORT, 1);
-    ctx->deferred = 2; /* the caller reads the pair count and the outgrown flag back */
     /* written there by the rows kernel, which left the device's flags zero but for this build's pair */
     ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
-    ctx->walk_parity = 1 - parity;
-    *npairs = 0;
+    w->parity = 1 - parity;
+    *npairs = 0; /* read back (dense_walk_finish) */
     return MDNL_OK;
 }
 
-
-mdnl_status nl_dense_walk_init(void)
+static mdnl_status dense_walk_build(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                    int64_t *npairs)
 {
+    return full ? build_dense_walk<true>(ctx, g, pos, n, npairs) : build_dense_walk<false>(ctx, g, pos, n, npairs);
+}
+
+/* After the read-back: the pair count; a frame built in the layout the frame
+ * before called for, not its own (the CSR is the same, only its speed
+ * differs), is built again in its own, so that a frame's layout is its own;
+ * an outgrown output (nothing was written) is grown to the exact size and
+ * the frame built again. */
+static mdnl_status dense_walk_finish(mdnl_cuda_ctx *ctx, const nl_flags *h, int n, int64_t *npairs, bool *again)
+{
+    nl_walk_state *w = &ctx->walk;
+    *npairs = h->npairs;
+    const int pack = nl_walk_packed(n, h->inorder[0], h->inorder[1]);
+    if (pack != w->rows) {
+        w->pack = pack;
+        ctx->retries++;
+        *again = true;
+        return MDNL_OK;
+    }
+    if (h->outgrown) {
+        const size_t np = (size_t)(*npairs > 0 ? *npairs : 1);
+        mdnl_status st;
+        if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
+            (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
+            return st;
+        ctx->retries++;
+        *again = true;
+    }
+    return MDNL_OK;
+}
+
+/* The least bytes of each stage (mdnl_cuda_ctx_stage_bytes): slab entries of
+ * 4 bytes gathered, 8 packed; the long rows are not modelled. */
+static void dense_walk_floor_bytes(const mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs,
+                                   double b[MDNL_CUDA_NSTAGES])
+{
+    const bool packed = ctx->walk.rows != 0;
+    const double na = (double)n, np = (double)npairs;
+    const double starts = 4 * ((double)g->ncells + 1); /* the cells' starts */
+    const double entry = packed ? 8 : 4;
+    /* the binning: positions in (16 bytes an atom); the cell list's view out (mdnl_cells_view: positions in
+     * cell order, order and rank, 24 bytes an atom, and the cells' starts) */
+    b[MDNL_CUDA_STAGE_BIN] = 16 * na + 24 * na + starts;
+    /* the walk: cell-ordered positions and starts in; a slab entry a pair and a count a row out */
+    b[MDNL_CUDA_STAGE_COUNT] = 16 * na + starts + entry * np + 8 * na;
+    /* counts in (packed: by cell slot, gathered by rank), offsets out */
+    b[MDNL_CUDA_STAGE_SCAN] = 8 * (na + 1) + (packed ? 4 * na : 0) + 8 * (na + 1);
+    /* the rows: the slab and the offsets in (gathered: the positions too), the CSR out */
+    b[MDNL_CUDA_STAGE_SORT] = entry * np + 8 * (na + 1) + (packed ? 0 : 16 * na) + 8 * np;
+}
+
+/* The side stream and its events, and the kernels' shared-memory carveouts. */
+static mdnl_status dense_walk_init(mdnl_cuda_ctx *ctx)
+{
+    nl_walk_state *w = &ctx->walk;
+    MDNL_CUDA_CHECK(cudaStreamCreateWithFlags(&w->side, cudaStreamNonBlocking));
+    MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&w->fork, cudaEventDisableTiming));
+    MDNL_CUDA_CHECK(cudaEventCreateWithFlags(&w->join, cudaEventDisableTiming));
     const cudaFuncAttribute carve = cudaFuncAttributePreferredSharedMemoryCarveout;
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<true, false>, carve, WALK_CARVE_GATHERED));
     MDNL_CUDA_CHECK(cudaFuncSetAttribute(walk_walk_kernel<false, false>, carve, WALK_CARVE_GATHERED));
@@ -972,8 +1116,22 @@ mdnl_status nl_dense_walk_init(void)
     return MDNL_OK;
 }
 
-mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                int64_t *npairs)
+static void dense_walk_release(mdnl_cuda_ctx *ctx)
 {
-    return full ? build_dense_walk<true>(ctx, g, pos, n, npairs) : build_dense_walk<false>(ctx, g, pos, n, npairs);
+    nl_walk_state *w = &ctx->walk;
+    mdnl_dbuf_free(&w->slab);
+    mdnl_dbuf_free(&w->longlist);
+    if (w->fork)
+        cudaEventDestroy(w->fork);
+    if (w->join)
+        cudaEventDestroy(w->join);
+    if (w->side) {
+        cudaStreamSynchronize(w->side);
+        cudaStreamDestroy(w->side);
+    }
 }
+
+extern const nl_path nl_path_dense_walk = {
+    "dense-walk",     dense_walk_fits,        true,           dense_walk_build, dense_walk_finish,
+    dense_walk_floor_bytes, dense_walk_init, dense_walk_release,
+};

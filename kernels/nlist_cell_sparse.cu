@@ -1,51 +1,18 @@
-/* nlist_cell_sparse.cu — the cell-list paths for sparse rows (nlist_cuda.h):
- * one traversal that stages every row instead of a count pass and a fill.
- *   sparse-stage  (up to 32 candidates per atom) a walk in cell order keeps
- *                 a row's hits (up to K) in registers, sorts them once
- *                 and stages them as one row; a rows kernel per original
- *                 row scans the row lengths in one pass (CUB's decoupled
- *                 look-back) and copies each staged row straight into the
- *                 CSR; no host synchronisation before the build's last one
- *                 (a CSR that outgrew its arrays is seen there and built
- *                 again). Where the frame before's input order followed
- *                 space, the rows kernel walks its rows itself (one kernel
- *                 after the binning, no stage).
- *   sparse-rows   (up to 100 candidates per atom) rows staged transposed,
- *                 scanned, then sorted in shared memory and written warp-
- *                 cooperatively by the rows kernel.
- * Both walk the unstable (counting-sort) cell list. */
+/* nlist_cell_sparse.cu — sparse-stage, the cell-list path for sparse rows
+ * (nlist_cuda.h), and the one that builds on every geometry: one traversal
+ * that stages every row instead of a count pass and a fill. A walk in cell
+ * order keeps a row's hits (up to K) in registers, sorts them once and
+ * stages them as one row; a rows kernel per original row scans the row
+ * lengths in one pass (CUB's decoupled look-back) and copies each staged
+ * row straight into the CSR; no host synchronisation before the build's
+ * last one (a CSR that outgrew its arrays is seen there and built again).
+ * Where the frame before's input order followed space, the rows kernel
+ * walks its rows itself (one kernel after the binning, no stage). It walks
+ * the unstable (counting-sort) cell list. */
 #include "nlist_cuda_common.cuh"
 
 #include <cub/agent/single_pass_scan_operators.cuh>
 #include <cuda/std/functional>
-
-/* sparse-rows' staged pass (one traversal instead of count + fill). Mapping: thread per sorted slot s; row order[s]'s k-th entry
- * goes to stage[k * n + s] while k < cap (a warp's stores of the same k
- * coalesce), its true length to counts[order[s]] and the longest row to
- * *maxlen, so that the host can grow cap and retry. */
-template <bool FULL>
-__global__ __launch_bounds__(128) void cell_stage_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c,
-                                                         uint64_t *__restrict__ stage, int cap,
-                                                         unsigned long long *__restrict__ counts,
-                                                         int *__restrict__ maxlen)
-{
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= c.natoms)
-        return;
-    const int i = c.order[s];
-    const int n = c.natoms;
-    long long k = 0;
-    mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-        if (FULL || mdnl_half_keep(i, j, s0, s1, s2)) {
-            if (k < cap)
-                stage[(size_t)k * n + s] = mdnl_row_key(j, __fsqrt_rn(d2));
-            ++k;
-        }
-    });
-    counts[i] = (unsigned long long)k;
-    atomicMax(maxlen, k > INT32_MAX ? INT32_MAX : (int)k);
-}
-
 
 /* mdnl_for_each_pair's pair set, visited in another order (only for kernels
  * that sort their rows): when an atom's z range is its whole cell column on
@@ -130,32 +97,29 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * (stage[rank[i] * K ..], one sector whatever the input order) and its
  * count (counts[rank[i]]) are loaded before the scan; the block's rows, one
  * run of the CSR, are put together in shared memory and written by the
- * whole block with coalesced stores
- * (H100: graphene-1m rows 0.050 -> 0.042 ms). A block with a row longer
+ * whole block with coalesced stores. A block with a row longer
  * than K writes row by row instead, the long row walked again, written in
  * the order found and sorted in place. Where the CSR would pass `limit`
  * entries (the output arrays' size) a block past it writes nothing and
- * flags[FLAG_OUTGROWN] tells the host, which sizes the output from the pair
- * count (flags[FLAG_NPAIRS], read back with the flags) and builds again.
+ * nl_flags.outgrown tells the host, which sizes the output from the pair
+ * count (nl_flags.npairs, read back with the flags) and builds again.
  *
- * Fused (FUSED: the host's ctx->sparse_fused, from the frame before's
+ * Fused (FUSED: the host's nl_sparse_state.fused, from the frame before's
  * binning sample: 1 in 16 sampled atoms or more in the cell of the atom
  * before them, as dense-walk's gathered layout). The rows kernel walks each
  * of its rows (sparse_row_keys, at the atom's slot) in place of loading a
  * staged one, and the binning sets its tile states: no walk kernel, no
  * stage, no counts. Its rows are consecutive atoms of the input, which
- * are neighbours in space only in such an order (in random order the walk
- * in original order lost its locality: 2026-11-26, B). Tiles of 256 rows
+ * are neighbours in space only in such an order (in random order a walk
+ * in original order loses its locality). Tiles of 256 rows
  * (SPARSE_FUSED_T), held to 6 blocks an SM (40 registers; ptxas alone 64):
- * H100 graphene-1m, walk + rows 0.089 -> 0.075 ms at 3 blocks of 512 ->
- * 0.068 at 6 of 256 (a block's scan and stores wait for its slowest walk;
- * smaller blocks leave fewer warps idle; 128 rows measured the same).
+ * a block's scan and stores wait for its slowest walk, and smaller blocks
+ * leave fewer warps idle.
  *
  * The walk with K = 4 is held to 40 registers (12 blocks, 48 warps an SM;
  * ptxas alone takes 52: 9 blocks): its thread-per-atom loop is bound by
- * issue and load latency, and the extra warps hide more of it (H100,
- * graphene-1m: walk 0.049 -> 0.046 ms, totals -2 to -4.5 %; 16 blocks at 32
- * registers spill in the loop and lose 4-8 %). K = 8 is left to ptxas (0: no minimum). */
+ * issue and load latency, and the extra warps hide more of it (at 32
+ * registers it spills in the loop). K = 8 is left to ptxas (0: no minimum). */
 /* Slot s's row (atom i), walked: its first K hits kept as (j, d2) keys and
  * sorted, handed to put(q, v) two at a time as (j << 32 | bits of d)
  * entries (0 past the row; q = 0 .. K/2 - 1); returns the row's true
@@ -163,9 +127,7 @@ __device__ __forceinline__ void walk_pairs_merged(const mdnl_geom &g, const mdnl
  * thread's column of the block's shared keys (ks[q * T + t], q < K; past K
  * to column K, never read), read back into registers after the walk: a
  * min, an address and a store a hit, where a push in front of K registers
- * took 2 K moves on every candidate a lane of the warp hit (SASS: the
- * fused kernel's loop of 4 candidates 94 -> 74 instructions; H100,
- * graphene-1m full: rows 0.068 -> 0.066 ms, the half list unchanged). The
+ * took 2 K moves on every candidate a lane of the warp hit. The
  * store is PTX on an address taken once: written in C++, ptxas rebuilt the
  * shared window's base before every store at 40 registers. The walk
  * kernel stores the row to the stage, the fused rows kernel keeps it in
@@ -348,7 +310,7 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
     if (!fused) { /* fused: no walk kernel, the tile states set by the binning */
         STAGE(MDNL_CUDA_STAGE_COUNT, 0);
         if ((st = nl_launch(sparse_walk_kernel<FULL, K>, (n + 127) / 128, 128, ctx->stream, *g, ctx->view,
-                            (uint64_t *)ctx->stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles)) !=
+                            (uint64_t *)ctx->sparse.stage.ptr, (unsigned long long *)ctx->counts.ptr, tiles, ntiles)) !=
             MDNL_OK)
             return st;
         STAGE(MDNL_CUDA_STAGE_COUNT, 1);
@@ -356,10 +318,10 @@ static mdnl_status launch_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, i
     STAGE(MDNL_CUDA_STAGE_FILL, 0);
     if ((st = nl_launch(fused ? sparse_rows_kernel<FULL, K, true> : sparse_rows_kernel<FULL, K, false>, ntiles,
                         SPARSE_TILE(fused), ctx->stream, *g, ctx->view,
-                        fused ? nullptr : (const uint64_t *)ctx->stage.ptr,
+                        fused ? nullptr : (const uint64_t *)ctx->sparse.stage.ptr,
                         fused ? nullptr : (const unsigned long long *)ctx->counts.ptr, tiles, limit,
                         (int64_t *)ctx->offsets.ptr, (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr,
-                        (int *)ctx->flags.ptr, ctx->d_host_flags)) != MDNL_OK)
+                        nl_flag_ints(nl_dev_flags(ctx)), nl_flag_ints(ctx->d_host_flags))) != MDNL_OK)
         return st;
     /* the flags reach the read-back, and the device's are left zero (nl_flags_publish) */
     ctx->flags_on_host = ctx->flags_zero = ctx->d_host_flags != nullptr;
@@ -377,12 +339,12 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
      * pairs, ~13 candidates per atom), else 8 */
     const int K = cand <= 16 ? 4 : 8;
     const size_t most = (size_t)ctx->stage_cap * (size_t)n;
-    /* the walk inside the rows kernel where the frame before's order followed space (ctx->sparse_fused) */
-    const bool fused = ctx->sparse_fused != 0;
+    /* the walk inside the rows kernel where the frame before's order followed space */
+    const bool fused = ctx->sparse.fused != 0;
     const int ntiles = (n + SPARSE_TILE(fused) - 1) / SPARSE_TILE(fused);
     nl_row_tiles tiles;
     if ((st = nl_row_tiles_reserve(ctx, ntiles, &tiles)) != MDNL_OK ||
-        (!fused && (st = mdnl_dbuf_reserve(&ctx->stage, (size_t)K * n * sizeof(uint64_t), "neighbor stage")) !=
+        (!fused && (st = mdnl_dbuf_reserve(&ctx->sparse.stage, (size_t)K * n * sizeof(uint64_t), "neighbor stage")) !=
                        MDNL_OK) ||
         (st = mdnl_dbuf_reserve(&ctx->j, most * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, most * sizeof(float), "neighbor distances")) != MDNL_OK)
@@ -398,62 +360,61 @@ static mdnl_status build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
     if ((st = K == 4 ? launch_sparse_stage<FULL, 4>(ctx, g, n, tiles, ntiles, (long long)most, fused)
                      : launch_sparse_stage<FULL, 8>(ctx, g, n, tiles, ntiles, (long long)most, fused)) != MDNL_OK)
         return st;
-    ctx->deferred = 1; /* the caller reads flags (pair count included) back */
-    ctx->sparse_last = fused ? 1 : 0;
-    *npairs = 0;
+    ctx->sparse.last = fused ? 1 : 0;
+    *npairs = 0; /* read back (sparse_stage_finish) */
     return MDNL_OK;
 }
 
-template <bool FULL>
-static mdnl_status build_sparse_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n,
-                                     int64_t *npairs)
-{
-    mdnl_status st;
-    STAGE(MDNL_CUDA_STAGE_BIN, 0);
-    if ((st = nl_bin_unstable(ctx, g, pos, n)) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_BIN, 1);
-    int *maxlen = (int *)ctx->flags.ptr + 1;
-    STAGE(MDNL_CUDA_STAGE_COUNT, 0);
-    for (;;) {
-        const int cap = ctx->stage_cap;
-        if ((st = mdnl_dbuf_reserve(&ctx->stage, (size_t)cap * (size_t)n * sizeof(uint64_t), "neighbor stage")) !=
-            MDNL_OK)
-            return st;
-        MDNL_CUDA_CHECK(cudaMemsetAsync(maxlen, 0, sizeof(int), ctx->stream));
-        cell_stage_kernel<FULL><<<(n + 127) / 128, 128, 0, ctx->stream>>>(
-            *g, ctx->view, (uint64_t *)ctx->stage.ptr, cap, (unsigned long long *)ctx->counts.ptr, maxlen);
-        MDNL_CUDA_LAUNCHED(ctx->stream);
-        MDNL_CUDA_CHECK(
-            cudaMemcpyAsync(ctx->h_small + 1, maxlen, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
-        MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-        int longest;
-        memcpy(&longest, ctx->h_small + 1, sizeof longest);
-        if (longest <= cap)
-            break;
-        ctx->retries++;
-        ctx->stage_cap = longest + longest / 8 + 1;
-    }
-    STAGE(MDNL_CUDA_STAGE_COUNT, 1);
-    STAGE(MDNL_CUDA_STAGE_SCAN, 0);
-    if ((st = nl_scan_and_size(ctx, n, npairs)) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_SCAN, 1);
-    STAGE(MDNL_CUDA_STAGE_SORT, 0);
-    if ((st = launch_rows<3, FULL>(ctx, g, n, *npairs, ctx->stage_cap, 0)) != MDNL_OK)
-        return st;
-    STAGE(MDNL_CUDA_STAGE_SORT, 1);
-    return MDNL_OK;
-}
-
-mdnl_status nl_build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                  int64_t *npairs)
+static mdnl_status sparse_stage_build(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                                      int64_t *npairs)
 {
     return full ? build_sparse_stage<true>(ctx, g, pos, n, npairs) : build_sparse_stage<false>(ctx, g, pos, n, npairs);
 }
 
-mdnl_status nl_build_sparse_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                 int64_t *npairs)
+/* Builds on every geometry (the fallback of the paths that do not). */
+static bool sparse_stage_fits(const mdnl_geom *) { return true; }
+
+/* After the read-back: the pair count; the next build walks inside the rows
+ * kernel where this frame's sample followed space (speed only: the CSR is the
+ * same); a CSR that passed stage_cap pairs an atom (rows past it were not
+ * written) is sized from the pair count and built again. */
+static mdnl_status sparse_stage_finish(mdnl_cuda_ctx *ctx, const nl_flags *h, int n, int64_t *npairs, bool *again)
 {
-    return full ? build_sparse_rows<true>(ctx, g, pos, n, npairs) : build_sparse_rows<false>(ctx, g, pos, n, npairs);
+    *npairs = h->npairs;
+    ctx->sparse.fused = nl_order_follows_space(h->inorder[0], h->inorder[1]);
+    if (h->outgrown) {
+        const int64_t per = *npairs / n + 1;
+        ctx->retries++;
+        ctx->stage_cap = (int)(per + per / 8 + 1 < INT32_MAX ? per + per / 8 + 1 : INT32_MAX);
+        *again = true;
+    }
+    return MDNL_OK;
 }
+
+/* The least bytes of each stage (mdnl_cuda_ctx_stage_bytes): 8-byte staged
+ * entries. */
+static void sparse_stage_floor_bytes(const mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs,
+                                     double b[MDNL_CUDA_NSTAGES])
+{
+    const double na = (double)n, np = (double)npairs;
+    const double starts = 4 * ((double)g->ncells + 1); /* the cells' starts */
+    const double csr = 8 * (na + 1) + 8 * np;          /* offsets, j and d */
+    /* the binning: positions in (16 bytes an atom); the cell list's view out (mdnl_cells_view: positions in
+     * cell order, order and rank, 24 bytes an atom, and the cells' starts) */
+    b[MDNL_CUDA_STAGE_BIN] = 16 * na + 24 * na + starts;
+    if (ctx->sparse.last) { /* the rows kernel walks: cell-ordered positions, starts and ranks in, the CSR out */
+        b[MDNL_CUDA_STAGE_FILL] = 16 * na + starts + 4 * na + csr;
+    } else {
+        /* the walk: positions and starts in, an 8-byte (j, d2) entry a pair and a count a row out */
+        b[MDNL_CUDA_STAGE_COUNT] = 16 * na + starts + 8 * np + 8 * na;
+        /* the rows: the staged entries, counts and ranks in, the CSR out */
+        b[MDNL_CUDA_STAGE_FILL] = 8 * np + 8 * na + 4 * na + csr;
+    }
+}
+
+static void sparse_stage_release(mdnl_cuda_ctx *ctx) { mdnl_dbuf_free(&ctx->sparse.stage); }
+
+extern const nl_path nl_path_sparse_stage = {
+    "sparse-stage",           sparse_stage_fits, true, sparse_stage_build, sparse_stage_finish,
+    sparse_stage_floor_bytes, nullptr,           sparse_stage_release,
+};

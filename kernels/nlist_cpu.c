@@ -11,14 +11,15 @@
  *          sixteen at a time with AVX-512, eight with AVX2; without those,
  *          each atom runs one vectorisable distance loop over its cell's
  *          gathered neighbourhood, which beats short loops over runs in
- *          portable C: RESULTS.md, issue 19); each row is
+ *          portable C); each row is
  *          sorted (an AVX-512 bitonic network up to 64 keys) and appended
  *          to its thread's buffer (faulted in 1 MB at a time as it fills:
  *          the threads' page faults then rarely meet), and the rows are then
  *          copied to their place in atom order (prefetched: the order is
  *          random), each thread taking atoms that hold an equal share of the
- *          entries (two threads 1.96× one instead of 1.63×, RESULTS.md). A count
- *          pass writing rows in place was slower (RESULTS.md, issue 19).
+ *          entries (an equal share of atoms left one thread waiting on the
+ *          other). A count pass writing rows in place was slower
+ *          (docs/performance.md).
  *          The result does not depend on the atom order or the number of
  *          threads.
  */

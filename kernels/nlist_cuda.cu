@@ -1,7 +1,8 @@
 /* nlist_cuda.cu — the CUDA neighbor-list context, the choice of path and
- * the entry points of nlist_cuda.h; the paths themselves are in
- * nlist_brute.cu, nlist_cell_sparse.cu, nlist_cell_dense_walk.cu and
- * nlist_cell_dense_tiles.cu (shared pieces: nlist_cuda_common.cuh). */
+ * the entry points of nlist_cuda.h, and the pieces every cell path shares
+ * (the counting-sort binning, the one-pass row scan). The paths themselves
+ * are nl_path objects in nlist_brute.cu, nlist_cell_sparse.cu and
+ * nlist_cell_dense_walk.cu (shared declarations: nlist_cuda_common.cuh). */
 #include "nlist_cuda_common.cuh"
 #include "device.h"
 
@@ -9,6 +10,10 @@
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_store.cuh>
 #include <cuda/std/functional>
+
+/* Every path, each with its own state in the context (nl_path). */
+static const nl_path *const all_paths[] = {&nl_path_brute_atomic, &nl_path_brute_noatomic, &nl_path_sparse_stage,
+                                           &nl_path_dense_walk};
 
 extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
 {
@@ -24,36 +29,33 @@ extern "C" mdnl_status mdnl_cuda_ctx_create(mdnl_cuda_ctx **out)
     c->stage_cap = 32;
     c->smem_budget = -1;
     c->cell_path = MDNL_CELL_PATH_AUTO;
-    c->walk_rows = -1;
-    c->sparse_last = -1;
     mdnl_status st = MDNL_OK;
     cudaError_t e;
     void *dev = nullptr; /* the read-back's device address */
+    const int devi = mdnl_cuda_device_index();
 #define CTX_TRY(call)                                                                                                  \
     if ((e = (call)) != cudaSuccess) {                                                                                 \
         st = mdnl_cuda_fail(e, #call, __FILE__, __LINE__);                                                             \
         goto fail;                                                                                                     \
     }
-    CTX_TRY(cudaSetDevice(mdnl_cuda_device_index()));
-    CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, mdnl_cuda_device_index()));
+    CTX_TRY(cudaSetDevice(devi));
+    CTX_TRY(cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, devi));
+    CTX_TRY(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, devi));
     CTX_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    CTX_TRY(cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking));
-    CTX_TRY(cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
-    CTX_TRY(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
-    if ((st = nl_dense_walk_init()) != MDNL_OK)
-        goto fail;
-    /* [4..]: the FLAG_INTS flags; mapped, so that a build's last kernel writes them there itself (sparse-stage,
-     * dense-walk: nl_flags_publish); where the device maps no host memory, plain pinned and copied back */
-    static_assert(4 * sizeof(int64_t) + FLAG_INTS * sizeof(int) <= 12 * sizeof(int64_t), "the read-back holds the flags");
-    if (cudaHostAlloc((void **)&c->h_small, 12 * sizeof(int64_t), cudaHostAllocMapped) == cudaSuccess &&
-        cudaHostGetDevicePointer(&dev, c->h_small, 0) == cudaSuccess) {
-        c->d_host_flags = (int *)((int64_t *)dev + 4);
+    for (const nl_path *p : all_paths)
+        if (p->init && (st = p->init(c)) != MDNL_OK)
+            goto fail;
+    /* mapped, so that a build's last kernel writes its flags there itself (nl_flags_publish); where the device
+     * maps no host memory, plain pinned and copied back */
+    if (cudaHostAlloc((void **)&c->h_rb, sizeof *c->h_rb, cudaHostAllocMapped) == cudaSuccess &&
+        cudaHostGetDevicePointer(&dev, c->h_rb, 0) == cudaSuccess) {
+        c->d_host_flags = &((nl_readback *)dev)->flags;
     } else {
         (void)cudaGetLastError();
-        if (c->h_small)
-            cudaFreeHost(c->h_small);
-        c->h_small = nullptr;
-        CTX_TRY(cudaMallocHost((void **)&c->h_small, 12 * sizeof(int64_t)));
+        if (c->h_rb)
+            cudaFreeHost(c->h_rb);
+        c->h_rb = nullptr;
+        CTX_TRY(cudaMallocHost((void **)&c->h_rb, sizeof *c->h_rb));
     }
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         for (int b = 0; b < 2; ++b)
@@ -74,15 +76,15 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
         return;
     if (c->stream)
         cudaStreamSynchronize(c->stream);
-    mdnl_dbuf *bufs[] = {&c->pos,   &c->counts, &c->offsets, &c->j,    &c->d,
-                         &c->stage, &c->ccount, &c->images,  &c->flags, &c->temp, &c->slab,
-                         &c->tcount, &c->tstart, &c->tslot, &c->tpos, &c->torder, &c->ttemp, &c->tover,
-                         &c->tlong};
+    for (const nl_path *p : all_paths)
+        if (p->release)
+            p->release(c);
+    mdnl_dbuf *bufs[] = {&c->pos,    &c->counts, &c->offsets, &c->j,    &c->d,     &c->flags, &c->temp,
+                         &c->tcount, &c->tstart, &c->tslot,   &c->tpos, &c->torder, &c->ttemp};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
-    mdnl_cells_cuda_free(&c->cells);
-    if (c->h_small)
-        cudaFreeHost(c->h_small);
+    if (c->h_rb)
+        cudaFreeHost(c->h_rb);
     for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
         for (int b = 0; b < 2; ++b)
             if (c->ev[s][b])
@@ -90,14 +92,6 @@ extern "C" void mdnl_cuda_ctx_free(mdnl_cuda_ctx *c)
     for (int b = 0; b < 2; ++b)
         if (c->ev_total[b])
             cudaEventDestroy(c->ev_total[b]);
-    if (c->fork)
-        cudaEventDestroy(c->fork);
-    if (c->join)
-        cudaEventDestroy(c->join);
-    if (c->side) {
-        cudaStreamSynchronize(c->side);
-        cudaStreamDestroy(c->side);
-    }
     if (c->stream)
         cudaStreamDestroy(c->stream);
     free(c);
@@ -127,75 +121,36 @@ extern "C" void mdnl_cuda_ctx_stage_bytes(const mdnl_cuda_ctx *c, double bytes[M
 
 extern "C" double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *c) { return c->total_ms; }
 
-/* The least bytes of each stage of a build of n atoms, npairs pairs, on g's
- * grid (mdnl_cuda_ctx_stage_bytes), by the path that ran (ctx->walk_rows,
- * ctx->sparse_last). */
-static void nl_stage_floor_bytes(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs)
-{
-    double *b = ctx->stage_bytes;
-    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
-        b[s] = 0;
-    const double na = (double)n, np = (double)npairs;
-    const double starts = 4 * ((double)g->ncells + 1); /* the cells' starts */
-    /* the binning: positions in (16 bytes an atom); the cell list's view out (mdnl_cells_view: positions in
-     * cell order, order and rank, 24 bytes an atom, and the cells' starts) */
-    const double bin = 16 * na + 24 * na + starts;
-    const double csr = 8 * (na + 1) + 8 * np; /* offsets, j and d */
-    if (ctx->walk_rows >= 0) { /* dense-walk */
-        const double entry = ctx->walk_rows ? 8 : 4;
-        b[MDNL_CUDA_STAGE_BIN] = bin;
-        /* the walk: cell-ordered positions and starts in; a slab entry a pair and a count a row out */
-        b[MDNL_CUDA_STAGE_COUNT] = 16 * na + starts + entry * np + 8 * na;
-        /* counts in (packed: by cell slot, gathered by rank), offsets out */
-        b[MDNL_CUDA_STAGE_SCAN] = 8 * (na + 1) + (ctx->walk_rows ? 4 * na : 0) + 8 * (na + 1);
-        /* the rows: the slab and the offsets in (gathered: the positions too), the CSR out */
-        b[MDNL_CUDA_STAGE_SORT] = entry * np + 8 * (na + 1) + (ctx->walk_rows ? 0 : 16 * na) + 8 * np;
-    } else if (ctx->sparse_last >= 0) { /* sparse-stage */
-        b[MDNL_CUDA_STAGE_BIN] = bin;
-        if (ctx->sparse_last) /* the rows kernel walks: cell-ordered positions, starts and ranks in, the CSR out */
-            b[MDNL_CUDA_STAGE_FILL] = 16 * na + starts + 4 * na + csr;
-        else {
-            /* the walk: positions and starts in, an 8-byte (j, d2) entry a pair and a count a row out */
-            b[MDNL_CUDA_STAGE_COUNT] = 16 * na + starts + 8 * np + 8 * na;
-            /* the rows: the staged entries, counts and ranks in, the CSR out */
-            b[MDNL_CUDA_STAGE_FILL] = 8 * np + 8 * na + 4 * na + csr;
-        }
-    }
-}
-
 extern "C" void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *c, int k) { c->stage_cap = k < 1 ? 1 : k; }
 extern "C" int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *c) { return c->retries; }
-extern "C" int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *c) { return c->walk_rows; }
-extern "C" int mdnl_cuda_ctx_sparse_fused(const mdnl_cuda_ctx *c) { return c->sparse_last; }
+extern "C" int mdnl_cuda_ctx_walk_rows(const mdnl_cuda_ctx *c)
+{
+    return c->last == &nl_path_dense_walk ? c->walk.rows : -1;
+}
+extern "C" int mdnl_cuda_ctx_sparse_fused(const mdnl_cuda_ctx *c)
+{
+    return c->last == &nl_path_sparse_stage ? c->sparse.last : -1;
+}
 extern "C" void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *c, int bytes) { c->smem_budget = bytes; }
 extern "C" void mdnl_cuda_ctx_set_cell_path(mdnl_cuda_ctx *c, int path)
 {
     c->cell_path = path > MDNL_CELL_PATH_AUTO && path < MDNL_CELL_NPATHS ? path : MDNL_CELL_PATH_AUTO;
 }
 
+/* The cell method's paths by mdnl_cell_path (AUTO: none). */
+static const nl_path *const cell_paths[MDNL_CELL_NPATHS] = {nullptr, &nl_path_sparse_stage, &nl_path_dense_walk};
+
 extern "C" const char *mdnl_cell_path_name(int path)
 {
-    static const char *const names[MDNL_CELL_NPATHS] = {"auto", "sparse-stage", "sparse-rows", "dense-walk",
-                                                        "dense-tiles", "dense-rows"};
-    return path >= 0 && path < MDNL_CELL_NPATHS ? names[path] : "?";
-}
-
-extern "C" void mdnl_cuda_ctx_set_tile_shape(mdnl_cuda_ctx *c, int t0, int t1, int t2, int lanes)
-{
-    c->tile_force[0] = t0 > 0 ? t0 : 0;
-    c->tile_force[1] = t1 > 0 ? t1 : 0;
-    c->tile_force[2] = t2 > 0 ? t2 : 0;
-    c->tile_force[3] = lanes > 0 ? lanes : 0;
-}
-extern "C" void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *c, int candidates)
-{
-    c->tile_cap = candidates > 0 ? candidates : 0;
+    if (path == MDNL_CELL_PATH_AUTO)
+        return "auto";
+    return path > 0 && path < MDNL_CELL_NPATHS ? cell_paths[path]->name : "?";
 }
 
 extern "C" mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g)
 {
     /* Below a few hundred atoms one brute-force launch beats the cell
-     * list's five (measured: tools/bench/RESULTS.md). */
+     * list's five (docs/performance.md). */
     return g->natoms <= 256 ? MDNL_METHOD_BRUTE_NOATOMIC : MDNL_METHOD_CELL;
 }
 
@@ -210,42 +165,21 @@ mdnl_status nl_stage_mark(mdnl_cuda_ctx *c, int s, int end)
 
 /* nl_scan_counts, then reads back the pair count (a synchronisation) and sizes
  * the output arrays. */
-mdnl_status nl_scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen, int *maxregion)
+mdnl_status nl_scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs)
 {
     int64_t *offsets = (int64_t *)ctx->offsets.ptr;
     mdnl_status st = nl_scan_counts(ctx, n);
     if (st != MDNL_OK)
         return st;
-    MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small, offsets + n, sizeof(int64_t), cudaMemcpyDeviceToHost, ctx->stream));
-    if (maxlen) /* the longest row, from the count pass, in the same synchronisation */
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 3, (int *)ctx->flags.ptr + 1, sizeof(int),
-                                        cudaMemcpyDeviceToHost, ctx->stream));
-    if (maxregion) /* the fullest cell (dense-tiles) */
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(ctx->h_small + 4, (int *)ctx->flags.ptr + 2, sizeof(int),
-                                        cudaMemcpyDeviceToHost, ctx->stream));
+    MDNL_CUDA_CHECK(
+        cudaMemcpyAsync(&ctx->h_rb->npairs, offsets + n, sizeof(int64_t), cudaMemcpyDeviceToHost, ctx->stream));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    *npairs = ctx->h_small[0];
-    if (maxlen)
-        memcpy(maxlen, ctx->h_small + 3, sizeof *maxlen);
-    if (maxregion)
-        memcpy(maxregion, ctx->h_small + 4, sizeof *maxregion);
+    *npairs = ctx->h_rb->npairs;
     const size_t np = (size_t)(*npairs > 0 ? *npairs : 1);
     if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
     return MDNL_OK;
-}
-
-/* Shared-memory keys per block for the rows kernel, from the average row. */
-long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs)
-{
-    long long budget = ctx->smem_budget >= 0 ? ctx->smem_budget : 96 * 1024;
-    if (budget > ctx->smem_optin - 1024)
-        budget = ctx->smem_optin - 1024;
-    const double avg = n > 0 ? (double)npairs / n : 0;
-    long long want = (long long)(avg * ROWS_T * 1.25) + 256;
-    long long keys = budget / 8;
-    return want < keys ? want : keys;
 }
 
 /* The cell-count scan's tile states (scan_tiles_kernel). */
@@ -455,7 +389,7 @@ static __global__ void fast_gather_kernel(const float4 *__restrict__ pos, int n,
  * four launches): within a cell the order follows the atomics, so it is
  * only for kernels whose output does not depend on it (every neighbor list
  * path sorts its rows; energy and rdf keep the stable list of
- * cells_cuda.cuh). The fullest cell's population goes to flags[2]. */
+ * cells_cuda.cuh). The fullest cell's population goes to nl_flags.fullest_cell. */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank,
                             const nl_row_tiles *row_tiles, int nrow_tiles)
 {
@@ -485,7 +419,7 @@ mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4
     int nthreads = n > ntiles + 32 ? n : ntiles + 32; /* every tile state set */
     nthreads = nthreads > nrt + 32 ? nthreads : nrt + 32;
     if ((st = nl_launch(fast_bin_kernel, (nthreads + 255) / 256, 256, ctx->stream, *g, pos, n, count, slot,
-                        (int *)ctx->flags.ptr + 2, (int *)ctx->flags.ptr + FLAG_INORDER, tiles, ntiles,
+                        &nl_dev_flags(ctx)->fullest_cell, nl_dev_flags(ctx)->inorder, tiles, ntiles,
                         row_tiles ? *row_tiles : nl_row_tiles(), nrt)) != MDNL_OK ||
         (st = nl_launch(scan_tiles_kernel<int, true>, ntiles, SCAN_T, ctx->stream, count, start, ncells + 1,
                         tiles, (const int *)nullptr)) != MDNL_OK)
@@ -515,52 +449,26 @@ double nl_cell_candidates(const mdnl_geom *g)
     return cand;
 }
 
-/* The cell path a build starts with (the context's, or the default by
- * density); dense-walk and dense-tiles may still fall back. The default
- * (H100, tools/bench/RESULTS.md): sparse rows up to 32 candidates per atom
- * (graphene-1m, ~13) take sparse-stage, whose rows kernel walks rows longer
- * than its registers again and sorts them in global memory (15 ms on
- * lj-1m), so only while rows are short (~0.15-0.25 hits per candidate: rows
- * of ~5-8); up to 100, sparse-rows;
- * denser rows (lj-1m, ~360 candidates) dense-walk where it fits and rows
- * average at most 90% of its 64-key slab rows, else dense-tiles. */
-static int cell_path_first(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
+/* The path a build takes. Brute force by its method. The cell method: the
+ * context's forced path, or by density: sparse-stage up to 32 candidates per
+ * atom (graphene, ~13), whose walk keeps a row's first 4 or 8 hits in
+ * registers and walks longer rows again, so only while rows are short (~0.15
+ * to 0.25 hits a candidate); denser (the LJ and copper systems, ~360),
+ * dense-walk, a warp a cell. Where dense-walk does not fit the geometry (a
+ * periodic axis of fewer than 2 stencil + 1 cells would let a row meet an
+ * atom twice), sparse-stage, which builds on any. */
+static const nl_path *pick_path(const mdnl_cuda_ctx *ctx, const mdnl_geom *g, mdnl_method method)
 {
-    if (ctx->cell_path != MDNL_CELL_PATH_AUTO)
-        return ctx->cell_path;
-    const double cand = nl_cell_candidates(g);
-    if (cand > 100)
-        return nl_dense_walk_fits(g) && nl_dense_walk_row_estimate(g) <= 0.9 * WALK_CAP ? MDNL_CELL_PATH_DENSE_WALK
-                                                                                         : MDNL_CELL_PATH_DENSE_TILES;
-    return cand > 32 ? MDNL_CELL_PATH_SPARSE_ROWS : MDNL_CELL_PATH_SPARSE_STAGE;
+    if (method == MDNL_METHOD_BRUTE_ATOMIC)
+        return &nl_path_brute_atomic;
+    if (method == MDNL_METHOD_BRUTE_NOATOMIC)
+        return &nl_path_brute_noatomic;
+    const nl_path *p = cell_paths[ctx->cell_path];
+    if (!p)
+        p = nl_cell_candidates(g) > 32 ? &nl_path_dense_walk : &nl_path_sparse_stage;
+    return p->fits(g) ? p : &nl_path_sparse_stage;
 }
 
-/* Whether the cell build writes every row count, counts[n] included
- * (sparse-stage and dense-walk), so that the counts need no clearing first. */
-static bool cell_writes_counts(const mdnl_cuda_ctx *ctx, const mdnl_geom *g)
-{
-    const int p = cell_path_first(ctx, g);
-    return p == MDNL_CELL_PATH_SPARSE_STAGE || (p == MDNL_CELL_PATH_DENSE_WALK && nl_dense_walk_fits(g));
-}
-
-static mdnl_status build_cell(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                              int64_t *npairs)
-{
-    switch (cell_path_first(ctx, g)) {
-    case MDNL_CELL_PATH_SPARSE_STAGE:
-        return nl_build_sparse_stage(ctx, g, pos, n, full, npairs);
-    case MDNL_CELL_PATH_SPARSE_ROWS:
-        return nl_build_sparse_rows(ctx, g, pos, n, full, npairs);
-    case MDNL_CELL_PATH_DENSE_WALK:
-        if (nl_dense_walk_fits(g))
-            return nl_build_dense_walk(ctx, g, pos, n, full, npairs);
-        return nl_build_dense_tiles(ctx, g, pos, n, full, npairs); /* images: a row could meet an atom twice */
-    case MDNL_CELL_PATH_DENSE_TILES:
-        return nl_build_dense_tiles(ctx, g, pos, n, full, npairs); /* falls back to dense-rows itself */
-    default:
-        return nl_build_dense_rows(ctx, g, pos, n, full, npairs);
-    }
-}
 extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float *d_pos4,
                                                     mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out)
 {
@@ -572,104 +480,67 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     const int n = (int)n64;
     if (method == MDNL_METHOD_AUTO)
         method = mdnl_nlist_cuda_auto(g);
+    if (method != MDNL_METHOD_CELL && method != MDNL_METHOD_BRUTE_ATOMIC && method != MDNL_METHOD_BRUTE_NOATOMIC)
+        return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_nlist_build_cuda: unknown method %d", (int)method);
+    const nl_path *path = pick_path(ctx, g, method);
     mdnl_status st;
     if ((st = mdnl_dbuf_reserve(&ctx->counts, (size_t)(n + 1) * sizeof(unsigned long long), "row counts")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->offsets, (size_t)(n + 1) * sizeof(int64_t), "row offsets")) != MDNL_OK ||
-        (st = mdnl_dbuf_reserve(&ctx->flags, FLAG_INTS * sizeof(int), "flags")) != MDNL_OK ||
+        (st = mdnl_dbuf_reserve(&ctx->flags, sizeof(nl_flags), "flags")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->j, sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&ctx->d, sizeof(float), "neighbor distances")) != MDNL_OK)
         return st;
-again:
-    ctx->deferred = 0;
-    ctx->walk_rows = -1;
-    ctx->sparse_last = -1;
-    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
-        ctx->used[s] = 0;
-        ctx->stage_ms[s] = 0;
-    }
-    ctx->total_ms = 0;
-    if (ctx->timing)
-        MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
-    if (!(method == MDNL_METHOD_CELL && cell_writes_counts(ctx, g)))
-        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
-    int *h_flags = (int *)(ctx->h_small + 4); /* FLAG_INTS ints, 8-byte aligned */
-    memset(h_flags, 0, FLAG_INTS * sizeof(int)); /* a build that publishes its flags writes them there */
-    if (!ctx->flags_zero) /* else left zero by the last build (nl_flags_publish) */
-        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, FLAG_INTS * sizeof(int), ctx->stream));
-    ctx->flags_zero = ctx->flags_on_host = 0;
+    nl_flags *h_flags = &ctx->h_rb->flags;
     int64_t npairs = 0;
-    const float4 *pos = (const float4 *)d_pos4;
-    const bool full = kind == MDNL_LIST_FULL;
-    if (n == 0) {
-        MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->offsets.ptr, 0, sizeof(int64_t), ctx->stream));
-    } else {
-        switch (method) {
-        case MDNL_METHOD_CELL:
-            st = build_cell(ctx, g, pos, n, full, &npairs);
-            break;
-        case MDNL_METHOD_BRUTE_ATOMIC:
-            st = nl_build_brute_atomic(ctx, g, pos, n, full, &npairs);
-            break;
-        case MDNL_METHOD_BRUTE_NOATOMIC:
-            st = nl_build_brute_noatomic(ctx, g, pos, n, full, &npairs);
-            break;
-        default:
-            return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_nlist_build_cuda: unknown method %d", (int)method);
+    for (bool again = true; again;) {
+        again = false;
+        ctx->last = nullptr;
+        for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s) {
+            ctx->used[s] = 0;
+            ctx->stage_ms[s] = 0;
         }
-        if (st != MDNL_OK)
+        ctx->total_ms = 0;
+        if (ctx->timing)
+            MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[0], ctx->stream));
+        if (!path->writes_counts)
+            MDNL_CUDA_CHECK(
+                cudaMemsetAsync(ctx->counts.ptr, 0, (size_t)(n + 1) * sizeof(unsigned long long), ctx->stream));
+        memset(h_flags, 0, sizeof *h_flags); /* a build that publishes its flags writes them there */
+        if (!ctx->flags_zero)                /* else left zero by the last build (nl_flags_publish) */
+            MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->flags.ptr, 0, sizeof(nl_flags), ctx->stream));
+        ctx->flags_zero = ctx->flags_on_host = 0;
+        npairs = 0;
+        const float4 *pos = (const float4 *)d_pos4;
+        if (n == 0) {
+            MDNL_CUDA_CHECK(cudaMemsetAsync(ctx->offsets.ptr, 0, sizeof(int64_t), ctx->stream));
+        } else {
+            if ((st = path->build(ctx, g, pos, n, kind == MDNL_LIST_FULL, &npairs)) != MDNL_OK)
+                return st;
+            ctx->last = path;
+        }
+        /* One more synchronisation: the flags (the fill's consistency flag: a count that disagrees with its
+         * fill would be a bug, never silently truncated; the pair count where the build left it there) */
+        if (!ctx->flags_on_host) /* else written there by the build's last kernel (nl_flags_publish) */
+            MDNL_CUDA_CHECK(
+                cudaMemcpyAsync(h_flags, ctx->flags.ptr, sizeof(nl_flags), cudaMemcpyDeviceToHost, ctx->stream));
+        if (ctx->timing)
+            MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
+        MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        if (n > 0 && path->finish && (st = path->finish(ctx, h_flags, n, &npairs, &again)) != MDNL_OK)
             return st;
     }
-    /* One more synchronisation: the fill's consistency flag (a count that
-     * disagrees with its fill would be a bug, never silently truncated). */
-    if (!ctx->flags_on_host) /* else written there by the build's last kernel (nl_flags_publish) */
-        MDNL_CUDA_CHECK(
-            cudaMemcpyAsync(h_flags, ctx->flags.ptr, FLAG_INTS * sizeof(int), cudaMemcpyDeviceToHost, ctx->stream));
-    if (ctx->timing)
-        MDNL_CUDA_CHECK(cudaEventRecord(ctx->ev_total[1], ctx->stream));
-    MDNL_CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    if (ctx->deferred == 2) { /* dense-walk */
-        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
-        const int pack = nl_walk_packed(n, h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
-        if (pack != ctx->walk_rows) {
-            /* built in the layout the frame before called for, not this frame's (the CSR is the same, only
-             * its speed differs): build again in this frame's, so that a frame's layout is its own */
-            ctx->walk_pack = pack;
-            ctx->retries++;
-            goto again;
-        }
-        if (h_flags[FLAG_OUTGROWN]) {
-            /* nothing was written: grow the output to the exact size and build again */
-            const size_t np = (size_t)(npairs > 0 ? npairs : 1);
-            if ((st = mdnl_dbuf_reserve(&ctx->j, np * sizeof(int32_t), "neighbor indices")) != MDNL_OK ||
-                (st = mdnl_dbuf_reserve(&ctx->d, np * sizeof(float), "neighbor distances")) != MDNL_OK)
-                return st;
-            ctx->retries++;
-            goto again;
-        }
-    } else if (ctx->deferred) { /* sparse-stage */
-        memcpy(&npairs, h_flags + FLAG_NPAIRS, sizeof npairs);
-        /* the next build walks inside the rows kernel where this frame's sample followed space (speed only: the
-         * CSR is the same) */
-        ctx->sparse_fused = nl_order_follows_space(h_flags[FLAG_INORDER], h_flags[FLAG_INORDER + 1]);
-        if (h_flags[FLAG_OUTGROWN]) {
-            /* the CSR passed stage_cap pairs an atom (rows past it were not
-             * written): size it from the pair count and build again */
-            const int64_t per = npairs / n + 1;
-            ctx->retries++;
-            ctx->stage_cap = (int)(per + per / 8 + 1 < INT32_MAX ? per + per / 8 + 1 : INT32_MAX);
-            goto again;
-        }
-    }
-    const int flag = h_flags[0];
-    if (flag)
+    if (h_flags->mismatch)
         return mdnl_error(MDNL_ERR_INTERNAL, "CUDA neighbor list (%s): a row's fill disagreed with its count",
-                          mdnl_method_name(method));
+                          path->name);
     if (ctx->timing) {
         float ms = 0;
         MDNL_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->ev_total[0], ctx->ev_total[1]));
         ctx->total_ms = ms;
     }
-    nl_stage_floor_bytes(ctx, g, n, npairs);
+    for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
+        ctx->stage_bytes[s] = 0;
+    if (ctx->last && ctx->last->floor_bytes)
+        ctx->last->floor_bytes(ctx, g, n, npairs, ctx->stage_bytes);
     if (ctx->timing)
         for (int s = 0; s < MDNL_CUDA_NSTAGES; ++s)
             if (ctx->used[s]) {

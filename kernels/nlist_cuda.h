@@ -6,7 +6,8 @@
  * float positions, the same mdnl_pair_d2) and rows sorted on the device by
  * mdnl_row_key, whatever order the atomics produced them in.
  *
- * Methods (SPEC §3):
+ * Methods (SPEC §3), each a path (an nl_path object in its own file; the
+ * dispatch in nlist_cuda.cu picks one and knows no more of it):
  *   brute-atomic    (nlist_brute.cu) thread per atom i visits half of the
  *                   other atoms (a balanced circular half) and every image
  *                   shift, and appends each pair to both rows through atomic
@@ -15,39 +16,25 @@
  *                   every shift and writes only its own row, staged
  *                   transposed (stage[k * N + i], coalesced) with a capacity
  *                   that grows and retries on overflow; compacted, sorted.
- *   cell            the device cell list; one of five paths, by density
+ *   cell            the device cell list; one of two paths, by density
  *                   (candidates per atom = atoms per cell x stencil cells):
  *     sparse-stage  (<= 32; nlist_cell_sparse.cu) one traversal in cell
  *                   order stages each row, its first 4 or 8 hits kept in
  *                   registers and sorted once; a rows kernel scans the row
  *                   lengths in a single pass (CUB's decoupled look-back) and
  *                   writes the rows straight into the CSR; no host
- *                   synchronisation before the build's last.
- *     sparse-rows   (<= 100; nlist_cell_sparse.cu) one staged traversal,
- *                   scan, rows sorted in shared memory and written
- *                   warp-cooperatively.
- *     dense-walk    (> 100, where it fits and rows average at most 90% of
- *                   its 64-key slab rows; nlist_cell_dense_walk.cu) a warp
- *                   per home cell walks the stencil once, candidates beyond
- *                   the home atoms' bounding box dropped, hits into a slab
- *                   (with their d2 when the input order is unrelated to
- *                   space); rows sorted in registers, written coalesced;
- *                   rows over 64 walked again by a warp.
- *     dense-tiles   (> 100 otherwise; nlist_cell_dense_tiles.cu) a block per
- *                   tile of cells stages its stencil region in shared memory,
- *                   sorts it once by original index, and its atoms write hits
- *                   straight into their rows, already in order.
- *     dense-rows    (where no tile fits: a periodic axis of fewer than
- *                   2 stencil + 1 cells) the stable cell list, a count pass,
- *                   scan, and a warp-per-atom fill sorting rows in registers
- *                   (the rows kernel's fill when the stencil has more than 32
- *                   columns).
- *                   dense-walk falls back to dense-tiles, dense-tiles to
- *                   dense-rows, where the geometry rules them out (a periodic
- *                   axis of fewer than 2 stencil + 1 cells would let a row
- *                   meet an atom twice).
+ *                   synchronisation before the build's last. It builds on
+ *                   every geometry.
+ *     dense-walk    (> 32; nlist_cell_dense_walk.cu) a warp per home cell
+ *                   walks the stencil once, candidates beyond the home
+ *                   atoms' bounding box dropped, hits into a slab (with
+ *                   their d2 when the input order is unrelated to space);
+ *                   rows sorted in registers, written coalesced; rows over
+ *                   64 walked again by a warp. Where the geometry rules it
+ *                   out (a periodic axis of fewer than 2 stencil + 1 cells
+ *                   would let a row meet an atom twice), sparse-stage.
  *   auto            cell, except brute-noatomic for frames of <= 256 atoms.
- * Measurements: tools/bench/RESULTS.md.
+ * Measurements: docs/performance.md.
  */
 #ifndef MDNL_NLIST_CUDA_H
 #define MDNL_NLIST_CUDA_H
@@ -117,7 +104,7 @@ const char *mdnl_cuda_stage_name(int stage);
 /* Timing modes: STAGES records CUDA events between stages as well as
  * around the build (mdnl_cuda_ctx_stage_ms then gives the last build's
  * per-stage times); TOTAL only around it, so that the total is the build's
- * own (events between kernels cost the GPU time: tools/bench/RESULTS.md). */
+ * own (events between kernels cost the GPU time). */
 enum { MDNL_CUDA_TIMING_OFF = 0, MDNL_CUDA_TIMING_STAGES = 1, MDNL_CUDA_TIMING_TOTAL = 2 };
 void mdnl_cuda_ctx_set_timing(mdnl_cuda_ctx *ctx, int mode);
 void mdnl_cuda_ctx_stage_ms(const mdnl_cuda_ctx *ctx, double ms[MDNL_CUDA_NSTAGES]);
@@ -133,8 +120,8 @@ void mdnl_cuda_ctx_stage_bytes(const mdnl_cuda_ctx *ctx, double bytes[MDNL_CUDA_
  * (host synchronisations inside included), with timing on. */
 double mdnl_cuda_ctx_total_ms(const mdnl_cuda_ctx *ctx);
 
-/* The staging capacity (brute-noatomic, sparse-stage, sparse-rows) in pairs
- * per atom (grows on overflow; tests set it to 1 to force the retry path),
+/* The staging capacity (brute-noatomic's stage, sparse-stage's output) in
+ * pairs per atom (grows on overflow; tests set it to 1 to force the retry path),
  * and how many retries the context has done so far. */
 void mdnl_cuda_ctx_set_stage_capacity(mdnl_cuda_ctx *ctx, int pairs_per_atom);
 int64_t mdnl_cuda_ctx_retries(const mdnl_cuda_ctx *ctx);
@@ -155,36 +142,22 @@ int mdnl_cuda_ctx_sparse_fused(const mdnl_cuda_ctx *ctx);
 typedef enum mdnl_cell_path {
     MDNL_CELL_PATH_AUTO = 0, /* by density: the default */
     MDNL_CELL_PATH_SPARSE_STAGE,
-    MDNL_CELL_PATH_SPARSE_ROWS,
     MDNL_CELL_PATH_DENSE_WALK,
-    MDNL_CELL_PATH_DENSE_TILES,
-    MDNL_CELL_PATH_DENSE_ROWS,
     MDNL_CELL_NPATHS
 } mdnl_cell_path;
 
-/* "auto", "sparse-stage", "sparse-rows", "dense-walk", "dense-tiles",
- * "dense-rows"; "?" otherwise. */
+/* "auto", "sparse-stage", "dense-walk"; "?" otherwise. */
 const char *mdnl_cell_path_name(int path);
 
 /* Forces a cell path (tests and the benchmark); AUTO restores the default.
- * A forced dense-walk or dense-tiles still falls back where the geometry
+ * A forced dense-walk still falls back to sparse-stage where the geometry
  * rules it out. */
 void mdnl_cuda_ctx_set_cell_path(mdnl_cuda_ctx *ctx, int path);
 
-/* Rows whose fill block did not fit in shared memory are written and
- * sorted in global memory instead (slower, same bytes). Tests set the
+/* The brute-force rows kernel sorts a block's rows in shared memory where
+ * they fit, else in global memory (slower, same bytes). Tests set the
  * budget to 0 to force that path; -1 restores the default. */
 void mdnl_cuda_ctx_set_smem_budget(mdnl_cuda_ctx *ctx, int bytes);
-
-/* dense-tiles: the most candidates one tile may stage (a larger region sends
- * the whole fill to dense-rows' warp fill, or the rows kernel's). Tests set a
- * small value to force both; 0 restores the default (shared memory). */
-void mdnl_cuda_ctx_set_tile_capacity(mdnl_cuda_ctx *ctx, int candidates);
-
-/* dense-tiles: forces the tile shape (t0 x t1 x t2 cells, shrunk to fit the
- * grid) and the lanes per atom (8 or 32; other values: by density). Tests set
- * it to cover every shape; 0, 0, 0, 0 restores the default. */
-void mdnl_cuda_ctx_set_tile_shape(mdnl_cuda_ctx *ctx, int t0, int t1, int t2, int lanes);
 
 MDNL_END_C
 

@@ -9,12 +9,13 @@
  *     decoupled look-back), and a fill that never writes past a row's end;
  *   - every row sorted on the device by mdnl_row_key (j, then distance).
  *
- * Here: the row sort helpers, image-shift codes, the warp's candidate ranges,
- * the rows kernel (fill / compact / sort rows, thread per row), the context,
- * and the host helpers (stage timing, scan, binning) defined in nlist_cuda.cu.
- * Files: nlist_brute.cu (brute-atomic, brute-noatomic), nlist_cell_sparse.cu
- * (sparse rows), nlist_cell_dense_walk.cu and nlist_cell_dense_tiles.cu (dense
- * rows), nlist_cuda.cu (context, path choice, entry points).
+ * Here: programmatic dependent launch, the row sort helpers, the build's
+ * flags, each path's state, the context, the path object (nl_path) and the
+ * host helpers (stage timing, scan, binning) defined in nlist_cuda.cu.
+ * Files: one a path, each defining its nl_path: nlist_brute.cu
+ * (brute-atomic, brute-noatomic), nlist_cell_sparse.cu (sparse-stage),
+ * nlist_cell_dense_walk.cu (dense-walk); nlist_cuda.cu (context, the choice
+ * of path, entry points).
  */
 #ifndef MDNL_NLIST_CUDA_COMMON_CUH
 #define MDNL_NLIST_CUDA_COMMON_CUH
@@ -31,12 +32,11 @@
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utility>
-
-#define WALK_CAP 64 /* dense-walk: keys per slab row */
 
 /* ------------------------------------------------------------------------ */
 /* Programmatic dependent launch (sm_90): a kernel launched by nl_launch may
@@ -208,317 +208,170 @@ __device__ void nl_row_walked_again(W &&walk, int i, long long off, long long le
 }
 
 /* ------------------------------------------------------------------------ */
-/* Fill, sort and write rows. Mapping: thread per row (MODE 0: sorted slot s,
- * row order[s]; MODE 1, 2: row s). A block-wide exclusive scan of the row
- * lengths lays the block's rows out back to back in shared memory; when they
- * fit, each thread produces its row there, sorts it, and then each warp
- * writes its 32 rows to the CSR cooperatively, lane q taking entries q,
- * q + 32, ... of a row (coalesced). When they do not fit, each thread writes
- * its row straight into the CSR and sorts it there.
- *   MODE 0 (cell fill): the row comes from the cell-list visitor;
- *   MODE 1 (brute-noatomic compaction): from the transposed stage;
- *   MODE 2 (brute-atomic row sort): from the CSR itself (in place); the
- *          block's rows are one contiguous CSR range, loaded cooperatively;
- *   MODE 3 (sparse-rows compaction): thread per sorted slot
- *          s, row order[s], from the cell stage stage[k * n + s]. */
-#define ROWS_T 128
-
-template <int MODE, bool FULL>
-__global__ __launch_bounds__(ROWS_T) void rows_kernel(const __grid_constant__ mdnl_geom g, mdnl_cells_view c, int n,
-                                                      const uint64_t *__restrict__ stage, int cap,
-                                                      const unsigned *__restrict__ ccount, int nchunk,
-                                                      const int64_t *__restrict__ offsets, int32_t *__restrict__ j_out,
-                                                      float *__restrict__ d_out, long long smem_keys, int *err)
-{
-    extern __shared__ uint64_t keys[];
-    typedef cub::BlockScan<long long, ROWS_T> Scan;
-    __shared__ typename Scan::TempStorage scan_tmp;
-    const int s = blockIdx.x * ROWS_T + threadIdx.x;
-    int i = -1;
-    if (s < n)
-        i = (MODE == 0 || MODE == 3) ? c.order[s] : s;
-    long long off = 0, len = 0;
-    if (i >= 0) {
-        off = offsets[i];
-        len = offsets[i + 1] - off;
-    }
-    long long lo = 0, tot = 0;
-    Scan(scan_tmp).ExclusiveSum(len, lo, tot);
-    const bool in_smem = tot <= smem_keys;
-
-    if (MODE == 2) {
-        if (in_smem) {
-            /* rows i0.. are contiguous in the CSR: lo == offsets[i] - base */
-            const int64_t base = offsets[blockIdx.x * ROWS_T];
-            for (long long q = threadIdx.x; q < tot; q += ROWS_T)
-                keys[q] = mdnl_row_key(j_out[base + q], d_out[base + q]);
-            __syncthreads();
-            if (i >= 0)
-                sort_row(smem_row{keys + lo}, len);
-            __syncthreads();
-            for (long long q = threadIdx.x; q < tot; q += ROWS_T) {
-                const uint64_t key = keys[q];
-                j_out[base + q] = (int32_t)(key >> 32);
-                d_out[base + q] = __uint_as_float((unsigned)key);
-            }
-        } else if (i >= 0) {
-            sort_row(global_row{j_out + off, d_out + off}, len);
-        }
-        return;
-    }
-
-    long long k = 0;
-    auto emit = [&](uint64_t key) {
-        if (k < len) {
-            if (in_smem) {
-                keys[lo + k] = key;
-            } else {
-                j_out[off + k] = (int32_t)(key >> 32);
-                d_out[off + k] = __uint_as_float((unsigned)key);
-            }
-        }
-        ++k;
-    };
-    if (i >= 0) {
-        if (MODE == 0) {
-            const int ii = i;
-            mdnl_for_each_pair(g, c, s, [&](int j, float d2, int s0, int s1, int s2) {
-                if (FULL || mdnl_half_keep(ii, j, s0, s1, s2))
-                    emit(mdnl_row_key(j, __fsqrt_rn(d2)));
-            });
-        } else if (MODE == 3) {
-            for (long long q = 0; q < len && q < cap; ++q)
-                emit(stage[(size_t)q * n + s]);
-        } else {
-            for (int ch = 0; ch < nchunk; ++ch) {
-                const uint64_t *part = stage + (size_t)ch * cap * n + i;
-                const unsigned m = ccount[(size_t)ch * n + i];
-                for (unsigned q = 0; q < m && q < (unsigned)cap; ++q)
-                    emit(part[(size_t)q * n]);
-            }
-        }
-        if (k != len)
-            atomicOr(err, 1);
-        if (in_smem)
-            sort_row(smem_row{keys + lo}, len);
-        else
-            sort_row(global_row{j_out + off, d_out + off}, len);
-    }
-    if (!in_smem) /* uniform over the block */
-        return;
-    __syncwarp();
-    const int lane = threadIdx.x & 31;
-    for (int r = 0; r < 32; ++r) {
-        const long long rlo = __shfl_sync(0xffffffffu, lo, r);
-        const long long rlen = __shfl_sync(0xffffffffu, len, r);
-        const long long roff = __shfl_sync(0xffffffffu, off, r);
-        for (long long q = lane; q < rlen; q += 32) {
-            const uint64_t key = keys[rlo + q];
-            j_out[roff + q] = (int32_t)(key >> 32);
-            d_out[roff + q] = __uint_as_float((unsigned)key);
-        }
-    }
-}
-
-
-struct warp_ranges {
-    int nr;      /* ranges (uniform) */
-    int total;   /* candidates (uniform) */
-    int kb;      /* lane r: first slot of range r */
-    int fs, fe;  /* lane r: flat [fs, fe) */
-    float vx, vy, vz;
-    int zero;    /* lane r: shift is 0 */
-    int lexpos;  /* lane r: shift lexicographically positive */
-    int code;    /* lane r: shift_code of S (shifts in -1..1) */
+/* The build's flags: ctx->flags on the device, zero at the start of every
+ * build (a memset, unless the build before left them zero) and read back at
+ * its end, copied or written to the mapped read-back by the build's last
+ * kernel (nl_flags_publish). */
+struct nl_flags {
+    int mismatch;     /* a row's fill disagreed with its count (a bug, never silently truncated) */
+    int longest_row;  /* brute-noatomic's staged pass: the longest row */
+    int fullest_cell; /* the binning's fullest cell */
+    int unused0;
+    long long npairs; /* sparse-stage's and dense-walk's pair count */
+    int outgrown;     /* their CSR outgrew the output arrays */
+    int unused1;
+    int inorder[2];   /* how far the input order follows space (nl_bin_unstable's sample): atoms in the
+                       * cell of the atom before them, atoms compared */
+    int walk[2][2];   /* dense-walk's own, used in turn by build parity p: [p][0] the longest row, [p][1]
+                       * how many rows are longer than the slab's; a build zeroes the other parity's,
+                       * which the next dense-walk build uses, and so needs no memset */
 };
 
-/* Lane t < ncol * nzs takes stencil column t / nzs (dx outer, dy inner, as
- * mdnl_for_each_pair) and z segment t % nzs, so all the cell-offset loads of
- * one atom are in flight together (one load latency, not one per range);
- * empty or skipped ranges have length 0. A warp scan flattens them. With
- * `divs` (mdnl_cell_divs_of(g)) the cell's coordinates and the lanes' columns
- * come from multiplies (dense-walk: a warp a cell, so these divisions are a
- * cell's cost, not an atom's), else from divisions. */
-__device__ __forceinline__ warp_ranges warp_list_ranges(const mdnl_geom &g, const mdnl_cells_view &c, int lin,
-                                                        int lane, const mdnl_cell_divs *divs = nullptr)
-{
-    warp_ranges w;
-    const int n0 = g.ncell[0], n1 = g.ncell[1], n2 = g.ncell[2];
-    const int lz = divs ? mdnl_fastdiv_q(divs->n2, lin) : lin / n2; /* the cell's column, cx n1 + cy */
-    const int cz = lin - lz * n2;
-    const int cx = divs ? mdnl_fastdiv_q(divs->n1, lz) : lz / n1;
-    const int cy = lz - cx * n1;
-    /* z segments (uniform): cz-st..cz+st split where the periodic shift changes */
-    int zlo = cz - g.stencil[2], zhi = cz + g.stencil[2];
-    if (!g.pbc[2]) {
-        zlo = zlo < 0 ? 0 : zlo;
-        zhi = zhi > n2 - 1 ? n2 - 1 : zhi;
-    }
-    const int s2lo = g.pbc[2] ? mdnl_floordiv(zlo, n2) : 0;
-    const int s2hi = g.pbc[2] ? mdnl_floordiv(zhi, n2) : 0;
-    const int nzs = s2hi - s2lo + 1;
-    const int w1 = 2 * g.stencil[1] + 1;
-    const int ncol = (2 * g.stencil[0] + 1) * w1;
-    w.nr = ncol * nzs;
-    int len = 0, kb = 0;
-    int s0 = 0, s1 = 0, s2 = 0;
-    if (lane < w.nr) {
-        /* nzs is 1 or 2 where every periodic axis has 2 stencil + 1 cells (dense-walk): a shift */
-        const int col = nzs <= 2 ? lane >> (nzs - 1) : lane / nzs, seg = lane - col * nzs;
-        const int cq = divs ? mdnl_fastdiv_q(divs->w1, col) : col / w1;
-        int x = cx + cq - g.stencil[0];
-        int y = cy + (col - cq * w1) - g.stencil[1];
-        const bool okx = mdnl_cell_wrap(g.pbc[0], n0, x, s0);
-        const bool ok = mdnl_cell_wrap(g.pbc[1], n1, y, s1) && okx;
-        s2 = s2lo + seg;
-        int z = seg == 0 ? zlo : s2 * n2;
-        int zend = (s2 + 1) * n2 - 1;
-        if (!g.pbc[2])
-            zend = zhi;
-        if (zend > zhi)
-            zend = zhi;
-        if (ok) {
-            const int row = (x * n1 + y) * n2;
-            kb = c.start[row + z - s2 * n2];
-            len = c.start[row + zend - s2 * n2 + 1] - kb;
-        }
-    }
-    const int incl = mdnl_warp_inclusive_sum(len, lane);
-    w.total = __shfl_sync(FULLMASK, incl, 31);
-    w.kb = kb;
-    w.fs = lane < w.nr ? incl - len : 0x7fffffff;
-    w.fe = lane < w.nr ? incl : 0x7fffffff;
-    float v[3];
-    mdnl_shift_vector(&g, s0, s1, s2, v);
-    w.vx = v[0];
-    w.vy = v[1];
-    w.vz = v[2];
-    w.zero = s0 == 0 && s1 == 0 && s2 == 0;
-    w.lexpos = mdnl_shift_positive(s0, s1, s2);
-    w.code = shift_code(s0, s1, s2);
-    return w;
-}
-
-/* Calls f(hit, j, d2) once per lane per step of 32 flat candidates, with the
- * whole warp converged (hit false for lanes without a kept pair). */
-
-/* ------------------------------------------------------------------------ */
-/* The context. */
-
-/* ctx->flags, zero at the start of every build (a memset, unless the build
- * before left them zero) and read back at its end (copied, or written to the
- * mapped read-back by its last kernel: nl_flags_publish): [0] a
- * fill disagreed with its count, [1] the longest row, [2] the fullest cell,
- * [3] dense-tiles' oversized regions, [4..5] sparse-stage's and dense-walk's
- * pair count (int64), [6] their CSR outgrew the output arrays, [7]
- * unused, [8..9] how far the input order follows space (nl_bin_unstable's
- * sample: atoms in the cell of the atom before them, atoms compared),
- * [10..13] dense-walk's own, two pairs used in turn (build parity p): [10 +
- * 2p] the longest row, [11 + 2p] how many rows are longer than the slab's;
- * a build zeroes the other pair, which the next dense-walk build uses, and
- * so needs no memset (nl_build_dense_walk). */
-#define FLAG_INTS 14
-#define FLAG_NPAIRS 4
-#define FLAG_OUTGROWN 6
-#define FLAG_INORDER 8
-#define FLAG_WALK 10
+/* Kernels take the flags as ints (the device's or the mapped read-back's):
+ * NL_FLAG(field) is a field's index among them. */
+#define NL_FLAG(field) ((int)(offsetof(nl_flags, field) / sizeof(int)))
+static inline int *nl_flag_ints(nl_flags *f) { return reinterpret_cast<int *>(f); }
 
 /* A build's flags at its end, written by one thread of its last kernel
  * once the CSR's size is known (sparse-stage: the last row's, after the
  * look-back; dense-walk: the rows kernel's first): the pair count and
  * whether the CSR outgrew its arrays. With `host` (the device's address of
- * the mapped read-back, h_small + 4), straight there with the binning's
- * fullest cell and order sample (an earlier kernel's, complete), which are
- * then zeroed on the device: the caller's one synchronisation needs no copy
- * after the kernels (on the H100 the copy waited ~4-5 us for the last
- * kernel's end, then took ~2), and the device's flags are left zero, so the
- * next build needs no memset; a row's fill that disagreed with its count is
- * stored there by its own thread. Without it, to `flags`, which the caller
- * copies back. */
+ * the mapped read-back's flags), straight there with the binning's fullest
+ * cell and order sample (an earlier kernel's, complete), which are then
+ * zeroed on the device: the caller's one synchronisation needs no copy
+ * after the kernels (a copy would wait for the last kernel's end), and the
+ * device's flags are left zero, so the next build needs no memset; a row's
+ * fill that disagreed with its count is stored there by its own thread.
+ * Without it, to `flags`, which the caller copies back. */
 __device__ __forceinline__ void nl_flags_publish(int *flags, int *host, long long npairs, bool outgrown)
 {
     if (!host) {
-        *(long long *)(flags + FLAG_NPAIRS) = npairs;
+        *(long long *)(flags + NL_FLAG(npairs)) = npairs;
         if (outgrown)
-            flags[FLAG_OUTGROWN] = 1;
+            flags[NL_FLAG(outgrown)] = 1;
         return;
     }
-    *(long long *)(host + FLAG_NPAIRS) = npairs;
-    host[FLAG_OUTGROWN] = outgrown;
+    *(long long *)(host + NL_FLAG(npairs)) = npairs;
+    host[NL_FLAG(outgrown)] = outgrown;
     volatile int *f = flags;
-    host[2] = f[2];
-    host[FLAG_INORDER] = f[FLAG_INORDER];
-    host[FLAG_INORDER + 1] = f[FLAG_INORDER + 1];
-    f[2] = 0;
-    f[FLAG_INORDER] = 0;
-    f[FLAG_INORDER + 1] = 0;
+    host[NL_FLAG(fullest_cell)] = f[NL_FLAG(fullest_cell)];
+    host[NL_FLAG(inorder)] = f[NL_FLAG(inorder)];
+    host[NL_FLAG(inorder) + 1] = f[NL_FLAG(inorder) + 1];
+    f[NL_FLAG(fullest_cell)] = 0;
+    f[NL_FLAG(inorder)] = 0;
+    f[NL_FLAG(inorder) + 1] = 0;
 }
 
-/* Whether dense-walk's slab rows carry d2 (packed: 8-byte entries, j << 6 |
- * the hit's slot and d2) rather than 4-byte keys (j << 5 | shift code) from
- * which the rows kernel computes d, gathering positions by original index:
- * where fewer than 1 in 16 of the atoms the binning sampled share the cell
- * of the atom before them (same of compared, flags[8..9]), a warp's 32 rows
- * are far apart in space and those gathers miss L1 (H200: the liquid in id
- * order, 23% of atoms in the cell of the one before, gathers; shuffled, 0%,
- * packs). The host decides by it on the flags read back after a build, for
- * the next build (ctx->walk_pack), and builds again where a frame's own
- * sample disagrees with the layout it was built in. */
-__host__ __device__ __forceinline__ bool nl_walk_may_pack(long long n)
-{
-    return n < (1LL << 26); /* j << 6 | slot in 32 bits */
-}
 /* Whether the binning's sample found the input order following space: 1 in
  * 16 sampled atoms or more in the cell of the atom before them (`same` of
- * `compared`). Dense-walk gathers where it does; sparse-stage walks inside
- * its rows kernel. */
-__host__ __device__ __forceinline__ bool nl_order_follows_space(long long same, long long compared)
+ * `compared`). Dense-walk then gathers positions in its rows kernel;
+ * sparse-stage walks inside its rows kernel. */
+static inline bool nl_order_follows_space(long long same, long long compared)
 {
     return 16 * same >= compared;
 }
-__host__ __device__ __forceinline__ bool nl_walk_packed(long long n, long long same, long long compared)
-{
-    return nl_walk_may_pack(n) && !nl_order_follows_space(same, compared);
-}
+
+/* The pinned host read-back of a context (mapped where the device maps host
+ * memory: ctx->d_host_flags is then the device's address of `flags`). */
+struct nl_readback {
+    long long npairs; /* nl_scan_and_size: the pair count */
+    int longest_row;  /* brute-noatomic's staged pass */
+    int unused;
+    nl_flags flags;   /* the build's flags */
+};
+
+/* ------------------------------------------------------------------------ */
+/* The paths' own state, one struct each, in the context. */
+
+/* brute-atomic, brute-noatomic (nlist_brute.cu). */
+struct nl_brute_state {
+    mdnl_dbuf images; /* the image shift vectors */
+    mdnl_dbuf stage;  /* brute-noatomic's transposed rows, stage_cap a chunk */
+    mdnl_dbuf ccount; /* brute-noatomic's row lengths a chunk */
+};
+
+/* sparse-stage (nlist_cell_sparse.cu). */
+struct nl_sparse_state {
+    mdnl_dbuf stage; /* the walk's staged rows, K entries a slot */
+    int fused;       /* the next build walks inside its rows kernel (the last frame's order followed space) */
+    int last;        /* the last build's kernels: 1 fused, 0 walk and rows */
+};
+
+/* dense-walk (nlist_cell_dense_walk.cu). */
+struct nl_walk_state {
+    cudaStream_t side;       /* the long rows, beside the rows kernel (fork and join: the two events) */
+    cudaEvent_t fork, join;
+    mdnl_dbuf slab;          /* the walk's rows, zeroed when allocated */
+    mdnl_dbuf longlist;      /* the long rows' list (packed layout; gathered: the binning's slot array) */
+    int pack;                /* the layout the next build takes: the last frame's sample (nl_walk_packed) */
+    int rows;                /* the layout the last build took: 0 gathered, 1 packed */
+    int parity;              /* which pair of nl_flags.walk the next build uses */
+};
+
+/* ------------------------------------------------------------------------ */
+/* The context. */
+
+struct nl_path;
 
 struct mdnl_cuda_ctx {
     cudaStream_t stream;
-    cudaStream_t side; /* dense-walk's long rows, beside its rows kernel (fork and join: the two events) */
-    cudaEvent_t fork, join;
-    mdnl_dbuf pos, counts, offsets, j, d, stage, ccount, images, flags, temp;
-    mdnl_dbuf slab; /* dense-walk's rows, zeroed when allocated */
-    mdnl_cells_cuda cells;
-    int64_t *h_small; /* pinned read-back: [0] npairs, [1] max row / error flags */
+    int sm_count;   /* the device's multiprocessors (grid-stride launches) */
+    int smem_optin; /* the device's opt-in maximum of shared memory a block */
+    mdnl_dbuf pos, counts, offsets, j, d, temp;
+    mdnl_dbuf flags;           /* nl_flags */
+    nl_readback *h_rb;         /* pinned read-back */
+    nl_flags *d_host_flags;    /* the device's address of h_rb->flags (mapped); null: copied back */
+    int flags_on_host;         /* this build's kernels write its flags to the read-back (nl_flags_publish) */
+    int flags_zero;            /* the device's flags were left zero by the last build (nl_flags_publish;
+                                  dense-walk: all but its own pair of this parity) */
     int timing;
     cudaEvent_t ev[MDNL_CUDA_NSTAGES][2], ev_total[2];
     int used[MDNL_CUDA_NSTAGES];
     double stage_ms[MDNL_CUDA_NSTAGES];
-    double stage_bytes[MDNL_CUDA_NSTAGES]; /* the last build's least bytes a stage (nl_stage_floor_bytes) */
+    double stage_bytes[MDNL_CUDA_NSTAGES]; /* the last build's least bytes a stage (nl_path.floor_bytes) */
     double total_ms;
-    int stage_cap;
+    int stage_cap;   /* output (and brute-noatomic's stage) pairs an atom before a retry */
     int64_t retries;
-    int walk_rows; /* the last build's dense-walk rows: -1 none, 0 gathered, 1 packed */
-    int walk_pack; /* the layout dense-walk builds with: the last frame's sample (nl_walk_packed) */
-    int sparse_fused; /* sparse-stage walks inside its rows kernel (the last frame's sample followed space) */
-    int sparse_last;  /* the last build's sparse-stage: 1 fused, 0 walk and rows, -1 none */
-    int smem_budget; /* bytes; -1: default */
-    int cell_path;    /* mdnl_cell_path; AUTO: by density */
-    int deferred;     /* 1 (sparse-stage): npairs and whether the output was large enough await the caller's one sync;
-                         2 (dense-walk): npairs and whether the output was large enough */
-    int smem_optin;  /* the device's opt-in maximum per block */
-    int tile_cap;    /* dense-tiles: most candidates a tile may sort; 0: TILE_MAX_REGION */
-    int tile_force[4]; /* dense-tiles: tile shape and lanes per atom forced (tests); 0: by density */
-    mdnl_dbuf tcount, tstart, tslot, tpos, torder, ttemp, tover; /* the unstable binning */
-    mdnl_dbuf tlong; /* dense-walk's long rows' list */
+    int smem_budget; /* the brute rows kernel's shared memory, bytes; -1: default */
+    int cell_path;   /* mdnl_cell_path forced; AUTO: by density */
+    const nl_path *last; /* the path the last build took; null before the first */
+    /* the unstable binning (nl_bin_unstable) and the cell list it gives */
+    mdnl_dbuf tcount, tstart, tslot, tpos, torder, ttemp;
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */
-    int *d_host_flags; /* the device's address of the read-back's flags (h_small + 4, mapped); null: copied */
-    int flags_on_host;   /* this build's kernels write its flags to the read-back (nl_flags_publish) */
-    int flags_zero;      /* the device's flags were left zero by the last build (nl_flags_publish; dense-walk:
-                            all but its own pair of this parity) */
-    int walk_parity;     /* which pair of flags[FLAG_WALK..] dense-walk's next build uses */
-    mdnl_cells_view view; /* the cell list the paths walk: cells.view or the unstable one */
+    mdnl_cells_view view;
+    nl_brute_state brute;
+    nl_sparse_state sparse;
+    nl_walk_state walk;
 };
 
+/* ------------------------------------------------------------------------ */
+/* One neighbor-list path: all that the dispatch (nlist_cuda.cu) knows of it.
+ * `full`: a full list, else half. */
+struct nl_path {
+    const char *name;
+    /* Whether it can build on g at all (else the caller takes sparse-stage, which builds on any). */
+    bool (*fits)(const mdnl_geom *g);
+    /* Whether its build writes every row count, counts[n] included, so that they need no clearing first. */
+    bool writes_counts;
+    /* Enqueues the build on ctx->stream; *npairs is the pair count, or 0 where `finish` reads it back. */
+    mdnl_status (*build)(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
+                         int64_t *npairs);
+    /* After the build's one synchronisation, with its flags read back (h): sets *npairs where the build
+     * left it to the read-back, and *again where the build must run again (a larger output, another
+     * layout). Null: nothing to do. */
+    mdnl_status (*finish)(mdnl_cuda_ctx *ctx, const nl_flags *h, int n, int64_t *npairs, bool *again);
+    /* The least bytes of each stage of the last build (mdnl_cuda_ctx_stage_bytes); null: not modelled. */
+    void (*floor_bytes)(const mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs,
+                        double bytes[MDNL_CUDA_NSTAGES]);
+    /* Its state's set-up when a context is created, and its release; null: none. */
+    mdnl_status (*init)(mdnl_cuda_ctx *ctx);
+    void (*release)(mdnl_cuda_ctx *ctx);
+};
+
+extern const nl_path nl_path_brute_atomic;   /* nlist_brute.cu */
+extern const nl_path nl_path_brute_noatomic; /* nlist_brute.cu */
+extern const nl_path nl_path_sparse_stage;   /* nlist_cell_sparse.cu */
+extern const nl_path nl_path_dense_walk;     /* nlist_cell_dense_walk.cu */
 
 /* ---- host helpers (nlist_cuda.cu) ---- */
 
@@ -551,63 +404,21 @@ int nl_row_scan_tiles(int n);
 mdnl_status nl_row_tiles_reserve(mdnl_cuda_ctx *ctx, int ntiles, nl_row_tiles *tiles);
 
 /* nl_scan_counts, then reads back the pair count (a synchronisation) and
- * sizes the output arrays; optionally the longest row (flags[1]) and the
- * fullest cell (flags[2]) in the same synchronisation. */
-mdnl_status nl_scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs, int *maxlen = nullptr,
-                             int *maxregion = nullptr);
-
-/* Shared-memory keys per block for the rows kernel, from the average row. */
-long long nl_rows_smem_keys(const mdnl_cuda_ctx *ctx, int n, int64_t npairs);
+ * sizes the output arrays. */
+mdnl_status nl_scan_and_size(mdnl_cuda_ctx *ctx, int n, int64_t *npairs);
 
 /* The cell list of ctx->view by an atomic counting sort (unstable within a
  * cell; every path sorts its rows). The fullest cell's population goes to
- * flags[2]. With `rank`, view.rank (each atom's slot) too. With row_tiles,
- * the bin kernel also sets their first nrow_tiles states (nl_scan_counts
- * then needs no launch to set them). */
+ * nl_flags.fullest_cell. With `rank`, view.rank (each atom's slot) too. With
+ * row_tiles, the bin kernel also sets their first nrow_tiles states
+ * (nl_scan_counts then needs no launch to set them). */
 mdnl_status nl_bin_unstable(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool rank = false,
                             const nl_row_tiles *row_tiles = nullptr, int nrow_tiles = 0);
 
 /* Candidates per atom of the cell list (the density the default goes by). */
 double nl_cell_candidates(const mdnl_geom *g);
 
-template <int MODE, bool FULL>
-static mdnl_status launch_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, int n, int64_t npairs, int cap, int nchunk)
-{
-    const long long keys = nl_rows_smem_keys(ctx, n, npairs);
-    const size_t smem = (size_t)keys * sizeof(uint64_t);
-    MDNL_CUDA_CHECK(cudaFuncSetAttribute(rows_kernel<MODE, FULL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)smem));
-    rows_kernel<MODE, FULL><<<(n + ROWS_T - 1) / ROWS_T, ROWS_T, smem, ctx->stream>>>(
-        *g, ctx->view, n, (const uint64_t *)ctx->stage.ptr, cap, (const unsigned *)ctx->ccount.ptr, nchunk,
-        (const int64_t *)ctx->offsets.ptr,
-        (int32_t *)ctx->j.ptr, (float *)ctx->d.ptr, keys, (int *)ctx->flags.ptr);
-    MDNL_CUDA_LAUNCHED(ctx->stream);
-    return MDNL_OK;
-}
-
-/* ---- the paths (one file each family); `full`: a full list, else half ---- */
-
-/* nlist_brute.cu */
-mdnl_status nl_build_brute_atomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                  int64_t *npairs);
-mdnl_status nl_build_brute_noatomic(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                    int64_t *npairs);
-/* nlist_cell_sparse.cu */
-mdnl_status nl_build_sparse_stage(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                  int64_t *npairs);
-mdnl_status nl_build_sparse_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                 int64_t *npairs);
-/* nlist_cell_dense_walk.cu */
-bool nl_dense_walk_fits(const mdnl_geom *g);
-double nl_dense_walk_row_estimate(const mdnl_geom *g);
-/* dense-walk's kernel attributes (their shared-memory carveouts), set once a context. */
-mdnl_status nl_dense_walk_init(void);
-mdnl_status nl_build_dense_walk(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                int64_t *npairs);
-/* nlist_cell_dense_tiles.cu: tiles where they fit, else dense rows */
-mdnl_status nl_build_dense_tiles(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                 int64_t *npairs);
-mdnl_status nl_build_dense_rows(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float4 *pos, int n, bool full,
-                                int64_t *npairs);
+/* The context's flags on the device. */
+static inline nl_flags *nl_dev_flags(const mdnl_cuda_ctx *ctx) { return (nl_flags *)ctx->flags.ptr; }
 
 #endif

@@ -260,18 +260,16 @@ __global__ void __launch_bounds__(kBlock, 4) hist_prune_kernel(const __grid_cons
 /* CELLS_WALK: the half-stencil warp walk (walk_cuda.cuh) on the refined
  * grid (cells of about r_max / 2, ~7 atoms in a liquid), a warp per home
  * block of kWalkK cells in z (~15 atoms: the candidates enumerated once for
- * twice the atoms; H100 lj-1m-liquid 0.829 -> 0.751 ms against single
- * cells, blocks of 3 cells 0.772), each unordered pair once (weight 2); the
- * blocks in guided chunks where each warp has kWalkChunkedFrom or more
- * (0.751 -> 0.724 ms; lj-100k, ~1.5 a warp, loses 11 % with chunks: a
+ * twice the atoms), each unordered pair once (weight 2); the blocks in
+ * guided chunks where each warp has kWalkChunkedFrom or more (with fewer,
+ * ~1.5 a warp, the chunks' atomics cost more than the balance gains: a
  * static stride there); the bin from threshold pairs in shared memory
  * (walk_bin). FAST (the total into shared bins, V == SHARED without
  * partials): the bins are static shared memory too, and a lane takes budget
  * for every add a take can make (2 a test, 4 nh a take) before it starts; a
  * take without budget left adds to the global bins. Otherwise through
  * Acc<V>. AUTO takes it where the walk fits (mdnl_walk_fits) and bins <=
- * kWalkBinsMax (H200: lj-1m-liquid 1.204 -> 0.840 ms against CELLS_PRUNE2,
- * tools/bench/RESULTS.md). */
+ * kWalkBinsMax (docs/performance.md). */
 constexpr int kWalkT = 128; /* 4 warps, a home block each */
 constexpr size_t kWalkSharedHistBytes = 16 * 1024; /* with the walk's ~20 kB (22 with partials), within 48 kB */
 constexpr int kWalkBinsMax = 512; /* the thresholds (and the total's bins) in static shared memory */
@@ -511,9 +509,8 @@ mdnl_status launch_prune(const mdnl_geom &g, const mdnl_cells_view &c, const His
     if (a.thr_shared)
         shmem += (size_t)(a.bins + 1) * sizeof(float);
     /* One walk loop for every shift (mdnl_scan_range's ZSPLIT = false):
-     * splitting off the zero shift, which speeds up the list's count pass
-     * and the fused energy, made this kernel slower on the H100 (lj-1m
-     * 1.36-1.39 ms against 1.24-1.27 ms, tools/bench/RESULTS.md). */
+     * splitting off the zero shift, which speeds up the fused energy, made
+     * this kernel slower (docs/performance.md). */
     auto k = hist_prune_kernel<V, PARTIAL>;
     const int per_block = kBlock / nparts;
     const int work = (c.natoms + per_block - 1) / per_block;
@@ -708,7 +705,7 @@ static mdnl_status hist_prepare(mdnl_hist_cuda *c, const mdnl_geom *g, const flo
         *trav > MDNL_HIST_TRAV_CELLS_WALK)
         return mdnl_error(MDNL_ERR_USAGE, "histogram: unknown variant %d or traversal %d", *variant, *trav);
     if (*variant == MDNL_HIST_AUTO)
-        *variant = MDNL_HIST_SHARED; /* the benchmark winner on H100: lj-1m and graphene-1m */
+        *variant = MDNL_HIST_SHARED; /* the benchmark's winner on lj-1m and graphene-1m */
     const mdnl_geom fine = mdnl_geom_refine(g, 2); /* the grid of the cell traversals */
     const bool walk = walk_fits(fine, spec->bins);
     if (*trav == MDNL_HIST_TRAV_AUTO)

@@ -19,9 +19,8 @@
  *                         MDNL_HIST_MAX_PASSES), beyond that GLOBAL is used.
  *   MDNL_HIST_SHARED_AGG  SHARED, plus each thread keeps (slot, run count) in
  *                         registers and flushes only when the slot changes.
- *   MDNL_HIST_AUTO        SHARED, the benchmark winner (H100, cells-prune2:
- *                         lj-1m 1.24 ms, graphene-1m 0.445 ms vs 14.2 ms for
- *                         GLOBAL).
+ *   MDNL_HIST_AUTO        SHARED, the benchmark's winner (lj-1m and
+ *                         graphene-1m; docs/performance.md).
  * GLOBAL, SHARED and SHARED_AGG are the seed's technique comparison, kept
  * for `mdnl bench`.
  * Traversals (which pairs are visited):
@@ -64,15 +63,10 @@
  *                              stencil + 1 refined cells, 2 stencil + 2 in
  *                              z, or bins > 512) it runs as CELLS_PRUNE2.
  *   MDNL_HIST_TRAV_AUTO        ALLPAIRS for open frames of <= 16384 atoms;
- *                              else CELLS_WALK where it fits (H100 at
- *                              7bbefe4: lj-1m-liquid 0.72 ms
- *                              against 1.20 for CELLS_PRUNE2, graphene-1m
- *                              0.32 against 0.45, lj-100k 0.092 against
- *                              0.173 for CELLS_PRUNE2_X4); else CELLS_PRUNE2_X4 when a
- *                              thread per atom fills at most one wave
- *                              (natoms <= 256 x 4 blocks x SMs: 135,168 on
- *                              an H100), else CELLS_PRUNE2
- *                              (tools/bench/RESULTS.md).
+ *                              else CELLS_WALK where it fits; else
+ *                              CELLS_PRUNE2_X4 when a thread per atom fills
+ *                              at most one wave (natoms <= 256 x 4 blocks x
+ *                              SMs), else CELLS_PRUNE2 (docs/performance.md).
  * Fused: pairs are binned while traversing; no neighbor list is stored.
  */
 #ifndef MDNL_RDF_CUDA_H

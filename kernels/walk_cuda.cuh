@@ -9,8 +9,8 @@
  * upward range reach stencil cells past the block's last cell. The
  * candidates are then enumerated once for K cells' atoms, while the
  * bounding-box tests grow with the block's box: at cells of r / 2 (the
- * RDF's) K = 2 took lj-1m-liquid 0.829 -> 0.751 ms (K = 3 worse); at cells
- * >= r (the energy's) it lost 9 % (tools/bench/RESULTS.md).
+ * RDF's) K = 2 wins, at cells >= r (the energy's) K = 1 does
+ * (docs/performance.md).
  *
  * Mapping: a warp per cell of the cell list (the home cell), its atoms (32
  * at a time) in shared memory. The candidates are the cells of the columns

@@ -609,90 +609,52 @@ Test(nlist_gpu, dense_200k_atoms_half_list_equals_cpu_cell_twin) { dense_200k(MD
 
 Test(nlist_gpu, dense_200k_atoms_full_list_equals_cpu_cell_twin) { dense_200k(MDNL_LIST_FULL); }
 
-Test(nlist_gpu, dense_tiles_every_shape_equals_cpu_twin)
+Test(nlist_gpu, device_bandwidth_from_clock_and_bus_width_or_zero_without_a_device)
 {
-#ifdef MDNL_HAVE_CUDA
-    SKIP_WITHOUT_DEVICE();
-    /* dense-tiles with tile shapes and lanes per atom forced
-     * (mdnl_cuda_ctx_set_tile_shape):
-     * tiles that wrap periodic axes, partial tiles at the grid's end, both
-     * group widths (4 and 16 map to 8 and 32); a shape too wide for an axis
-     * is shrunk to fit */
-    static const char *const shapes[] = {"1,1,1,32", "2,2,2,8", "4,4,1,4", "3,2,5,16", "8,1,3,4", "2,3,1,32"};
-    static const int shape_args[][4] = {{1, 1, 1, 32}, {2, 2, 2, 8}, {4, 4, 1, 4},
-                                        {3, 2, 5, 16}, {8, 1, 3, 4}, {2, 3, 1, 32}};
-    static const box_type boxes[] = {BOX_ORTHO, BOX_TRICLINIC, BOX_TTF, BOX_OPEN};
-    static const double rcs[] = {2.5, 3.0, 2.2, 2.5};
-    mdnl_cuda_ctx *ctx = new_ctx();
-    for (unsigned sh = 0; sh < sizeof shapes / sizeof *shapes; ++sh)
-        for (int b = 0; b < 4; ++b) {
-            mdnl_cuda_ctx_set_tile_shape(ctx, shape_args[sh][0], shape_args[sh][1], shape_args[sh][2],
-                                         shape_args[sh][3]);
-            mdnl_frame f;
-            random_frame(&f, 2000, boxes[b], 15.0, 31 + sh * 4 + (uint64_t)b);
-            prepared p = prepare(&f, rcs[b]);
-            for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
-                mdnl_nlist want = {0}, got = {0};
-                char what[160];
-                snprintf(what, sizeof what, "%s box, tile %s, %s list", box_names[boxes[b]], shapes[sh],
-                         kind == MDNL_LIST_FULL ? "full" : "half");
-                cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_BRUTE_NOATOMIC,
-                                                  (mdnl_list_kind)kind, &want),
-                             MDNL_OK);
-                mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_DENSE_TILES);
-                cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
-                                                   (mdnl_list_kind)kind, &got),
-                             MDNL_OK, "%s: %s", what, mdnl_last_error());
-                expect_same_list(&want, &got, what);
-                mdnl_nlist_free(&want);
-                mdnl_nlist_free(&got);
-            }
-            free(p.pos4);
-            mdnl_frame_free(&f);
-        }
-    mdnl_cuda_ctx_set_tile_shape(ctx, 0, 0, 0, 0);
-    mdnl_cuda_ctx_free(ctx);
-#else
-    cr_skip_test("built without CUDA");
-#endif
+    /* `mdnl bench`'s floor: 2 x memory clock x bus width / 8. Any HBM or
+     * GDDR device of the last decade is between 0.1 and 100 TB/s; without a
+     * device (or built without CUDA) it is 0, and the benchmark says it
+     * assumed a rate. */
+    const double bw = mdnl_cuda_device_bandwidth();
+    if (mdnl_cuda_device_count() == 0) {
+        cr_expect_eq(bw, 0.0, "no device, yet a bandwidth of %g B/s", bw);
+        return;
+    }
+    cr_expect(bw > 1e11 && bw < 1e14, "%s: a bandwidth of %g B/s", mdnl_cuda_device_name(), bw);
 }
 
-Test(nlist_gpu, dense_tiles_oversized_regions_fall_back_to_warp_fill)
+Test(nlist_gpu, dense_walk_forced_where_it_does_not_fit_takes_sparse_stage)
 {
 #ifdef MDNL_HAVE_CUDA
     SKIP_WITHOUT_DEVICE();
-    /* a tile capacity of 40 candidates: the bound on every region of this
-     * frame (fullest cell x 27 cells, ~23 and ~7 atoms per cell) exceeds it,
-     * so the fill falls back to dense-rows' warp fill; 4000 takes the tile fill */
     mdnl_cuda_ctx *ctx = new_ctx();
-    const int64_t n = 20000;
+    /* an orthorhombic periodic box of edge 7 at cutoff 3: two cells an axis,
+     * fewer than 2 stencil + 1, so a row may meet an atom twice (two images)
+     * and dense-walk does not fit; forced, the build takes sparse-stage,
+     * which builds on any geometry, and gives the twin's list */
     mdnl_frame f;
-    lj_cube_frame(&f, n, 777);
-    const double rcs[] = {3.0, 2.0};
-    for (int c = 0; c < 2; ++c) {
-        prepared p = prepare(&f, rcs[c]);
-        for (int cap = 40; cap <= 4096; cap *= 100) {
-            mdnl_cuda_ctx_set_tile_capacity(ctx, cap);
-            for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
-                mdnl_nlist want = {0}, got = {0};
-                char what[128];
-                snprintf(what, sizeof what, "tile capacity %d, cutoff %g, %s list", cap, rcs[c],
-                         kind == MDNL_LIST_FULL ? "full" : "half");
-                cr_assert_eq(mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
-                                                  (mdnl_list_kind)kind, &want),
-                             MDNL_OK);
-                mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_DENSE_TILES);
-                cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
-                                                   (mdnl_list_kind)kind, &got),
-                             MDNL_OK, "%s: %s", what, mdnl_last_error());
-                expect_same_list(&want, &got, what);
-                mdnl_nlist_free(&want);
-                mdnl_nlist_free(&got);
-            }
-        }
-        mdnl_cuda_ctx_set_tile_capacity(ctx, 0);
-        free(p.pos4);
+    random_frame(&f, 400, BOX_ORTHO, 7.0, 31);
+    prepared p = prepare(&f, 3.0);
+    cr_assert(p.g.ncell[0] < 2 * p.g.stencil[0] + 1, "the box has %d cells in x: dense-walk would fit",
+              (int)p.g.ncell[0]);
+    for (int kind = MDNL_LIST_HALF; kind <= MDNL_LIST_FULL; ++kind) {
+        mdnl_nlist want = {0}, got = {0};
+        const char *what = kind == MDNL_LIST_FULL ? "dense-walk forced, full list" : "dense-walk forced, half list";
+        cr_assert_eq(
+            mdnl_nlist_build_cpu(&p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &want),
+            MDNL_OK, "%s", mdnl_last_error());
+        mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_DENSE_WALK);
+        cr_assert_eq(mdnl_nlist_build_cuda(ctx, &p.g, (const float(*)[4])p.pos4, MDNL_METHOD_CELL,
+                                           (mdnl_list_kind)kind, &got),
+                     MDNL_OK, "%s: %s", what, mdnl_last_error());
+        mdnl_cuda_ctx_set_cell_path(ctx, MDNL_CELL_PATH_AUTO);
+        cr_expect_eq(mdnl_cuda_ctx_walk_rows(ctx), -1, "%s: dense-walk ran", what);
+        cr_expect_neq(mdnl_cuda_ctx_sparse_fused(ctx), -1, "%s: sparse-stage did not run", what);
+        expect_same_list(&want, &got, what);
+        mdnl_nlist_free(&want);
+        mdnl_nlist_free(&got);
     }
+    free(p.pos4);
     mdnl_frame_free(&f);
     mdnl_cuda_ctx_free(ctx);
 #else

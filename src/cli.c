@@ -150,6 +150,8 @@ static const opt_def defs[] = {
     {"box", 0, SPECIAL, 0, NONE},
     {"no-pbc", 0, FLAG, OFF(no_pbc), NONE},
     {"group", 0, STRING, OFF(group), NONE},
+    {"topology", 0, STRING, OFF(topology), NONE},
+    {"units", 0, SPECIAL, 0, NONE},
     {"quiet", 'q', FLAG, OFF(quiet), NONE},
     {"json", 0, FLAG, OFF(json), NONE},
     {"progress", 0, FLAG, OFF(progress), NONE},
@@ -247,6 +249,10 @@ static mdnl_status set_option(const opt_def *d, const char *value, mdnl_opts *o)
             else
                 return mdnl_error(MDNL_ERR_USAGE, "--list: expected half or full, got \"%s\"", value);
             o->has_list = true;
+        } else if (strcmp(d->name, "units") == 0) {
+            if (strcmp(value, "native") != 0 && strcmp(value, "angstrom") != 0)
+                return mdnl_error(MDNL_ERR_USAGE, "--units: expected native or angstrom, got \"%s\"", value);
+            o->units_native = strcmp(value, "native") == 0;
         } else if (strcmp(d->name, "box") == 0) {
             st = parse_box(value, &o->box);
             o->has_box = st == MDNL_OK;
@@ -376,6 +382,7 @@ struct mdnl_frames {
     const char *spec;
     int64_t next_index; /* index in the file of the reader's cursor */
     int64_t count;      /* cached count of selected frames, -1 unknown */
+    mdnl_frame topo;    /* --topology: its first frame, whose species every frame takes */
 };
 
 /* Parses one field of START:STOP:STEP; empty means absent. */
@@ -446,6 +453,18 @@ static mdnl_status resolve_slice(mdnl_frames *fs)
     return MDNL_OK;
 }
 
+/* The first frame of --topology FILE (any format mdnl reads). */
+static mdnl_status read_topology(const mdnl_opts *o, mdnl_frame *topo)
+{
+    mdnl_read_options ro = {.group = o->group};
+    mdnl_reader *r = NULL;
+    mdnl_status st = mdnl_reader_open(o->topology, &ro, &r);
+    if (st == MDNL_OK && (st = mdnl_reader_next(r, topo)) == MDNL_END)
+        st = mdnl_error(MDNL_ERR_INPUT, "%s: expected a frame with species for --topology, found no frame", o->topology);
+    mdnl_reader_close(r);
+    return st;
+}
+
 mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames **out)
 {
     *out = NULL;
@@ -456,10 +475,17 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
     fs->path = path;
     fs->spec = o->frames;
     fs->count = -1;
-    mdnl_read_options ro = {.group = o->group, .coords_checked = o->coords_checked};
+    mdnl_read_options ro = {.group = o->group, .coords_checked = o->coords_checked, .units_native = o->units_native};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);
+    if (st == MDNL_OK && o->topology)
+        st = read_topology(o, &fs->topo);
+    const char *format = st == MDNL_OK ? mdnl_reader_format(fs->reader) : "";
+    if (st == MDNL_OK && o->pairs && !o->topology && (!strcmp(format, "xtc") || !strcmp(format, "trr") ||
+                                                       !strcmp(format, "dcd")))
+        st = mdnl_error(MDNL_ERR_USAGE, "--pairs %s: %s (%s) holds no species; name them with --topology FILE",
+                        o->pairs, path, format);
     if (st != MDNL_OK) {
         mdnl_frames_close(fs);
         return st;
@@ -495,6 +521,16 @@ mdnl_status mdnl_frames_next(mdnl_frames *fs, mdnl_frame *f)
         if (!f->has_step)
             f->step = k;
         const mdnl_opts *o = fs->opts;
+        if (o->topology) {
+            const mdnl_frame *t = &fs->topo;
+            if (t->natoms != f->natoms)
+                return mdnl_error(MDNL_ERR_INPUT, "%s: frame %lld: expected the %lld atoms of --topology %s, found %lld",
+                                  fs->path, (long long)k, (long long)t->natoms, o->topology, (long long)f->natoms);
+            memcpy(f->species, t->species, (size_t)t->natoms * sizeof *f->species);
+            memcpy(f->symbols, t->symbols, sizeof t->symbols);
+            f->nspecies = t->nspecies;
+            f->species_tag = 0;
+        }
         if (o->has_box)
             f->box = o->box;
         if (o->no_pbc)
@@ -529,6 +565,7 @@ void mdnl_frames_close(mdnl_frames *fs)
     if (!fs)
         return;
     mdnl_reader_close(fs->reader);
+    mdnl_frame_free(&fs->topo);
     free(fs);
 }
 

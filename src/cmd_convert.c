@@ -10,7 +10,7 @@
 mdnl_status mdnl_cmd_convert(int argc, char **argv)
 {
     mdnl_opts o;
-    mdnl_status st = mdnl_parse_options("convert", "to,frames,box,no-pbc,group,quiet,json,progress,no-progress", argc,
+    mdnl_status st = mdnl_parse_options("convert", "to,frames,box,no-pbc,group,topology,units,quiet,json,progress,no-progress", argc,
                                         argv, 2, &o);
     if (st != MDNL_OK)
         return st;

@@ -13,7 +13,7 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
 {
     mdnl_opts o;
     mdnl_status st = mdnl_parse_options("energy",
-                                        "cutoff,pair,per-atom,output,backend,method,frames,box,no-pbc,group,quiet,"
+                                        "cutoff,pair,per-atom,output,backend,method,frames,box,no-pbc,group,topology,units,quiet,"
                                         "json,progress,no-progress,max-pairs",
                                         argc, argv, 2, &o);
     if (st != MDNL_OK)

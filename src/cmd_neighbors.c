@@ -48,7 +48,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
 {
     mdnl_opts o;
     mdnl_status st = mdnl_parse_options(
-        "neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs",
+        "neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,units,quiet,json,progress,no-progress,max-pairs",
         argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;

@@ -18,7 +18,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
 {
     mdnl_opts o;
     mdnl_status st = mdnl_parse_options("rdf",
-                                        "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,quiet,"
+                                        "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,topology,units,quiet,"
                                         "json,progress,no-progress,max-pairs",
                                         argc, argv, 2, &o);
     if (st != MDNL_OK)

@@ -157,7 +157,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         return st;
     st = mdnl_parse_options("run",
                                         "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,"
-                                        "method,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs",
+                                        "method,frames,box,no-pbc,group,topology,units,quiet,json,progress,no-progress,max-pairs",
                                         argc, argv, 2, &o);
     if (st != MDNL_OK)
         return st;

@@ -4,7 +4,9 @@
  * here with one line of `binary_formats`. */
 #include "reader.h"
 
+#include "dcd_reader.h"
 #include "h5md_reader.h"
+#include "trr_reader.h"
 #include "xtc_reader.h"
 #include "xyz_reader.h"
 
@@ -41,9 +43,13 @@ typedef struct binary_format {
 #define BINARY(name, ext, nm)                                                                                    \
     {#name, ext, mdnl_##name##_sniff, name##_open, name##_next, name##_skip, name##_count, name##_close, nm}
 BINARY_ADAPTERS(xtc)
+BINARY_ADAPTERS(trr)
+BINARY_ADAPTERS(dcd)
 
 static const binary_format binary_formats[] = {
     BINARY(xtc, ".xtc", true),
+    BINARY(trr, ".trr", true),
+    BINARY(dcd, ".dcd", false),
 };
 #define NBINARY (sizeof binary_formats / sizeof *binary_formats)
 

@@ -114,9 +114,11 @@ static const command commands[] = {
      "periodic in x and y, open in z, written as extended XYZ (--to xyz for plain XYZ).\n"
      "  --noise S --seed K        Gaussian displacement of standard deviation S on every coordinate\n"},
     {"convert", mdnl_cmd_convert,
-     "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md] [options]\n"
-     "Copies the selected frames between XYZ, extended XYZ and H5MD (by OUTPUT's extension:\n"
-     ".h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, anything else -> extended XYZ).\n"},
+     "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md|xtc|dcd] [options]\n"
+     "Copies the selected frames of any input mdnl reads to XYZ, extended XYZ, H5MD, XTC or DCD (by\n"
+     "OUTPUT's extension: .h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, .xtc -> XTC (nm, precision\n"
+     "1000), .dcd -> DCD (Å, unit cell), anything else -> extended XYZ). XTC, DCD and H5MD need a file,\n"
+     "not standard output.\n"},
     {"bench", mdnl_cmd_bench,
      "usage: mdnl bench [--sizes graphene-17k,graphene-1m,graphene-1m-shuffled,lj-1m,lj-100k,lj-1m-liquid,\n"
      "                  lj-1m-liquid-sorted,cu-131k\n"
@@ -146,7 +148,7 @@ static void print_usage(FILE *fp)
                 "  rdf INPUT --rmax --bins     radial distribution functions\n"
                 "  info INPUT [--json]         what a trajectory holds\n"
                 "  gen graphene --nx --ny -o   generate a graphene sheet\n"
-                "  convert INPUT OUTPUT        XYZ / extended XYZ / H5MD\n"
+                "  convert INPUT OUTPUT        XYZ / extended XYZ / H5MD / XTC / DCD\n"
                 "  bench [--sizes ...]         GPU benchmark of the kernels\n"
                 "  --version                   print the version\n",
             MDNL_VERSION);

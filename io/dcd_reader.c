@@ -214,6 +214,9 @@ bool mdnl_dcd_cell_to_box(const double uc[6], mdnl_box *box)
     h[2][1] = len[2] * (ca - cb * cg) / sg;
     const double zz = len[2] * len[2] - h[2][0] * h[2][0] - h[2][1] * h[2][1];
     h[2][2] = zz > 0 ? sqrt(zz) : 0;
+    for (int k = 0; k < 9; ++k)
+        if (!isfinite(h[k / 3][k % 3]))
+            return false; /* lengths near the double's range */
     memcpy(box->h, h, sizeof h);
     box->has_lattice = true;
     box->pbc[0] = box->pbc[1] = box->pbc[2] = true;

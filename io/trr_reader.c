@@ -162,21 +162,21 @@ mdnl_status mdnl_trr_next(mdnl_trr_reader *r, mdnl_frame *f)
     const uint8_t *x = r->buf + h.box_size + h.vir_size + h.pres_size;
     for (int64_t i = 0; i < n; ++i)
         for (int d = 0; d < 3; ++d) {
-            const double v = real_at(&h, x + (3 * i + d) * h.real);
+            const double v = real_at(&h, x + (3 * i + d) * h.real) * scale;
             if (!isfinite(v))
                 return TRR_ERR(r, at, "expected finite coordinates, found a non-finite one at atom %lld", (long long)i);
-            f->pos[i][d] = v * scale;
+            f->pos[i][d] = v;
         }
     f->natoms = n;
     mdnl_frame_species_unknown(f);
     memset(&f->box, 0, sizeof f->box);
     bool zero = true;
     for (int k = 0; k < 9 && h.box_size; ++k) {
-        const double v = real_at(&h, r->buf + k * h.real);
+        const double v = real_at(&h, r->buf + k * h.real) * scale;
         if (!isfinite(v))
             return TRR_ERR(r, at, "expected a finite box, found a non-finite entry");
         zero &= v == 0.0;
-        f->box.h[k / 3][k % 3] = v * scale;
+        f->box.h[k / 3][k % 3] = v;
     }
     if (!zero) {
         f->box.has_lattice = true;

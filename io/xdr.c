@@ -81,5 +81,6 @@ void mdnl_frame_species_unknown(mdnl_frame *f)
     f->nspecies = 0;
     f->species_tag = 0;
     mdnl_frame_species_id(f, "X", 1);
-    memset(f->species, 0, (size_t)f->natoms * sizeof *f->species);
+    if (f->natoms > 0) /* a frame of no atoms may have no arrays */
+        memset(f->species, 0, (size_t)f->natoms * sizeof *f->species);
 }

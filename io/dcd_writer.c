@@ -104,7 +104,7 @@ mdnl_status mdnl_dcd_write(mdnl_dcd_writer *w, const mdnl_frame *f)
         w->time1 = f->time;
     }
     const int64_t n = f->natoms;
-    double uc[6] = {0, 0, 0, 0, 0, 0}, hs[3][3], inv[3][3];
+    double uc[6] = {0, 0, 0, 0, 0, 0}, hs[3][3] = {{0}}, inv[3][3] = {{0}};
     const double(*h)[3] = f->box.h;
     bool rotate = false;
     if (w->cell && f->box.has_lattice) {

@@ -497,7 +497,7 @@ Test(binary, xtc_decoder_never_reads_past_its_buffer)
 
 Test(binary, dcd_with_fixed_atoms_or_huge_natoms_is_refused)
 {
-    uint8_t b[4 + 84 + 4 + 4 + 4 + 80 + 4 + 4 + 4 + 4] = {0};
+    uint8_t b[4 + 84 + 4 + 4 + 4 + 80 + 4 + 4 + 4 + 4 + 8] = {0};
     size_t p = 0;
     const int32_t m84 = 84, m84b = 84;
     memcpy(b + p, &m84, 4), p += 4;

@@ -2,6 +2,7 @@
  * signature, XTC / TRR magic, DCD's first record), else by extension, else
  * XYZ / extended XYZ. Each binary format lives in its own file and registers
  * here with one line of `binary_formats`. */
+#define _POSIX_C_SOURCE 200809L
 #include "reader.h"
 
 #include "dcd_reader.h"
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /* A binary trajectory format: its sniffer, extension and entry points. */
 typedef struct binary_format {
@@ -72,7 +74,9 @@ static const binary_format *binary_format_of(const char *path)
 {
     unsigned char head[96];
     size_t n = 0;
-    FILE *fp = fopen(path, "rb");
+    struct stat st;
+    /* Only a regular file is peeked at: a pipe's bytes would be eaten. */
+    FILE *fp = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "rb") : NULL;
     if (fp) {
         n = fread(head, 1, sizeof head, fp);
         fclose(fp);

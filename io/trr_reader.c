@@ -199,14 +199,9 @@ mdnl_status mdnl_trr_skip(mdnl_trr_reader *r)
     return st;
 }
 
+static mdnl_status skip_any(void *r) { return mdnl_trr_skip(r); }
+
 mdnl_status mdnl_trr_count(mdnl_trr_reader *r, int64_t *n)
 {
-    const int64_t pos = r->b.pos, frame = r->frame;
-    mdnl_status st;
-    while ((st = mdnl_trr_skip(r)) == MDNL_OK)
-        ;
-    *n = r->frame;
-    r->frame = frame;
-    mdnl_status back = mdnl_bfile_seek(&r->b, pos);
-    return st != MDNL_END ? st : back;
+    return mdnl_bfile_count(&r->b, &r->frame, skip_any, r, n);
 }

@@ -76,6 +76,18 @@ mdnl_status mdnl_bfile_error(const mdnl_bfile *b, int64_t frame, int64_t at, con
     return mdnl_error(MDNL_ERR_INPUT, "%s: frame %lld, byte %lld: %s", b->path, (long long)frame, (long long)at, msg);
 }
 
+mdnl_status mdnl_bfile_count(mdnl_bfile *b, int64_t *frame, mdnl_status (*skip)(void *r), void *r, int64_t *n)
+{
+    const int64_t pos = b->pos, first = *frame;
+    mdnl_status st;
+    while ((st = skip(r)) == MDNL_OK)
+        ;
+    *n = *frame;
+    *frame = first;
+    mdnl_status back = mdnl_bfile_seek(b, pos);
+    return st != MDNL_END ? st : back;
+}
+
 void mdnl_frame_species_unknown(mdnl_frame *f)
 {
     f->nspecies = 0;

@@ -45,6 +45,10 @@ mdnl_status mdnl_bfile_error(const mdnl_bfile *b, int64_t frame, int64_t at, con
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* Counts the frames from the cursor to the end by calling skip(r) until
+ * MDNL_END, then puts the cursor and *frame (the reader's index of the next
+ * frame, which skip advances) back. *n is the index the end is reached at. */
+mdnl_status mdnl_bfile_count(mdnl_bfile *b, int64_t *frame, mdnl_status (*skip)(void *r), void *r, int64_t *n);
 static inline int64_t mdnl_bfile_left(const mdnl_bfile *b) { return b->size - b->pos; }
 
 /* Big- and little-endian loads and stores. */

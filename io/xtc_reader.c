@@ -407,16 +407,9 @@ mdnl_status mdnl_xtc_skip(mdnl_xtc_reader *r)
     return MDNL_OK;
 }
 
+static mdnl_status skip_any(void *r) { return mdnl_xtc_skip(r); }
+
 mdnl_status mdnl_xtc_count(mdnl_xtc_reader *r, int64_t *n)
 {
-    const int64_t pos = r->b.pos, frame = r->frame;
-    mdnl_status st;
-    while ((st = mdnl_xtc_skip(r)) == MDNL_OK)
-        ;
-    *n = r->frame;
-    r->frame = frame;
-    mdnl_status back = mdnl_bfile_seek(&r->b, pos);
-    if (st != MDNL_END)
-        return st;
-    return back;
+    return mdnl_bfile_count(&r->b, &r->frame, skip_any, r, n);
 }

@@ -21,6 +21,7 @@
 
 #include "xdr.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -45,8 +46,6 @@ struct mdnl_xtc_reader {
     int64_t frame; /* index of the next frame */
     uint8_t *buf;  /* compressed bytes of one frame */
     size_t buf_cap;
-    float *xyz; /* decoded coordinates, nm */
-    size_t xyz_cap;
 };
 
 bool mdnl_xtc_sniff(const unsigned char *head, size_t n) { return n >= 4 && mdnl_be32(head) == XTC_MAGIC; }
@@ -125,8 +124,23 @@ static int bit_length(unsigned __int128 n)
     return b;
 }
 
-const char *mdnl_xtc_decode(const uint8_t *buf, size_t nbytes, int64_t natoms, float precision,
-                            const int32_t minint[3], const int32_t maxint[3], int32_t smallidx, float *out)
+/* One decoded atom: the reference's float, into floats (the test hook) or
+ * straight into the frame's doubles times `scale` (the reader: no second
+ * pass over a float copy). */
+static inline void emit(const int32_t c[3], float inv, float **of, double (**od)[3], double scale)
+{
+    const float x = (float)c[0] * inv, y = (float)c[1] * inv, z = (float)c[2] * inv;
+    if (*od) {
+        (**od)[0] = (double)x * scale, (**od)[1] = (double)y * scale, (**od)[2] = (double)z * scale;
+        ++*od;
+    } else {
+        (*of)[0] = x, (*of)[1] = y, (*of)[2] = z;
+        *of += 3;
+    }
+}
+
+static const char *decode(const uint8_t *buf, size_t nbytes, int64_t natoms, float precision, const int32_t minint[3],
+                          const int32_t maxint[3], int32_t smallidx, float *of, double (*od)[3], double scale)
 {
     if (!(precision > 0) || !isfinite(precision))
         return "a positive finite precision";
@@ -149,6 +163,8 @@ const char *mdnl_xtc_decode(const uint8_t *buf, size_t nbytes, int64_t natoms, f
         bitsize = bit_length((unsigned __int128)sizeint[0] * sizeint[1] * sizeint[2]);
     /* The reference computes 1 / precision in double and stores it in a float. */
     const float inv = (float)(1.0 / (double)precision);
+    if (!(inv * 2147483648.0f <= FLT_MAX))
+        return "a precision above 1e-29 (an int times 1 / precision must be a finite float)";
     int32_t smaller = magicints[smallidx - 1 > FIRSTIDX ? smallidx - 1 : FIRSTIDX] / 2;
     int32_t smallnum = magicints[smallidx] / 2;
     uint32_t sizesmall[3] = {(uint32_t)magicints[smallidx], (uint32_t)magicints[smallidx],
@@ -156,7 +172,6 @@ const char *mdnl_xtc_decode(const uint8_t *buf, size_t nbytes, int64_t natoms, f
     bits s = {buf, buf + nbytes, 0, 0, false};
     int64_t i = 0;
     int run = 0;
-    float *o = out;
     while (i < natoms) {
         int32_t cur[3], prev[3];
         if (large) {
@@ -190,20 +205,14 @@ const char *mdnl_xtc_decode(const uint8_t *buf, size_t nbytes, int64_t natoms, f
                         t[d] = prev[d];
                         prev[d] = tmp;
                     }
-                    *o++ = (float)prev[0] * inv;
-                    *o++ = (float)prev[1] * inv;
-                    *o++ = (float)prev[2] * inv;
+                    emit(prev, inv, &of, &od, scale);
                 } else {
                     prev[0] = t[0], prev[1] = t[1], prev[2] = t[2];
                 }
-                *o++ = (float)t[0] * inv;
-                *o++ = (float)t[1] * inv;
-                *o++ = (float)t[2] * inv;
+                emit(t, inv, &of, &od, scale);
             }
         } else {
-            *o++ = (float)cur[0] * inv;
-            *o++ = (float)cur[1] * inv;
-            *o++ = (float)cur[2] * inv;
+            emit(cur, inv, &of, &od, scale);
         }
         smallidx += is_smaller;
         if (smallidx < FIRSTIDX || smallidx >= LASTIDX)
@@ -220,6 +229,12 @@ const char *mdnl_xtc_decode(const uint8_t *buf, size_t nbytes, int64_t natoms, f
             return "compressed coordinates that end within the frame's byte count";
     }
     return NULL;
+}
+
+const char *mdnl_xtc_decode(const uint8_t *buf, size_t nbytes, int64_t natoms, float precision,
+                            const int32_t minint[3], const int32_t maxint[3], int32_t smallidx, float *out)
+{
+    return decode(buf, nbytes, natoms, precision, minint, maxint, smallidx, out, NULL, 1.0);
 }
 
 /* ---- frames ---- */
@@ -246,7 +261,6 @@ void mdnl_xtc_close(mdnl_xtc_reader *r)
         return;
     mdnl_bfile_close(&r->b);
     free(r->buf);
-    free(r->xyz);
     free(r);
 }
 
@@ -342,36 +356,31 @@ mdnl_status mdnl_xtc_next(mdnl_xtc_reader *r, mdnl_frame *f)
     if (st != MDNL_OK)
         return st;
     const int64_t n = h.natoms, at = r->b.pos;
-    if ((st = grow((void **)&r->xyz, &r->xyz_cap, (size_t)(3 * n + 1) * sizeof(float), "XTC coordinates")) !=
-        MDNL_OK)
+    const double scale = r->native ? 1.0 : 10.0;
+    if ((st = mdnl_frame_reserve(f, n)) != MDNL_OK)
         return st;
     if (!h.compressed) {
         uint8_t raw[12 * 9];
         if (mdnl_bfile_read(&r->b, raw, (size_t)(12 * n)) < 0)
             return XTC_ERR(r, at, "expected %lld bytes of coordinates (truncated frame)", (long long)(12 * n));
-        for (int64_t k = 0; k < 3 * n; ++k)
-            r->xyz[k] = mdnl_be_f32(raw + 4 * k);
+        for (int64_t k = 0; k < 3 * n; ++k) {
+            const float x = mdnl_be_f32(raw + 4 * k);
+            if (!isfinite(x))
+                return XTC_ERR(r, at, "expected finite coordinates, found a non-finite one at atom %lld",
+                               (long long)(k / 3));
+            f->pos[k / 3][k % 3] = (double)x * scale;
+        }
     } else {
         if ((st = grow((void **)&r->buf, &r->buf_cap, (size_t)h.payload + 1, "XTC compressed frame")) != MDNL_OK)
             return st;
         if (mdnl_bfile_read(&r->b, r->buf, (size_t)h.payload) < 0)
             return XTC_ERR(r, at, "expected %lld bytes of compressed coordinates (truncated frame)",
                            (long long)h.payload);
-        const char *bad = mdnl_xtc_decode(r->buf, (size_t)h.nbytes, n, h.precision, h.minint, h.maxint, h.smallidx,
-                                          r->xyz);
+        /* Decoded straight into the frame; every value is finite (decode checks the precision). */
+        const char *bad = decode(r->buf, (size_t)h.nbytes, n, h.precision, h.minint, h.maxint, h.smallidx, NULL,
+                                 f->pos, scale);
         if (bad)
             return XTC_ERR(r, at, "expected %s in the compressed coordinates", bad);
-    }
-    if ((st = mdnl_frame_reserve(f, n)) != MDNL_OK)
-        return st;
-    const double scale = r->native ? 1.0 : 10.0;
-    for (int64_t i = 0; i < n; ++i) {
-        const float *x = r->xyz + 3 * i;
-        if (!isfinite(x[0]) || !isfinite(x[1]) || !isfinite(x[2]))
-            return XTC_ERR(r, at, "expected finite coordinates, found a non-finite one at atom %lld", (long long)i);
-        f->pos[i][0] = (double)x[0] * scale;
-        f->pos[i][1] = (double)x[1] * scale;
-        f->pos[i][2] = (double)x[2] * scale;
     }
     f->natoms = n;
     mdnl_frame_species_unknown(f);

@@ -9,7 +9,8 @@ on the same file. Not part of CTest. Usage (after a release build, build/):
    (precision 1000, 20 nm box): MDAnalysis iterating its frames (best of 3,
    the reader already open) against `mdnl run FILE --read-only --json`'s
    "read" seconds (best of 3): frames/s and MB/s of file.
-2. One 1,000,000-atom frame in each of XTC, TRR and DCD: mdnl's MB/s and
+2. 1,000,000-atom frames in each of XTC, TRR and DCD (12 frames, so that
+   the page faults of the pipeline's first frames (one per slot) do not dominate): mdnl's MB/s and
    frames/s (the read seconds of --read-only, best of 3).
 OMP_NUM_THREADS=1; files are read from the page cache.
 """
@@ -82,13 +83,13 @@ def main():
     print("100k atoms x %d frames XTC (%.1f MB):" % (nfr, mb))
     print("  MDAnalysis XTCReader  %8.1f frames/s  %7.1f MB/s" % (nfr / m, mb / m))
     print("  mdnl                  %8.1f frames/s  %7.1f MB/s  (%.2fx)" % (nfr / d, mb / d, m / d))
-    print("1M atoms, one frame:")
+    print("1M atoms, 12 frames:")
     for ext, writer in [("xtc", XTCWriter), ("trr", TRRWriter), ("dcd", DCDWriter)]:
         p = os.path.join(DIR, "bench-1m." + ext)
-        write(p, writer, 1000000, 1, rng, 430.0)
+        write(p, writer, 1000000, 12, rng, 430.0)
         mb = os.path.getsize(p) / 1e6
         s = mdnl_read_seconds(p)
-        print("  %s  %6.1f MB  %8.1f MB/s  %6.1f frames/s" % (ext.upper(), mb, mb / s, 1 / s))
+        print("  %s  %6.1f MB  %8.1f MB/s  %6.1f frames/s" % (ext.upper(), mb, mb / s, 12 / s))
     for f in os.listdir(DIR):
         if f.startswith("bench-") or f.startswith(".bench-"):
             os.remove(os.path.join(DIR, f))

@@ -10,6 +10,7 @@
 #include "xdr.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #define PI 3.14159265358979323846
@@ -28,6 +29,7 @@ struct mdnl_dcd_reader {
     int64_t frame;
     uint8_t *buf; /* one coordinate record */
 };
+_Static_assert(offsetof(struct mdnl_dcd_reader, b) == 0, "the bfile comes first (mdnl_bfile_reader_new)");
 
 static inline uint32_t u32(const mdnl_dcd_reader *r, const uint8_t *p) { return r->big ? mdnl_be32(p) : mdnl_le32(p); }
 static inline float f32(const mdnl_dcd_reader *r, const uint8_t *p)
@@ -80,14 +82,10 @@ mdnl_status mdnl_dcd_open(const char *path, bool native, mdnl_dcd_reader **out)
 {
     (void)native;
     *out = NULL;
-    mdnl_dcd_reader *r = mdnl_calloc(1, sizeof *r, "DCD reader");
+    mdnl_status st;
+    mdnl_dcd_reader *r = mdnl_bfile_reader_new(sizeof *r, path, "a DCD file", &st);
     if (!r)
-        return MDNL_ERR_RESOURCE;
-    mdnl_status st = mdnl_bfile_open(&r->b, path, "a DCD file");
-    if (st != MDNL_OK) {
-        free(r);
         return st;
-    }
     uint8_t h[84];
     if (mdnl_bfile_read(&r->b, h, 8) != 1) {
         st = DCD_ERR(r, 0, "expected a DCD header record, found %lld bytes", (long long)r->b.size);

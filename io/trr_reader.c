@@ -12,6 +12,7 @@
 #include "xdr.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #define TRR_MAGIC 1993
@@ -23,6 +24,7 @@ struct mdnl_trr_reader {
     uint8_t *buf;
     size_t cap;
 };
+_Static_assert(offsetof(struct mdnl_trr_reader, b) == 0, "the bfile comes first (mdnl_bfile_reader_new)");
 
 typedef struct trr_head {
     int64_t start;
@@ -42,14 +44,10 @@ bool mdnl_trr_sniff(const unsigned char *head, size_t n)
 mdnl_status mdnl_trr_open(const char *path, bool native, mdnl_trr_reader **out)
 {
     *out = NULL;
-    mdnl_trr_reader *r = mdnl_calloc(1, sizeof *r, "TRR reader");
+    mdnl_status st;
+    mdnl_trr_reader *r = mdnl_bfile_reader_new(sizeof *r, path, "a TRR file", &st);
     if (!r)
-        return MDNL_ERR_RESOURCE;
-    mdnl_status st = mdnl_bfile_open(&r->b, path, "a TRR file");
-    if (st != MDNL_OK) {
-        free(r);
         return st;
-    }
     r->native = native;
     *out = r;
     return MDNL_OK;

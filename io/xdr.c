@@ -30,6 +30,20 @@ mdnl_status mdnl_bfile_open(mdnl_bfile *b, const char *path, const char *what)
     return MDNL_OK;
 }
 
+void *mdnl_bfile_reader_new(size_t size, const char *path, const char *what, mdnl_status *st)
+{
+    mdnl_bfile *r = mdnl_calloc(1, size, "binary trajectory reader");
+    if (!r) {
+        *st = MDNL_ERR_RESOURCE;
+        return NULL;
+    }
+    if ((*st = mdnl_bfile_open(r, path, what)) != MDNL_OK) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
 void mdnl_bfile_close(mdnl_bfile *b)
 {
     if (b->fp)

@@ -33,6 +33,12 @@ typedef struct mdnl_bfile {
 mdnl_status mdnl_bfile_open(mdnl_bfile *b, const char *path, const char *what);
 void mdnl_bfile_close(mdnl_bfile *b); /* safe on a zeroed struct */
 
+/* A zeroed reader struct of `size` bytes whose first member is an
+ * mdnl_bfile, opened on `path`: the common start of every binary reader's
+ * _open. NULL with *st set (and the error recorded) on failure; the reader
+ * frees it with free() after mdnl_bfile_close. */
+void *mdnl_bfile_reader_new(size_t size, const char *path, const char *what, mdnl_status *st);
+
 /* Reads exactly n bytes. Returns 1 when they were read, 0 at a clean end of
  * file (no byte left), -1 when the file ends inside them (b->pos is then
  * unchanged, so the caller can name where the short record began). */

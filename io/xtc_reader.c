@@ -23,6 +23,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #define XTC_MAGIC 1995
@@ -47,6 +48,7 @@ struct mdnl_xtc_reader {
     uint8_t *buf;  /* compressed bytes of one frame */
     size_t buf_cap;
 };
+_Static_assert(offsetof(struct mdnl_xtc_reader, b) == 0, "the bfile comes first (mdnl_bfile_reader_new)");
 
 bool mdnl_xtc_sniff(const unsigned char *head, size_t n) { return n >= 4 && mdnl_be32(head) == XTC_MAGIC; }
 
@@ -242,14 +244,10 @@ const char *mdnl_xtc_decode(const uint8_t *buf, size_t nbytes, int64_t natoms, f
 mdnl_status mdnl_xtc_open(const char *path, bool native, mdnl_xtc_reader **out)
 {
     *out = NULL;
-    mdnl_xtc_reader *r = mdnl_calloc(1, sizeof *r, "XTC reader");
+    mdnl_status st;
+    mdnl_xtc_reader *r = mdnl_bfile_reader_new(sizeof *r, path, "an XTC file", &st);
     if (!r)
-        return MDNL_ERR_RESOURCE;
-    mdnl_status st = mdnl_bfile_open(&r->b, path, "an XTC file");
-    if (st != MDNL_OK) {
-        free(r);
         return st;
-    }
     r->native = native;
     *out = r;
     return MDNL_OK;

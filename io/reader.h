@@ -1,9 +1,10 @@
 /* reader.h — one streaming interface over every input format.
  *
  * A reader yields one frame at a time; memory is bounded by the largest
- * frame, never by the number of frames. The format is chosen by extension
- * (.h5, .h5md, .hdf5 -> H5MD; anything else -> XYZ / extended XYZ) and
- * confirmed by the HDF5 signature. Overrides such as --box and --no-pbc are
+ * frame, never by the number of frames. The format is chosen by content
+ * (the HDF5 signature, XTC's and TRR's magic numbers, DCD's first record),
+ * else by extension (.h5, .h5md, .hdf5 -> H5MD; .xtc, .trr, .dcd; anything
+ * else -> XYZ / extended XYZ). Overrides such as --box and --no-pbc are
  * applied by the caller (src/frames.c), not here.
  */
 #ifndef MDNL_READER_H
@@ -20,7 +21,12 @@ typedef struct mdnl_read_options {
     const char *group; /* H5MD particle group; NULL: the default of SPEC §6 */
     bool coords_checked; /* the caller checks every coordinate for finiteness itself: the H5MD
                             reader skips its own pass (XYZ checks while it parses, at no cost) */
+    bool units_native;   /* XTC / TRR: keep nm (default: converted to Å) */
 } mdnl_read_options;
+
+/* Length unit of the frames' positions and box: "Å", or "nm" for XTC / TRR
+ * read with units_native (their native unit). */
+const char *mdnl_reader_units(const mdnl_reader *r);
 
 /* Opens `path`. Errors: MDNL_ERR_INPUT for a missing file, a directory or an
  * unreadable header (message "PATH: ..."). The caller closes the reader. */
@@ -38,7 +44,7 @@ mdnl_status mdnl_reader_skip(mdnl_reader *r);
  * scans the file's count lines once and caches the answer. */
 mdnl_status mdnl_reader_count(mdnl_reader *r, int64_t *nframes);
 
-/* "h5md", "extxyz" (a frame read so far had extended-XYZ keys) or "xyz". */
+/* "h5md", "extxyz" (a frame read so far had extended-XYZ keys), "xyz", "xtc", "trr" or "dcd". */
 const char *mdnl_reader_format(const mdnl_reader *r);
 
 void mdnl_reader_close(mdnl_reader *r); /* NULL is a no-op */

@@ -153,6 +153,8 @@ static const opt_def defs[] = {
     {"box", 0, SPECIAL, 0, NONE},
     {"no-pbc", 0, FLAG, OFF(no_pbc), NONE},
     {"group", 0, STRING, OFF(group), NONE},
+    {"topology", 0, STRING, OFF(topology), NONE},
+    {"units", 0, SPECIAL, 0, NONE},
     {"quiet", 'q', FLAG, OFF(quiet), NONE},
     {"json", 0, FLAG, OFF(json), NONE},
     {"progress", 0, FLAG, OFF(progress), NONE},
@@ -188,15 +190,16 @@ static const struct command_options {
     const char *command, *options;
 } command_options[] = {
     {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,method,frames,box,no-pbc,"
-            "group,quiet,json,progress,no-progress,max-pairs"},
-    {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,quiet,json,progress,no-progress,"
-                  "max-pairs"},
-    {"energy", "cutoff,pair,per-atom,output,backend,frames,box,no-pbc,group,quiet,json,progress,no-progress,max-pairs"},
-    {"rdf", "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,quiet,json,progress,no-progress,"
-            "max-pairs"},
-    {"info", "json,group,box,no-pbc,quiet"},
+            "group,topology,units,quiet,json,progress,no-progress,max-pairs"},
+    {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
+                  "no-progress,max-pairs"},
+    {"energy", "cutoff,pair,per-atom,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
+               "no-progress,max-pairs"},
+    {"rdf", "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
+            "no-progress,max-pairs"},
+    {"info", "json,group,box,no-pbc,topology,units,quiet"},
     {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},
-    {"convert", "to,frames,box,no-pbc,group,quiet,json,progress,no-progress"},
+    {"convert", "to,frames,box,no-pbc,group,topology,units,quiet,json,progress,no-progress"},
     {"bench", "sizes,json,quiet,data"},
 };
 
@@ -226,6 +229,9 @@ static const struct option_help {
             "                            periodic in x, y, z\n"},
     {"no-pbc", "  --no-pbc                  treat every axis as open\n"},
     {"group", "  --group NAME              H5MD particle group\n"},
+    {"topology", "  --topology FILE           species of every frame from FILE's first frame (any format mdnl reads,\n"
+                 "                            same atom count); XTC, TRR and DCD hold none (every atom is X without it)\n"},
+    {"units", "  --units angstrom|native   XTC / TRR: positions and cell in Å (nm x 10, the default) or in nm\n"},
     {"quiet", "  -q, --quiet               no summary or notes on stderr\n"},
     {"json", "  --json                    a one-object summary on stdout\n"},
     {"progress", "  --progress | --no-progress  progress bar on stderr (default: on a terminal with >1 frame)\n"},
@@ -371,6 +377,10 @@ static mdnl_status set_option(const opt_def *d, const char *value, mdnl_opts *o)
             else
                 return mdnl_error(MDNL_ERR_USAGE, "--list: expected half or full, got \"%s\"", value);
             o->has_list = true;
+        } else if (strcmp(d->name, "units") == 0) {
+            if (strcmp(value, "native") != 0 && strcmp(value, "angstrom") != 0)
+                return mdnl_error(MDNL_ERR_USAGE, "--units: expected native or angstrom, got \"%s\"", value);
+            o->units_native = strcmp(value, "native") == 0;
         } else if (strcmp(d->name, "box") == 0) {
             st = parse_box(value, &o->box);
             o->has_box = st == MDNL_OK;
@@ -534,6 +544,7 @@ struct mdnl_frames {
     int64_t yielded;    /* frames returned by mdnl_frames_next */
     bool restricted;    /* an MPI rank's block, which may be empty */
     int64_t first_open; /* the first XYZ frame without a cell (treated as open), -1 none */
+    mdnl_frame topo;    /* --topology: its first frame, whose species every frame takes */
 };
 
 /* --frames that selects nothing is a usage error naming the file's frame
@@ -622,6 +633,18 @@ static mdnl_status resolve_slice(mdnl_frames *fs)
     return MDNL_OK;
 }
 
+/* The first frame of --topology FILE (any format mdnl reads). */
+static mdnl_status read_topology(const mdnl_opts *o, mdnl_frame *topo)
+{
+    mdnl_read_options ro = {.group = o->group};
+    mdnl_reader *r = NULL;
+    mdnl_status st = mdnl_reader_open(o->topology, &ro, &r);
+    if (st == MDNL_OK && (st = mdnl_reader_next(r, topo)) == MDNL_END)
+        st = mdnl_error(MDNL_ERR_INPUT, "%s: expected a frame with species for --topology, found no frame", o->topology);
+    mdnl_reader_close(r);
+    return st;
+}
+
 mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames **out)
 {
     *out = NULL;
@@ -633,10 +656,17 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
     fs->spec = o->frames;
     fs->count = -1;
     fs->first_open = -1;
-    mdnl_read_options ro = {.group = o->group, .coords_checked = o->coords_checked};
+    mdnl_read_options ro = {.group = o->group, .coords_checked = o->coords_checked, .units_native = o->units_native};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);
+    if (st == MDNL_OK && o->topology)
+        st = read_topology(o, &fs->topo);
+    const char *format = st == MDNL_OK ? mdnl_reader_format(fs->reader) : "";
+    if (st == MDNL_OK && o->pairs && !o->topology && (!strcmp(format, "xtc") || !strcmp(format, "trr") ||
+                                                       !strcmp(format, "dcd")))
+        st = mdnl_error(MDNL_ERR_USAGE, "--pairs %s: %s (%s) holds no species; name them with --topology FILE",
+                        o->pairs, path, format);
     /* A selection that is empty whatever the file holds (2:0), or one of an
      * H5MD file (whose count costs nothing), fails before any output; in an
      * XYZ file the first frame past the end finds it (mdnl_frames_next). */
@@ -685,6 +715,16 @@ mdnl_status mdnl_frames_next(mdnl_frames *fs, mdnl_frame *f)
         if (!f->has_step)
             f->step = k;
         const mdnl_opts *o = fs->opts;
+        if (o->topology) {
+            const mdnl_frame *t = &fs->topo;
+            if (t->natoms != f->natoms)
+                return mdnl_error(MDNL_ERR_INPUT, "%s: frame %lld: expected the %lld atoms of --topology %s, found %lld",
+                                  fs->path, (long long)k, (long long)t->natoms, o->topology, (long long)f->natoms);
+            memcpy(f->species, t->species, (size_t)t->natoms * sizeof *f->species);
+            memcpy(f->symbols, t->symbols, sizeof t->symbols);
+            f->nspecies = t->nspecies;
+            f->species_tag = 0;
+        }
         /* An XYZ frame without a Lattice (LAMMPS dump xyz, most plain XYZ)
          * is an open cluster: remembered for the note of mdnl_frames_note. */
         if (!f->box.has_lattice && !o->has_box && !o->no_pbc && fs->first_open < 0 &&
@@ -739,6 +779,7 @@ void mdnl_frames_close(mdnl_frames *fs)
     if (!fs)
         return;
     mdnl_reader_close(fs->reader);
+    mdnl_frame_free(&fs->topo);
     free(fs);
 }
 

@@ -28,6 +28,8 @@ typedef struct mdnl_opts {
     mdnl_box box;
     bool no_pbc;
     const char *group;
+    const char *topology; /* --topology FILE: species of every frame from FILE's first frame */
+    bool units_native;    /* --units native: XTC / TRR positions stay in nm */
     bool quiet, json, progress, no_progress;
     const char *output;
     /* neighbors / energy / run */

@@ -1,11 +1,46 @@
-/* cmd_convert.c — `mdnl convert`: XYZ / extended XYZ / H5MD in any
- * direction, frame by frame (memory bounded by one frame). */
+/* cmd_convert.c — `mdnl convert`: any input mdnl reads to XYZ, extended XYZ,
+ * H5MD, XTC or DCD, frame by frame (memory bounded by one frame). The output
+ * format comes from --to or OUTPUT's extension (the `writers` table). */
 #include "cli.h"
+#include "dcd_writer.h"
 #include "h5md_writer.h"
 #include "output_file.h"
+#include "xtc_writer.h"
 #include "xyz_writer.h"
 
 #include <string.h>
+#include <strings.h>
+
+enum format { XYZ, EXTXYZ, H5MD, XTC, DCD };
+
+/* One row per output format: --to name, extensions (space-separated), label,
+ * whether it is text (may go to standard output). */
+static const struct writer {
+    enum format id;
+    const char *name, *exts, *label;
+    bool text;
+} writers[] = {
+    {XYZ, "xyz", ".xyz", "XYZ", true},
+    {EXTXYZ, "extxyz", ".extxyz", "extended XYZ", true},
+    {H5MD, "h5md", ".h5 .h5md .hdf5", "H5MD", false},
+    {XTC, "xtc", ".xtc", "XTC", false},
+    {DCD, "dcd", ".dcd", "DCD", false},
+};
+#define NWRITERS (sizeof writers / sizeof *writers)
+
+static const struct writer *writer_by_extension(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    const size_t len = dot ? strlen(dot) : 0;
+    for (size_t k = 0; dot && k < NWRITERS; ++k)
+        for (const char *e = writers[k].exts; *e;) {
+            const size_t n = strcspn(e, " ");
+            if (n == len && strncasecmp(e, dot, n) == 0)
+                return &writers[k];
+            e += n + (e[n] == ' ');
+        }
+    return &writers[EXTXYZ]; /* anything else: extended XYZ */
+}
 
 mdnl_status mdnl_cmd_convert(int argc, char **argv)
 {
@@ -16,24 +51,19 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if (o.npositional != 2)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: expected INPUT and OUTPUT, got %d file(s)", o.npositional);
     const char *input = o.positional[0], *output = o.positional[1];
-    enum { XYZ, EXTXYZ, H5MD } to = EXTXYZ;
+    const struct writer *wr = NULL;
     if (o.to) {
-        if (strcmp(o.to, "xyz") == 0)
-            to = XYZ;
-        else if (strcmp(o.to, "extxyz") == 0)
-            to = EXTXYZ;
-        else if (strcmp(o.to, "h5md") == 0)
-            to = H5MD;
-        else
-            return mdnl_error(MDNL_ERR_USAGE, "--to: expected xyz, extxyz or h5md, got \"%s\"", o.to);
-    } else if (mdnl_is_hdf5_path(output)) {
-        to = H5MD;
+        for (size_t k = 0; k < NWRITERS; ++k)
+            if (strcmp(o.to, writers[k].name) == 0)
+                wr = &writers[k];
+        if (!wr)
+            return mdnl_error(MDNL_ERR_USAGE, "--to: expected xyz, extxyz, h5md, xtc or dcd, got \"%s\"", o.to);
     } else {
-        const char *dot = strrchr(output, '.');
-        to = dot && strcmp(dot, ".xyz") == 0 ? XYZ : EXTXYZ;
+        wr = writer_by_extension(output);
     }
-    if (to == H5MD && strcmp(output, "-") == 0)
-        return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: H5MD cannot be written to standard output");
+    const enum format to = wr->id;
+    if (!wr->text && strcmp(output, "-") == 0)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: %s cannot be written to standard output", wr->label);
     if (strcmp(input, output) == 0)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: INPUT and OUTPUT are the same file");
 
@@ -43,6 +73,7 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     mdnl_frame f = {0};
     mdnl_ofile out = {0};
     mdnl_h5md_traj *traj = NULL;
+    mdnl_dcd_writer dcd = {0};
     int64_t nframes = 0;
     mdnl_atoms_range atoms = {0};
     mdnl_progress prog = {0};
@@ -54,19 +85,37 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
         st = mdnl_ofile_open(&out, output);
     if (st != MDNL_OK)
         goto done;
+    dcd.fp = out.fp;
     mdnl_progress_start(&prog, &o, fs);
     while ((st = mdnl_frames_next(fs, &f)) == MDNL_OK) {
-        if (to == H5MD)
+        switch (to) {
+        case H5MD:
             st = mdnl_h5md_traj_append(traj, &f);
-        else
+            break;
+        case XTC:
+            st = mdnl_xtc_write(out.fp, &f, o.units_native, 1000.0f);
+            break;
+        case DCD:
+            st = mdnl_dcd_write(&dcd, &f);
+            break;
+        default:
             st = mdnl_xyz_write(out.fp, &f, to == EXTXYZ);
-        if (st != MDNL_OK)
+        }
+        if (st != MDNL_OK) {
+            if (st == MDNL_ERR_INPUT) {
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s", mdnl_last_error());
+                st = mdnl_error(st, "%s: %s", output, msg);
+            }
             goto done;
+        }
         nframes++;
         mdnl_atoms_range_add(&atoms, f.natoms);
         mdnl_progress_step(&prog);
     }
     if (st != MDNL_END)
+        goto done;
+    if (to == DCD && (st = mdnl_dcd_finish(&dcd)) != MDNL_OK)
         goto done;
     if (to == H5MD) {
         st = mdnl_h5md_traj_commit(traj); /* frees traj */
@@ -85,19 +134,17 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
         mdnl_json_string(stdout, output);
         printf(",\"frames\":%lld", (long long)nframes);
         mdnl_atoms_range_json(stdout, &atoms);
-        printf(",\"to\":\"%s\"}\n", to == H5MD ? "h5md" : to == XYZ ? "xyz" : "extxyz");
+        printf(",\"to\":\"%s\"}\n", wr->name);
     } else if (!o.quiet) {
         mdnl_frames_note(fs);
     }
     if (!o.json && !o.quiet && strcmp(output, "-") != 0) {
         fprintf(stderr, "mdnl convert: %lld frame(s) of %s from %s to %s (%s)\n", (long long)nframes,
-                mdnl_atoms_range_text(&atoms, na, sizeof na), input, output,
-                to == H5MD  ? "H5MD"
-                : to == XYZ ? "XYZ"
-                            : "extended XYZ");
+                mdnl_atoms_range_text(&atoms, na, sizeof na), input, output, wr->label);
     }
 done:
     mdnl_progress_end(&prog);
+    mdnl_dcd_writer_free(&dcd);
     if (st != MDNL_OK) {
         mdnl_h5md_traj_abort(traj);
         mdnl_ofile_abort(&out);

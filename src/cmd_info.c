@@ -34,6 +34,10 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
     for (int64_t i = 0; i < f.natoms; ++i)
         counts[f.species[i]]++;
     const char *format = mdnl_reader_format(mdnl_frames_reader(fs));
+    /* Where the species names come from: the file, --topology, or nowhere (XTC, TRR, DCD). */
+    const char *species_from = o.topology                                                          ? "topology"
+                               : !strcmp(format, "xtc") || !strcmp(format, "trr") || !strcmp(format, "dcd") ? "none"
+                                                                                                           : "file";
     if (o.json) {
         printf("{\"file\":");
         mdnl_json_string(stdout, input);
@@ -57,7 +61,8 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
             printf("%.17g", mdnl_box_volume(&f.box));
         else
             printf("null");
-        printf(",\"step\":%lld", (long long)f.step);
+        printf(",\"step\":%lld,\"units\":\"%s\",\"species_from\":\"%s\"", (long long)f.step,
+               mdnl_reader_units(mdnl_frames_reader(fs)), species_from);
         if (f.has_time)
             printf(",\"time\":%.17g", f.time);
         printf("}\n");
@@ -65,10 +70,12 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
         printf("file     %s (%s)\n", input, format);
         printf("frames   %lld\n", (long long)nframes);
         printf("atoms    %lld%s\n", (long long)f.natoms, nframes > 1 ? " (first frame)" : "");
+        printf("units    %s (positions and cell)\n", mdnl_reader_units(mdnl_frames_reader(fs)));
         printf("species ");
         for (int32_t s = 0; s < f.nspecies; ++s)
             printf(" %s %lld", f.symbols[s], (long long)counts[s]);
-        printf("%s\n", f.nspecies ? "" : " none");
+        printf("%s%s\n", f.nspecies ? "" : " none",
+               o.topology ? " (from --topology)" : strcmp(species_from, "none") == 0 ? " (the file names none: --topology FILE)" : "");
         if (f.box.has_lattice) {
             printf("pbc      %c %c %c\n", f.box.pbc[0] ? 'T' : 'F', f.box.pbc[1] ? 'T' : 'F', f.box.pbc[2] ? 'T' : 'F');
             for (int r = 0; r < 3; ++r)

@@ -99,13 +99,14 @@ static const command commands[] = {
      "  --to xyz|extxyz           plain XYZ instead of extended XYZ (default extxyz)\n"
      "  -o, --output OUT          the file (- for standard output; required)\n"},
     {"convert", mdnl_cmd_convert,
-     "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md] [options]\n"
-     "Copies the selected frames between XYZ, extended XYZ and H5MD (by OUTPUT's extension:\n"
-     ".h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, anything else -> extended XYZ).\n"
-     "H5MD: positions and box edges carry the unit \"Angstrom\" and time \"ps\", the values are the\n"
-     "input's unchanged (mdnl never converts); without a time in the input, time = step.\n"
-     "Options:\n"
-     "  --to xyz|extxyz|h5md      the output format, whatever OUTPUT's extension\n"},
+    "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md|xtc|dcd] [options]\n"
+    "Copies the selected frames of any input mdnl reads to XYZ, extended XYZ, H5MD, XTC or DCD (by\n"
+    "OUTPUT's extension: .h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, .xtc -> XTC (nm, precision\n"
+    "1000), .dcd -> DCD (Å, unit cell), anything else -> extended XYZ). XTC, DCD and H5MD need a file,\n"
+    "not standard output. H5MD: positions and box edges carry the unit \"Angstrom\" and time \"ps\",\n"
+    "the values are the input's unchanged; without a time in the input, time = step.\n"
+    "Options:\n"
+    "  --to xyz|extxyz|h5md|xtc|dcd  the output format, whatever OUTPUT's extension\n"},
     {"bench", mdnl_cmd_bench,
      "usage: mdnl bench [--sizes graphene-17k,graphene-1m,graphene-1m-shuffled,lj-1m,lj-100k,lj-1m-liquid,\n"
      "                  lj-1m-liquid-sorted,cu-131k\n"
@@ -140,7 +141,7 @@ static void print_usage(FILE *fp)
             "  rdf INPUT --rmax --bins       radial distribution functions\n"
             "  info INPUT [--json]           what a trajectory holds\n"
             "  gen graphene --nx --ny -o     generate a graphene sheet\n"
-            "  convert INPUT OUTPUT          XYZ / extended XYZ / H5MD\n"
+            "  convert INPUT OUTPUT          XYZ / extended XYZ / H5MD / XTC / DCD\n"
             "  bench [--sizes ...]           GPU benchmark of the kernels\n"
             "  --version                     print the version\n"
             "Lengths are in the input's length unit, energies in the unit of the --pair parameters.\n",

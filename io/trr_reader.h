@@ -1,0 +1,35 @@
+/* trr_reader.h — streaming reader of GROMACS TRR trajectories (XDR,
+ * big-endian, magic 1993), written from the format's public description
+ * (docs/formats-binary.md). The header gives the byte size of each block
+ * (box, virial, pressure, x, v, f); single or double precision follows from
+ * those sizes. Positions and the box are converted from nm to Å (x 10) unless
+ * `native`; velocities and forces are skipped.
+ *
+ * A frame without positions (x size 0: GROMACS writes velocities or forces
+ * more often than positions) is skipped: such frames are not counted, and
+ * frame indices number the frames that hold positions. TRR carries no
+ * species (every atom is "X"; --topology). A box of zeros, or no box, is an
+ * open frame. Errors as the XTC reader's. Reached through io/reader.h. */
+#ifndef MDNL_TRR_READER_H
+#define MDNL_TRR_READER_H
+
+#include "frame.h"
+#include "mdnl.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+MDNL_BEGIN_C
+
+typedef struct mdnl_trr_reader mdnl_trr_reader;
+
+bool mdnl_trr_sniff(const unsigned char *head, size_t n); /* magic 1993, big-endian */
+mdnl_status mdnl_trr_open(const char *path, bool native, mdnl_trr_reader **out);
+mdnl_status mdnl_trr_next(mdnl_trr_reader *r, mdnl_frame *f);
+mdnl_status mdnl_trr_skip(mdnl_trr_reader *r);
+mdnl_status mdnl_trr_count(mdnl_trr_reader *r, int64_t *n); /* frames with positions; walks the headers */
+void mdnl_trr_close(mdnl_trr_reader *r);
+
+MDNL_END_C
+
+#endif

@@ -353,16 +353,21 @@ bool mdnl_is_hdf5_path(const char *path)
 void mdnl_json_string(FILE *fp, const char *s)
 {
     fputc('"', fp);
-    for (; *s; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(fp, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(fp, "\\u%04x", c);
-        else
-            fputc(c, fp);
+    while (*s) {
+        char e[MDNL_ESCAPE_MAX + 1];
+        mdnl_escape_char(&s, e, MDNL_ESCAPE_JSON);
+        fputs(e, fp);
     }
     fputc('"', fp);
+}
+
+void mdnl_text_string(FILE *fp, const char *s)
+{
+    while (*s) {
+        char e[MDNL_ESCAPE_MAX + 1];
+        mdnl_escape_char(&s, e, MDNL_ESCAPE_TAB);
+        fputs(e, fp);
+    }
 }
 
 /* ---- frames: selection and overrides ---- */

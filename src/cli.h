@@ -118,8 +118,11 @@ const char *mdnl_backend_name(mdnl_backend b);
 /* Whether a path names an HDF5 output (.h5, .h5md, .hdf5). */
 bool mdnl_is_hdf5_path(const char *path);
 
-/* Writes a JSON string literal (quoted, escaped). */
+/* Writes a JSON string literal (quoted, escaped: mdnl_escape_char). */
 void mdnl_json_string(FILE *fp, const char *s);
+/* Writes text from a file or the user (a path, a species name) escaped for
+ * one line and one column (mdnl_escape_char with MDNL_ESCAPE_TAB). */
+void mdnl_text_string(FILE *fp, const char *s);
 
 /* Subcommands: each returns a status; main.c prints the error and exits. */
 mdnl_status mdnl_cmd_neighbors(int argc, char **argv);

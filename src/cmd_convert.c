@@ -35,8 +35,9 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     }
     if (to == H5MD && strcmp(output, "-") == 0)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: H5MD cannot be written to standard output");
-    if (strcmp(input, output) == 0)
-        return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: INPUT and OUTPUT are the same file");
+    const mdnl_output_kind kind = to == H5MD ? MDNL_OUTPUT_HDF5 : MDNL_OUTPUT_TEXT;
+    if ((st = mdnl_output_check(input, 1, &output, &kind)) != MDNL_OK)
+        return st;
 
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};

@@ -37,6 +37,10 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
     if (o.plot && mdnl_is_hdf5_path(o.plot))
         return mdnl_error(MDNL_ERR_USAGE, "--plot %s: expected an .svg file", o.plot);
+    const char *const outs[2] = {outpath, o.plot};
+    const mdnl_output_kind kinds[2] = {h5 ? MDNL_OUTPUT_HDF5 : MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT};
+    if ((st = mdnl_output_check(input, 2, outs, kinds)) != MDNL_OK)
+        return st;
 
     int32_t ids[MAX_PAIRS][2] = {{0}}; /* resolved per frame */
     mdnl_hist_spec spec = {.r_max = o.rmax, .bins = (int32_t)o.bins, .npairs = pn.n, .pairs = ids};

@@ -26,7 +26,10 @@ static const char common_help[] =
     "  --json                    a one-object summary on stdout\n"
     "  --progress | --no-progress  progress bar on stderr (default: on a terminal with >1 frame)\n"
     "  -h, --help                this help\n"
-    "SIGINT, SIGTERM and SIGHUP remove the temporary outputs (.NAME.tmp-PID-N) and exit 130, 143, 129.\n";
+    "Outputs: a file is written as .NAME.tmp-PID-RANDOM beside it and renamed when complete (a symbolic\n"
+    "link's target is replaced); -, a character device (/dev/null) or a FIFO is written as a stream.\n"
+    "SIGINT, SIGTERM and SIGHUP remove the temporary outputs and exit 130, 143, 129; once an output is\n"
+    "in place they are ignored and the command ends with its own status.\n";
 
 static const command commands[] = {
     {"run", mdnl_cmd_run,

@@ -119,7 +119,7 @@ Test(output, fifo_is_streamed_to_its_reader)
     make_fifo("pipe");
     cr_assert_eq(mdnl("neighbors '%s' -c 2 -o want.tsv --quiet", GRAPHENE), 0, "%s", err_text);
     /* a reader drains the FIFO while mdnl writes into it */
-    cr_assert_eq(sh("(cat pipe > got.tsv & MDNL_DATA='%s' '%s' neighbors '%s' -c 2 -o pipe --quiet; rc=$?; wait; "
+    cr_assert_eq(sh("(timeout 60 cat pipe > got.tsv & MDNL_DATA='%s' '%s' neighbors '%s' -c 2 -o pipe --quiet; rc=$?; wait; "
                     "exit $rc)",
                     MDNL_DATA_DIR, MDNL_BINARY, GRAPHENE),
                  0, "%s", err_text);

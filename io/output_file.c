@@ -399,7 +399,7 @@ static mdnl_status create_temp(const char *path, char **tmp, int *fd, char **tar
     while (fcntl(*fd, F_OFD_SETLKW, &fl) != 0 && errno == EINTR) {
     }
     if (exists)
-        (void)fchmod(*fd, sb.st_mode & 07777); /* a replaced file keeps its permissions, as with `>` */
+        (void)fchmod(*fd, sb.st_mode & 0777); /* a replaced file keeps its permissions, as with `>` */
     *tmp = name;
     *target = t;
     return MDNL_OK;

@@ -264,8 +264,9 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     /* every frame of a run with work is wrapped by mdnl_geom_prepare (CPU) or
      * the device wrap (CUDA), which reject a non-finite coordinate naming the
      * input, the frame and the atom: the H5MD reader's own pass is skipped
-     * (tools/bench/RESULTS.md: it took as long as the read). --read-only
-     * keeps it: there it is the check that the file parses. */
+     * (docs/performance.md, the CPU table's H5MD reader row: the pass took
+     * as long as the read). --read-only keeps it: there it is the check that
+     * the file parses. */
     o.coords_checked = !o.read_only;
     if ((st = mdnl_frames_open(&o, cfg.input, &fs)) != MDNL_OK)
         goto done;

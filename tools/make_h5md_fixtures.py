@@ -250,6 +250,58 @@ with base("bad_step_overflow.h5md", step=np.int64(2)) as f:
     # offset + frame x step past INT64_MAX from frame 1 on (signed overflow
     # under UBSan, found by tests/fuzz/fuzz_h5md).
     f["particles/all/position/step"].attrs["offset"] = np.int64(2**63 - 1)
+
+# --- files that point outside themselves, or declare what they do not hold --
+# (issue 54). mdnl reads the file it is given and nothing else: each of these
+# must be refused (exit 3) before a byte of another file is opened or read.
+with base("bad_external_link.h5md", position=False) as f:
+    # The position group is an external link into another fixture, a valid
+    # file: following it would read that file's frames.
+    f["particles/all/position"] = h5py.ExternalLink("box_fixed3.h5md", "/particles/all/position")
+with base("bad_external_link_elsewhere.h5md") as f:
+    # An external link outside the particle group, to a device: refused too
+    # (the file is refused as a whole, whatever the reader would touch).
+    f["observables/zero"] = h5py.ExternalLink("/dev/zero", "/x")
+with open(os.path.join(OUT, "bad_external_storage.raw"), "wb") as raw:
+    pos3.astype("<f8").tofile(raw)
+with base("bad_external_storage.h5md", position=False) as f:
+    # position/value keeps its bytes in another file (HDF5 external raw
+    # storage): mdnl would read that file as coordinates (/etc/passwd in the
+    # issue). The raw file beside it holds valid doubles, so only the refusal
+    # can make the read fail.
+    p = f.create_group("particles/all/position")
+    p.create_dataset("value", shape=pos3.shape, dtype="<f8",
+                     external=[("bad_external_storage.raw", 0, pos3.nbytes)])
+    p.create_dataset("step", data=np.array([0, 1, 2], dtype=np.int64))
+with base("bad_vds_self.h5md", position=False) as f:
+    # A virtual dataset whose source is itself in this same file ("."): HDF5
+    # recursed without end (SIGSEGV) when it was read.
+    p = f.create_group("particles/all/position")
+    layout = h5py.VirtualLayout(shape=(3, 4, 3), dtype="<f8")
+    layout[:] = h5py.VirtualSource(".", "/particles/all/position/value", shape=(3, 4, 3))
+    p.create_virtual_dataset("value", layout)
+    p.create_dataset("step", data=np.array([0, 1, 2], dtype=np.int64))
+with base("bad_declared_frames.h5md", position=False) as f:
+    # 10^12 frames declared (extendible, chunked by frame), one chunk
+    # written: neighbors/rdf/run looped over fill values for ever.
+    p = f.create_group("particles/all/position")
+    v = p.create_dataset("value", shape=(10**12, 4, 3), maxshape=(None, 4, 3), dtype="<f8", chunks=(1, 4, 3))
+    v[0] = pos3[0]
+    p.create_dataset("step", data=np.int64(1))
+with base("bad_declared_contiguous.h5md", position=False) as f:
+    # 10^9 frames of contiguous storage never allocated (a few KB on disk).
+    p = f.create_group("particles/all/position")
+    p.create_dataset("value", shape=(10**9, 4, 3), dtype="<f8")
+    p.create_dataset("step", data=np.int64(1))
+with base("bad_filter_unknown.h5md", position=False) as f:
+    # A filter this HDF5 cannot decode (32001 is Blosc's id, not built in).
+    p = f.create_group("particles/all/position")
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((1, 4, 3))
+    dcpl.set_filter(32001, h5py.h5z.FLAG_OPTIONAL, ())
+    space = h5py.h5s.create_simple((3, 4, 3))
+    h5py.h5d.create(p.id, b"value", h5py.h5t.IEEE_F64LE, space, dcpl=dcpl)
+    p.create_dataset("step", data=np.array([0, 1, 2], dtype=np.int64))
 with new_file("bad_no_particles.h5md") as f:
     f.create_group("observables")
 with open(os.path.join(OUT, "bad_not_hdf5.h5md"), "w") as f:

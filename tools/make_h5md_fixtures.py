@@ -302,6 +302,17 @@ with base("bad_filter_unknown.h5md", position=False) as f:
     space = h5py.h5s.create_simple((3, 4, 3))
     h5py.h5d.create(p.id, b"value", h5py.h5t.IEEE_F64LE, space, dcpl=dcpl)
     p.create_dataset("step", data=np.array([0, 1, 2], dtype=np.int64))
+with new_file("bad_zeros_2m_gzip.h5md") as f:
+    # 2,000,000 atoms all at the origin of a periodic 100 A box: 48 MB of
+    # zeros in a 62 KB file. Every atom is in one cell: every pair is a candidate
+    # (4e12); rdf and energy ran for ever, neighbors grew to 1.7 GB before
+    # exit 4. The work guard must refuse it from the cells' occupancy.
+    g = f.create_group("particles/all")
+    add_box(g, ["periodic"] * 3, edges=np.array([100.0, 100.0, 100.0]))
+    p = g.create_group("position")
+    p.create_dataset("value", data=np.zeros((1, 2000000, 3)), compression="gzip", compression_opts=9,
+                     chunks=(1, 2000000, 3))
+    p.create_dataset("step", data=np.array([0], dtype=np.int64))
 with new_file("bad_no_particles.h5md") as f:
     f.create_group("observables")
 with open(os.path.join(OUT, "bad_not_hdf5.h5md"), "w") as f:

@@ -670,3 +670,40 @@ Test(guard, two_million_zeros_of_a_small_h5md_are_refused_naming_the_densest_cel
     snprintf(input, sizeof input, "%s/h5md/bad_zeros_2m_gzip.h5md", MDNL_DATA_DIR);
     expect_stacked_refused(input, "2000000 of 2000000");
 }
+
+/* ---- hostile and damaged H5MD through every reading command (issue 54) ---- */
+
+/* Files that point outside themselves, declare what they do not hold, or
+ * were damaged by one flipped byte: `run` (its reader on a thread of its
+ * own), `rdf`, `info` and `convert` each exit 3 with one line naming the
+ * file, within seconds, and leave nothing behind. Before: SIGSEGV in
+ * H5Dread on the reader thread (flips, self-referencing VDS), exit 0 with
+ * another file's bytes as coordinates (external link, external storage),
+ * or no end (10^12 declared frames). */
+Test(guard, hostile_h5md_is_exit_3_from_every_reading_command)
+{
+    static const char *const files[] = {"bad_flip_type_size.h5md",  "bad_flip_chunk_count.h5md",
+                                        "bad_flip_chunk_dim.h5md",  "bad_vds_self.h5md",
+                                        "bad_external_link.h5md",   "bad_external_storage.h5md",
+                                        "bad_declared_frames.h5md", "bad_declared_contiguous.h5md"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; ++i) {
+        char input[512];
+        snprintf(input, sizeof input, "%s/h5md/%s", MDNL_DATA_DIR, files[i]);
+        const char *const run[] = {"run", input, "--rmax", "2", "--bins", "4", "-o", "out.h5", "--backend", "cpu", NULL};
+        const char *const rdf[] = {"rdf", input, "--rmax", "2", "--bins", "4", "-o", "out.tsv", "--backend", "cpu", NULL};
+        const char *const info[] = {"info", input, NULL};
+        const char *const convert[] = {"convert", input, "out.h5", NULL};
+        const char *const *cmds[] = {run, rdf, info, convert};
+        for (size_t c = 0; c < sizeof cmds / sizeof *cmds; ++c) {
+            int status = wait_for(start(cmds[c]), 60.0);
+            char err[4096], left[1024], want[600];
+            slurp_tmp(".stderr", err, sizeof err);
+            cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3, "%s %s: status %d, stderr %s", cmds[c][0],
+                      files[i], status, err);
+            snprintf(want, sizeof want, "mdnl: error: %s: ", input);
+            cr_expect(strncmp(err, want, strlen(want)) == 0 && strchr(err, '\n') == err + strlen(err) - 1,
+                      "%s %s: expected one line \"%s...\", got %s", cmds[c][0], files[i], want, err);
+            cr_expect_eq(leftovers("", NULL, left, sizeof left), 0, "%s %s: left %s", cmds[c][0], files[i], left);
+        }
+    }
+}

@@ -12,6 +12,13 @@ fixed-increment step/time, a LAMMPS `dump h5md` style H5MD 1.0 file and
 particle-group selection; the bad_*.h5md files each break one rule and must be
 rejected with exit status 3 naming the offending dataset or attribute.
 
+The bad_flip_*.h5md files are not written here: each is the output of
+`mdnl convert data/trajectory-3frames.extxyz x.h5` (46,404 bytes, at
+9139fc9) with one byte XORed with 0xff (bad_flip_type_size: offset 10884,
+the position datatype's size; bad_flip_chunk_count: 10939, the first chunk
+dimension; bad_flip_chunk_dim: 10947, the third), found by the byte-flip
+sweep of docs/robustness.md; the unfixed reader overran HDF5's buffers.
+
 box_td33.h5md has an exact extended-XYZ twin, box_td33.extxyz (positions and
 lattice printed with 17 significant digits), so that neighbor lists can be
 compared between the two readers.

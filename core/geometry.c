@@ -270,22 +270,33 @@ mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], cons
 {
     memset(o, 0, sizeof *o);
     o->densest = -1;
-    o->atom = -1;
+    o->atom = -1; /* found by mdnl_work_check_cells when it refuses */
     const int64_t n = g->natoms, nc = g->ncells;
     if (n <= 0 || nc <= 0)
         return MDNL_OK;
     int64_t nmax = 0;
     for (int k = 0; k < 3; ++k)
         nmax = g->ncell[k] > nmax ? g->ncell[k] : nmax;
-    double *a = mdnl_calloc((size_t)nc, sizeof *a, "cell occupancy");
+    double *a = mdnl_malloc((size_t)nc * sizeof *a, "cell occupancy");
     double *w = mdnl_malloc((size_t)nc * sizeof *w, "cell occupancy");
     double *pre = mdnl_malloc((size_t)(2 * nmax + 1) * sizeof *pre, "cell occupancy");
-    if (!a || !w || !pre) {
-        free(a), free(w), free(pre);
+    int32_t *count = mdnl_calloc((size_t)nc, sizeof *count, "cell occupancy");
+    if (!a || !w || !pre || !count) {
+        free(a), free(w), free(pre), free(count);
         return MDNL_ERR_RESOURCE;
     }
-    for (int64_t i = 0; i < n; ++i)
-        a[cell_of(g, pos4, pos, i)] += 1;
+    /* OpenMP over atoms as mdnl_geom_prepare's wrap (at 1M atoms the count
+     * is ~15 ms of one core); the atomics contend only when atoms are
+     * stacked, which is what this refuses. */
+#pragma omp parallel for schedule(static) if (n > 20000)
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t c = cell_of(g, pos4, pos, i);
+#pragma omp atomic
+        count[c] += 1;
+    }
+    for (int64_t c = 0; c < nc; ++c)
+        a[c] = (double)count[c];
+    free(count);
     /* The stencil window is a box -s..s on each axis: its sum is three
      * passes of a one-dimensional window, O(cells) whatever the stencil. */
     const int64_t nx = g->ncell[0], ny = g->ncell[1], nz = g->ncell[2];
@@ -323,11 +334,17 @@ mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], cons
         }
     }
     o->pairs *= sphere / cellv;
-    for (int64_t i = 0; i < n && o->atom < 0; ++i)
-        if (cell_of(g, pos4, pos, i) == o->densest)
-            o->atom = i;
     free(a), free(w), free(tmp), free(pre);
     return MDNL_OK;
+}
+
+/* The first atom in cell `cell` (for the message only: a second pass). */
+static int64_t atom_in(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], int64_t cell)
+{
+    for (int64_t i = 0; i < g->natoms; ++i)
+        if (cell_of(g, pos4, pos, i) == cell)
+            return i;
+    return 0;
 }
 
 mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3])
@@ -340,6 +357,7 @@ mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], co
     if (o.pairs <= limit && o.candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit)
         return MDNL_OK;
     const int64_t yz = (int64_t)g->ncell[1] * g->ncell[2];
+    o.atom = atom_in(g, pos4, pos, o.densest);
     float x = 0, y = 0, z = 0;
     if (pos4)
         x = pos4[o.atom][0], y = pos4[o.atom][1], z = pos4[o.atom][2];

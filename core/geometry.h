@@ -188,7 +188,8 @@ mdnl_status mdnl_work_check(const mdnl_geom *g);
  *   pairs       sum over cells of n_c^2 / V_cell x 4/3 pi r^3: the density
  *               estimate of mdnl_work_estimate with each cell's own density;
  *   densest     the cell holding the most atoms (row-major index over
- *               ncell[0] x ncell[1] x ncell[2]), its count and one atom in it.
+ *               ncell[0] x ncell[1] x ncell[2]) and its count (`atom`, one
+ *               atom in it, is looked for only for the refusal's message).
  *
  * mdnl_work_check_cells refuses the frame (MDNL_ERR_INPUT naming the densest
  * cell, an atom in it and the estimates) beyond the limits of

@@ -507,11 +507,15 @@ static mdnl_status check_dataset(const mdnl_h5md_reader *r, hid_t ds, const char
         goto out;
     }
     int next = H5Pget_external_count(dcpl);
-    if (next != 0) {
+    if (next < 0) {
+        st = bad(r, -1, path, "cannot query the dataset's storage (%s)", mdnl_h5_reason());
+        goto out;
+    }
+    if (next > 0) {
         char name[160] = "";
         off_t off;
         hsize_t size;
-        if (next > 0 && H5Pget_external(dcpl, 0, sizeof name, name, &off, &size) < 0)
+        if (H5Pget_external(dcpl, 0, sizeof name, name, &off, &size) < 0)
             name[0] = '\0';
         st = bad(r, -1, path, "expected data stored in this file, found external raw storage in %d file(s)%s%.120s%s "
                               "(refused: mdnl reads only the file it is given)",

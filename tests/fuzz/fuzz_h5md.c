@@ -8,7 +8,14 @@
  * (type, count, words), edges as a dataset or a time-dependent group, the
  * species as integers, strings or a time-dependent group with or without a
  * names attribute, and the values written (from a table holding 0, ±1,
- * huge, NaN and inf). The file is written with the HDF5 C API, then opened
+ * huge, NaN and inf). Where each dataset's bytes live is a choice too
+ * (issue 54): contiguous, compact, chunked (written, never written, one row
+ * of several written, extended 1000x after writing), deflate+shuffle,
+ * fletcher32, external raw storage in a scratch file, a virtual dataset
+ * whose source is itself or another file, and a contiguous extent 10^9
+ * times the written one; and links: an external link to this file, to a
+ * raw file or to a missing one in place of position/box/species, another
+ * at the root, or a soft link, dangling or not. The file is written with the HDF5 C API, then opened
  * with mdnl_h5md_open and read to the end (with a skip and a seek). Every
  * failure must be MDNL_ERR_INPUT with a one-line message that starts with
  * the path; every frame read must be finite and consistent. Running out of

@@ -682,7 +682,7 @@ Test(guard, two_million_zeros_of_a_small_h5md_are_refused_naming_the_densest_cel
 Test(guard, hostile_h5md_is_exit_3_from_every_reading_command)
 {
     static const char *const files[] = {"bad_flip_type_size.h5md",  "bad_flip_chunk_count.h5md",
-                                        "bad_flip_chunk_dim.h5md",  "bad_vds_self.h5md",
+                                        "bad_flip_chunk_dim.h5md",  "bad_flip_species_type.h5md", "bad_vds_self.h5md",
                                         "bad_external_link.h5md",   "bad_external_storage.h5md",
                                         "bad_declared_frames.h5md", "bad_declared_contiguous.h5md"};
     for (size_t i = 0; i < sizeof files / sizeof *files; ++i) {

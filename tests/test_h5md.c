@@ -456,6 +456,7 @@ ParameterizedTestParameters(h5md_bad, input_error_names_the_dataset)
         {"bad_flip_type_size.h5md", "/particles/all/position/value", "found floats of 247 bytes", -1},
         {"bad_flip_chunk_count.h5md", "/particles/all/position/value", "written (1), found 3", -1},
         {"bad_flip_chunk_dim.h5md", "/particles/all/position/value", "of 6048 bytes stored, found 216", -1},
+        {"bad_flip_species_type.h5md", "/particles/all/species", "found integers of 4278190084 bytes", -1},
         {"bad_not_hdf5.h5md", "bad_not_hdf5.h5md", "no HDF5 signature", -1},
         {"no_such_file.h5md", "no_such_file.h5md", "No such file", -1},
     };

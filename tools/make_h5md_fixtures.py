@@ -16,8 +16,10 @@ The bad_flip_*.h5md files are not written here: each is the output of
 `mdnl convert data/trajectory-3frames.extxyz x.h5` (46,404 bytes, at
 9139fc9) with one byte XORed with 0xff (bad_flip_type_size: offset 10884,
 the position datatype's size; bad_flip_chunk_count: 10939, the first chunk
-dimension; bad_flip_chunk_dim: 10947, the third), found by the byte-flip
-sweep of docs/robustness.md; the unfixed reader overran HDF5's buffers.
+dimension; bad_flip_chunk_dim: 10947, the third; bad_flip_species_type:
+24975, the species datatype's size), found by the byte-flip sweep of
+docs/robustness.md; the unfixed reader overran HDF5's buffers (or, for the
+species, ran past the sweep's 20 s limit).
 
 box_td33.h5md has an exact extended-XYZ twin, box_td33.extxyz (positions and
 lattice printed with 17 significant digits), so that neighbor lists can be

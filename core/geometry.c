@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <stdint.h>
 
 /* Slack on cell widths and image ranges that covers float rounding: relative
  * to the cutoff, plus a few float ulps of the largest coordinate (t of an atom
@@ -265,8 +267,19 @@ static int64_t cell_of(const mdnl_geom *g, const float (*pos4)[4], const double 
     return ((int64_t)c[0] * g->ncell[1] + c[1]) * g->ncell[2] + c[2];
 }
 
-mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
-                                mdnl_occupancy *o)
+/* splitmix64: the sample's atom indices. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The occupancy of `m` atoms: all of them (m = n, exact) or a random sample
+ * of m drawn with `seed`, its counts scaled by n / m. */
+static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], int64_t m,
+                             uint64_t seed, mdnl_occupancy *o)
 {
     memset(o, 0, sizeof *o);
     o->densest = -1;
@@ -288,14 +301,18 @@ mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], cons
     /* OpenMP over atoms as mdnl_geom_prepare's wrap (at 1M atoms the count
      * is ~15 ms of one core); the atomics contend only when atoms are
      * stacked, which is what this refuses. */
-#pragma omp parallel for schedule(static) if (n > 20000)
-    for (int64_t i = 0; i < n; ++i) {
+    if (m <= 0 || m > n)
+        m = n;
+#pragma omp parallel for schedule(static) if (m > 20000)
+    for (int64_t k = 0; k < m; ++k) {
+        const int64_t i = m == n ? k : (int64_t)(mix64(seed + (uint64_t)k) % (uint64_t)n);
         const int64_t c = cell_of(g, pos4, pos, i);
 #pragma omp atomic
         count[c] += 1;
     }
+    const double scale = (double)n / (double)m;
     for (int64_t c = 0; c < nc; ++c)
-        a[c] = (double)count[c];
+        a[c] = (double)count[c] * scale;
     free(count);
     /* The stencil window is a box -s..s on each axis: its sum is three
      * passes of a one-dimensional window, O(cells) whatever the stencil. */
@@ -347,13 +364,41 @@ static int64_t atom_in(const mdnl_geom *g, const float (*pos4)[4], const double 
     return 0;
 }
 
+mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
+                                mdnl_occupancy *o)
+{
+    return occupancy(g, pos4, pos, g->natoms, 0, o);
+}
+
+/* Atoms a sample holds before the exact count (mdnl_work_check_cells). */
+#define WORK_SAMPLE 8192
+
 mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3])
 {
-    mdnl_occupancy o;
-    mdnl_status st = mdnl_work_occupancy(g, pos4, pos, &o);
-    if (st != MDNL_OK)
-        return st;
     const double limit = mdnl_work_max_pairs(g->natoms);
+    mdnl_occupancy o;
+    mdnl_status st;
+    /* Counting every atom costs more than a large frame's GPU kernels (the
+     * GPU pipeline counts from the frame's doubles on its compute thread),
+     * so a large frame is sampled first: WORK_SAMPLE atoms drawn at random
+     * (a seed new to each process and frame, so no file can be shaped around
+     * the draw). Only a frame whose estimate comes within 1/8 of a limit is
+     * counted exactly, and only the exact count refuses. Stacking that could
+     * reach the limits (over ~10^4 atoms in one cell's window) puts dozens
+     * or more of the sampled atoms there, which multiplies the estimate far
+     * past 1/8; the estimate's sampling noise only errs towards an exact
+     * count. */
+    if (g->natoms > 4 * WORK_SAMPLE) {
+        static uint64_t process_seed;
+        if (!process_seed)
+            process_seed = mix64((uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&process_seed) | 1;
+        if ((st = occupancy(g, pos4, pos, WORK_SAMPLE, process_seed ^ mix64((uint64_t)g->frame), &o)) != MDNL_OK)
+            return st;
+        if (o.pairs <= limit / 8 && o.candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit / 8)
+            return MDNL_OK;
+    }
+    if ((st = mdnl_work_occupancy(g, pos4, pos, &o)) != MDNL_OK)
+        return st;
     if (o.pairs <= limit && o.candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit)
         return MDNL_OK;
     const int64_t yz = (int64_t)g->ncell[1] * g->ncell[2];

@@ -6,6 +6,7 @@
 
 #include "frame.h"
 #include "mdnl.h"
+#include "potential.h"
 #include "geometry.h"
 #include "nlist.h"
 #include "reader.h"
@@ -38,6 +39,8 @@ typedef struct mdnl_opts {
     mdnl_list_kind list;
     bool has_list;
     const char *pair;
+    const char *pair_coeff[MDNL_PAIR_COEFF_MAX]; /* energy: --pair-coeff A-B:..., in order */
+    int npair_coeff;
     bool per_atom;
     bool neighbors; /* run: store the lists */
     bool read_only; /* run: read and parse only */

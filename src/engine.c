@@ -241,6 +241,20 @@ mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (
     return mdnl_energy_frame_cpu(g, pos4, p, total, per_atom);
 }
 
+mdnl_status mdnl_engine_energy_table(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
+                                     const int32_t *types, const mdnl_pair_table *t, double *total, double *per_atom)
+{
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        mdnl_status st = energy_handle(e);
+        if (st != MDNL_OK)
+            return st;
+        return mdnl_energy_table_frame_cuda(e->energy_cuda, g, pos4, types, t, total, per_atom);
+    }
+#endif
+    return mdnl_energy_table_frame_cpu(g, pos4, types, t, total, per_atom);
+}
+
 #ifdef MDNL_HAVE_CUDA
 static mdnl_status hist_handle(mdnl_engine *e)
 {

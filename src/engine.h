@@ -69,6 +69,12 @@ void mdnl_engine_host_free(const mdnl_engine *e, void *p); /* NULL is a no-op */
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out);
 
+/* The same with per-pair parameters (potential.h mdnl_pair_table) and the
+ * atoms' types (mdnl_pair_table_types); g prepared at t->max_cutoff. */
+mdnl_status mdnl_engine_energy_table(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
+                                     const int32_t *types, const mdnl_pair_table *t, double *total,
+                                     double *per_atom);
+
 /* Total (and, when per_atom is not NULL, per-atom) pair energy of a frame
  * prepared with the potential's cutoff, by the fused path: cells are
  * traversed and no list is stored. */

@@ -103,6 +103,10 @@ void mdnl_h5md_traj_abort(mdnl_h5md_traj *w);
  *   /rdf/<name>/                            name "total" or "A-B"
  *       r_lo, r_hi, r [bins] float64, g [bins] float64 (when given),
  *       n [bins] float64 (when given), counts [bins] uint64
+ *       with per-frame rows (rdf --per-frame):
+ *       frame [F] int64, step [F] int64     input frame index and step of row k
+ *       g_frames [F][bins] float64          that frame's g(r) (NaN without a volume); a row a chunk
+ *       counts_frames [F][bins] uint64      that frame's pair counts
  */
 
 typedef struct mdnl_h5md_results mdnl_h5md_results;
@@ -132,6 +136,15 @@ mdnl_status mdnl_h5md_results_write_neighbors(mdnl_h5md_results *w, int64_t fram
 mdnl_status mdnl_h5md_results_write_rdf(mdnl_h5md_results *w, const char *name, int bins, const double *r_lo,
                                         const double *r_hi, const double *r, const double *g, const double *n,
                                         const uint64_t *counts);
+
+/* Appends one frame's row to /rdf/<name>/{frame, step, g_frames,
+ * counts_frames}, made on the first call for that name (at most
+ * MDNL_H5MD_RDF_FRAMES_MAX names; bins fixed by the first call); g[bins]
+ * and counts[bins]. mdnl_h5md_results_write_rdf may then add the means to
+ * the same group. */
+#define MDNL_H5MD_RDF_FRAMES_MAX 64
+mdnl_status mdnl_h5md_results_write_rdf_frame(mdnl_h5md_results *w, const char *name, int bins, int64_t frame,
+                                              int64_t step, const double *g, const uint64_t *counts);
 
 /* Closes and renames into place; frees w in every case. */
 mdnl_status mdnl_h5md_results_commit(mdnl_h5md_results *w);

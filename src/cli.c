@@ -172,6 +172,7 @@ static const opt_def defs[] = {
     {"pairs", 0, STRING, OFF(pairs), NONE},
     {"volume", 0, DOUBLE_POS, OFF(volume), OFF(has_volume)},
     {"plot", 0, STRING, OFF(plot), NONE},
+    {"per-frame", 0, FLAG, OFF(per_frame), NONE},
     {"to", 0, STRING, OFF(to), NONE},
     {"nx", 0, INT_POS, OFF(nx), NONE},
     {"ny", 0, INT_POS, OFF(ny), NONE},
@@ -196,7 +197,7 @@ static const struct command_options {
                   "no-progress,max-pairs"},
     {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
                "no-progress,max-pairs"},
-    {"rdf", "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
+    {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
             "no-progress,max-pairs"},
     {"info", "json,group,box,no-pbc,topology,units,quiet"},
     {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},

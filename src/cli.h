@@ -56,6 +56,7 @@ typedef struct mdnl_opts {
     double volume;
     bool has_volume;
     const char *plot;
+    bool per_frame; /* rdf --per-frame: every frame's g(r) and counts too */
     /* convert */
     const char *to;
     /* gen */

@@ -79,6 +79,7 @@ static const command commands[] = {
      "                            /particles/all/potential_energy with --per-atom\n"},
     {"rdf", mdnl_cmd_rdf,
      "usage: mdnl rdf INPUT --rmax R --bins B [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--plot OUT.svg]\n"
+     "                [--per-frame]\n"
      "Radial distribution function averaged over the selected frames. Pair distances below R are\n"
      "binned into B uniform bins on [0, R) while the cells are traversed (no list stored; R may\n"
      "exceed half the box: images count). TSV # r_lo r_hi r g n (per pair: g:A-B n:A-B); open\n"
@@ -89,7 +90,10 @@ static const command commands[] = {
      "  --pairs C-C,C-H           partial RDFs for species pairs (default: the total)\n"
      "  --volume V                normalisation volume (open frames; overrides the cell volume)\n"
      "  -o, --output FILE         TSV (default standard output) or HDF5 /rdf/<total|A-B>/{r_lo,r_hi,r,g,n,counts}\n"
-     "  --plot OUT.svg            an SVG plot of g(r) and n(r) (.svg only; not the -o file)\n"},
+     "  --plot OUT.svg            an SVG plot of g(r) and n(r) (.svg only; not the -o file)\n"
+     "  --per-frame               also every frame's g(r) and counts: HDF5 /rdf/<name>/{frame,step,g_frames,\n"
+     "                            counts_frames} [frames][bins], and with --plot a heat map of g(r, frame)\n"
+     "                            below the mean (needs -o FILE.h5 or --plot)\n"},
     {"info", mdnl_cmd_info,
      "usage: mdnl info INPUT [--json] [options]\n"
      "Atoms, frames, species, cell and periodicity of the first frame; the format is h5md,\n"

@@ -173,6 +173,7 @@ static const opt_def defs[] = {
     {"volume", 0, DOUBLE_POS, OFF(volume), OFF(has_volume)},
     {"plot", 0, STRING, OFF(plot), NONE},
     {"per-frame", 0, FLAG, OFF(per_frame), NONE},
+    {"histogram", 0, STRING, OFF(histogram), NONE},
     {"to", 0, STRING, OFF(to), NONE},
     {"nx", 0, INT_POS, OFF(nx), NONE},
     {"ny", 0, INT_POS, OFF(ny), NONE},
@@ -197,6 +198,8 @@ static const struct command_options {
                   "no-progress,max-pairs"},
     {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
                "no-progress,max-pairs"},
+    {"coord", "cutoff,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
+              "no-progress,max-pairs"},
     {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
             "no-progress,max-pairs"},
     {"info", "json,group,box,no-pbc,topology,units,quiet"},

@@ -57,6 +57,7 @@ typedef struct mdnl_opts {
     bool has_volume;
     const char *plot;
     bool per_frame; /* rdf --per-frame: every frame's g(r) and counts too */
+    const char *histogram; /* coord --histogram FILE */
     /* convert */
     const char *to;
     /* gen */
@@ -159,6 +160,7 @@ mdnl_status mdnl_cmd_gen(int argc, char **argv);
 mdnl_status mdnl_cmd_bench(int argc, char **argv);
 mdnl_status mdnl_cmd_convert(int argc, char **argv);
 mdnl_status mdnl_cmd_energy(int argc, char **argv);
+mdnl_status mdnl_cmd_coord(int argc, char **argv);
 mdnl_status mdnl_cmd_rdf(int argc, char **argv);
 mdnl_status mdnl_cmd_run(int argc, char **argv);
 

@@ -77,6 +77,18 @@ static const command commands[] = {
      "  --per-atom                per-atom energies instead of totals\n"
      "  -o, --output FILE         TSV (default standard output) or HDF5: /observables/potential_energy,\n"
      "                            /particles/all/potential_energy with --per-atom\n"},
+    {"coord", mdnl_cmd_coord,
+     "usage: mdnl coord INPUT -c CUT [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--histogram HIST.tsv]\n"
+     "Coordination numbers: the neighbors of every atom within CUT (the length of its row of\n"
+     "mdnl neighbors --list full; periodic images count), counted while traversing the cells (no\n"
+     "list stored). TSV # frame i count, or with --pairs # frame i count:A-B ... (the B neighbors of\n"
+     "an A atom; 0 for atoms of other species).\n"
+     "Options:\n"
+     "  -c, --cutoff CUT          neighbor cutoff in the input's length unit (required, > 0)\n"
+     "  --pairs A-B,C-D           per species pair columns (at most 8; default: every neighbor)\n"
+     "  -o, --output FILE         TSV (default standard output) or HDF5: /coordination/<total|A-B>/{frame,\n"
+     "                            step,value [frames][atoms],histogram}\n"
+     "  --histogram FILE          TSV # count atoms (per pair: atoms:A-B, A atoms only), over all frames\n"},
     {"rdf", mdnl_cmd_rdf,
      "usage: mdnl rdf INPUT --rmax R --bins B [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--plot OUT.svg]\n"
      "                [--per-frame]\n"
@@ -149,6 +161,7 @@ static void print_usage(FILE *fp)
             "  run INPUT ... -o OUT.h5|DIR/  neighbors, energy and RDF in one streaming pass\n"
             "  neighbors INPUT -c CUT        neighbor lists as TSV\n"
             "  energy INPUT -c CUT --pair    pair energies (LJ, Morse)\n"
+            "  coord INPUT -c CUT            coordination numbers per atom and their histogram\n"
             "  rdf INPUT --rmax --bins       radial distribution functions\n"
             "  info INPUT [--json]           what a trajectory holds\n"
             "  gen graphene --nx --ny -o     generate a graphene sheet\n"

@@ -79,9 +79,9 @@ static const command commands[] = {
      "                            /particles/all/potential_energy with --per-atom\n"},
     {"coord", mdnl_cmd_coord,
      "usage: mdnl coord INPUT -c CUT [--pairs A-B,...] [-o OUT.tsv|OUT.h5|-] [--histogram HIST.tsv]\n"
-     "Coordination numbers: the neighbors of every atom within CUT (the length of its row of\n"
-     "mdnl neighbors --list full; periodic images count), counted while traversing the cells (no\n"
-     "list stored). TSV # frame i count, or with --pairs # frame i count:A-B ... (the B neighbors of\n"
+     "Coordination numbers: the neighbors of every atom within CUT (the length of its row in a\n"
+     "full neighbor list; periodic images count), counted while traversing the cells (no list\n"
+     "stored). TSV # frame i count, or with --pairs # frame i count:A-B ... (the B neighbors of\n"
      "an A atom; 0 for atoms of other species).\n"
      "Options:\n"
      "  -c, --cutoff CUT          neighbor cutoff in the input's length unit (required, > 0)\n"

@@ -28,7 +28,7 @@ Test(cli, version_prints_and_exits_0)
 
 Test(cli, help_on_every_subcommand_exits_0)
 {
-    const char *cmds[] = {"neighbors", "energy", "rdf", "info", "gen", "convert", "bench"};
+    const char *cmds[] = {"neighbors", "energy", "coord", "rdf", "info", "gen", "convert", "bench"};
     for (unsigned k = 0; k < sizeof cmds / sizeof *cmds; ++k) {
         cr_expect_eq(mdnl("%s --help", cmds[k]), 0, "%s --help", cmds[k]);
         cr_expect(strstr(out_text, "usage: mdnl") != NULL, "%s --help: %s", cmds[k], out_text);
@@ -470,7 +470,7 @@ Test(cli, frames_selecting_nothing_exit_2_naming_the_frame_count)
 /* Every option a command's --help names is one its parser accepts. */
 Test(cli, help_names_only_options_the_command_accepts)
 {
-    const char *cmds[] = {"run", "neighbors", "energy", "rdf", "info", "gen", "convert", "bench"};
+    const char *cmds[] = {"run", "neighbors", "energy", "coord", "rdf", "info", "gen", "convert", "bench"};
     for (size_t c = 0; c < sizeof cmds / sizeof *cmds; ++c) {
         const char *prefix = strcmp(cmds[c], "gen") == 0 ? "gen graphene" : cmds[c];
         cr_assert_eq(mdnl("%s --help", prefix), 0, "%s --help", cmds[c]);

@@ -135,6 +135,29 @@ template <int K> __device__ __forceinline__ double pair_energy_d(const mdnl_pote
     return mdnl_pair_energy_d(&p, d);
 }
 
+/* The nparts part sums of an atom (warps w, w + 1, ... of a block share 32
+ * atoms) added in part order into part 0's h and, PER_ATOM, s. Every thread
+ * of the block calls it (barriers). */
+template <bool PER_ATOM>
+__device__ __forceinline__ void add_parts(double &h, double &s, int part, int nparts, double *part_sum)
+{
+    if (nparts == 1)
+        return;
+    part_sum[threadIdx.x] = h;
+    __syncthreads();
+    if (part == 0)
+        for (int q = 1; q < nparts; ++q)
+            h += part_sum[threadIdx.x + 32 * q];
+    if (PER_ATOM) {
+        __syncthreads();
+        part_sum[threadIdx.x] = s;
+        __syncthreads();
+        if (part == 0)
+            for (int q = 1; q < nparts; ++q)
+                s += part_sum[threadIdx.x + 32 * q];
+    }
+}
+
 /* Sorted slot `is` of the cell list. Neighbouring threads sit in the same
  * cell, so a warp walks the same cells and its candidate loads hit the same
  * cache lines. The walk is mdnl_for_each_pair_pruned_part (columns and z
@@ -174,21 +197,7 @@ __global__ void __launch_bounds__(EBLOCK)
             mdnl_for_each_pair_pruned_part<true>(g, c, pr, is, part, nparts,
                                                  [&](int, float d2, int, int, int) { h += pair_energy_d<K>(p, sqrtf(d2)); });
     }
-    if (nparts > 1) {
-        part_sum[threadIdx.x] = h;
-        __syncthreads();
-        if (part == 0)
-            for (int q = 1; q < nparts; ++q)
-                h += part_sum[threadIdx.x + 32 * q];
-        if (PER_ATOM) {
-            __syncthreads();
-            part_sum[threadIdx.x] = s;
-            __syncthreads();
-            if (part == 0)
-                for (int q = 1; q < nparts; ++q)
-                    s += part_sum[threadIdx.x + 32 * q];
-        }
-    }
+    add_parts<PER_ATOM>(h, s, part, nparts, part_sum);
     const double e = part == 0 && is < c.natoms ? h : 0.0;
     if (PER_ATOM && part == 0 && is < c.natoms)
         per_atom[c.order[is]] = 0.5 * s;
@@ -226,21 +235,7 @@ __global__ void __launch_bounds__(EBLOCK)
                 h += mdnl_pair_table_energy(&t, ti, __ldg(types + j), d2);
             });
     }
-    if (nparts > 1) {
-        part_sum[threadIdx.x] = h;
-        __syncthreads();
-        if (part == 0)
-            for (int q = 1; q < nparts; ++q)
-                h += part_sum[threadIdx.x + 32 * q];
-        if (PER_ATOM) {
-            __syncthreads();
-            part_sum[threadIdx.x] = s;
-            __syncthreads();
-            if (part == 0)
-                for (int q = 1; q < nparts; ++q)
-                    s += part_sum[threadIdx.x + 32 * q];
-        }
-    }
+    add_parts<PER_ATOM>(h, s, part, nparts, part_sum);
     const double e = part == 0 && is < c.natoms ? h : 0.0;
     if (PER_ATOM && part == 0 && is < c.natoms)
         per_atom[c.order[is]] = 0.5 * s;

@@ -26,11 +26,13 @@
 
 #include "systems.h"
 
+#include "coord.h"
 #include "energy.h"
 #include "geometry.h"
 #include "nlist.h"
 #include "potential.h"
 #if defined(MDNL_HAVE_CUDA)
+#include "coord_cuda.h"
 #include "device.h"
 #include "energy_cuda.h"
 #endif
@@ -149,6 +151,57 @@ mdnl_status mdnl_bench_energy_system(FILE *out, int json, const char *name)
     return bench_energy_frame(out, json, &f, st, name);
 }
 
+/* The fused coordination count (coord.h, mdnl coord) at the same cutoff: a
+ * row per backend, checked against the full list (its neighbors sum to
+ * twice the half list's pairs). CPU: wall clock; GPU: CUDA events around
+ * upload, cell build and count. */
+typedef struct coord_row {
+    const char *backend;
+    double ms;
+    int64_t neighbors;
+} coord_row;
+
+static int64_t sum_counts(const int32_t *c, int64_t n)
+{
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; ++i)
+        s += c[i];
+    return s;
+}
+
+static mdnl_status bench_coord(const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4], coord_row *rows,
+                               int *nrows)
+{
+    int32_t *c = mdnl_malloc((size_t)(f->natoms > 0 ? f->natoms : 1) * sizeof *c, "bench coordination");
+    if (!c)
+        return MDNL_ERR_RESOURCE;
+    mdnl_status st = MDNL_OK;
+    double t[8];
+    for (int r = 0; r < 3 && st == MDNL_OK; ++r) {
+        double t0 = now_ms();
+        st = mdnl_coord_frame_cpu(g, pos4, f->species, 0, NULL, c);
+        t[r] = now_ms() - t0;
+    }
+    if (st == MDNL_OK)
+        rows[(*nrows)++] = (coord_row){"cpu", mdnl_bench_median(t, 3), sum_counts(c, f->natoms)};
+#if defined(MDNL_HAVE_CUDA)
+    if (st == MDNL_OK && mdnl_cuda_device_count() > 0) {
+        mdnl_coord_cuda *cc = NULL;
+        if ((st = mdnl_coord_cuda_create(NULL, &cc)) == MDNL_OK) {
+            mdnl_coord_cuda_set_timing(cc, 1);
+            for (int r = 0; r < 6 && st == MDNL_OK; ++r) /* the first run warms up */
+                if ((st = mdnl_coord_frame_cuda(cc, g, pos4, f->species, 0, NULL, c)) == MDNL_OK && r > 0)
+                    st = mdnl_coord_cuda_last_ms(cc, &t[r - 1]);
+            if (st == MDNL_OK)
+                rows[(*nrows)++] = (coord_row){"cuda", mdnl_bench_median(t, 5), sum_counts(c, f->natoms)};
+        }
+        mdnl_coord_cuda_free(cc);
+    }
+#endif
+    free(c);
+    return st;
+}
+
 /* Frees *fp. label: the fixture's name (NULL: "lj-N"). */
 static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_status st, const char *label)
 {
@@ -201,6 +254,10 @@ static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_
         st = bench_gpu(&g, cpos, &p, &full, &half, rows, &nrows);
     }
 #endif
+    coord_row crows[2];
+    int ncrows = 0;
+    if (st == MDNL_OK)
+        st = bench_coord(&f, &g, cpos, crows, &ncrows);
     if (st == MDNL_OK) {
         const double n = (double)f.natoms;
         if (json) {
@@ -217,6 +274,12 @@ static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_
                              "\"atoms_per_s\": %.6g, \"total\": %.17g, \"equals_cpu\": %s}",
                         k ? ", " : "", rows[k].path, rows[k].backend, rows[k].reduce, rows[k].ms,
                         n / (rows[k].ms * 1e-3), rows[k].total, row_ok(&rows[k], cpu_total) ? "true" : "false");
+            fprintf(out, "], \"coord\": [");
+            for (int k = 0; k < ncrows; ++k)
+                fprintf(out, "%s{\"backend\": \"%s\", \"ms\": %.6f, \"atoms_per_s\": %.6g, \"neighbors\": %lld, "
+                             "\"equals_list\": %s}",
+                        k ? ", " : "", crows[k].backend, crows[k].ms, n / (crows[k].ms * 1e-3),
+                        (long long)crows[k].neighbors, crows[k].neighbors == 2 * half.npairs ? "true" : "false");
             fprintf(out, "]}\n");
         } else {
             fprintf(out, "# energy benchmark: %s, %lld atoms, rc %g, %lld half-list pairs; device: %s\n",
@@ -227,7 +290,15 @@ static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_
                 fprintf(out, "%-22s %-7s %-8s %12.4f %14.4g %26.17g  %s\n", rows[k].path, rows[k].backend,
                         rows[k].reduce, rows[k].ms, n / (rows[k].ms * 1e-3), rows[k].total,
                         row_ok(&rows[k], cpu_total) ? "ok" : "DIFFERS FROM CPU");
+            for (int k = 0; k < ncrows; ++k)
+                fprintf(out, "%-22s %-7s %-8s %12.4f %14.4g %26lld  %s\n", "coord (neighbors)", crows[k].backend, "-",
+                        crows[k].ms, n / (crows[k].ms * 1e-3), (long long)crows[k].neighbors,
+                        crows[k].neighbors == 2 * half.npairs ? "ok" : "DIFFERS FROM LIST");
         }
+        for (int k = 0; k < ncrows && st == MDNL_OK; ++k)
+            if (crows[k].neighbors != 2 * half.npairs)
+                st = mdnl_error(MDNL_ERR_INTERNAL, "bench coord: %s counts %lld neighbors, the list %lld",
+                                crows[k].backend, (long long)crows[k].neighbors, (long long)(2 * half.npairs));
         /* Every row against the CPU twin's fused total (1e-9 relative, the
          * tolerance of tests/test_energy_gpu.c). */
         for (int k = 0; k < nrows && st == MDNL_OK; ++k)

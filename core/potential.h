@@ -24,10 +24,12 @@
 #ifndef MDNL_POTENTIAL_H
 #define MDNL_POTENTIAL_H
 
+#include "frame.h"
 #include "geometry.h"
 #include "mdnl.h"
 
 #include <math.h>
+#include <stdint.h>
 
 MDNL_BEGIN_C
 
@@ -110,6 +112,62 @@ MDNL_HD double mdnl_pair_energy_d(const mdnl_potential *p, float d)
 MDNL_HD double mdnl_pair_energy(const mdnl_potential *p, float d2)
 {
     return mdnl_pair_energy_d(p, sqrtf(d2));
+}
+
+/* ---- per-pair parameters (--pair-coeff, SPEC §4) ----
+ *
+ * The --pair SPEC gives the parameters of every pair, and may carry
+ * cut=R (that spec's cutoff; default -c) and mix=geometric|arithmetic (how
+ * unset LJ pairs between named species are mixed; default geometric, as
+ * LAMMPS `pair_modify mix`). Each --pair-coeff A-B:PARAMS (LAMMPS
+ * `pair_coeff`) sets the pair of species A and B: every parameter of the
+ * --pair kind, optionally cut=R (default: the --pair cutoff) and
+ * shift=yes|no (default: the --pair shift). Species named in a --pair-coeff
+ * are types 1.., every other species is type 0 (the --pair parameters).
+ * An unset pair (a, b) is, for LJ, mixed from the pairs (a, a) and (b, b)
+ * (each set, or the --pair parameters): epsilon = sqrt(e_a e_b); sigma and
+ * cut = sqrt(x_a x_b) (geometric) or (x_a + x_b) / 2 (arithmetic), as
+ * LAMMPS' mix_energy/mix_distance; for Morse (LAMMPS does not mix Morse)
+ * the --pair parameters. Every pair is shifted at its own cutoff. The
+ * traversal runs at the largest cutoff (mdnl_pair_table.max_cutoff) and a
+ * pair (i, j) counts when its float d2 < cut2[type_i][type_j]. */
+#define MDNL_PAIR_TYPES_MAX 4 /* named species + 1 */
+#define MDNL_PAIR_COEFF_MAX 16
+
+typedef enum mdnl_mix_rule {
+    MDNL_MIX_GEOMETRIC = 0,
+    MDNL_MIX_ARITHMETIC = 1,
+} mdnl_mix_rule;
+
+/* Plain data, copied by value (to the device as a kernel argument). */
+typedef struct mdnl_pair_table {
+    int ntypes;         /* 1: one pair type, every pair is p[0] */
+    int mix;            /* mdnl_mix_rule */
+    double max_cutoff;  /* the traversal's cutoff: the largest pair cutoff */
+    char names[MDNL_PAIR_TYPES_MAX][MDNL_SYMBOL_LEN]; /* names[t] of type t >= 1 */
+    float cut2[MDNL_PAIR_TYPES_MAX * MDNL_PAIR_TYPES_MAX]; /* (float)(cut * cut), as mdnl_geom.cutoff2 */
+    mdnl_potential p[MDNL_PAIR_TYPES_MAX * MDNL_PAIR_TYPES_MAX]; /* [a * ntypes + b], symmetric */
+} mdnl_pair_table;
+
+/* Parses --pair `spec` (with cut= and mix=) and the `ncoeff` --pair-coeff
+ * strings against the cutoff -c. MDNL_ERR_USAGE naming the offending option
+ * and value for a malformed spec or coeff, a pair given twice, or more than
+ * MDNL_PAIR_TYPES_MAX - 1 species named. */
+mdnl_status mdnl_pair_table_parse(const char *spec, const char *const *coeffs, int ncoeff, double cutoff,
+                                  mdnl_pair_table *t);
+
+/* The type of every atom of frame f (types[f->natoms]). MDNL_ERR_INPUT
+ * ("INPUT: frame N: --pair-coeff names species X, which the frame does not
+ * have") when a named species is not among the frame's. */
+mdnl_status mdnl_pair_table_types(const mdnl_pair_table *t, const char *input, const mdnl_frame *f,
+                                  int32_t *types);
+
+/* Energy of a pair of types a, b at squared float distance d2 (below the
+ * traversal's cutoff): 0 at or beyond the pair's own cutoff. */
+MDNL_HD double mdnl_pair_table_energy(const mdnl_pair_table *t, int a, int b, float d2)
+{
+    const int k = a * t->ntypes + b;
+    return d2 < t->cut2[k] ? mdnl_pair_energy(&t->p[k], d2) : 0.0;
 }
 
 MDNL_END_C

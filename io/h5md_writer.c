@@ -624,6 +624,19 @@ struct mdnl_h5md_results {
     app nb_frame, nb_natoms, nb_npairs, nb_row_start, nb_pair_start, nb_offsets, nb_j, nb_d;
     int64_t nb_rows, nb_pairs; /* running totals */
     hid_t rdf;
+    /* per-frame RDF rows (mdnl_h5md_results_write_rdf_frame), one per name */
+    int rf_n;
+    struct rdf_frames {
+        char name[2 * MDNL_SYMBOL_LEN + 8];
+        app frame, step, g, counts;
+    } rf[MDNL_H5MD_RDF_FRAMES_MAX];
+    /* coordination numbers (mdnl_h5md_results_write_coord), one per name */
+    int co_n;
+    struct coord_frames {
+        char name[2 * MDNL_SYMBOL_LEN + 8];
+        int64_t natoms;
+        app frame, step, value;
+    } co[MDNL_H5MD_COORD_MAX];
 };
 
 static void results_close_objects(mdnl_h5md_results *w)
@@ -633,6 +646,19 @@ static void results_close_objects(mdnl_h5md_results *w)
                   &w->nb_pair_start, &w->nb_offsets, &w->nb_j,        &w->nb_d};
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k)
         app_close(all[k]);
+    for (int k = 0; k < w->rf_n; ++k) {
+        app_close(&w->rf[k].frame);
+        app_close(&w->rf[k].step);
+        app_close(&w->rf[k].g);
+        app_close(&w->rf[k].counts);
+    }
+    w->rf_n = 0;
+    for (int k = 0; k < w->co_n; ++k) {
+        app_close(&w->co[k].frame);
+        app_close(&w->co[k].step);
+        app_close(&w->co[k].value);
+    }
+    w->co_n = 0;
     if (w->nb >= 0)
         H5Gclose(w->nb);
     if (w->rdf >= 0)
@@ -863,9 +889,12 @@ mdnl_status mdnl_h5md_results_write_rdf(mdnl_h5md_results *w, const char *name, 
         TRY(w->rdf, "create /rdf");
     }
     htri_t e = H5Lexists(w->rdf, name, H5P_DEFAULT);
-    if (e != 0)
+    int per_frame = 0; /* the group of its per-frame rows exists already */
+    for (int k = 0; k < w->rf_n; ++k)
+        per_frame |= strcmp(w->rf[k].name, name) == 0;
+    if (e != 0 && !(e > 0 && per_frame))
         return mdnl_error(MDNL_ERR_INTERNAL, "%s: /rdf/%s written twice", path, name);
-    hid_t grp = make_group(w->rdf, name);
+    hid_t grp = e > 0 ? H5Gopen2(w->rdf, name, H5P_DEFAULT) : make_group(w->rdf, name);
     TRY(grp, "create /rdf/%s", name);
     hsize_t dims[1] = {(hsize_t)bins};
     struct {
@@ -881,6 +910,121 @@ mdnl_status mdnl_h5md_results_write_rdf(mdnl_h5md_results *w, const char *name, 
     for (size_t k = 0; k < sizeof spec / sizeof *spec && st == MDNL_OK; ++k)
         if (spec[k].data)
             st = write_fixed(path, grp, spec[k].name, spec[k].ftype, spec[k].mtype, 1, dims, spec[k].data);
+    H5Gclose(grp);
+    return st;
+}
+
+mdnl_status mdnl_h5md_results_write_rdf_frame(mdnl_h5md_results *w, const char *name, int bins, int64_t frame,
+                                              int64_t step, const double *g, const uint64_t *counts)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
+    const char *path = w->path;
+    if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 || bins <= 0 ||
+        strlen(name) >= sizeof w->rf[0].name)
+        return mdnl_error(MDNL_ERR_INTERNAL, "%s: RDF name \"%s\" with %d bins", path, name ? name : "(null)", bins);
+    struct rdf_frames *r = NULL;
+    for (int k = 0; k < w->rf_n && !r; ++k)
+        if (strcmp(w->rf[k].name, name) == 0)
+            r = &w->rf[k];
+    mdnl_status st = MDNL_OK;
+    if (!r) {
+        if (w->rf_n == MDNL_H5MD_RDF_FRAMES_MAX)
+            return mdnl_error(MDNL_ERR_INTERNAL, "%s: more than %d per-frame RDFs", path, MDNL_H5MD_RDF_FRAMES_MAX);
+        r = &w->rf[w->rf_n];
+        memset(r, 0, sizeof *r);
+        r->frame.ds = r->step.ds = r->g.ds = r->counts.ds = H5I_INVALID_HID;
+        snprintf(r->name, sizeof r->name, "%s", name);
+        char gpath[64];
+        snprintf(gpath, sizeof gpath, "/rdf/%s", name);
+        hid_t grp = require_groups(w->fid, gpath);
+        TRY(grp, "create %s", gpath);
+        w->rf_n++; /* closed with the others from here on */
+        const hsize_t row[1] = {(hsize_t)bins};
+        st = app_create(path, grp, "frame", H5T_STD_I64LE, 0, NULL, 1024, 0, &r->frame);
+        if (st == MDNL_OK)
+            st = app_create(path, grp, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &r->step);
+        if (st == MDNL_OK) /* chunked by frame: a row a chunk */
+            st = app_create(path, grp, "g_frames", H5T_IEEE_F64LE, 1, row, 1, 0, &r->g);
+        if (st == MDNL_OK)
+            st = app_create(path, grp, "counts_frames", H5T_STD_U64LE, 1, row, 1, 0, &r->counts);
+        H5Gclose(grp);
+        if (st != MDNL_OK)
+            return st;
+    }
+    if (r->g.dims[1] != (hsize_t)bins)
+        return mdnl_error(MDNL_ERR_INTERNAL, "%s: /rdf/%s: %d bins after %llu", path, name, bins,
+                          (unsigned long long)r->g.dims[1]);
+    if ((st = app_write(path, &r->frame, H5T_NATIVE_INT64, &frame, 1)) != MDNL_OK ||
+        (st = app_write(path, &r->step, H5T_NATIVE_INT64, &step, 1)) != MDNL_OK ||
+        (st = app_write(path, &r->g, H5T_NATIVE_DOUBLE, g, 1)) != MDNL_OK)
+        return st;
+    return app_write(path, &r->counts, H5T_NATIVE_UINT64, counts, 1);
+}
+
+static struct coord_frames *coord_of(mdnl_h5md_results *w, const char *name)
+{
+    for (int k = 0; k < w->co_n; ++k)
+        if (strcmp(w->co[k].name, name) == 0)
+            return &w->co[k];
+    return NULL;
+}
+
+mdnl_status mdnl_h5md_results_write_coord(mdnl_h5md_results *w, const char *name, int64_t frame, int64_t step,
+                                          int64_t natoms, const int32_t *counts)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
+    const char *path = w->path;
+    if (!name || !*name || strchr(name, '/') || strlen(name) >= sizeof w->co[0].name || natoms < 0)
+        return mdnl_error(MDNL_ERR_INTERNAL, "%s: coordination name \"%s\"", path, name ? name : "(null)");
+    struct coord_frames *r = coord_of(w, name);
+    mdnl_status st = MDNL_OK;
+    if (!r) {
+        if (w->co_n == MDNL_H5MD_COORD_MAX)
+            return mdnl_error(MDNL_ERR_INTERNAL, "%s: more than %d coordination columns", path, MDNL_H5MD_COORD_MAX);
+        r = &w->co[w->co_n];
+        memset(r, 0, sizeof *r);
+        r->frame.ds = r->step.ds = r->value.ds = H5I_INVALID_HID;
+        snprintf(r->name, sizeof r->name, "%s", name);
+        r->natoms = natoms;
+        char gpath[64];
+        snprintf(gpath, sizeof gpath, "/coordination/%s", name);
+        hid_t grp = require_groups(w->fid, gpath);
+        TRY(grp, "create %s", gpath);
+        w->co_n++;
+        const hsize_t row[1] = {(hsize_t)natoms};
+        st = app_create(path, grp, "frame", H5T_STD_I64LE, 0, NULL, 1024, 0, &r->frame);
+        if (st == MDNL_OK)
+            st = app_create(path, grp, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &r->step);
+        if (st == MDNL_OK)
+            st = app_create(path, grp, "value", H5T_STD_I32LE, 1, row, 1, 1, &r->value);
+        H5Gclose(grp);
+        if (st != MDNL_OK)
+            return st;
+    }
+    if (natoms != r->natoms)
+        return mdnl_error(MDNL_ERR_INPUT,
+                          "%s: /coordination/%s/value: expected %" PRId64 " atoms per frame (as in the first frame), "
+                          "found %" PRId64,
+                          path, name, r->natoms, natoms);
+    if ((st = app_write(path, &r->frame, H5T_NATIVE_INT64, &frame, 1)) != MDNL_OK ||
+        (st = app_write(path, &r->step, H5T_NATIVE_INT64, &step, 1)) != MDNL_OK)
+        return st;
+    return app_write(path, &r->value, H5T_NATIVE_INT32, counts, 1);
+}
+
+mdnl_status mdnl_h5md_results_write_coord_histogram(mdnl_h5md_results *w, const char *name, int64_t n,
+                                                    const int64_t *atoms)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
+    const char *path = w->path;
+    if (!name || !*name || strchr(name, '/') || strlen(name) >= 40 || n < 0)
+        return mdnl_error(MDNL_ERR_INTERNAL, "%s: coordination name \"%s\"", path, name ? name : "(null)");
+    char gpath[64];
+    snprintf(gpath, sizeof gpath, "/coordination/%s", name);
+    hid_t grp = require_groups(w->fid, gpath);
+    TRY(grp, "create %s", gpath);
+    const hsize_t dims[1] = {(hsize_t)n};
+    mdnl_status st = write_fixed(path, grp, "histogram", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, dims, atoms);
     H5Gclose(grp);
     return st;
 }

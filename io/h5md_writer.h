@@ -103,6 +103,14 @@ void mdnl_h5md_traj_abort(mdnl_h5md_traj *w);
  *   /rdf/<name>/                            name "total" or "A-B"
  *       r_lo, r_hi, r [bins] float64, g [bins] float64 (when given),
  *       n [bins] float64 (when given), counts [bins] uint64
+ *       with per-frame rows (rdf --per-frame):
+ *       frame [F] int64, step [F] int64     input frame index and step of row k
+ *       g_frames [F][bins] float64          that frame's g(r) (NaN without a volume); a row a chunk
+ *       counts_frames [F][bins] uint64      that frame's pair counts
+ *   /coordination/<name>/                   name "total" or "A-B" (mdnl coord)
+ *       frame [F] int64, step [F] int64     input frame index and step of row k
+ *       value [F][N] int32                  neighbors of each atom (A-B: B neighbors of an A atom, else 0)
+ *       histogram [C+1] int64               atoms (of A) with 0..C neighbors, summed over the frames
  */
 
 typedef struct mdnl_h5md_results mdnl_h5md_results;
@@ -132,6 +140,26 @@ mdnl_status mdnl_h5md_results_write_neighbors(mdnl_h5md_results *w, int64_t fram
 mdnl_status mdnl_h5md_results_write_rdf(mdnl_h5md_results *w, const char *name, int bins, const double *r_lo,
                                         const double *r_hi, const double *r, const double *g, const double *n,
                                         const uint64_t *counts);
+
+/* Appends one frame's row to /rdf/<name>/{frame, step, g_frames,
+ * counts_frames}, made on the first call for that name (at most
+ * MDNL_H5MD_RDF_FRAMES_MAX names; bins fixed by the first call); g[bins]
+ * and counts[bins]. mdnl_h5md_results_write_rdf may then add the means to
+ * the same group. */
+#define MDNL_H5MD_RDF_FRAMES_MAX 64
+mdnl_status mdnl_h5md_results_write_rdf_frame(mdnl_h5md_results *w, const char *name, int bins, int64_t frame,
+                                              int64_t step, const double *g, const uint64_t *counts);
+
+/* Appends one frame's coordination numbers counts[natoms] to
+ * /coordination/<name>/{frame, step, value} (natoms fixed by the first call
+ * for that name: MDNL_ERR_INPUT when it changes); at most
+ * MDNL_H5MD_COORD_MAX names. */
+#define MDNL_H5MD_COORD_MAX 8
+mdnl_status mdnl_h5md_results_write_coord(mdnl_h5md_results *w, const char *name, int64_t frame, int64_t step,
+                                          int64_t natoms, const int32_t *counts);
+/* Writes /coordination/<name>/histogram[n]. */
+mdnl_status mdnl_h5md_results_write_coord_histogram(mdnl_h5md_results *w, const char *name, int64_t n,
+                                                    const int64_t *atoms);
 
 /* Closes and renames into place; frees w in every case. */
 mdnl_status mdnl_h5md_results_commit(mdnl_h5md_results *w);

@@ -34,6 +34,7 @@ struct mdnl_energy_cuda {
     int nparts;       /* threads per atom of the fused kernel (FUSED_PARTS) */
     mdnl_dbuf pos, per_atom, block_sums, total;
     mdnl_dbuf offsets, j, d; /* an uploaded host list */
+    mdnl_dbuf types;         /* per-atom pair types (mdnl_energy_table_frame_cuda) */
     int64_t natoms;          /* atoms of the last run */
     int64_t list_natoms;
     int kept_per_atom;       /* whether the last run wrote per_atom */
@@ -134,6 +135,29 @@ template <int K> __device__ __forceinline__ double pair_energy_d(const mdnl_pote
     return mdnl_pair_energy_d(&p, d);
 }
 
+/* The nparts part sums of an atom (warps w, w + 1, ... of a block share 32
+ * atoms) added in part order into part 0's h and, PER_ATOM, s. Every thread
+ * of the block calls it (barriers). */
+template <bool PER_ATOM>
+__device__ __forceinline__ void add_parts(double &h, double &s, int part, int nparts, double *part_sum)
+{
+    if (nparts == 1)
+        return;
+    part_sum[threadIdx.x] = h;
+    __syncthreads();
+    if (part == 0)
+        for (int q = 1; q < nparts; ++q)
+            h += part_sum[threadIdx.x + 32 * q];
+    if (PER_ATOM) {
+        __syncthreads();
+        part_sum[threadIdx.x] = s;
+        __syncthreads();
+        if (part == 0)
+            for (int q = 1; q < nparts; ++q)
+                s += part_sum[threadIdx.x + 32 * q];
+    }
+}
+
 /* Sorted slot `is` of the cell list. Neighbouring threads sit in the same
  * cell, so a warp walks the same cells and its candidate loads hit the same
  * cache lines. The walk is mdnl_for_each_pair_pruned_part (columns and z
@@ -173,21 +197,45 @@ __global__ void __launch_bounds__(EBLOCK)
             mdnl_for_each_pair_pruned_part<true>(g, c, pr, is, part, nparts,
                                                  [&](int, float d2, int, int, int) { h += pair_energy_d<K>(p, sqrtf(d2)); });
     }
-    if (nparts > 1) {
-        part_sum[threadIdx.x] = h;
-        __syncthreads();
-        if (part == 0)
-            for (int q = 1; q < nparts; ++q)
-                h += part_sum[threadIdx.x + 32 * q];
-        if (PER_ATOM) {
-            __syncthreads();
-            part_sum[threadIdx.x] = s;
-            __syncthreads();
-            if (part == 0)
-                for (int q = 1; q < nparts; ++q)
-                    s += part_sum[threadIdx.x + 32 * q];
-        }
+    add_parts<PER_ATOM>(h, s, part, nparts, part_sum);
+    const double e = part == 0 && is < c.natoms ? h : 0.0;
+    if (PER_ATOM && part == 0 && is < c.natoms)
+        per_atom[c.order[is]] = 0.5 * s;
+    block_reduce<V>(e, block_sums, total);
+}
+
+/* Per-pair parameters (mdnl_pair_table): energy_fused_kernel's walk and
+ * reductions, each pair evaluated as mdnl_pair_table_energy(t, types[i],
+ * types[j], d2), the CPU twin's function, so each pair term has the CPU's
+ * bits (LJ); the sums agree to rounding, as energy_fused_kernel's do. The table travels as a kernel argument (constant
+ * bank); types[] is indexed by original atom. */
+template <int V, bool PER_ATOM>
+__global__ void __launch_bounds__(EBLOCK)
+    energy_table_kernel(const __grid_constant__ mdnl_geom g, const mdnl_cells_view c,
+                        const __grid_constant__ mdnl_pair_table t, const int32_t *__restrict__ types,
+                        const mdnl_prune pr, int nparts, double *__restrict__ per_atom,
+                        double *__restrict__ block_sums, double *__restrict__ total)
+{
+    __shared__ double part_sum[EBLOCK];
+    const int warp = threadIdx.x >> 5, part = warp % nparts;
+    const int is = blockIdx.x * (EBLOCK / nparts) + (warp / nparts) * 32 + (threadIdx.x & 31);
+    double h = 0.0, s = 0.0;
+    if (is < c.natoms) {
+        const int ti = __ldg(types + c.order[is]);
+        if (PER_ATOM)
+            mdnl_for_each_pair_pruned_part(g, c, pr, is, part, nparts,
+                                           [&](int j, float d2, int s0, int s1, int s2, int k) {
+                                               const double u = mdnl_pair_table_energy(&t, ti, __ldg(types + j), d2);
+                                               s += u;
+                                               if (k > is || (k == is && mdnl_shift_positive(s0, s1, s2)))
+                                                   h += u;
+                                           });
+        else
+            mdnl_for_each_pair_pruned_part<true>(g, c, pr, is, part, nparts, [&](int j, float d2, int, int, int) {
+                h += mdnl_pair_table_energy(&t, ti, __ldg(types + j), d2);
+            });
     }
+    add_parts<PER_ATOM>(h, s, part, nparts, part_sum);
     const double e = part == 0 && is < c.natoms ? h : 0.0;
     if (PER_ATOM && part == 0 && is < c.natoms)
         per_atom[c.order[is]] = 0.5 * s;
@@ -371,7 +419,7 @@ extern "C" void mdnl_energy_cuda_free(mdnl_energy_cuda *e)
     if (e->stream)
         cudaStreamSynchronize(e->stream);
     mdnl_cells_cuda_free(&e->cells);
-    mdnl_dbuf *bufs[] = {&e->pos, &e->per_atom, &e->block_sums, &e->total, &e->offsets, &e->j, &e->d};
+    mdnl_dbuf *bufs[] = {&e->pos, &e->per_atom, &e->block_sums, &e->total, &e->offsets, &e->j, &e->d, &e->types};
     for (mdnl_dbuf *b : bufs)
         mdnl_dbuf_free(b);
     if (e->ev0)
@@ -684,5 +732,55 @@ extern "C" mdnl_status mdnl_energy_list_cuda(mdnl_energy_cuda *e, const mdnl_nli
     if ((st = mdnl_energy_cuda_upload_list(e, l)) != MDNL_OK ||
         (st = mdnl_energy_cuda_run_list(e, kind, p, per_atom != NULL)) != MDNL_OK)
         return st;
+    return mdnl_energy_cuda_result(e, total, per_atom);
+}
+
+template <int V> static void launch_table(mdnl_energy_cuda *e, const mdnl_pair_table *t, double *pa, int nb)
+{
+    const int32_t *ty = (const int32_t *)e->types.ptr;
+    double *bs = (double *)e->block_sums.ptr, *tot = (double *)e->total.ptr;
+    if (pa)
+        energy_table_kernel<V, true><<<nb, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *t, ty, e->prune,
+                                                                   e->nparts, pa, bs, tot);
+    else
+        energy_table_kernel<V, false><<<nb, EBLOCK, 0, e->stream>>>(e->grid, e->cells.view, *t, ty, e->prune,
+                                                                    e->nparts, pa, bs, tot);
+}
+
+extern "C" mdnl_status mdnl_energy_table_frame_cuda(mdnl_energy_cuda *e, const mdnl_geom *g, const float (*h_pos4)[4],
+                                                    const int32_t *h_types, const mdnl_pair_table *t, double *total,
+                                                    double *per_atom)
+{
+    if ((float)t->max_cutoff != g->cutoff)
+        return mdnl_error(MDNL_ERR_USAGE, "energy: the largest pair cutoff %g differs from the neighbor cutoff %g",
+                          t->max_cutoff, (double)g->cutoff);
+    const int64_t n = g->natoms;
+    mdnl_status st = mdnl_dbuf_reserve(&e->types, (size_t)(n > 0 ? n : 1) * sizeof(int32_t), "pair types");
+    if (st != MDNL_OK)
+        return st;
+    if (n > 0)
+        MDNL_CUDA_CHECK(
+            cudaMemcpyAsync(e->types.ptr, h_types, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, e->stream));
+    if ((st = mdnl_energy_cuda_upload_positions(e, g, h_pos4)) != MDNL_OK)
+        return st;
+    if (e->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(e->ev0, e->stream));
+    const int nb = fused_blocks(e, false);
+    if ((st = prepare_outputs(e, n, per_atom != NULL, 0, nb)) != MDNL_OK)
+        return st;
+    if (n > 0) {
+        double *pa = per_atom ? (double *)e->per_atom.ptr : NULL;
+        if (e->reduce == MDNL_REDUCE_ATOMIC)
+            launch_table<MDNL_REDUCE_ATOMIC>(e, t, pa, nb);
+        else if (e->reduce == MDNL_REDUCE_TREE)
+            launch_table<MDNL_REDUCE_TREE>(e, t, pa, nb);
+        else
+            launch_table<MDNL_REDUCE_SHUFFLE>(e, t, pa, nb);
+        MDNL_CUDA_LAUNCHED(e->stream);
+    }
+    if ((st = finish_total(e, n, nb)) != MDNL_OK)
+        return st;
+    if (e->timing)
+        MDNL_CUDA_CHECK(cudaEventRecord(e->ev1, e->stream));
     return mdnl_energy_cuda_result(e, total, per_atom);
 }

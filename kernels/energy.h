@@ -46,6 +46,15 @@ mdnl_status mdnl_energy_list_cpu(const mdnl_nlist *l, mdnl_list_kind kind, const
 mdnl_status mdnl_energy_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p, double *total,
                                   double *per_atom);
 
+/* Fused, with per-pair parameters (potential.h, mdnl_pair_table): the
+ * traversal at g->cutoff = (float)t->max_cutoff (MDNL_ERR_USAGE otherwise),
+ * each pair (i, j) evaluated as mdnl_pair_table_energy(t, types[i],
+ * types[j], d2): zero beyond its own cutoff. types[g->natoms] from
+ * mdnl_pair_table_types. Same order, threads and per-atom contract as
+ * mdnl_energy_frame_cpu. */
+mdnl_status mdnl_energy_table_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], const int32_t *types,
+                                        const mdnl_pair_table *t, double *total, double *per_atom);
+
 /* The O(N^2 x images) oracle: brute force over every j and image shift, the
  * check on the cell traversal itself. Same contract as the fused path. */
 mdnl_status mdnl_energy_brute_cpu(const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p, double *total,

@@ -57,12 +57,12 @@ static mdnl_status check_cutoff(const mdnl_geom *g, const mdnl_potential *p)
     return MDNL_OK;
 }
 
-mdnl_status mdnl_energy_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p, double *total,
-                                  double *per_atom)
+/* The fused traversal of both entry points: one potential p, or (t not
+ * NULL) the pair table t with the atoms' types. */
+static mdnl_status fused_cpu(const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
+                             const mdnl_pair_table *t, const int32_t *types, double *total, double *per_atom)
 {
-    mdnl_status st = check_cutoff(g, p);
-    if (st != MDNL_OK)
-        return st;
+    mdnl_status st;
     const int64_t n = g->natoms;
     *total = 0.0;
     if (n == 0)
@@ -86,8 +86,14 @@ mdnl_status mdnl_energy_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], co
                 for (int64_t k = kb; k < ke; ++k) {
                     const int64_t m = mdnl_cells_hood_hits(g, &h, k, cells.x[k], cells.y[k], cells.z[k]);
                     double sum = 0.0; /* in candidate order (cells_cpu.h) */
-                    for (int64_t a = 0; a < m; ++a)
-                        sum += mdnl_pair_energy(p, h.d2[h.hit[a]]);
+                    if (t) {
+                        const int ti = types[cells.atoms[k]];
+                        for (int64_t a = 0; a < m; ++a)
+                            sum += mdnl_pair_table_energy(t, ti, types[h.j[h.hit[a]]], h.d2[h.hit[a]]);
+                    } else {
+                        for (int64_t a = 0; a < m; ++a)
+                            sum += mdnl_pair_energy(p, h.d2[h.hit[a]]);
+                    }
                     e[cells.atoms[k]] = 0.5 * sum;
                 }
             }
@@ -102,6 +108,32 @@ mdnl_status mdnl_energy_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], co
         free(e);
     mdnl_cells_cpu_free(&cells);
     return st;
+}
+
+mdnl_status mdnl_energy_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p, double *total,
+                                  double *per_atom)
+{
+    mdnl_status st = check_cutoff(g, p);
+    if (st != MDNL_OK)
+        return st;
+    return fused_cpu(g, pos4, p, NULL, NULL, total, per_atom);
+}
+
+static mdnl_status check_table_cutoff(const mdnl_geom *g, const mdnl_pair_table *t)
+{
+    if ((float)t->max_cutoff != g->cutoff)
+        return mdnl_error(MDNL_ERR_USAGE, "energy: the largest pair cutoff %g differs from the neighbor cutoff %g",
+                          t->max_cutoff, (double)g->cutoff);
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_energy_table_frame_cpu(const mdnl_geom *g, const float (*pos4)[4], const int32_t *types,
+                                        const mdnl_pair_table *t, double *total, double *per_atom)
+{
+    mdnl_status st = check_table_cutoff(g, t);
+    if (st != MDNL_OK)
+        return st;
+    return fused_cpu(g, pos4, NULL, t, types, total, per_atom);
 }
 
 mdnl_status mdnl_energy_brute_cpu(const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p, double *total,

@@ -88,6 +88,14 @@ void mdnl_energy_cuda_set_reduce(mdnl_energy_cuda *e, mdnl_energy_reduce v);
 mdnl_status mdnl_energy_frame_cuda(mdnl_energy_cuda *e, const mdnl_geom *g, const float (*h_pos4)[4],
                                    const mdnl_potential *p, double *total, double *per_atom);
 
+/* Fused with per-pair parameters: uploads positions and the atoms' types
+ * (h_types[natoms]), then energy_table_kernel (the thread-per-atom walk,
+ * never the warp walk). Same contract as mdnl_energy_table_frame_cpu; each
+ * pair term has the CPU's bits (LJ), the sums agree to rounding. */
+mdnl_status mdnl_energy_table_frame_cuda(mdnl_energy_cuda *e, const mdnl_geom *g, const float (*h_pos4)[4],
+                                         const int32_t *h_types, const mdnl_pair_table *t, double *total,
+                                         double *per_atom);
+
 /* From a host list (uploaded). Same contract as mdnl_energy_list_cpu. */
 mdnl_status mdnl_energy_list_cuda(mdnl_energy_cuda *e, const mdnl_nlist *h_list, mdnl_list_kind kind,
                                   const mdnl_potential *p, double *total, double *per_atom);

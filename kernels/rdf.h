@@ -110,6 +110,9 @@ typedef struct mdnl_rdf_accum {
  * zero-initialise first). user_volume <= 0: none. */
 mdnl_status mdnl_rdf_accum_init(mdnl_rdf_accum *a, const mdnl_hist_spec *spec, double user_volume);
 void mdnl_rdf_accum_free(mdnl_rdf_accum *a); /* NULL is a no-op */
+/* Back to no frames added (the shape and the user volume kept): a one-frame
+ * accumulator gives each frame's g for rdf --per-frame. */
+void mdnl_rdf_accum_reset(mdnl_rdf_accum *a);
 
 /* Adds one frame's counts. na[p], nb[p] are the numbers of A and B atoms of
  * histogram p (for the total: natoms, natoms); volume is the cell volume

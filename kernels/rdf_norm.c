@@ -58,6 +58,17 @@ void mdnl_rdf_accum_free(mdnl_rdf_accum *a)
     memset(a, 0, sizeof *a);
 }
 
+void mdnl_rdf_accum_reset(mdnl_rdf_accum *a)
+{
+    const size_t n = (size_t)a->nhist * (size_t)a->bins;
+    if (a->counts) {
+        memset(a->counts, 0, n * sizeof *a->counts);
+        memset(a->g_sum, 0, n * sizeof *a->g_sum);
+        memset(a->cpa_sum, 0, n * sizeof *a->cpa_sum);
+    }
+    a->nframes = a->nframes_volume = 0;
+}
+
 void mdnl_hist_species_counts(const mdnl_hist_spec *spec, const int32_t *species, int64_t natoms, int64_t *na,
                               int64_t *nb)
 {

@@ -163,6 +163,7 @@ static const opt_def defs[] = {
     {"cutoff", 'c', DOUBLE_POS, OFF(cutoff), OFF(has_cutoff)},
     {"list", 0, SPECIAL, 0, NONE},
     {"pair", 0, STRING, OFF(pair), NONE},
+    {"pair-coeff", 0, SPECIAL, 0, NONE},
     {"per-atom", 0, FLAG, OFF(per_atom), NONE},
     {"neighbors", 0, FLAG, OFF(neighbors), NONE},
     {"read-only", 0, FLAG, OFF(read_only), NONE},
@@ -171,6 +172,8 @@ static const opt_def defs[] = {
     {"pairs", 0, STRING, OFF(pairs), NONE},
     {"volume", 0, DOUBLE_POS, OFF(volume), OFF(has_volume)},
     {"plot", 0, STRING, OFF(plot), NONE},
+    {"per-frame", 0, FLAG, OFF(per_frame), NONE},
+    {"histogram", 0, STRING, OFF(histogram), NONE},
     {"to", 0, STRING, OFF(to), NONE},
     {"nx", 0, INT_POS, OFF(nx), NONE},
     {"ny", 0, INT_POS, OFF(ny), NONE},
@@ -193,9 +196,11 @@ static const struct command_options {
             "group,topology,units,quiet,json,progress,no-progress,max-pairs"},
     {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
                   "no-progress,max-pairs"},
-    {"energy", "cutoff,pair,per-atom,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
+    {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
                "no-progress,max-pairs"},
-    {"rdf", "rmax,bins,pairs,volume,plot,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
+    {"coord", "cutoff,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
+              "no-progress,max-pairs"},
+    {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
             "no-progress,max-pairs"},
     {"info", "json,group,box,no-pbc,topology,units,quiet"},
     {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},
@@ -387,6 +392,12 @@ static mdnl_status set_option(const opt_def *d, const char *value, mdnl_opts *o)
             if (strcmp(value, "native") != 0 && strcmp(value, "angstrom") != 0)
                 return mdnl_error(MDNL_ERR_USAGE, "--units: expected native or angstrom, got \"%s\"", value);
             o->units_native = strcmp(value, "native") == 0;
+        } else if (strcmp(d->name, "pair-coeff") == 0) {
+            if (!*value)
+                return mdnl_error(MDNL_ERR_USAGE, "--pair-coeff: expected A-B:NAME=VALUE,..., got an empty string");
+            if (o->npair_coeff == MDNL_PAIR_COEFF_MAX)
+                return mdnl_error(MDNL_ERR_USAGE, "--pair-coeff: at most %d, got more", MDNL_PAIR_COEFF_MAX);
+            o->pair_coeff[o->npair_coeff++] = value;
         } else if (strcmp(d->name, "box") == 0) {
             st = parse_box(value, &o->box);
             o->has_box = st == MDNL_OK;

@@ -6,6 +6,7 @@
 
 #include "frame.h"
 #include "mdnl.h"
+#include "potential.h"
 #include "geometry.h"
 #include "nlist.h"
 #include "reader.h"
@@ -38,6 +39,8 @@ typedef struct mdnl_opts {
     mdnl_list_kind list;
     bool has_list;
     const char *pair;
+    const char *pair_coeff[MDNL_PAIR_COEFF_MAX]; /* energy: --pair-coeff A-B:..., in order */
+    int npair_coeff;
     bool per_atom;
     bool neighbors; /* run: store the lists */
     bool read_only; /* run: read and parse only */
@@ -53,6 +56,8 @@ typedef struct mdnl_opts {
     double volume;
     bool has_volume;
     const char *plot;
+    bool per_frame; /* rdf --per-frame: every frame's g(r) and counts too */
+    const char *histogram; /* coord --histogram FILE */
     /* convert */
     const char *to;
     /* gen */
@@ -155,6 +160,7 @@ mdnl_status mdnl_cmd_gen(int argc, char **argv);
 mdnl_status mdnl_cmd_bench(int argc, char **argv);
 mdnl_status mdnl_cmd_convert(int argc, char **argv);
 mdnl_status mdnl_cmd_energy(int argc, char **argv);
+mdnl_status mdnl_cmd_coord(int argc, char **argv);
 mdnl_status mdnl_cmd_rdf(int argc, char **argv);
 mdnl_status mdnl_cmd_run(int argc, char **argv);
 

@@ -21,9 +21,13 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl energy: the cutoff -c CUT is required");
     if (!o.pair)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl energy: --pair SPEC is required (e.g. lj:epsilon=1,sigma=1)");
-    mdnl_potential pot;
-    if ((st = mdnl_potential_parse(o.pair, o.cutoff, &pot)) != MDNL_OK)
+    /* One pair type: the single-potential kernels; otherwise the table. */
+    mdnl_pair_table tab;
+    if ((st = mdnl_pair_table_parse(o.pair, o.pair_coeff, o.npair_coeff, o.cutoff, &tab)) != MDNL_OK)
         return st;
+    const mdnl_potential pot = tab.p[0];
+    const bool table = tab.ntypes > 1;
+    const double cutoff = tab.max_cutoff;
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
     const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
@@ -39,6 +43,8 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
     float(*pos4)[4] = NULL;
     int64_t pos_cap = 0, per_cap = 0;
     double *per_atom = NULL;
+    int32_t *types = NULL;
+    int64_t types_cap = 0;
     mdnl_ofile out = {0};
     mdnl_h5md_results *res = NULL;
     mdnl_progress prog = {0};
@@ -69,7 +75,17 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
             goto done;
         double t1 = mdnl_now();
         mdnl_geom g;
-        if ((st = mdnl_prepare_frame(input, &f, o.cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
+        if ((st = mdnl_prepare_frame(input, &f, cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
+            goto done;
+        if (table && types_cap < f.natoms + 1) {
+            free(types);
+            types_cap = f.natoms + 1;
+            if (!(types = mdnl_malloc((size_t)types_cap * sizeof *types, "pair types"))) {
+                st = MDNL_ERR_RESOURCE;
+                goto done;
+            }
+        }
+        if (table && (st = mdnl_pair_table_types(&tab, input, &f, types)) != MDNL_OK)
             goto done;
         if (o.per_atom && per_cap < f.natoms + 1) {
             free(per_atom);
@@ -80,8 +96,12 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
             }
         }
         double total = 0;
-        if ((st = mdnl_engine_energy(&eng, &g, (const float(*)[4])pos4, &pot, &total,
-                                     o.per_atom ? per_atom : NULL)) != MDNL_OK)
+        if (table)
+            st = mdnl_engine_energy_table(&eng, &g, (const float(*)[4])pos4, types, &tab, &total,
+                                          o.per_atom ? per_atom : NULL);
+        else
+            st = mdnl_engine_energy(&eng, &g, (const float(*)[4])pos4, &pot, &total, o.per_atom ? per_atom : NULL);
+        if (st != MDNL_OK)
             goto done;
         double t2 = mdnl_now();
         const double time = f.has_time ? f.time : (double)f.step; /* as the H5MD writers: dt = 1 */
@@ -126,12 +146,14 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
     mdnl_progress_end(&prog);
     char desc[160];
     mdnl_potential_describe(&pot, desc, sizeof desc);
+    if (table)
+        snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " + %d --pair-coeff", o.npair_coeff);
     if (o.json) {
         printf("{\"command\":\"energy\",\"input\":");
         mdnl_json_string(stdout, input);
         printf(",\"pair\":");
         mdnl_json_string(stdout, desc);
-        printf(",\"cutoff\":%.15g,\"frames\":%lld", o.cutoff, (long long)nframes);
+        printf(",\"cutoff\":%.15g,\"frames\":%lld", cutoff, (long long)nframes);
         mdnl_atoms_range_json(stdout, &atoms);
         printf(",\"backend\":\"%s\"", mdnl_backend_name(eng.backend));
         if (outpath) {
@@ -146,7 +168,7 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
         mdnl_frames_note(fs);
         char na[64];
         fprintf(stderr, "mdnl energy: %lld frame(s) of %s, %s below %g, %s; ", (long long)nframes,
-                mdnl_atoms_range_text(&atoms, na, sizeof na), desc, o.cutoff, mdnl_backend_name(eng.backend));
+                mdnl_atoms_range_text(&atoms, na, sizeof na), desc, cutoff, mdnl_backend_name(eng.backend));
         if (nframes)
             fprintf(stderr, "energy first %.10g, last %.10g, mean %.10g; ", e_first, e_last, e_sum / nframes);
         fprintf(stderr, "read %.3f s, energy %.3f s, write %.3f s", t_read, t_energy, t_write);
@@ -164,6 +186,7 @@ done:
     mdnl_frame_free(&f);
     free(pos4);
     free(per_atom);
+    free(types);
     mdnl_engine_free(&eng);
     return st;
 }

@@ -16,6 +16,7 @@ typedef struct mdnl_engine {
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
     void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
     void *wrap_cuda;         /* mdnl_wrap_cuda, created on first use */
+    void *coord_cuda;        /* mdnl_coord_cuda, created on first use */
     mdnl_nlist_cpu_kept nlist_cpu; /* the CPU list's row buffers, kept from frame to frame */
 } mdnl_engine;
 
@@ -68,6 +69,16 @@ void mdnl_engine_host_free(const mdnl_engine *e, void *p); /* NULL is a no-op */
 /* pos4 == NULL (CUDA): the positions of the last mdnl_engine_prepare_device. */
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out);
+
+/* Coordination numbers of a frame (coord.h): counts[natoms * max(1, ncols)]. */
+mdnl_status mdnl_engine_coord(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
+                              int32_t ncols, const int32_t (*pairs)[2], int32_t *counts);
+
+/* The same with per-pair parameters (potential.h mdnl_pair_table) and the
+ * atoms' types (mdnl_pair_table_types); g prepared at t->max_cutoff. */
+mdnl_status mdnl_engine_energy_table(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
+                                     const int32_t *types, const mdnl_pair_table *t, double *total,
+                                     double *per_atom);
 
 /* Total (and, when per_atom is not NULL, per-atom) pair energy of a frame
  * prepared with the potential's cutoff, by the fused path: cells are

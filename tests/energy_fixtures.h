@@ -8,6 +8,8 @@
 
 #include "energy.h"
 #include "frame.h"
+#include "nlist.h"
+#include "potential.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -131,6 +133,64 @@ static inline double fixture_sum_abs(const mdnl_nlist *half, const mdnl_potentia
     double s = 0.0;
     for (int64_t k = 0; k < half->npairs; ++k)
         s += fabs(mdnl_pair_energy_d(p, half->d[k]));
+    return s;
+}
+
+/* ---- per-pair parameters: data/energy/ka_reference.txt ---- */
+
+typedef struct ka_case {
+    char name[32], fixture[64];
+    double cutoff;
+    char spec[128];
+    char coeff_buf[512];
+    const char *coeffs[8];
+    int ncoeff;
+    double pe;
+} ka_case;
+
+/* Reads data/energy/ka_reference.txt (tools/lammps_ka_reference.py): lines
+ * `case fixture cutoff pair coeffs pe`, coeffs joined by ';' ("-": none). */
+static inline int fixture_ka_references(ka_case *out, int cap)
+{
+    char path[1024], line[1024];
+    snprintf(path, sizeof path, "%s/energy/ka_reference.txt", fixture_data_dir());
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp, "cannot open %s", path);
+    int n = 0;
+    while (n < cap && fgets(line, sizeof line, fp)) {
+        if (line[0] == '#')
+            continue;
+        ka_case *r = &out[n];
+        memset(r, 0, sizeof *r);
+        cr_assert_eq(sscanf(line, "%31s %63s %lf %127s %511s %lf", r->name, r->fixture, &r->cutoff, r->spec,
+                            r->coeff_buf, &r->pe),
+                     6, "%s: bad line \"%s\"", path, line);
+        if (strcmp(r->coeff_buf, "-") != 0)
+            for (char *tok = strtok(r->coeff_buf, ";"); tok && r->ncoeff < 8; tok = strtok(NULL, ";"))
+                r->coeffs[r->ncoeff++] = tok;
+        ++n;
+    }
+    fclose(fp);
+    return n;
+}
+
+/* The atoms' pair types of frame f under table t (malloc'd). */
+static inline int32_t *fixture_types(const mdnl_pair_table *t, const mdnl_frame *f)
+{
+    int32_t *types = malloc((size_t)(f->natoms > 0 ? f->natoms : 1) * sizeof *types);
+    cr_assert_not_null(types);
+    cr_assert_eq(mdnl_pair_table_types(t, "fixture", f, types), MDNL_OK, "%s", mdnl_last_error());
+    return types;
+}
+
+/* Sum over the pairs of |u_ij| under a pair table, from a half list built at
+ * t->max_cutoff (d^2 recomputed from the stored d: a scale, not a result). */
+static inline double fixture_table_sum_abs(const mdnl_nlist *half, const int32_t *types, const mdnl_pair_table *t)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < half->natoms; ++i)
+        for (int64_t k = half->offsets[i]; k < half->offsets[i + 1]; ++k)
+            s += fabs(mdnl_pair_table_energy(t, types[i], types[half->j[k]], half->d[k] * half->d[k]));
     return s;
 }
 

@@ -28,7 +28,7 @@ Test(cli, version_prints_and_exits_0)
 
 Test(cli, help_on_every_subcommand_exits_0)
 {
-    const char *cmds[] = {"neighbors", "energy", "rdf", "info", "gen", "convert", "bench"};
+    const char *cmds[] = {"neighbors", "energy", "coord", "rdf", "info", "gen", "convert", "bench"};
     for (unsigned k = 0; k < sizeof cmds / sizeof *cmds; ++k) {
         cr_expect_eq(mdnl("%s --help", cmds[k]), 0, "%s --help", cmds[k]);
         cr_expect(strstr(out_text, "usage: mdnl") != NULL, "%s --help: %s", cmds[k], out_text);
@@ -470,7 +470,7 @@ Test(cli, frames_selecting_nothing_exit_2_naming_the_frame_count)
 /* Every option a command's --help names is one its parser accepts. */
 Test(cli, help_names_only_options_the_command_accepts)
 {
-    const char *cmds[] = {"run", "neighbors", "energy", "rdf", "info", "gen", "convert", "bench"};
+    const char *cmds[] = {"run", "neighbors", "energy", "coord", "rdf", "info", "gen", "convert", "bench"};
     for (size_t c = 0; c < sizeof cmds / sizeof *cmds; ++c) {
         const char *prefix = strcmp(cmds[c], "gen") == 0 ? "gen graphene" : cmds[c];
         cr_assert_eq(mdnl("%s --help", prefix), 0, "%s --help", cmds[c]);
@@ -667,4 +667,54 @@ Test(cli, rdf_plot_keeps_the_legend_off_the_curves_and_refuses_other_formats)
     expect_one_error_line();
     cr_expect_eq(mdnl("rdf %s --rmax 3 --bins 30 -o r.tsv --plot ./r.tsv", TRAJ3), 2, "the same existing file");
     cr_expect_eq(dir_entries(), 2, "only r.tsv and p.svg");
+}
+
+/* --pair-coeff: the Kob-Andersen mixture through the binary, on both
+ * output kinds; a species no frame has is exit 3, a malformed coeff exit 2,
+ * and commands that do not take per-pair parameters refuse the option. */
+Test(cli, energy_pair_coeff_computes_the_mixture_and_refuses_bad_input)
+{
+    const char *ka = "--pair lj:epsilon=1,sigma=1 --pair-coeff A-B:epsilon=1.5,sigma=0.8,cut=2.0 "
+                     "--pair-coeff B-B:epsilon=0.5,sigma=0.88,cut=2.2";
+    cr_assert_eq(mdnl("energy %s/energy/ka_mixture.xyz -c 2.5 %s -o e.tsv --json", MDNL_DATA_DIR, ka), 0, "%s",
+                 err_text);
+    cr_expect(strstr(out_text, "\"cutoff\":2.5") != NULL, "%s", out_text);
+    char tsv[4096], path[512];
+    snprintf(path, sizeof path, "%s/e.tsv", tmpdir);
+    slurp(path, tsv, sizeof tsv);
+    double e = 0;
+    cr_assert_eq(sscanf(tsv, "# frame\tstep\tenergy\n0\t0\t%lf", &e), 1, "%s", tsv);
+    cr_expect(fabs(e - -2305.798279308217) < 1e-3, "KA energy %.12f", e); /* LAMMPS: data/energy/ka_reference.txt */
+    /* the largest cutoff is the pairs', not -c */
+    cr_assert_eq(mdnl("energy %s/energy/ka_mixture.xyz -c 2.0 --pair lj:epsilon=1,sigma=1,cut=2.5 "
+                      "--pair-coeff A-B:epsilon=1.5,sigma=0.8,cut=2.0 --pair-coeff B-B:epsilon=0.5,sigma=0.88,cut=2.2 "
+                      "-o e2.tsv",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    char tsv2[4096];
+    snprintf(path, sizeof path, "%s/e2.tsv", tmpdir);
+    slurp(path, tsv2, sizeof tsv2);
+    cr_expect_str_eq(tsv2, tsv);
+
+    cr_expect_eq(mdnl("energy %s/energy/ka_mixture.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 "
+                      "--pair-coeff A-C:epsilon=1,sigma=1 -o bad.tsv",
+                      MDNL_DATA_DIR),
+                 3);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "species C") != NULL, "%s", err_text);
+    snprintf(path, sizeof path, "%s/bad.tsv", tmpdir);
+    cr_expect_eq(access(path, F_OK), -1, "no output after an input error");
+    const char *usage[] = {"--pair-coeff A-B:epsilon=1", "--pair-coeff AB:epsilon=1,sigma=1",
+                           "--pair-coeff A-B:epsilon=1,sigma=1 --pair-coeff B-A:epsilon=1,sigma=1", "--pair-coeff ''"};
+    for (size_t k = 0; k < sizeof usage / sizeof *usage; ++k) {
+        cr_expect_eq(mdnl("energy %s/energy/ka_mixture.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 %s", MDNL_DATA_DIR,
+                          usage[k]),
+                     2, "%s", usage[k]);
+        expect_one_error_line();
+    }
+    cr_expect_eq(mdnl("run %s/energy/ka_mixture.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 "
+                      "--pair-coeff A-B:epsilon=1,sigma=1 -o r.h5",
+                      MDNL_DATA_DIR),
+                 2);
+    expect_one_error_line();
 }

@@ -350,3 +350,198 @@ Test(energy_cpu, potential_cutoff_must_match_geometry)
     free(pos4);
     mdnl_frame_free(&f);
 }
+
+/* ---- per-pair parameters (--pair-coeff) ---- */
+
+static mdnl_pair_table table_of(const char *spec, const char *const *coeffs, int n, double cutoff)
+{
+    mdnl_pair_table t;
+    cr_assert_eq(mdnl_pair_table_parse(spec, coeffs, n, cutoff, &t), MDNL_OK, "%s", mdnl_last_error());
+    return t;
+}
+
+Test(potential, pair_table_mixes_unset_pairs_as_lammps)
+{
+    const char *bb[] = {"B-B:epsilon=0.5,sigma=0.88,cut=2.2"};
+    for (int arith = 0; arith < 2; ++arith) {
+        mdnl_pair_table t = table_of(arith ? "lj:epsilon=1,sigma=1,mix=arithmetic" : "lj:epsilon=1,sigma=1", bb, 1,
+                                     2.5);
+        cr_assert_eq(t.ntypes, 2); /* the others (A), B */
+        cr_expect_str_eq(t.names[1], "B");
+        const mdnl_potential *ab = &t.p[0 * 2 + 1], *ba = &t.p[1 * 2 + 0], *b = &t.p[3], *a = &t.p[0];
+        cr_expect_eq(memcmp(ab, ba, sizeof *ab), 0, "the table is symmetric");
+        cr_expect_eq(ab->epsilon, sqrt(0.5));
+        cr_expect_eq(ab->sigma, arith ? 0.5 * (1.0 + 0.88) : sqrt(0.88));
+        cr_expect_eq(ab->cutoff, arith ? 0.5 * (2.5 + 2.2) : sqrt(2.5 * 2.2));
+        cr_expect_eq(b->epsilon, 0.5);
+        cr_expect_eq(b->cutoff, 2.2);
+        cr_expect_eq(a->cutoff, 2.5);
+        cr_expect_eq(t.max_cutoff, 2.5);
+        cr_expect_eq(t.cut2[3], (float)(2.2 * 2.2));
+        /* each pair shifted at its own cutoff, zero beyond it */
+        const float below = nextafterf(t.cut2[3], 0.0f);
+        cr_expect(fabs(mdnl_pair_table_energy(&t, 1, 1, below)) < 1e-6, "B-B at its cutoff: %g",
+                  mdnl_pair_table_energy(&t, 1, 1, below));
+        cr_expect_eq(mdnl_pair_table_energy(&t, 1, 1, t.cut2[3]), 0.0);
+        cr_expect_neq(mdnl_pair_table_energy(&t, 0, 0, t.cut2[3]), 0.0, "A-A still counts at 2.2");
+    }
+}
+
+Test(potential, pair_table_without_coeffs_is_the_single_potential)
+{
+    mdnl_pair_table t = table_of("lj:epsilon=2,sigma=1.5,shift=no", NULL, 0, 3.0);
+    mdnl_potential p;
+    cr_assert_eq(mdnl_potential_parse("lj:epsilon=2,sigma=1.5,shift=no", 3.0, &p), MDNL_OK);
+    cr_expect_eq(t.ntypes, 1);
+    cr_expect_eq(memcmp(&t.p[0], &p, sizeof p), 0);
+    cr_expect_eq(t.max_cutoff, 3.0);
+    /* cut= in the --pair spec sets the cutoff of every pair */
+    t = table_of("lj:epsilon=2,sigma=1.5,cut=2.0", NULL, 0, 3.0);
+    cr_expect_eq(t.max_cutoff, 2.0);
+    cr_expect_eq(t.p[0].cutoff, 2.0);
+}
+
+Test(potential, pair_table_bad_specs_are_usage_errors)
+{
+    struct {
+        const char *spec, *coeff;
+    } bad[] = {
+        {"lj:epsilon=1,sigma=1,mix=sixthpower", NULL},
+        {"lj:epsilon=1,sigma=1,cut=0", NULL},
+        {"lj:epsilon=1,sigma=1,cut=-1", NULL},
+        {"lj:epsilon=1,sigma=1,cut=1,cut=2", NULL},
+        {"lj:epsilon=1,sigma=1", "AB:epsilon=1,sigma=1"},
+        {"lj:epsilon=1,sigma=1", "A-:epsilon=1,sigma=1"},
+        {"lj:epsilon=1,sigma=1", "-B:epsilon=1,sigma=1"},
+        {"lj:epsilon=1,sigma=1", "A-B-C:epsilon=1,sigma=1"},
+        {"lj:epsilon=1,sigma=1", "A-B"},
+        {"lj:epsilon=1,sigma=1", "A-B:epsilon=1"},
+        {"lj:epsilon=1,sigma=1", "A-B:epsilon=1,sigma=1,d0=1"},
+        {"lj:epsilon=1,sigma=1", "A-B:epsilon=1,sigma=1,cut=nan"},
+        {"lj:epsilon=1,sigma=1", "A-B:epsilon=1,sigma=1,mix=arithmetic"},
+        {"lj:epsilon=1,sigma=1", "A-B:epsilon=-1,sigma=1"},
+        {"morse:d0=1,alpha=1,r0=1", "A-B:epsilon=1,sigma=1"},
+        {"lj:epsilon=1,sigma=1", "ABCDEFGHIJKLMNOPQRSTUVWXYZ-B:epsilon=1,sigma=1"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
+        mdnl_pair_table t;
+        const char *c[] = {bad[k].coeff};
+        cr_expect_eq(mdnl_pair_table_parse(bad[k].spec, c, bad[k].coeff ? 1 : 0, 2.5, &t), MDNL_ERR_USAGE,
+                     "%s %s accepted", bad[k].spec, bad[k].coeff ? bad[k].coeff : "");
+    }
+    /* a pair given twice (in either order), and a fourth species */
+    mdnl_pair_table t;
+    const char *twice[] = {"A-B:epsilon=1,sigma=1", "B-A:epsilon=2,sigma=1"};
+    cr_expect_eq(mdnl_pair_table_parse("lj:epsilon=1,sigma=1", twice, 2, 2.5, &t), MDNL_ERR_USAGE);
+    cr_expect(strstr(mdnl_last_error(), "twice") != NULL, "%s", mdnl_last_error());
+    const char *four[] = {"A-B:epsilon=1,sigma=1", "C-D:epsilon=2,sigma=1"};
+    cr_expect_eq(mdnl_pair_table_parse("lj:epsilon=1,sigma=1", four, 2, 2.5, &t), MDNL_ERR_USAGE);
+}
+
+Test(potential, pair_table_species_missing_from_the_frame_is_an_input_error)
+{
+    const char *c[] = {"A-Z:epsilon=1,sigma=1"};
+    mdnl_pair_table t = table_of("lj:epsilon=1,sigma=1", c, 1, 2.5);
+    mdnl_frame f = fixture_load("ka_mixture");
+    int32_t *types = malloc((size_t)f.natoms * sizeof *types);
+    cr_expect_eq(mdnl_pair_table_types(&t, "ka.xyz", &f, types), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "species Z") != NULL, "%s", mdnl_last_error());
+    free(types);
+    mdnl_frame_free(&f);
+}
+
+/* Brute force over every j and image: the oracle of the table traversal. */
+static void table_brute(const mdnl_geom *g, const float (*pos4)[4], const int32_t *types, const mdnl_pair_table *t,
+                        double *e)
+{
+    const int m0 = g->pbc[0] ? g->image_max[0] : 0, m1 = g->pbc[1] ? g->image_max[1] : 0,
+              m2 = g->pbc[2] ? g->image_max[2] : 0;
+    for (int64_t i = 0; i < g->natoms; ++i) {
+        double s = 0.0;
+        for (int64_t j = 0; j < g->natoms; ++j)
+            for (int s0 = -m0; s0 <= m0; ++s0)
+                for (int s1 = -m1; s1 <= m1; ++s1)
+                    for (int s2 = -m2; s2 <= m2; ++s2) {
+                        if (j == i && !s0 && !s1 && !s2)
+                            continue;
+                        float v[3];
+                        mdnl_shift_vector(g, s0, s1, s2, v);
+                        float d2 = mdnl_pair_d2(pos4[i][0], pos4[i][1], pos4[i][2], pos4[j][0], pos4[j][1],
+                                                pos4[j][2], v);
+                        if (d2 < g->cutoff2)
+                            s += mdnl_pair_table_energy(t, types[i], types[j], d2);
+                    }
+        e[i] = 0.5 * s;
+    }
+}
+
+Test(energy_cpu, pair_table_fused_equals_brute_force)
+{
+    const char *ka[] = {"A-B:epsilon=1.5,sigma=0.8,cut=2.0", "B-B:epsilon=0.5,sigma=0.88,cut=2.2"};
+    mdnl_pair_table t = table_of("lj:epsilon=1,sigma=1", ka, 2, 2.5);
+    mdnl_frame f = fixture_load("ka_mixture");
+    float(*pos4)[4];
+    mdnl_geom g = fixture_prepare(&f, t.max_cutoff, &pos4);
+    int32_t *types = fixture_types(&t, &f);
+    double *e = malloc((size_t)f.natoms * sizeof *e), *eb = malloc((size_t)f.natoms * sizeof *eb);
+    double total = 0, total_only = 0;
+    cr_assert_eq(mdnl_energy_table_frame_cpu(&g, (const float(*)[4])pos4, types, &t, &total, e), MDNL_OK);
+    cr_assert_eq(mdnl_energy_table_frame_cpu(&g, (const float(*)[4])pos4, types, &t, &total_only, NULL), MDNL_OK);
+    cr_expect_eq(total, total_only, "the total has the same bits with and without per-atom energies");
+    table_brute(&g, (const float(*)[4])pos4, types, &t, eb);
+    for (int64_t i = 0; i < f.natoms; ++i)
+        cr_expect(fabs(e[i] - eb[i]) <= 1e-12 * (1.0 + fabs(eb[i])), "atom %lld: fused %.17g brute %.17g",
+                  (long long)i, e[i], eb[i]);
+    /* the traversal's cutoff must be the largest pair cutoff */
+    mdnl_geom g2;
+    float(*pos2)[4] = malloc((size_t)f.natoms * sizeof *pos2);
+    cr_assert_eq(mdnl_geom_prepare(&f, 2.2, &g2, pos2), MDNL_OK);
+    cr_expect_eq(mdnl_energy_table_frame_cpu(&g2, (const float(*)[4])pos2, types, &t, &total, NULL), MDNL_ERR_USAGE);
+    free(pos2), free(e), free(eb), free(types), free(pos4);
+    mdnl_frame_free(&f);
+}
+
+Test(energy_cpu, pair_table_of_equal_pairs_is_the_single_potential_bit_for_bit)
+{
+    const char *same[] = {"A-B:epsilon=1,sigma=1", "B-B:epsilon=1,sigma=1"};
+    mdnl_pair_table t = table_of("lj:epsilon=1,sigma=1", same, 2, 2.5);
+    mdnl_frame f = fixture_load("ka_mixture");
+    float(*pos4)[4];
+    mdnl_geom g = fixture_prepare(&f, 2.5, &pos4);
+    int32_t *types = fixture_types(&t, &f);
+    double tt = 0, ts = 0;
+    double *et = malloc((size_t)f.natoms * sizeof *et), *es = malloc((size_t)f.natoms * sizeof *es);
+    cr_assert_eq(mdnl_energy_table_frame_cpu(&g, (const float(*)[4])pos4, types, &t, &tt, et), MDNL_OK);
+    cr_assert_eq(mdnl_energy_frame_cpu(&g, (const float(*)[4])pos4, &t.p[0], &ts, es), MDNL_OK);
+    cr_expect_eq(tt, ts, "table %.17g single %.17g", tt, ts);
+    cr_expect_eq(memcmp(et, es, (size_t)f.natoms * sizeof *et), 0);
+    free(et), free(es), free(types), free(pos4);
+    mdnl_frame_free(&f);
+}
+
+Test(energy_cpu, kob_andersen_totals_agree_with_lammps_run0)
+{
+    ka_case ref[8];
+    int n = fixture_ka_references(ref, 8);
+    cr_assert(n >= 3, "ka_reference.txt has %d cases", n);
+    for (int k = 0; k < n; ++k) {
+        mdnl_pair_table t = table_of(ref[k].spec, ref[k].coeffs, ref[k].ncoeff, ref[k].cutoff);
+        mdnl_frame f = fixture_load(ref[k].fixture);
+        float(*pos4)[4];
+        mdnl_geom g = fixture_prepare(&f, t.max_cutoff, &pos4);
+        int32_t *types = fixture_types(&t, &f);
+        double total = 0;
+        cr_assert_eq(mdnl_energy_table_frame_cpu(&g, (const float(*)[4])pos4, types, &t, &total, NULL), MDNL_OK);
+        mdnl_nlist half = {0};
+        cr_assert_eq(mdnl_nlist_build_cpu(&g, (const float(*)[4])pos4, MDNL_METHOD_CELL, MDNL_LIST_HALF, &half),
+                     MDNL_OK);
+        const double scale = fixture_table_sum_abs(&half, types, &t);
+        const double rel = fabs(total - ref[k].pe) / scale;
+        cr_log_info("LAMMPS KA %s: lammps %.12f mdnl %.12f |diff|/sum|u| %.2e", ref[k].name, ref[k].pe, total, rel);
+        cr_expect(rel <= 1e-6, "%s: mdnl %.12f, LAMMPS %.12f, off by %.2e of sum |u| = %.6g", ref[k].name, total,
+                  ref[k].pe, rel, scale);
+        mdnl_nlist_free(&half);
+        free(types), free(pos4);
+        mdnl_frame_free(&f);
+    }
+}

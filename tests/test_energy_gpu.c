@@ -304,4 +304,99 @@ Test(energy_gpu, cutoff_mismatch_is_a_usage_error)
     mdnl_frame_free(&f);
 }
 
+/* ---- per-pair parameters (mdnl_energy_table_frame_cuda) ---- */
+
+/* GPU table energies of frame f against the CPU twin, as check_against_cpu
+ * does for one potential: per-atom energies to 1e-12, the total to 1e-9
+ * (the walk sums an atom's stencil parts apart, the CPU in one run), every
+ * reduction variant; the total alone repeats bit for bit. Returns the GPU
+ * total. */
+static double check_table_against_cpu(mdnl_energy_cuda *e, mdnl_frame *f, const mdnl_pair_table *t,
+                                      const char *label)
+{
+    float(*pos4)[4];
+    mdnl_geom g = fixture_prepare(f, t->max_cutoff, &pos4);
+    int32_t *types = fixture_types(t, f);
+    const size_t n = (size_t)(f->natoms > 0 ? f->natoms : 1);
+    double *ec = malloc(n * sizeof *ec), *eg = malloc(n * sizeof *eg);
+    double tc = 0, tg = 0, tg2 = 0;
+    const float(*cpos)[4] = (const float(*)[4])pos4;
+    cr_assert_eq(mdnl_energy_table_frame_cpu(&g, cpos, types, t, &tc, ec), MDNL_OK, "%s", mdnl_last_error());
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; ++v) {
+        mdnl_energy_cuda_set_reduce(e, variants[v]);
+        memset(eg, 0, n * sizeof *eg);
+        cr_assert_eq(mdnl_energy_table_frame_cuda(e, &g, cpos, types, t, &tg, eg), MDNL_OK, "%s",
+                     mdnl_last_error());
+        for (int64_t i = 0; i < f->natoms; ++i)
+            if (fabs(eg[i] - ec[i]) > 1e-12 * (fabs(ec[i]) + 1.0)) {
+                cr_expect_fail("%s %s: atom %lld GPU %.17g CPU %.17g", label, mdnl_energy_reduce_name(variants[v]),
+                               (long long)i, eg[i], ec[i]);
+                break;
+            }
+        expect_close(label, tg, tc, 1e-9);
+        cr_assert_eq(mdnl_energy_table_frame_cuda(e, &g, cpos, types, t, &tg, NULL), MDNL_OK);
+        expect_close(label, tg, tc, 1e-9);
+        if (variants[v] != MDNL_REDUCE_ATOMIC) {
+            cr_assert_eq(mdnl_energy_table_frame_cuda(e, &g, cpos, types, t, &tg2, NULL), MDNL_OK);
+            cr_expect_eq(tg, tg2, "%s: the total repeats bit for bit", label);
+        }
+    }
+    mdnl_energy_cuda_set_reduce(e, MDNL_REDUCE_DEFAULT);
+    free(ec), free(eg), free(types), free(pos4);
+    return tg;
+}
+
+Test(energy_gpu, pair_table_matches_cpu_twin_and_lammps)
+{
+    if (!need_device())
+        return;
+    mdnl_energy_cuda *e = NULL;
+    cr_assert_eq(mdnl_energy_cuda_create(NULL, &e), MDNL_OK, "%s", mdnl_last_error());
+    ka_case ref[8];
+    int n = fixture_ka_references(ref, 8);
+    cr_assert(n >= 3);
+    for (int k = 0; k < n; ++k) {
+        mdnl_pair_table t;
+        cr_assert_eq(mdnl_pair_table_parse(ref[k].spec, ref[k].coeffs, ref[k].ncoeff, ref[k].cutoff, &t), MDNL_OK);
+        mdnl_frame f = fixture_load(ref[k].fixture);
+        const double tg = check_table_against_cpu(e, &f, &t, ref[k].name);
+        cr_log_info("LAMMPS KA %s: lammps %.12f mdnl-gpu %.12f", ref[k].name, ref[k].pe, tg);
+        cr_expect(fabs(tg - ref[k].pe) <= 1e-6 * fabs(ref[k].pe), "%s: GPU %.12f LAMMPS %.12f", ref[k].name, tg,
+                  ref[k].pe);
+        mdnl_frame_free(&f);
+    }
+    /* random frames in every kind of box, with Morse (no mixing) too */
+    const char *ab[] = {"A-B:epsilon=1.5,sigma=0.4,cut=1.6", "B-B:epsilon=0.5,sigma=0.45,cut=2.0"};
+    const char *mo[] = {"A-B:d0=2,alpha=2,r0=0.6,cut=1.8"};
+    for (int kind = 0; kind < 4; ++kind) {
+        mdnl_frame f;
+        rdf_random(&f, 3000, kind, 15.0, 0);
+        mdnl_pair_table t;
+        cr_assert_eq(mdnl_pair_table_parse("lj:epsilon=1,sigma=0.5", ab, 2, 2.5, &t), MDNL_OK);
+        check_table_against_cpu(e, &f, &t, "random lj table");
+        cr_assert_eq(mdnl_pair_table_parse("morse:d0=1,alpha=3,r0=0.5", mo, 1, 2.5, &t), MDNL_OK);
+        float(*pos4)[4];
+        mdnl_geom g = fixture_prepare(&f, t.max_cutoff, &pos4);
+        int32_t *types = fixture_types(&t, &f);
+        double tc = 0, tg = 0;
+        cr_assert_eq(mdnl_energy_table_frame_cpu(&g, (const float(*)[4])pos4, types, &t, &tc, NULL), MDNL_OK);
+        cr_assert_eq(mdnl_energy_table_frame_cuda(e, &g, (const float(*)[4])pos4, types, &t, &tg, NULL), MDNL_OK);
+        expect_close("random morse table", tg, tc, 1e-9);
+        free(types), free(pos4);
+        mdnl_frame_free(&f);
+    }
+    /* the traversal's cutoff must be the table's largest */
+    mdnl_frame f = fixture_load("ka_mixture");
+    mdnl_pair_table t;
+    cr_assert_eq(mdnl_pair_table_parse(ref[0].spec, ref[0].coeffs, ref[0].ncoeff, ref[0].cutoff, &t), MDNL_OK);
+    float(*pos4)[4];
+    mdnl_geom g = fixture_prepare(&f, 2.2, &pos4);
+    int32_t *types = fixture_types(&t, &f);
+    double tg = 0;
+    cr_expect_eq(mdnl_energy_table_frame_cuda(e, &g, (const float(*)[4])pos4, types, &t, &tg, NULL), MDNL_ERR_USAGE);
+    free(types), free(pos4);
+    mdnl_frame_free(&f);
+    mdnl_energy_cuda_free(e);
+}
+
 #endif

@@ -403,3 +403,47 @@ Test(rdf_bins, thresholds_give_exactly_the_bins_of_mdnl_hist_bin)
         free(t);
     }
 }
+
+/* rdf --per-frame --plot: the heat map's rows stay bounded for any number of
+ * frames (pairs of rows merge when full), each row the mean of its frames. */
+Test(svg_plot, per_frame_heat_rows_stay_bounded_and_average_their_frames)
+{
+    mdnl_rdf_heat h;
+    cr_assert_eq(mdnl_rdf_heat_init(&h, 2, 3), MDNL_OK);
+    const int64_t nf = 1000;
+    for (int64_t k = 0; k < nf; ++k) {
+        const double g[6] = {(double)k, 1.0, 2.0, -(double)k, 0.5, NAN};
+        mdnl_rdf_heat_add(&h, 10 + k, g);
+    }
+    cr_expect_eq(h.nframes, nf);
+    cr_expect_eq(h.first_frame, 10);
+    cr_expect_eq(h.last_frame, 10 + nf - 1);
+    cr_expect(h.nrows <= MDNL_RDF_HEAT_ROWS && h.nrows >= MDNL_RDF_HEAT_ROWS / 2, "%lld rows", (long long)h.nrows);
+    cr_expect_eq(h.stride, 8); /* 1000 frames in 64..127 rows */
+    cr_expect_eq(h.nrows * h.stride + h.pend, nf);
+    for (int64_t r = 0; r < h.nrows; ++r) {
+        const double *row = h.rows + (size_t)r * 6;
+        const double first = (double)(r * h.stride);
+        const double mean = first + 0.5 * (double)(h.stride - 1);
+        cr_expect_eq(h.row_first[r], 10 + r * h.stride);
+        cr_expect(fabs(row[0] - mean) < 1e-9, "row %lld: %g, want %g", (long long)r, row[0], mean);
+        cr_expect(fabs(row[3] + mean) < 1e-9);
+        cr_expect_eq(row[1], 1.0);
+        cr_expect(isnan(row[5]), "a frame without g stays NaN");
+    }
+    /* the plot draws the rows and the partial one */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *sp = open_memstream(&buf, &len);
+    mdnl_hist_spec spec = {.r_max = 3.0, .bins = 3, .npairs = 0};
+    mdnl_rdf_accum acc = {0};
+    cr_assert_eq(mdnl_rdf_accum_init(&acc, &spec, 0), MDNL_OK);
+    h.nhist = 1; /* the first histogram alone */
+    cr_assert_eq(mdnl_svg_rdf_frames(sp, &acc, &h, NULL, "heat", "r"), MDNL_OK);
+    fclose(sp);
+    cr_expect(strstr(buf, "g(r) per frame, total (1000 frames, rows average runs of frames)") != NULL);
+    cr_expect(strstr(buf, "</svg>\n") != NULL);
+    free(buf);
+    mdnl_rdf_accum_free(&acc);
+    mdnl_rdf_heat_free(&h);
+}

@@ -404,3 +404,73 @@ Test(run, help_lists_the_options_and_exits_0)
     cr_expect_eq(mdnl("--help"), 0);
     cr_expect(strstr(out_text, "  run INPUT") != NULL, "%s", out_text);
 }
+
+/* A dataset of any rank as doubles (at most cap); its dims in dims[]. */
+static int read_nd(const char *file, const char *dset, double *v, size_t cap, hsize_t *dims)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, file);
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+    cr_assert_geq(f, 0, "cannot open %s", p);
+    hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+    cr_assert_geq(d, 0, "%s has no %s", file, dset);
+    hid_t s = H5Dget_space(d);
+    const int rank = H5Sget_simple_extent_ndims(s);
+    H5Sget_simple_extent_dims(s, dims, NULL);
+    size_t n = 1;
+    for (int k = 0; k < rank; ++k)
+        n *= dims[k];
+    cr_assert_leq(n, cap);
+    cr_assert_geq(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), 0);
+    H5Sclose(s);
+    H5Dclose(d);
+    H5Fclose(f);
+    return rank;
+}
+
+/* rdf --per-frame: every frame's g and counts rows, which are what a run on
+ * that frame alone gives, next to the mean, which is their average. */
+Test(run, rdf_per_frame_rows_are_the_single_frame_results)
+{
+    cr_assert_eq(mdnl("rdf %s/rdf/lj_mixture.xyz --rmax 2.5 --bins 25 --pairs A-B,B-B --frames 0:3 --per-frame "
+                      "-o all.h5 --plot all.svg",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    static double gf[64 * 25], cf[64 * 25], gm[25], cm[25], fr[64], g1[25], c1[25];
+    hsize_t dims[2] = {0, 0}, d1[2];
+    cr_assert_eq(read_nd("all.h5", "/rdf/A-B/g_frames", gf, 64 * 25, dims), 2);
+    const hsize_t nf = dims[0];
+    cr_assert(nf >= 2 && nf <= 3, "%llu frames", (unsigned long long)nf);
+    cr_expect_eq(dims[1], 25);
+    read_nd("all.h5", "/rdf/A-B/counts_frames", cf, 64 * 25, d1);
+    cr_expect(d1[0] == nf && d1[1] == 25);
+    read_nd("all.h5", "/rdf/A-B/frame", fr, 64, d1);
+    cr_expect_eq(d1[0], nf);
+    read_nd("all.h5", "/rdf/A-B/g", gm, 25, d1);
+    read_nd("all.h5", "/rdf/A-B/counts", cm, 25, d1);
+    for (int b = 0; b < 25; ++b) {
+        double gs = 0, cs = 0;
+        for (hsize_t k = 0; k < nf; ++k)
+            gs += gf[k * 25 + b], cs += cf[k * 25 + b];
+        cr_expect(fabs(gs / nf - gm[b]) <= 1e-12 * (1 + gm[b]), "bin %d: mean of rows %.17g, g %.17g", b, gs / nf,
+                  gm[b]);
+        cr_expect_eq(cs, cm[b], "bin %d: the rows' counts sum to the mean's", b);
+    }
+    for (hsize_t k = 0; k < nf; ++k) {
+        cr_expect_eq(fr[k], (double)k);
+        cr_assert_eq(mdnl("rdf %s/rdf/lj_mixture.xyz --rmax 2.5 --bins 25 --pairs A-B,B-B --frames %llu -o one.h5",
+                          MDNL_DATA_DIR, (unsigned long long)k),
+                     0, "%s", err_text);
+        read_nd("one.h5", "/rdf/A-B/g", g1, 25, d1);
+        read_nd("one.h5", "/rdf/A-B/counts", c1, 25, d1);
+        cr_expect_eq(memcmp(g1, gf + k * 25, sizeof g1), 0, "frame %llu: g row differs from the frame's own g",
+                     (unsigned long long)k);
+        cr_expect_eq(memcmp(c1, cf + k * 25, sizeof c1), 0);
+    }
+    char *svg = read_all("all.svg");
+    cr_expect(strstr(svg, "g(r) per frame, A-B") != NULL && strstr(svg, "g(r) per frame, B-B") != NULL);
+    free(svg);
+    /* nothing per-frame to write: a usage error */
+    cr_expect_eq(mdnl("rdf %s/rdf/lj_mixture.xyz --rmax 2.5 --bins 25 --per-frame -o t.tsv", MDNL_DATA_DIR), 2);
+    expect_one_error_line();
+}

@@ -97,7 +97,7 @@ print("%-16s %7s %9s %10s %9s %9s %9s %9s %10s" % ("run", "frames", "atoms/fr", 
 for r in rows:
     s = r["seconds"]
     rss = "%.0f" % (r["peak_rss_kib"] / 1024) if r["peak_rss_kib"] else "-"
-    print("%-16s %7d %9d %10.2f %9.3f %9.3f %9.3f %9.3f %10s" % (r["label"], r["frames"], r["atoms"] // max(r["frames"], 1),
+    print("%-16s %7d %9d %10.2f %9.3f %9.3f %9.3f %9.3f %10s" % (r["label"], r["frames"], r["atoms"],
           r["frames_per_second"], s["read"], s["compute"], s["write"], s["wall"], rss))
 for fmt, target in (("xyz", None), ("h5md", 0.85)):
     a, b = by[fmt + " end-to-end"], by[fmt + " read-only"]

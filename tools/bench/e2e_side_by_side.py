@@ -189,6 +189,7 @@ def main():
     def add(tool, fmt, computes, cmd):
         try:
             rows.append({"tool": tool, "input": fmt, "computes": computes, "seconds": timed(cmd, work, a.repeat)})
+            print("%s: %.2f s" % (tool, rows[-1]["seconds"]), file=sys.stderr, flush=True)
         except RuntimeError as e:
             notes.append("%s: %s" % (tool, e))
 

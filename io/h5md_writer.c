@@ -9,6 +9,7 @@
 #include "h5_error.h"
 #include "h5md_writer.h"
 
+#include "chunk_pool.h"
 #include "output_file.h"
 
 #include <hdf5.h>
@@ -48,11 +49,27 @@ static mdnl_status fail(const char *path, const char *fmt, ...)
 
 /* --- appendable datasets ------------------------------------------------ */
 
+/* A compressed dataset (gzip > 0) bypasses HDF5's filter pipeline: rows
+ * are staged in whole chunks, which worker threads shuffle and deflate
+ * (mdnl_shuffle_deflate: the bytes the pipeline would make) and this thread
+ * stores with H5Dwrite_chunk, in chunk order. The stage holds `threads`
+ * chunks, so a trajectory's one-chunk frames are compressed `threads` at a
+ * time; a large block (a neighbor list's j) goes from the caller's buffer
+ * straight to the workers. The last, partial chunk is padded with zeros (the
+ * fill value, as the pipeline pads an edge chunk) and stored at app_finish. */
 typedef struct app {
     hid_t ds;
     int rank;               /* including the unlimited first dimension */
     hsize_t dims[MAX_RANK]; /* current extent */
     char name[96];
+    bool direct;            /* compressed through the workers */
+    hid_t ftype;            /* file type (direct: the memory type must equal it) */
+    int gzip, threads;
+    size_t elsize, row_bytes;
+    hsize_t chunk_rows;
+    hsize_t stored_rows;    /* rows in chunks already stored (a multiple of chunk_rows) */
+    unsigned char *stage;   /* threads * chunk_rows rows from stored_rows on */
+    hsize_t stage_rows;
 } app;
 
 static void app_close(app *a)
@@ -60,12 +77,95 @@ static void app_close(app *a)
     if (a->ds > 0)
         H5Dclose(a->ds);
     a->ds = H5I_INVALID_HID;
+    free(a->stage);
+    a->stage = NULL;
+}
+
+/* The chunks first..first+n-1 of a direct dataset, from `rows` (chunk
+ * `first` starts at rows). */
+typedef struct chunk_job {
+    const char *path;
+    app *a;
+    const unsigned char *rows;
+    hsize_t first;
+} chunk_job;
+
+static bool chunk_make(void *ctx, int64_t k, mdnl_pool_buf *b)
+{
+    const chunk_job *j = ctx;
+    const size_t bytes = (size_t)j->a->chunk_rows * j->a->row_bytes;
+    return mdnl_shuffle_deflate(j->rows + (size_t)k * bytes, bytes, j->a->elsize, j->a->gzip, b);
+}
+
+static mdnl_status chunk_take(void *ctx, int64_t k, const mdnl_pool_buf *b)
+{
+    const chunk_job *j = ctx;
+    const char *path = j->path;
+    hsize_t off[MAX_RANK] = {0};
+    off[0] = (j->first + (hsize_t)k) * j->a->chunk_rows;
+    TRY(H5Dwrite_chunk(j->a->ds, H5P_DEFAULT, b->flags, off, b->len, b->data), "write the dataset %s",
+        j->a->name);
+    return MDNL_OK;
+}
+
+/* Compresses and stores n whole chunks starting at rows (the next chunks). */
+static mdnl_status app_store(const char *path, app *a, const unsigned char *rows, hsize_t n)
+{
+    chunk_job j = {path, a, rows, a->stored_rows / a->chunk_rows};
+    char what[160];
+    snprintf(what, sizeof what, "%s: compressing %s", path, a->name);
+    mdnl_status st = mdnl_pool_map(a->threads, (int64_t)n, &j, chunk_make, chunk_take, what);
+    if (st == MDNL_OK)
+        a->stored_rows += n * a->chunk_rows;
+    return st;
+}
+
+/* Appends nrows rows to a direct dataset whose extent already covers them. */
+static mdnl_status app_stage(const char *path, app *a, const unsigned char *src, hsize_t nrows)
+{
+    const hsize_t cap = (hsize_t)a->threads * a->chunk_rows;
+    mdnl_status st;
+    /* Fill the stage; store it when full. */
+    hsize_t k = nrows < cap - a->stage_rows ? nrows : cap - a->stage_rows;
+    memcpy(a->stage + (size_t)a->stage_rows * a->row_bytes, src, (size_t)k * a->row_bytes);
+    a->stage_rows += k;
+    src += (size_t)k * a->row_bytes;
+    nrows -= k;
+    if (a->stage_rows < cap)
+        return MDNL_OK;
+    if ((st = app_store(path, a, a->stage, a->threads)) != MDNL_OK)
+        return st;
+    a->stage_rows = 0;
+    /* Whole chunks straight from the caller's rows, the rest to the stage. */
+    hsize_t whole = nrows / a->chunk_rows;
+    if (whole && (st = app_store(path, a, src, whole)) != MDNL_OK)
+        return st;
+    src += (size_t)(whole * a->chunk_rows) * a->row_bytes;
+    nrows -= whole * a->chunk_rows;
+    memcpy(a->stage, src, (size_t)nrows * a->row_bytes);
+    a->stage_rows = nrows;
+    return MDNL_OK;
+}
+
+/* Stores a direct dataset's staged rows, the last chunk padded with zeros. */
+static mdnl_status app_finish(const char *path, app *a)
+{
+    if (!a->direct || a->ds < 0 || a->stage_rows == 0)
+        return MDNL_OK;
+    hsize_t n = (a->stage_rows + a->chunk_rows - 1) / a->chunk_rows;
+    memset(a->stage + (size_t)a->stage_rows * a->row_bytes, 0,
+           (size_t)(n * a->chunk_rows - a->stage_rows) * a->row_bytes);
+    mdnl_status st = app_store(path, a, a->stage, n);
+    if (st == MDNL_OK)
+        a->stage_rows = 0;
+    return st;
 }
 
 /* Creates loc/name with rows of shape row[0..rowrank) and an unlimited first
- * dimension; chunk_rows rows per chunk; gzip 0 for none. */
+ * dimension; chunk_rows rows per chunk; gzip 0 for none, else shuffle and
+ * deflate at that level, compressed on `threads` workers. */
 static mdnl_status app_create(const char *path, hid_t loc, const char *name, hid_t type, int rowrank,
-                              const hsize_t *row, hsize_t chunk_rows, int gzip, app *a)
+                              const hsize_t *row, hsize_t chunk_rows, int gzip, int threads, app *a)
 {
     memset(a, 0, sizeof *a);
     a->ds = H5I_INVALID_HID;
@@ -97,6 +197,22 @@ static mdnl_status app_create(const char *path, hid_t loc, const char *name, hid
     H5Pclose(dcpl);
     H5Sclose(sp);
     TRY(a->ds, "create the dataset %s", name);
+    a->ftype = type;
+    a->gzip = gzip;
+    a->threads = threads > 0 ? threads : 1;
+    a->elsize = H5Tget_size(type);
+    a->row_bytes = a->elsize;
+    for (int d = 0; d < rowrank; ++d)
+        a->row_bytes *= (size_t)row[d];
+    a->chunk_rows = chunk_rows;
+    const uint16_t one = 1;
+    const bool little = *(const unsigned char *)&one == 1; /* the file types are little-endian */
+    a->direct = gzip > 0 && a->row_bytes > 0 && little;
+    if (a->direct) {
+        a->stage = mdnl_malloc((size_t)a->threads * (size_t)chunk_rows * a->row_bytes, "HDF5 chunk stage");
+        if (!a->stage)
+            return MDNL_ERR_RESOURCE;
+    }
     return MDNL_OK;
 }
 
@@ -114,6 +230,13 @@ static mdnl_status app_write(const char *path, app *a, hid_t memtype, const void
     memcpy(newd, a->dims, sizeof newd);
     newd[0] += nrows;
     TRY(H5Dset_extent(a->ds, newd), "extend the dataset %s", a->name);
+    if (a->direct) {
+        htri_t same = H5Tequal(memtype, a->ftype);
+        if (same <= 0)
+            return mdnl_error(MDNL_ERR_INTERNAL, "%s: %s: memory type differs from the file's", path, a->name);
+        a->dims[0] = newd[0];
+        return app_stage(path, a, buf, nrows);
+    }
     bool empty = false;
     for (int d = 1; d < a->rank; ++d)
         empty |= count[d] == 0;
@@ -364,11 +487,11 @@ static mdnl_status traj_start(mdnl_h5md_traj *w, const mdnl_frame *f)
     hid_t pg = make_group(w->gid, "position");
     TRY(pg, "create /particles/all/position");
     hsize_t row[2] = {(hsize_t)w->natoms, 3};
-    st = app_create(path, pg, "value", H5T_IEEE_F64LE, 2, row, 1, w->opt.gzip, &w->pos);
+    st = app_create(path, pg, "value", H5T_IEEE_F64LE, 2, row, 1, w->opt.gzip, w->opt.threads, &w->pos);
     if (st == MDNL_OK)
-        st = app_create(path, pg, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &w->step);
+        st = app_create(path, pg, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, 1, &w->step);
     if (st == MDNL_OK)
-        st = app_create(path, pg, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, &w->time);
+        st = app_create(path, pg, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, 1, &w->time);
     if (st == MDNL_OK && w->lunit[0])
         st = write_str_attr(path, w->pos.ds, "unit", w->lunit, 0, 0);
     if (st == MDNL_OK && w->tunit[0])
@@ -394,7 +517,7 @@ static mdnl_status traj_start(mdnl_h5md_traj *w, const mdnl_frame *f)
             st = fail(path, "create /particles/all/box/edges");
         hsize_t r33[2] = {3, 3};
         if (st == MDNL_OK)
-            st = app_create(path, eg, "value", H5T_IEEE_F64LE, 2, r33, 64, 0, &w->edges);
+            st = app_create(path, eg, "value", H5T_IEEE_F64LE, 2, r33, 64, 0, 1, &w->edges);
         if (st == MDNL_OK && w->lunit[0])
             st = write_str_attr(path, w->edges.ds, "unit", w->lunit, 0, 0);
         if (st == MDNL_OK && H5Lcreate_hard(w->gid, "position/step", eg, "step", H5P_DEFAULT, H5P_DEFAULT) < 0)
@@ -454,7 +577,7 @@ static mdnl_status species_to_td(mdnl_h5md_traj *w)
     w->species_obj = make_group(w->gid, "species");
     TRY(w->species_obj, "create /particles/all/species");
     hsize_t row[1] = {(hsize_t)w->natoms};
-    mdnl_status st = app_create(path, w->species_obj, "value", H5T_STD_I32LE, 1, row, 1, 1, &w->species);
+    mdnl_status st = app_create(path, w->species_obj, "value", H5T_STD_I32LE, 1, row, 1, 1, w->opt.threads, &w->species);
     if (st != MDNL_OK)
         return st;
     TRY(H5Lcreate_hard(w->gid, "position/step", w->species_obj, "step", H5P_DEFAULT, H5P_DEFAULT),
@@ -563,8 +686,10 @@ mdnl_status mdnl_h5md_traj_commit(mdnl_h5md_traj *w)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     const char *path = w->path;
-    mdnl_status st = MDNL_OK;
-    if (w->species_obj >= 0 && w->nnames > 0)
+    mdnl_status st = app_finish(path, &w->pos);
+    if (st == MDNL_OK)
+        st = app_finish(path, &w->species);
+    if (st == MDNL_OK && w->species_obj >= 0 && w->nnames > 0)
         st = write_str_attr(path, w->species_obj, "names", &w->names[0][0], w->nnames, MDNL_SYMBOL_LEN);
     if (st == MDNL_OK && !w->started) {
         /* No frames: an H5MD file still needs /particles. */
@@ -637,6 +762,7 @@ struct mdnl_h5md_results {
         int64_t natoms;
         app frame, step, value;
     } co[MDNL_H5MD_COORD_MAX];
+    int threads; /* compression workers */
 };
 
 static void results_close_objects(mdnl_h5md_results *w)
@@ -680,6 +806,7 @@ mdnl_status mdnl_h5md_results_create(const char *path, mdnl_h5md_results **out)
     if (!w)
         return MDNL_ERR_RESOURCE;
     w->fid = w->nb = w->rdf = H5I_INVALID_HID;
+    w->threads = 1;
     app *all[] = {&w->e_step,   &w->e_time,        &w->e_value,       &w->pa_step,       &w->pa_time,
                   &w->pa_value, &w->nb_frame,      &w->nb_natoms,     &w->nb_npairs,     &w->nb_row_start,
                   &w->nb_pair_start, &w->nb_offsets, &w->nb_j,        &w->nb_d};
@@ -743,13 +870,13 @@ mdnl_status mdnl_h5md_results_write_energy(mdnl_h5md_results *w, int64_t step, d
         H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
         hid_t g = require_groups(w->fid, "/observables/potential_energy");
         TRY(g, "create /observables/potential_energy");
-        st = app_create(path, g, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &w->e_step);
+        st = app_create(path, g, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, 1, &w->e_step);
         if (st == MDNL_OK)
-            st = app_create(path, g, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, &w->e_time);
+            st = app_create(path, g, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, 1, &w->e_time);
         if (st == MDNL_OK)
             st = write_str_attr(path, w->e_time.ds, "unit", MDNL_H5MD_TIME_UNIT, 0, 0);
         if (st == MDNL_OK)
-            st = app_create(path, g, "value", H5T_IEEE_F64LE, 0, NULL, 1024, 0, &w->e_value);
+            st = app_create(path, g, "value", H5T_IEEE_F64LE, 0, NULL, 1024, 0, 1, &w->e_value);
         H5Gclose(g);
         if (st != MDNL_OK)
             return st;
@@ -773,13 +900,13 @@ mdnl_status mdnl_h5md_results_write_per_atom_energy(mdnl_h5md_results *w, int64_
         hid_t g = require_groups(w->fid, "/particles/all/potential_energy");
         TRY(g, "create /particles/all/potential_energy");
         hsize_t row[1] = {(hsize_t)natoms};
-        st = app_create(path, g, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &w->pa_step);
+        st = app_create(path, g, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, 1, &w->pa_step);
         if (st == MDNL_OK)
-            st = app_create(path, g, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, &w->pa_time);
+            st = app_create(path, g, "time", H5T_IEEE_F64LE, 0, NULL, 1024, 0, 1, &w->pa_time);
         if (st == MDNL_OK)
             st = write_str_attr(path, w->pa_time.ds, "unit", MDNL_H5MD_TIME_UNIT, 0, 0);
         if (st == MDNL_OK)
-            st = app_create(path, g, "value", H5T_IEEE_F64LE, 1, row, 1, 0, &w->pa_value);
+            st = app_create(path, g, "value", H5T_IEEE_F64LE, 1, row, 1, 0, 1, &w->pa_value);
         H5Gclose(g);
         if (st != MDNL_OK)
             return st;
@@ -825,7 +952,8 @@ static mdnl_status neighbors_start(mdnl_h5md_results *w)
         {&w->nb_d, "distance", H5T_IEEE_F32LE, big, 0},
     };
     for (size_t k = 0; k < sizeof spec / sizeof *spec && st == MDNL_OK; ++k)
-        st = app_create(path, w->nb, spec[k].name, spec[k].type, 0, NULL, spec[k].chunk, spec[k].gzip, spec[k].a);
+        st = app_create(path, w->nb, spec[k].name, spec[k].type, 0, NULL, spec[k].chunk, spec[k].gzip,
+                        w->threads, spec[k].a);
     int64_t zero = 0;
     if (st == MDNL_OK)
         st = app_write(path, &w->nb_row_start, H5T_NATIVE_INT64, &zero, 1);
@@ -835,6 +963,8 @@ static mdnl_status neighbors_start(mdnl_h5md_results *w)
         w->nb_started = true;
     return st;
 }
+
+void mdnl_h5md_results_set_threads(mdnl_h5md_results *w, int threads) { w->threads = threads > 0 ? threads : 1; }
 
 mdnl_status mdnl_h5md_results_set_neighbors_info(mdnl_h5md_results *w, const char *list, double cutoff)
 {
@@ -940,13 +1070,13 @@ mdnl_status mdnl_h5md_results_write_rdf_frame(mdnl_h5md_results *w, const char *
         TRY(grp, "create %s", gpath);
         w->rf_n++; /* closed with the others from here on */
         const hsize_t row[1] = {(hsize_t)bins};
-        st = app_create(path, grp, "frame", H5T_STD_I64LE, 0, NULL, 1024, 0, &r->frame);
+        st = app_create(path, grp, "frame", H5T_STD_I64LE, 0, NULL, 1024, 0, 1, &r->frame);
         if (st == MDNL_OK)
-            st = app_create(path, grp, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &r->step);
+            st = app_create(path, grp, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, 1, &r->step);
         if (st == MDNL_OK) /* chunked by frame: a row a chunk */
-            st = app_create(path, grp, "g_frames", H5T_IEEE_F64LE, 1, row, 1, 0, &r->g);
+            st = app_create(path, grp, "g_frames", H5T_IEEE_F64LE, 1, row, 1, 0, 1, &r->g);
         if (st == MDNL_OK)
-            st = app_create(path, grp, "counts_frames", H5T_STD_U64LE, 1, row, 1, 0, &r->counts);
+            st = app_create(path, grp, "counts_frames", H5T_STD_U64LE, 1, row, 1, 0, 1, &r->counts);
         H5Gclose(grp);
         if (st != MDNL_OK)
             return st;
@@ -992,11 +1122,11 @@ mdnl_status mdnl_h5md_results_write_coord(mdnl_h5md_results *w, const char *name
         TRY(grp, "create %s", gpath);
         w->co_n++;
         const hsize_t row[1] = {(hsize_t)natoms};
-        st = app_create(path, grp, "frame", H5T_STD_I64LE, 0, NULL, 1024, 0, &r->frame);
+        st = app_create(path, grp, "frame", H5T_STD_I64LE, 0, NULL, 1024, 0, 1, &r->frame);
         if (st == MDNL_OK)
-            st = app_create(path, grp, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, &r->step);
+            st = app_create(path, grp, "step", H5T_STD_I64LE, 0, NULL, 1024, 0, 1, &r->step);
         if (st == MDNL_OK)
-            st = app_create(path, grp, "value", H5T_STD_I32LE, 1, row, 1, 1, &r->value);
+            st = app_create(path, grp, "value", H5T_STD_I32LE, 1, row, 1, 1, w->threads, &r->value);
         H5Gclose(grp);
         if (st != MDNL_OK)
             return st;
@@ -1033,6 +1163,9 @@ mdnl_status mdnl_h5md_results_commit(mdnl_h5md_results *w)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     mdnl_status st = w->e_pending ? flush_energy(w) : MDNL_OK;
+    app *all[] = {&w->pa_value, &w->nb_offsets, &w->nb_j, &w->nb_d};
+    for (size_t k = 0; k < sizeof all / sizeof *all && st == MDNL_OK; ++k)
+        st = app_finish(w->path, all[k]);
     if (st != MDNL_OK) {
         mdnl_h5md_results_abort(w);
         return st;

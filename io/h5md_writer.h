@@ -63,6 +63,7 @@ typedef struct mdnl_h5md_traj_options {
     const char *length_unit; /* `unit` attribute of positions and edges; NULL: none (mdnl never converts) */
     const char *time_unit;   /* `unit` attribute of time; NULL: none */
     int gzip;                /* 0: positions uncompressed (default), 1-9: deflate level with shuffle */
+    int threads;             /* compression workers for gzip (0 or 1: on the calling thread) */
 } mdnl_h5md_traj_options;
 
 /* Creates the temporary file for `path` (opt may be NULL). The datasets are
@@ -116,6 +117,12 @@ void mdnl_h5md_traj_abort(mdnl_h5md_traj *w);
 typedef struct mdnl_h5md_results mdnl_h5md_results;
 
 mdnl_status mdnl_h5md_results_create(const char *path, mdnl_h5md_results **out);
+
+/* Compressed datasets (the neighbor list's offsets and j) are shuffled and
+ * deflated by `threads` worker threads (default 1: on the calling thread)
+ * and stored with H5Dwrite_chunk: the chunks hold the bytes HDF5's filter
+ * pipeline would write. Set before the first write. */
+void mdnl_h5md_results_set_threads(mdnl_h5md_results *w, int threads);
 
 /* Appends one frame's total potential energy. */
 mdnl_status mdnl_h5md_results_write_energy(mdnl_h5md_results *w, int64_t step, double time, double total);

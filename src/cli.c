@@ -3,10 +3,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
+#include "chunk_pool.h"
 #include "device.h"
 #include "mpi_split.h"
 
 #include <errno.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -132,6 +136,8 @@ static mdnl_status parse_box(const char *s, mdnl_box *box)
 
 /* ---- the option table ---- */
 
+enum { MAX_THREADS = 1024 }; /* --threads */
+
 static bool allowed_name(const char *allowed, const char *name);
 
 enum kind { FLAG, STRING, DOUBLE_POS, DOUBLE_NONNEG, INT_POS, UINT, SPECIAL };
@@ -183,6 +189,7 @@ static const opt_def defs[] = {
     {"seed", 0, UINT, OFF(seed), NONE},
     {"sizes", 0, STRING, OFF(sizes), NONE},
     {"max-pairs", 0, DOUBLE_POS, OFF(max_pairs), NONE},
+    {"threads", 0, INT_POS, OFF(threads), OFF(has_threads)},
     {"data", 0, STRING, OFF(data_dir), NONE},
 };
 
@@ -193,15 +200,15 @@ static const struct command_options {
     const char *command, *options;
 } command_options[] = {
     {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,method,frames,box,no-pbc,"
-            "group,topology,units,quiet,json,progress,no-progress,max-pairs"},
+            "group,topology,units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
-                  "no-progress,max-pairs"},
+                  "no-progress,max-pairs,threads"},
     {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
-               "no-progress,max-pairs"},
+               "no-progress,max-pairs,threads"},
     {"coord", "cutoff,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
               "no-progress,max-pairs"},
     {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
-            "no-progress,max-pairs"},
+            "no-progress,max-pairs,threads"},
     {"info", "json,group,box,no-pbc,topology,units,quiet"},
     {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},
     {"convert", "to,frames,box,no-pbc,group,topology,units,quiet,json,progress,no-progress"},
@@ -227,6 +234,9 @@ static const struct option_help {
     {"max-pairs",
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per\n"
      "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
+    {"threads",
+     "  --threads N               CPU threads for the CPU backend and the output writers (default: the\n"
+     "                            cores this process may use)\n"},
     {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
                "                            file's; a selection with no frame is an error (exit 2)\n"},
     {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"
@@ -478,7 +488,25 @@ mdnl_status mdnl_parse_options(const char *command, const char *allowed, int arg
     if (o->json)
         o->quiet = true; /* stdout belongs to the JSON object */
     mdnl_work_set_limit(o->max_pairs); /* the work guard of every frame prepared from here on (geometry.h) */
+    if (o->has_threads && o->threads > MAX_THREADS)
+        return mdnl_error(MDNL_ERR_USAGE, "--threads: expected 1 to %d, got %lld", MAX_THREADS, o->threads);
+#ifdef _OPENMP
+    if (o->has_threads)
+        omp_set_num_threads((int)o->threads); /* the CPU backend's team on this thread */
+#endif
     return MDNL_OK;
+}
+
+int mdnl_threads(const mdnl_opts *o)
+{
+    if (o->has_threads)
+        return (int)o->threads;
+    int n = mdnl_cpus_available();
+#ifdef _OPENMP
+    if (getenv("OMP_NUM_THREADS") && omp_get_max_threads() < n)
+        n = omp_get_max_threads();
+#endif
+    return n;
 }
 
 /* ---- backend ---- */

@@ -45,6 +45,8 @@ typedef struct mdnl_opts {
     bool neighbors; /* run: store the lists */
     bool read_only; /* run: read and parse only */
     double max_pairs;    /* --max-pairs: the work guard's limit (geometry.h); 0: the default */
+    long long threads;   /* --threads N: CPU threads (mdnl_threads) */
+    bool has_threads;
     bool coords_checked; /* run: every frame goes through a prepare that rejects non-finite
                             coordinates, so the reader need not check them (mdnl_read_options) */
     /* rdf */
@@ -166,6 +168,13 @@ mdnl_status mdnl_cmd_run(int argc, char **argv);
 
 /* Writes the rows of one frame's list in the `neighbors` TSV format
  * (frame, i, j, distance with %.9g); MDNL_ERR_RESOURCE when a write fails. */
-mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l);
+mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l, int threads);
+
+/* The CPU threads a command may use: --threads N, else the CPUs the process
+ * may run on (sched_getaffinity), capped by OMP_NUM_THREADS when set. The
+ * CPU backend's OpenMP team and the writers' workers each get this many
+ * (they run one after the other); mdnl run, whose stages overlap, splits
+ * them (pipeline.h). */
+int mdnl_threads(const mdnl_opts *o);
 
 #endif

@@ -2,6 +2,7 @@
  * frame as a TSV table (# frame i j distance). */
 #include "cli.h"
 #include "engine.h"
+#include "chunk_pool.h"
 #include "h5md_writer.h"
 #include "output_file.h"
 
@@ -25,23 +26,62 @@ static char *put_int(char *p, int64_t v)
     return p;
 }
 
-mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l)
+/* Rows are formatted in blocks of about TSV_BLOCK pairs by the writer
+ * workers (chunk_pool.h) and written in order: the bytes one thread writes. */
+enum { TSV_BLOCK = 65536, TSV_LINE = 96 };
+
+typedef struct tsv_job {
+    FILE *fp;
+    int64_t frame, rows_per_block;
+    const mdnl_nlist *l;
+} tsv_job;
+
+static bool tsv_make(void *ctx, int64_t k, mdnl_pool_buf *b)
 {
-    char line[96];
-    for (int64_t i = 0; i < l->natoms; ++i)
-        for (int64_t k = l->offsets[i]; k < l->offsets[i + 1]; ++k) {
-            char *p = put_int(line, frame);
+    const tsv_job *t = ctx;
+    const mdnl_nlist *l = t->l;
+    int64_t i0 = k * t->rows_per_block, i1 = i0 + t->rows_per_block;
+    if (i1 > l->natoms)
+        i1 = l->natoms;
+    b->len = 0;
+    for (int64_t i = i0; i < i1; ++i)
+        for (int64_t n = l->offsets[i]; n < l->offsets[i + 1]; ++n) {
+            if (!mdnl_pool_buf_reserve(b, b->len + TSV_LINE))
+                return false;
+            char *line = (char *)b->data + b->len, *p = put_int(line, t->frame);
             *p++ = '\t';
             p = put_int(p, i);
             *p++ = '\t';
-            p = put_int(p, l->j[k]);
+            p = put_int(p, l->j[n]);
             *p++ = '\t';
-            p += snprintf(p, 32, "%.9g", (double)l->d[k]);
+            p += snprintf(p, 32, "%.9g", (double)l->d[n]);
             *p++ = '\n';
-            if (fwrite(line, 1, (size_t)(p - line), fp) != (size_t)(p - line))
-                return mdnl_error(MDNL_ERR_RESOURCE, "write failed");
+            b->len += (size_t)(p - line);
         }
+    return true;
+}
+
+static mdnl_status tsv_take(void *ctx, int64_t k, const mdnl_pool_buf *b)
+{
+    (void)k;
+    const tsv_job *t = ctx;
+    if (b->len && fwrite(b->data, 1, b->len, t->fp) != b->len)
+        return mdnl_error(MDNL_ERR_RESOURCE, "write failed");
     return MDNL_OK;
+}
+
+mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l, int threads)
+{
+    if (l->natoms <= 0)
+        return MDNL_OK;
+    /* Rows per block: about TSV_BLOCK pairs at the list's mean row length. */
+    int64_t per = l->npairs > 0 ? (int64_t)((double)TSV_BLOCK * (double)l->natoms / (double)l->npairs) : l->natoms;
+    if (per < 1)
+        per = 1;
+    if (per > l->natoms)
+        per = l->natoms;
+    tsv_job t = {fp, frame, per, l};
+    return mdnl_pool_map(threads, (l->natoms + per - 1) / per, &t, tsv_make, tsv_take, "neighbor rows");
 }
 
 mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
@@ -55,6 +95,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     if (!o.has_cutoff)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl neighbors: the cutoff -c CUT is required");
     const char *input = o.positional[0];
+    const int threads = mdnl_threads(&o);
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
     const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
     const mdnl_output_kind out_kind = h5 ? MDNL_OUTPUT_HDF5 : MDNL_OUTPUT_TEXT;
@@ -81,9 +122,11 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         goto done;
     if (h5) {
         mdnl_list_kind k = o.has_list ? o.list : MDNL_LIST_HALF;
-        if ((st = mdnl_h5md_results_create(outpath, &res)) != MDNL_OK ||
-            (st = mdnl_h5md_results_set_neighbors_info(res, k == MDNL_LIST_FULL ? "full" : "half", o.cutoff)) !=
-                MDNL_OK)
+        if ((st = mdnl_h5md_results_create(outpath, &res)) != MDNL_OK)
+            goto done;
+        mdnl_h5md_results_set_threads(res, threads);
+        if ((st = mdnl_h5md_results_set_neighbors_info(res, k == MDNL_LIST_FULL ? "full" : "half", o.cutoff)) !=
+            MDNL_OK)
             goto done;
     } else if (outpath) {
         if ((st = mdnl_ofile_open(&out, outpath)) != MDNL_OK)
@@ -117,7 +160,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
             if ((st = mdnl_h5md_results_write_neighbors(res, f.index, list.natoms, list.offsets, list.j, list.d,
                                                          list.npairs)) != MDNL_OK)
                 goto done;
-        } else if (outpath && (st = mdnl_neighbors_tsv_rows(out.fp, f.index, &list)) != MDNL_OK) {
+        } else if (outpath && (st = mdnl_neighbors_tsv_rows(out.fp, f.index, &list, threads)) != MDNL_OK) {
             st = mdnl_error(st, "%s: write failed", outpath);
             goto done;
         }

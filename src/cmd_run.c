@@ -31,6 +31,7 @@ typedef struct run_out {
     bool want[NOUT];
     char *file[NOUT];  /* DIR/name, owned */
     mdnl_ofile tsv[NOUT];
+    int threads; /* the writer's workers */
 } run_out;
 
 static mdnl_status sink(void *user, const mdnl_frame_result *r)
@@ -51,7 +52,7 @@ static mdnl_status sink(void *user, const mdnl_frame_result *r)
         if (ferror(fp))
             return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", o->file[OUT_ENERGY]);
     }
-    if (r->list && mdnl_neighbors_tsv_rows(o->tsv[OUT_NEIGHBORS].fp, r->index, r->list) != MDNL_OK)
+    if (r->list && mdnl_neighbors_tsv_rows(o->tsv[OUT_NEIGHBORS].fp, r->index, r->list, o->threads) != MDNL_OK)
         return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", o->file[OUT_NEIGHBORS]);
     return MDNL_OK;
 }
@@ -93,6 +94,7 @@ static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff)
     if (o->h5) {
         if ((st = mdnl_h5md_results_create(o->path, &o->res)) != MDNL_OK)
             return st;
+        mdnl_h5md_results_set_threads(o->res, o->threads);
         if (o->want[OUT_NEIGHBORS])
             return mdnl_h5md_results_set_neighbors_info(o->res, list == MDNL_LIST_FULL ? "full" : "half", cutoff);
         return MDNL_OK;
@@ -202,6 +204,9 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     run_out out;
     memset(&out, 0, sizeof out);
     out.path = o.output;
+    /* The writer runs while the next frames are computed: half the threads
+     * (the other half is the prepare stage's team, pipeline.c). */
+    out.threads = mdnl_threads(&o) >= 4 ? mdnl_threads(&o) / 2 : 1;
     if (o.output) {
         if (strcmp(o.output, "-") == 0)
             return mdnl_error(MDNL_ERR_USAGE, "mdnl run: -o -: expected RESULTS.h5 or DIR/ (several tables)");

@@ -244,10 +244,11 @@ static void *prepare_main(void *arg)
 {
     ring *p = arg;
 #ifdef _OPENMP
-    /* mdnl_geom_prepare's OpenMP team: half the cores, leaving the rest to
-     * the reader, compute and writer threads and the CUDA driver (idle
-     * OpenMP threads spin for a while and would slow them). */
-    int procs = omp_get_num_procs(), team = procs >= 4 ? procs / 2 : 1;
+    /* mdnl_geom_prepare's OpenMP team: half the threads (--threads, else
+     * the cores), leaving the rest to the reader, compute and writer threads
+     * and the CUDA driver (idle OpenMP threads spin for a while and would
+     * slow them). */
+    int procs = mdnl_threads(p->c->opts), team = procs >= 4 ? procs / 2 : 1;
     /* OMP_NUM_THREADS caps it (MPI ranks sharing a node's cores set it) */
     omp_set_num_threads(team < omp_get_max_threads() ? team : omp_get_max_threads());
 #endif

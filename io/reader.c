@@ -1,70 +1,389 @@
-/* reader.c — the format dispatch behind reader.h: H5MD by extension or by
- * the HDF5 signature, XYZ / extended XYZ otherwise. */
+/* reader.c — the table of formats behind reader.h and the detection that
+ * picks one: --format, else a sure sniff of the content, else the extension
+ * (after a compression suffix), else a plausible sniff, else an error that
+ * names the formats mdnl reads. XYZ / extended XYZ and H5MD are wrapped
+ * here; every other format defines its row beside its reader. */
+#define _POSIX_C_SOURCE 200809L
 #include "reader.h"
 
 #include "h5md_reader.h"
 #include "xyz_reader.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-struct mdnl_reader {
-    mdnl_xyz_reader *xyz;
-    mdnl_h5md_reader *h5;
+/* ---- XYZ / extended XYZ ---- */
+
+static int line_is_integer(const unsigned char *s, const unsigned char *e)
+{
+    while (s < e && (*s == ' ' || *s == '\t' || *s == '\r'))
+        ++s;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        --e;
+    if (s < e && *s == '+')
+        ++s;
+    if (s == e)
+        return 0;
+    for (; s < e; ++s)
+        if (*s < '0' || *s > '9')
+            return 0;
+    return 1;
+}
+
+/* The k-th line (0-based) of the head: [*b, *e); 0 when the head has fewer. */
+static int head_line(const unsigned char *h, size_t n, int k, const unsigned char **b, const unsigned char **e)
+{
+    const unsigned char *p = h, *end = h + n;
+    for (int i = 0; i < k; ++i) {
+        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            return 0;
+        p = nl + 1;
+    }
+    const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl && p == end)
+        return 0;
+    *b = p;
+    *e = nl ? nl : end;
+    return 1;
+}
+
+static int sniff_xyz(const unsigned char *h, size_t n)
+{
+    const unsigned char *b, *e;
+    return head_line(h, n, 0, &b, &e) && line_is_integer(b, e) ? MDNL_SNIFF_MAYBE : MDNL_SNIFF_NO;
+}
+
+static bool has_key(const unsigned char *b, const unsigned char *e, const char *key)
+{
+    const size_t k = strlen(key);
+    for (const unsigned char *p = b; p + k <= e; ++p)
+        if (strncasecmp((const char *)p, key, k) == 0 && (p == b || p[-1] == ' ' || p[-1] == '\t'))
+            return true;
+    return false;
+}
+
+typedef struct xyz_state {
+    mdnl_xyz_reader *r;
+    bool extended;
+} xyz_state;
+
+static mdnl_status xyz_open(const mdnl_format_input *in, void **state)
+{
+    xyz_state *x = mdnl_calloc(1, sizeof *x, "XYZ reader");
+    if (!x)
+        return MDNL_ERR_RESOURCE;
+    const unsigned char *h, *b, *e;
+    size_t n = mdnl_stream_head(in->stream, &h);
+    x->extended = head_line(h, n, 1, &b, &e) &&
+                  (has_key(b, e, "Lattice=") || has_key(b, e, "Properties=") || has_key(b, e, "pbc="));
+    mdnl_status st = mdnl_xyz_open_stream(in->stream, in->path, &x->r);
+    if (st != MDNL_OK) {
+        free(x);
+        return st;
+    }
+    *state = x;
+    return MDNL_OK;
+}
+
+static mdnl_status xyz_next(void *s, mdnl_frame *f) { return mdnl_xyz_next(((xyz_state *)s)->r, f); }
+static mdnl_status xyz_skip(void *s) { return mdnl_xyz_skip(((xyz_state *)s)->r); }
+static const char *xyz_name(void *s) { return ((xyz_state *)s)->extended ? "extxyz" : "xyz"; }
+
+static void xyz_close(void *s)
+{
+    if (!s)
+        return;
+    mdnl_xyz_close(((xyz_state *)s)->r);
+    free(s);
+}
+
+static const mdnl_format format_xyz = {
+    .name = "xyz", .extensions = ".xyz", .stream = true, .sniff = sniff_xyz, .open = xyz_open,
+    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close,
+};
+static const mdnl_format format_extxyz = {
+    .name = "extxyz", .extensions = ".extxyz", .stream = true, .open = xyz_open,
+    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close,
 };
 
-static bool hdf5_extension(const char *p)
+/* ---- H5MD ---- */
+
+static int sniff_hdf5(const unsigned char *h, size_t n)
 {
-    const char *d = strrchr(p, '.');
-    return d && (!strcasecmp(d, ".h5") || !strcasecmp(d, ".h5md") || !strcasecmp(d, ".hdf5"));
+    return n >= 8 && memcmp(h, "\x89HDF\r\n\x1a\n", 8) == 0 ? MDNL_SNIFF_SURE : MDNL_SNIFF_NO;
+}
+
+static mdnl_status h5_open(const mdnl_format_input *in, void **state)
+{
+    mdnl_h5md_reader *r;
+    mdnl_status st = mdnl_h5md_open(in->path, in->opt->group, &r);
+    if (st != MDNL_OK)
+        return st;
+    if (in->opt->coords_checked)
+        mdnl_h5md_set_finite_check(r, false);
+    *state = r;
+    return MDNL_OK;
+}
+
+static mdnl_status h5_next(void *s, mdnl_frame *f) { return mdnl_h5md_next(s, f); }
+static mdnl_status h5_skip(void *s) { return mdnl_h5md_skip(s); }
+static mdnl_status h5_count(void *s, int64_t *n)
+{
+    *n = mdnl_h5md_nframes(s);
+    return MDNL_OK;
+}
+static void h5_close(void *s) { mdnl_h5md_close(s); }
+
+static const mdnl_format format_h5md = {
+    .name = "h5md", .extensions = ".h5 .h5md .hdf5", .stream = false, .sniff = sniff_hdf5, .open = h5_open,
+    .next = h5_next, .skip = h5_skip, .count = h5_count, .close = h5_close,
+};
+
+/* ---- recognised, not read (yet) ---- */
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int sniff_xtc(const unsigned char *h, size_t n)
+{
+    return n >= 4 && be32(h) == 1995 ? MDNL_SNIFF_SURE : MDNL_SNIFF_NO;
+}
+
+static int sniff_trr(const unsigned char *h, size_t n)
+{
+    return n >= 4 && be32(h) == 1993 ? MDNL_SNIFF_SURE : MDNL_SNIFF_NO;
+}
+
+static int sniff_dcd(const unsigned char *h, size_t n)
+{
+    if (n < 8 || memcmp(h + 4, "CORD", 4) != 0)
+        return MDNL_SNIFF_NO;
+    const uint32_t le = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+    return le == 84 || be32(h) == 84 ? MDNL_SNIFF_SURE : MDNL_SNIFF_NO;
+}
+
+static const mdnl_format format_xtc = {
+    .name = "xtc", .extensions = ".xtc", .unsupported = "GROMACS XTC", .sniff = sniff_xtc,
+};
+static const mdnl_format format_trr = {
+    .name = "trr", .extensions = ".trr", .unsupported = "GROMACS TRR", .sniff = sniff_trr,
+};
+static const mdnl_format format_dcd = {
+    .name = "dcd", .extensions = ".dcd", .unsupported = "DCD", .sniff = sniff_dcd,
+};
+
+/* ---- the table ---- */
+
+#define MDNL_FORMAT(NAME) extern const mdnl_format mdnl_format_##NAME
+MDNL_FORMAT(lammps_dump);
+MDNL_FORMAT(lammps_data);
+MDNL_FORMAT(gro);
+MDNL_FORMAT(pdb);
+
+static const mdnl_format *const formats[] = {
+    &format_xyz,          &format_extxyz,       &format_h5md, &mdnl_format_lammps_dump,
+    &mdnl_format_lammps_data, &mdnl_format_gro, &mdnl_format_pdb, &format_xtc,
+    &format_trr,          &format_dcd,
+};
+#define NFORMATS (sizeof formats / sizeof *formats)
+
+const char *mdnl_reader_formats(void)
+{
+    static char list[512];
+    if (!list[0]) {
+        size_t k = 0;
+        for (size_t i = 0; i < NFORMATS; ++i)
+            if (!formats[i]->unsupported)
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", formats[i]->name);
+    }
+    return list;
+}
+
+static const mdnl_format *by_extension(const char *path)
+{
+    char base[256];
+    const char *slash = strrchr(path, '/');
+    snprintf(base, sizeof base, "%s", slash ? slash + 1 : path);
+    char *dot = strrchr(base, '.');
+    if (dot && (!strcasecmp(dot, ".gz") || !strcasecmp(dot, ".xz") || !strcasecmp(dot, ".zst"))) {
+        *dot = '\0';
+        dot = strrchr(base, '.');
+    }
+    if (!dot || !dot[1])
+        return NULL;
+    const size_t len = strlen(dot);
+    for (size_t i = 0; i < NFORMATS; ++i)
+        for (const char *p = formats[i]->extensions; p && *p;) {
+            const char *sp = strchr(p, ' ');
+            const size_t l = sp ? (size_t)(sp - p) : strlen(p);
+            if (l == len && strncasecmp(p, dot, len) == 0)
+                return formats[i];
+            p += l + (sp ? 1 : 0);
+        }
+    return NULL;
+}
+
+/* ---- the reader ---- */
+
+struct mdnl_reader {
+    const mdnl_format *fmt;
+    void *state;
+    mdnl_stream *stream; /* NULL for path formats */
+    char *path;
+    mdnl_read_options opt;
+    int64_t nframes; /* cached count, -1 unknown */
+    bool reopenable;
+    const char *compression;
+    char name[48];
+};
+
+static mdnl_status pick_format(const char *path, const mdnl_read_options *opt, const unsigned char *head, size_t n,
+                               const char *shown, const mdnl_format **out)
+{
+    if (opt->format) {
+        for (size_t i = 0; i < NFORMATS; ++i)
+            if (!strcmp(formats[i]->name, opt->format)) {
+                *out = formats[i];
+                return MDNL_OK;
+            }
+        return mdnl_error(MDNL_ERR_USAGE, "--format: expected one of %s, got \"%s\"", mdnl_reader_formats(),
+                          opt->format);
+    }
+    const mdnl_format *maybe = NULL;
+    for (size_t i = 0; i < NFORMATS; ++i) {
+        int s = formats[i]->sniff ? formats[i]->sniff(head, n) : MDNL_SNIFF_NO;
+        if (s == MDNL_SNIFF_SURE) {
+            *out = formats[i];
+            return MDNL_OK;
+        }
+        if (s == MDNL_SNIFF_MAYBE && !maybe)
+            maybe = formats[i];
+    }
+    const mdnl_format *ext = strcmp(path, "-") ? by_extension(path) : NULL;
+    if ((*out = ext ? ext : maybe))
+        return MDNL_OK;
+    return mdnl_error(MDNL_ERR_INPUT,
+                      "%s: expected a trajectory in a format mdnl reads (%s), found %s; name the format with "
+                      "--format NAME",
+                      shown, mdnl_reader_formats(), n ? "content none of them recognises" : "an empty file");
 }
 
 mdnl_status mdnl_reader_open(const char *path, const mdnl_read_options *opt, mdnl_reader **out)
 {
     *out = NULL;
+    mdnl_read_options none = {0};
     mdnl_reader *r = mdnl_calloc(1, sizeof *r, "reader");
     if (!r)
         return MDNL_ERR_RESOURCE;
-    mdnl_status st;
-    if (hdf5_extension(path) || mdnl_h5md_is_hdf5(path)) {
-        st = mdnl_h5md_open(path, opt ? opt->group : NULL, &r->h5);
-        if (st == MDNL_OK && opt && opt->coords_checked)
-            mdnl_h5md_set_finite_check(r->h5, false);
+    r->opt = opt ? *opt : none;
+    r->nframes = -1;
+    mdnl_stream *in = NULL;
+    mdnl_status st = MDNL_OK;
+    if (!(r->path = strdup(path))) {
+        st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory opening %s", path);
+        goto fail;
+    }
+    if ((st = mdnl_stream_open(path, &in)) != MDNL_OK)
+        goto fail;
+    const unsigned char *head;
+    const size_t n = mdnl_stream_head(in, &head);
+    const char *shown = mdnl_stream_name(in);
+    r->compression = mdnl_stream_compression(in);
+    r->reopenable = mdnl_stream_reopenable(in);
+    if ((st = pick_format(path, &r->opt, head, n, shown, &r->fmt)) != MDNL_OK)
+        goto fail;
+    const mdnl_format *f = r->fmt;
+    if (f->unsupported) {
+        st = mdnl_error(MDNL_ERR_INPUT, "%s: a %s file, which this build of mdnl does not read; it reads %s", shown,
+                        f->unsupported, mdnl_reader_formats());
+        goto fail;
+    }
+    mdnl_format_input fin = {.path = path, .name = shown, .stream = NULL, .opt = &r->opt};
+    if (!f->stream) {
+        if (r->compression || !strcmp(path, "-")) {
+            st = mdnl_error(MDNL_ERR_INPUT,
+                            "%s: expected %s in a plain file, found %s (%s needs to seek; decompress it to a file "
+                            "first)",
+                            shown, f->name, r->compression ? r->compression : "standard input", f->name);
+            goto fail;
+        }
+        mdnl_stream_close(in);
+        in = NULL;
     } else {
-        st = mdnl_xyz_open(path, &r->xyz);
+        fin.stream = in;
     }
-    if (st != MDNL_OK) {
-        free(r);
-        return st;
-    }
+    if ((st = f->open(&fin, &r->state)) != MDNL_OK)
+        goto fail;
+    r->stream = in;
     *out = r;
     return MDNL_OK;
+fail:
+    mdnl_stream_close(in);
+    mdnl_reader_close(r);
+    return st;
 }
 
-mdnl_status mdnl_reader_next(mdnl_reader *r, mdnl_frame *f)
-{
-    return r->h5 ? mdnl_h5md_next(r->h5, f) : mdnl_xyz_next(r->xyz, f);
-}
+mdnl_status mdnl_reader_next(mdnl_reader *r, mdnl_frame *f) { return r->fmt->next(r->state, f); }
 
-mdnl_status mdnl_reader_skip(mdnl_reader *r) { return r->h5 ? mdnl_h5md_skip(r->h5) : mdnl_xyz_skip(r->xyz); }
+mdnl_status mdnl_reader_skip(mdnl_reader *r) { return r->fmt->skip(r->state); }
 
 mdnl_status mdnl_reader_count(mdnl_reader *r, int64_t *nframes)
 {
-    if (r->h5) {
-        *nframes = mdnl_h5md_nframes(r->h5);
-        return MDNL_OK;
+    if (r->nframes < 0 && r->fmt->count) {
+        mdnl_status st = r->fmt->count(r->state, &r->nframes);
+        if (st != MDNL_OK)
+            return st;
     }
-    return mdnl_xyz_count(r->xyz, nframes);
+    if (r->nframes < 0) {
+        if (!r->reopenable) /* a second open would not see the same bytes */
+            return mdnl_error(MDNL_ERR_INPUT,
+                              "%s: expected a regular file to count its frames (--frames with negative indices), "
+                              "found a pipe or device",
+                              strcmp(r->path, "-") ? r->path : "<stdin>");
+        mdnl_read_options o = r->opt;
+        o.format = r->fmt->name;
+        mdnl_reader *scan;
+        mdnl_status st = mdnl_reader_open(r->path, &o, &scan);
+        if (st != MDNL_OK)
+            return st;
+        int64_t k = 0;
+        while ((st = mdnl_reader_skip(scan)) == MDNL_OK)
+            ++k;
+        mdnl_reader_close(scan);
+        if (st != MDNL_END)
+            return st;
+        r->nframes = k;
+    }
+    *nframes = r->nframes;
+    return MDNL_OK;
 }
 
-const char *mdnl_reader_format(const mdnl_reader *r) { return r->h5 ? "h5md" : "xyz"; }
+const char *mdnl_reader_format(const mdnl_reader *r)
+{
+    mdnl_reader *w = (mdnl_reader *)r; /* the name is refined lazily; the reader itself is not const */
+    const char *base = r->fmt->name_of ? r->fmt->name_of(r->state) : r->fmt->name;
+    snprintf(w->name, sizeof w->name, "%s%s%s", base, r->compression ? "+" : "",
+             r->compression ? r->compression : "");
+    return w->name;
+}
+
+const char *mdnl_reader_info(const mdnl_reader *r, const char *key)
+{
+    return r->fmt->info ? r->fmt->info(r->state, key) : NULL;
+}
 
 void mdnl_reader_close(mdnl_reader *r)
 {
     if (!r)
         return;
-    mdnl_xyz_close(r->xyz);
-    mdnl_h5md_close(r->h5);
+    if (r->fmt && r->fmt->close && r->state)
+        r->fmt->close(r->state);
+    mdnl_stream_close(r->stream);
+    free(r->path);
     free(r);
 }

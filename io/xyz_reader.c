@@ -8,6 +8,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "xyz_reader.h"
 
+#include "stream.h"
+
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -16,17 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-
-#define READ_CHUNK (1 << 22)
-#define MAX_LINE (1 << 28)
 
 struct mdnl_xyz_reader {
-    FILE *fp;
-    char *path;
-    char *buf;
-    size_t cap, len, pos; /* unread data is buf[pos .. len) */
-    int eof;
+    mdnl_stream *in;
+    bool own_stream;  /* opened by mdnl_xyz_open, closed with the reader */
+    const char *path; /* the stream's name, for messages */
+    char *reopen;     /* the path to open again for a count */
     int64_t line;  /* number of the line last returned (1-based) */
     int64_t frame; /* index of the next frame */
     int64_t file_size;
@@ -209,52 +206,11 @@ int mdnl_parse_double(const char *s, const char *e, double *out)
 
 /* Returns 1 with [*s, *e) the next line (without "\n" or "\r\n"), 0 at the
  * end of the file, -1 on a read error (recorded). */
-static int next_line(mdnl_xyz_reader *r, const char **s, const char **e)
+static inline int next_line(mdnl_xyz_reader *r, const char **s, const char **e)
 {
-    for (;;) {
-        char *start = r->buf + r->pos;
-        char *nl = r->pos < r->len ? memchr(start, '\n', r->len - r->pos) : NULL;
-        if (nl || (r->eof && r->pos < r->len)) {
-            char *end = nl ? nl : r->buf + r->len;
-            r->pos = nl ? (size_t)(nl - r->buf) + 1 : r->len;
-            if (end > start && end[-1] == '\r')
-                --end;
-            *s = start;
-            *e = end;
-            r->line++;
-            return 1;
-        }
-        if (r->eof)
-            return 0;
-        /* keep the partial line, refill behind it */
-        if (r->pos > 0) {
-            memmove(r->buf, r->buf + r->pos, r->len - r->pos);
-            r->len -= r->pos;
-            r->pos = 0;
-        }
-        if (r->cap - r->len < READ_CHUNK / 2) {
-            if (r->cap >= MAX_LINE) {
-                mdnl_error(MDNL_ERR_INPUT, "%s:%lld: expected a line shorter than %d bytes", r->path,
-                           (long long)r->line + 1, MAX_LINE);
-                return -1;
-            }
-            char *nb = mdnl_realloc(r->buf, r->cap * 2, "XYZ line buffer");
-            if (!nb)
-                return -1;
-            r->buf = nb;
-            r->cap *= 2;
-        }
-        size_t got = fread(r->buf + r->len, 1, r->cap - r->len, r->fp);
-        r->len += got;
-        if (got == 0) {
-            if (ferror(r->fp)) {
-                mdnl_error(MDNL_ERR_INPUT, "%s:%lld: read error: %s", r->path, (long long)r->line + 1,
-                           strerror(errno));
-                return -1;
-            }
-            r->eof = 1;
-        }
-    }
+    int got = mdnl_stream_line(r->in, s, e);
+    r->line = mdnl_stream_lineno(r->in);
+    return got;
 }
 
 /* ' ' and \t \n \v \f \r (9 to 13). */
@@ -269,42 +225,39 @@ static int is_blank(const char *s, const char *e)
 }
 
 /* Quotes at most 40 characters of a token for an error message. */
-static const char *show(const char *s, const char *e, char *buf, size_t cap)
-{
-    size_t n = (size_t)(e - s);
-    if (n > 40)
-        n = 40;
-    snprintf(buf, cap, "\"%.*s%s\"", (int)n, s, (size_t)(e - s) > 40 ? "..." : "");
-    return buf;
-}
+static const char *show(const char *s, const char *e, char *buf, size_t cap) { return mdnl_show_text(s, e, buf, cap); }
 
 /* ---- open / close ---- */
 
 mdnl_status mdnl_xyz_open(const char *path, mdnl_xyz_reader **out)
 {
     *out = NULL;
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return mdnl_error(MDNL_ERR_INPUT, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return mdnl_error(MDNL_ERR_INPUT, "%s: is a directory, expected an XYZ file", path);
+    mdnl_stream *in;
+    mdnl_status st = mdnl_stream_open(path, &in);
+    if (st != MDNL_OK)
+        return st;
+    if ((st = mdnl_xyz_open_stream(in, path, out)) != MDNL_OK) {
+        mdnl_stream_close(in);
+        return st;
+    }
+    (*out)->own_stream = true;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_xyz_open_stream(mdnl_stream *in, const char *path, mdnl_xyz_reader **out)
+{
+    *out = NULL;
     mdnl_xyz_reader *r = mdnl_calloc(1, sizeof *r, "XYZ reader");
     if (!r)
         return MDNL_ERR_RESOURCE;
-    r->path = strdup(path);
-    r->cap = READ_CHUNK;
-    r->buf = mdnl_malloc(r->cap, "XYZ read buffer");
-    r->file_size = S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
+    r->in = in;
+    r->path = mdnl_stream_name(in);
+    r->reopen = strdup(path);
+    r->file_size = mdnl_stream_size(in);
     r->nframes = -1;
-    if (!r->path || !r->buf) {
+    if (!r->reopen) {
         mdnl_xyz_close(r);
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory opening %s", path);
-    }
-    r->fp = fopen(path, "rb");
-    if (!r->fp) {
-        mdnl_status s = mdnl_error(MDNL_ERR_INPUT, "%s: %s", path, strerror(errno));
-        mdnl_xyz_close(r);
-        return s;
     }
     *out = r;
     return MDNL_OK;
@@ -314,10 +267,9 @@ void mdnl_xyz_close(mdnl_xyz_reader *r)
 {
     if (!r)
         return;
-    if (r->fp)
-        fclose(r->fp);
-    free(r->buf);
-    free(r->path);
+    if (r->own_stream)
+        mdnl_stream_close(r->in);
+    free(r->reopen);
     free(r);
 }
 
@@ -343,7 +295,7 @@ static mdnl_status read_count(mdnl_xyz_reader *r, int64_t *count)
         ++s;
     while (e > s && is_space(e[-1]))
         --e;
-    char tmp[64];
+    char tmp[200];
     const char *p = s;
     if (p < e && *p == '+')
         ++p;
@@ -410,7 +362,7 @@ static int split_tokens(const char *s, const char *e, const char *tok_s[], const
 static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const char *e, columns *c)
 {
     int col = 0, have_species = 0, have_pos = 0, z_col = -1;
-    char tmp[64];
+    char tmp[200];
     while (s < e) {
         const char *f[3], *fe[3];
         for (int k = 0; k < 3; ++k) {
@@ -463,7 +415,7 @@ static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const cha
 /* Parses the comment line: extended-XYZ keys when present. */
 static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *e, mdnl_frame *f, columns *c)
 {
-    char tmp[64];
+    char tmp[200];
     int have_lattice = 0, have_pbc = 0;
     bool pbc[3] = {false, false, false};
     c->species = 0, c->pos = 1, c->ncols = 4;
@@ -607,7 +559,7 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
     const int last_col = (c.species > c.pos + 2 ? c.species : c.pos + 2);
     int32_t last_id = -1;
     size_t last_len = 0;
-    char tmp[64];
+    char tmp[200];
     for (int64_t i = 0; i < n; ++i) {
         got = next_line(r, &s, &e);
         if (got < 0)
@@ -704,14 +656,14 @@ mdnl_status mdnl_xyz_skip(mdnl_xyz_reader *r)
 
 mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n)
 {
-    if (r->nframes < 0 && r->file_size < 0) /* a second open would not see the same bytes, or wait forever */
+    if (r->nframes < 0 && !mdnl_stream_reopenable(r->in)) /* a second open would not see the same bytes */
         return mdnl_error(MDNL_ERR_INPUT,
                           "%s: expected a regular file to count its frames (--frames with negative indices, info), "
                           "found a pipe or device",
                           r->path);
     if (r->nframes < 0) {
         mdnl_xyz_reader *scan;
-        mdnl_status st = mdnl_xyz_open(r->path, &scan);
+        mdnl_status st = mdnl_xyz_open(r->reopen, &scan);
         if (st != MDNL_OK)
             return st;
         while ((st = mdnl_xyz_skip(scan)) == MDNL_OK)

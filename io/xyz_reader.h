@@ -1,6 +1,7 @@
 /* xyz_reader.h — streaming reader of XYZ and extended XYZ (the ASE/extxyz
- * convention). One frame is parsed at a time out of a fixed read buffer, so a
- * trajectory of any length needs memory for one frame only. Numbers are
+ * convention). One frame is parsed at a time out of the lines of a byte
+ * stream (io/stream.h: a plain file, standard input, or gzip / xz / zstd
+ * content), so a trajectory of any length needs memory for one frame only. Numbers are
  * parsed by a hand-written float parser, not by strtod per field: results
  * equal strtod's bit for bit (fast for up to 19 digits and |exponent| <= 27,
  * strtod beyond); ~500 MB/s of "%.10f" or "%.17g" text on one core
@@ -17,12 +18,15 @@
  * Every error is MDNL_ERR_INPUT with one line
  * "FILE:LINE: frame K: expected ..., found ..." ("PATH: ..." for a missing
  * file or a directory). A count larger than the file could hold
- * (file size / 8 + 1) is rejected before anything is allocated. */
+ * (file size / 8 + 1) is rejected before anything is allocated; for a pipe or
+ * compressed content, whose size is unknown, arrays grow only as atom lines
+ * are actually read. */
 #ifndef MDNL_XYZ_READER_H
 #define MDNL_XYZ_READER_H
 
 #include "frame.h"
 #include "mdnl.h"
+#include "stream.h"
 
 #include <stddef.h>
 
@@ -32,6 +36,9 @@ typedef struct mdnl_xyz_reader mdnl_xyz_reader;
 
 /* MDNL_ERR_INPUT for a missing file or a directory ("PATH: ..."). */
 mdnl_status mdnl_xyz_open(const char *path, mdnl_xyz_reader **out);
+/* The same over a stream already open, borrowed until mdnl_xyz_close (the
+ * caller closes it after); `path` is opened again by mdnl_xyz_count. */
+mdnl_status mdnl_xyz_open_stream(mdnl_stream *in, const char *path, mdnl_xyz_reader **out);
 /* Parses the next frame into f; MDNL_END after the last one. Errors name
  * "FILE:LINE: frame K: expected ..., found ...". */
 mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f);

@@ -150,6 +150,10 @@ static const opt_def defs[] = {
     {"box", 0, SPECIAL, 0, NONE},
     {"no-pbc", 0, FLAG, OFF(no_pbc), NONE},
     {"group", 0, STRING, OFF(group), NONE},
+    {"format", 0, STRING, OFF(format), NONE},
+    {"types", 0, STRING, OFF(types), NONE},
+    {"atom-style", 0, STRING, OFF(atom_style), NONE},
+    {"units", 0, SPECIAL, 0, NONE},
     {"quiet", 'q', FLAG, OFF(quiet), NONE},
     {"json", 0, FLAG, OFF(json), NONE},
     {"progress", 0, FLAG, OFF(progress), NONE},
@@ -247,6 +251,10 @@ static mdnl_status set_option(const opt_def *d, const char *value, mdnl_opts *o)
             else
                 return mdnl_error(MDNL_ERR_USAGE, "--list: expected half or full, got \"%s\"", value);
             o->has_list = true;
+        } else if (strcmp(d->name, "units") == 0) {
+            if (strcmp(value, "native") != 0 && strcmp(value, "angstrom") != 0)
+                return mdnl_error(MDNL_ERR_USAGE, "--units: expected native or angstrom, got \"%s\"", value);
+            o->units_native = strcmp(value, "native") == 0;
         } else if (strcmp(d->name, "box") == 0) {
             st = parse_box(value, &o->box);
             o->has_box = st == MDNL_OK;
@@ -303,7 +311,10 @@ mdnl_status mdnl_parse_options(const char *command, const char *allowed, int arg
                     d = &defs[k];
             snprintf(name, sizeof name, "%s", d ? d->name : "");
         }
-        if (!d || !allowed_name(allowed, d->name))
+        /* The input options go with every command that reads a trajectory
+         * (those that take --group). */
+        if (!d || !(allowed_name(allowed, d->name) ||
+                    (allowed_name(allowed, "group") && allowed_name("format,types,atom-style,units", d->name))))
             return mdnl_error(MDNL_ERR_USAGE, "mdnl %s: unknown option \"%s\" (see mdnl %s --help)", command, arg,
                               command);
         if (d->kind == FLAG) {
@@ -456,7 +467,12 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
     fs->path = path;
     fs->spec = o->frames;
     fs->count = -1;
-    mdnl_read_options ro = {.group = o->group, .coords_checked = o->coords_checked};
+    mdnl_read_options ro = {.group = o->group,
+                            .coords_checked = o->coords_checked,
+                            .format = o->format,
+                            .types = o->types,
+                            .atom_style = o->atom_style,
+                            .units_native = o->units_native};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);
@@ -515,6 +531,17 @@ mdnl_status mdnl_frames_count(mdnl_frames *fs, int64_t *n)
     }
     *n = fs->count;
     return MDNL_OK;
+}
+
+mdnl_status mdnl_frames_skip_rest(mdnl_frames *fs, int64_t *n)
+{
+    mdnl_status st;
+    *n = 0;
+    while ((st = mdnl_reader_skip(fs->reader)) == MDNL_OK) {
+        ++*n;
+        fs->next_index++;
+    }
+    return st == MDNL_END ? MDNL_OK : st;
 }
 
 void mdnl_frames_restrict(mdnl_frames *fs, int64_t first, int64_t count)

@@ -1,5 +1,7 @@
-/* cmd_info.c — `mdnl info`: what a trajectory holds (atoms, frames,
- * species, box, periodicity of its first frame). */
+/* cmd_info.c — `mdnl info`: what a trajectory holds (format, atoms, frames,
+ * species, box, periodicity of its first frame, and what the format says
+ * beyond frames: units, LAMMPS masses). It reads the input once (the first
+ * frame, then skips to the end to count), so it works on a pipe. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -20,12 +22,15 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
     int64_t *counts = NULL;
     if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
         goto done;
-    if ((st = mdnl_frames_count(fs, &nframes)) != MDNL_OK)
-        goto done;
     st = mdnl_frames_next(fs, &f);
     bool empty = st == MDNL_END;
     if (st != MDNL_OK && !empty)
         goto done;
+    if (!empty) {
+        if ((st = mdnl_frames_skip_rest(fs, &nframes)) != MDNL_OK)
+            goto done;
+        nframes++;
+    }
     st = MDNL_OK;
     if (!(counts = mdnl_calloc((size_t)f.nspecies + 1, sizeof *counts, "species counts"))) {
         st = MDNL_ERR_RESOURCE;
@@ -33,7 +38,9 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
     }
     for (int64_t i = 0; i < f.natoms; ++i)
         counts[f.species[i]]++;
-    const char *format = mdnl_reader_format(mdnl_frames_reader(fs));
+    const mdnl_reader *reader = mdnl_frames_reader(fs);
+    const char *format = mdnl_reader_format(reader);
+    const char *units = mdnl_reader_info(reader, "units"), *masses = mdnl_reader_info(reader, "masses");
     if (o.json) {
         printf("{\"file\":");
         mdnl_json_string(stdout, input);
@@ -58,6 +65,14 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
         else
             printf("null");
         printf(",\"step\":%lld", (long long)f.step);
+        if (units) {
+            printf(",\"units\":");
+            mdnl_json_string(stdout, units);
+        }
+        if (masses) {
+            printf(",\"masses\":");
+            mdnl_json_string(stdout, masses);
+        }
         if (f.has_time)
             printf(",\"time\":%.17g", f.time);
         printf("}\n");
@@ -78,6 +93,10 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
         } else {
             printf("box      none (open boundaries)\n");
         }
+        if (units)
+            printf("units    %s\n", units);
+        if (masses)
+            printf("masses   %s\n", masses);
     }
     if (fflush(stdout) != 0)
         st = mdnl_error(MDNL_ERR_RESOURCE, "standard output: write failed");

@@ -240,10 +240,10 @@ static mdnl_status data_next(void *state, mdnl_frame *f)
                 enum style style = d->forced;
                 const char *c, *ce;
                 if (style == UNKNOWN && mdnl_token(&p, e, &c, &ce) && *c == '#') {
-                    if (ce - c == 1 && !mdnl_token(&p, e, &c, &ce))
-                        c = ce = p;
-                    else if (ce - c > 1)
-                        ++c;
+                    if (ce - c > 1)
+                        ++c; /* "#atomic" */
+                    else if (!mdnl_token(&p, e, &c, &ce))
+                        c = ce = p; /* "#" alone */
                     if ((style = style_of(c, (size_t)(ce - c))) == UNKNOWN)
                         return ERR("%s:%lld: expected the atom style atomic, charge, molecular or full (or "
                                    "--atom-style), found %s",

@@ -95,7 +95,7 @@ read_data data_atomic.data
 pair_coeff * * 1.0 1.0 2.5
 neighbor 0.3 bin
 compute r all rdf 50
-fix r all ave/time 1 1 1 c_r[*] file rdf.txt mode vector format %.10g
+fix r all ave/time 1 1 1 c_r[*] file rdf.txt mode vector format " %.10g"
 thermo_style custom step pe
 thermo_modify norm no format float %.17g
 thermo 1

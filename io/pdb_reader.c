@@ -3,7 +3,8 @@
  * Registered in io/reader.c as "pdb".
  *
  * Read: ATOM and HETATM records (x, y, z in columns 31-54, Å; the element
- * in columns 77-78, else the atom name of columns 13-16, trimmed) and CRYST1
+ * in columns 77-78 as a symbol ("CU" -> "Cu"), else the atom name of columns
+ * 13-16, trimmed) and CRYST1
  * (a, b, c, alpha, beta, gamma -> lattice vectors in the standard setting:
  * a along x, b in the xy plane), which holds for every model after it and is
  * periodic in x, y, z; the placeholder cell 1 1 1 90 90 90 means no cell.
@@ -96,7 +97,8 @@ static mdnl_status add_atom(pdb_reader *p, mdnl_frame *f, const char *s, const c
         while (ne > ns && mdnl_is_space(ne[-1]))
             --ne;
     }
-    if (!ns || ns == ne) { /* the atom name, columns 13-16 */
+    const bool from_element = ns && ns < ne;
+    if (!from_element) { /* the atom name, columns 13-16 */
         ns = e - s > 12 ? s + 12 : e;
         ne = e - s >= 16 ? s + 16 : e;
         while (ns < ne && mdnl_is_space(*ns))
@@ -108,7 +110,14 @@ static mdnl_status add_atom(pdb_reader *p, mdnl_frame *f, const char *s, const c
         return ERR("%s:%lld: frame %lld: expected an element (columns 77-78) or atom name (columns 13-16) for atom "
                    "%lld, found neither",
                    WHERE, (long long)i);
-    int32_t id = mdnl_frame_species_id(f, ns, (size_t)(ne - ns));
+    char sym[8];
+    size_t sl = (size_t)(ne - ns) < sizeof sym ? (size_t)(ne - ns) : sizeof sym - 1;
+    memcpy(sym, ns, sl);
+    if (from_element) /* PDB writes elements in capitals: "CU" is Cu */
+        for (size_t k = 1; k < sl; ++k)
+            sym[k] = (char)(sym[k] >= 'A' && sym[k] <= 'Z' ? sym[k] - 'A' + 'a' : sym[k]);
+    int32_t id = (size_t)(ne - ns) < sizeof sym ? mdnl_frame_species_id(f, sym, sl)
+                                                 : mdnl_frame_species_id(f, ns, (size_t)(ne - ns));
     if (id < 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", mdnl_last_error());

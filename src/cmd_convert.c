@@ -1,11 +1,63 @@
-/* cmd_convert.c — `mdnl convert`: XYZ / extended XYZ / H5MD in any
- * direction, frame by frame (memory bounded by one frame). */
+/* cmd_convert.c — `mdnl convert`: any format mdnl reads into XYZ, extended
+ * XYZ, H5MD or a LAMMPS dump, frame by frame (memory bounded by one frame).
+ * The output format is --to, else the output's extension; an extension that
+ * names no format mdnl writes is a usage error, never a silent fallback. */
 #include "cli.h"
 #include "h5md_writer.h"
+#include "lammps_dump_writer.h"
 #include "output_file.h"
 #include "xyz_writer.h"
 
 #include <string.h>
+#include <strings.h>
+
+enum out_format { XYZ, EXTXYZ, H5MD, LAMMPS_DUMP };
+
+static const struct {
+    const char *name, *extensions, *label;
+} outputs[] = {
+    [XYZ] = {"xyz", ".xyz", "XYZ"},
+    [EXTXYZ] = {"extxyz", ".extxyz", "extended XYZ"},
+    [H5MD] = {"h5md", ".h5 .h5md .hdf5", "H5MD"},
+    [LAMMPS_DUMP] = {"lammps-dump", ".lammpstrj .lammpsdump .dump", "LAMMPS dump"},
+};
+#define WRITTEN "xyz (.xyz), extxyz (.extxyz), h5md (.h5, .h5md, .hdf5), lammps-dump (.lammpstrj, .lammpsdump, .dump)"
+
+static mdnl_status output_format(const char *to, const char *output, enum out_format *out)
+{
+    const size_t n = sizeof outputs / sizeof *outputs;
+    if (to) {
+        for (size_t k = 0; k < n; ++k)
+            if (strcmp(to, outputs[k].name) == 0) {
+                *out = (enum out_format)k;
+                return MDNL_OK;
+            }
+        return mdnl_error(MDNL_ERR_USAGE, "--to: expected one of the formats mdnl writes: " WRITTEN ", got \"%s\"",
+                          to);
+    }
+    if (strcmp(output, "-") == 0) {
+        *out = EXTXYZ;
+        return MDNL_OK;
+    }
+    const char *slash = strrchr(output, '/'), *dot = strrchr(output, '.');
+    if (dot && (!slash || dot > slash)) {
+        const size_t len = strlen(dot);
+        for (size_t k = 0; k < n; ++k)
+            for (const char *p = outputs[k].extensions; *p;) {
+                const char *sp = strchr(p, ' ');
+                const size_t l = sp ? (size_t)(sp - p) : strlen(p);
+                if (l == len && strncasecmp(p, dot, len) == 0) {
+                    *out = (enum out_format)k;
+                    return MDNL_OK;
+                }
+                p += l + (sp ? 1 : 0);
+            }
+    }
+    return mdnl_error(MDNL_ERR_USAGE,
+                      "mdnl convert: OUTPUT \"%s\" has no extension of a format mdnl writes: " WRITTEN
+                      " (or give --to)",
+                      output);
+}
 
 mdnl_status mdnl_cmd_convert(int argc, char **argv)
 {
@@ -17,22 +69,9 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if (o.npositional != 2)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: expected INPUT and OUTPUT, got %d file(s)", o.npositional);
     const char *input = o.positional[0], *output = o.positional[1];
-    enum { XYZ, EXTXYZ, H5MD } to = EXTXYZ;
-    if (o.to) {
-        if (strcmp(o.to, "xyz") == 0)
-            to = XYZ;
-        else if (strcmp(o.to, "extxyz") == 0)
-            to = EXTXYZ;
-        else if (strcmp(o.to, "h5md") == 0)
-            to = H5MD;
-        else
-            return mdnl_error(MDNL_ERR_USAGE, "--to: expected xyz, extxyz or h5md, got \"%s\"", o.to);
-    } else if (mdnl_is_hdf5_path(output)) {
-        to = H5MD;
-    } else {
-        const char *dot = strrchr(output, '.');
-        to = dot && strcmp(dot, ".xyz") == 0 ? XYZ : EXTXYZ;
-    }
+    enum out_format to;
+    if ((st = output_format(o.to, output, &to)) != MDNL_OK)
+        return st;
     if (to == H5MD && strcmp(output, "-") == 0)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: H5MD cannot be written to standard output");
     if (strcmp(input, output) == 0)
@@ -56,6 +95,8 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     while ((st = mdnl_frames_next(fs, &f)) == MDNL_OK) {
         if (to == H5MD)
             st = mdnl_h5md_traj_append(traj, &f);
+        else if (to == LAMMPS_DUMP)
+            st = mdnl_lammps_dump_write(out.fp, &f);
         else
             st = mdnl_xyz_write(out.fp, &f, to == EXTXYZ);
         if (st != MDNL_OK)
@@ -77,10 +118,10 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     mdnl_progress_end(&prog);
     if (o.json)
         printf("{\"command\":\"convert\",\"frames\":%lld,\"atoms\":%lld,\"to\":\"%s\"}\n", (long long)nframes,
-               (long long)natoms, to == H5MD ? "h5md" : to == XYZ ? "xyz" : "extxyz");
+               (long long)natoms, outputs[to].name);
     else if (!o.quiet && strcmp(output, "-") != 0)
         fprintf(stderr, "mdnl convert: %lld frame(s) of %lld atoms from %s to %s (%s)\n", (long long)nframes,
-                (long long)natoms, input, output, to == H5MD ? "H5MD" : to == XYZ ? "XYZ" : "extended XYZ");
+                (long long)natoms, input, output, outputs[to].label);
 done:
     mdnl_progress_end(&prog);
     if (st != MDNL_OK) {

@@ -117,9 +117,11 @@ static const command commands[] = {
      "periodic in x and y, open in z, written as extended XYZ (--to xyz for plain XYZ).\n"
      "  --noise S --seed K        Gaussian displacement of standard deviation S on every coordinate\n"},
     {"convert", mdnl_cmd_convert,
-     "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md] [options]\n"
-     "Copies the selected frames between XYZ, extended XYZ and H5MD (by OUTPUT's extension:\n"
-     ".h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, anything else -> extended XYZ).\n"},
+     "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md|lammps-dump] [options]\n"
+     "Copies the selected frames of any input format into XYZ, extended XYZ, H5MD or a LAMMPS dump,\n"
+     "by --to or OUTPUT's extension: .xyz -> plain XYZ, .extxyz -> extended XYZ, .h5/.h5md/.hdf5 ->\n"
+     "H5MD 1.1, .lammpstrj/.lammpsdump/.dump -> dump custom (id type element x y z); - -> extended\n"
+     "XYZ on standard output. Any other extension is a usage error (exit 2).\n"},
     {"bench", mdnl_cmd_bench,
      "usage: mdnl bench [--sizes graphene-17k,graphene-1m,graphene-1m-shuffled,lj-1m,lj-100k,lj-1m-liquid,\n"
      "                  lj-1m-liquid-sorted,cu-131k\n"

@@ -246,3 +246,21 @@ Test(formats, malformed_text_formats_are_one_line_input_errors)
         cr_expect(strstr(err_text, cases[k][0]) != NULL, "%s", err_text);
     }
 }
+
+/* The issue's `convert g.extxyz out.dcd` wrote extended XYZ into out.dcd. */
+Test(formats, unknown_output_extension_is_a_usage_error_listing_writers)
+{
+    const char *outs[] = {"out.dcd", "out", "out.gro", "out.xyz.gz"};
+    for (size_t k = 0; k < sizeof outs / sizeof *outs; ++k) {
+        cr_expect_eq(mdnl("convert %s %s", DATA("triclinic.extxyz"), outs[k]), 2, "%s", outs[k]);
+        expect_one_error_line();
+        cr_expect(strstr(err_text, "lammps-dump (.lammpstrj") != NULL && strstr(err_text, "--to") != NULL, "%s",
+                  err_text);
+    }
+    cr_expect_eq(dir_entries(), 0, "nothing written");
+    cr_expect_eq(mdnl("convert %s out.txt --to dcd", DATA("triclinic.extxyz")), 2);
+    expect_one_error_line();
+    cr_assert_eq(mdnl("convert %s out.txt --to lammps-dump --quiet", DATA("triclinic.extxyz")), 0, "%s", err_text);
+    cr_assert_eq(mdnl("info out.txt --json"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"format\":\"lammps-dump\"") != NULL, "%s", out_text);
+}

@@ -253,3 +253,56 @@ Test(lammps, compute_rdf_matches_mdnl_rdf)
                   k, g[k], lg[k] / frames);
     }
 }
+
+/* mdnl's own dump (convert) keeps LAMMPS' frames: the rerun energies of the
+ * original hold on the copy, steps and box included. */
+Test(lammps, converted_dump_keeps_the_rerun_energies)
+{
+    cr_assert_eq(mdnl("convert %s copy.lammpstrj --quiet", FIX("dump_custom.lammpstrj")), 0, "%s", err_text);
+    cr_assert_eq(mdnl("convert %s tri.lammpstrj --quiet", FIX("dump_triclinic.lammpstrj")), 0, "%s", err_text);
+    mdnl_frame a = {0}, b = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/tri.lammpstrj", tmpdir);
+    for (int k = 0; k < 4; ++k) {
+        read_frame(FIX("dump_triclinic.lammpstrj"), NULL, k, &a);
+        read_frame(path, NULL, k, &b);
+        cr_expect_eq(a.step, b.step);
+        for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 3; ++c)
+                cr_expect(fabs(a.box.h[r][c] - b.box.h[r][c]) < 1e-12, "h[%d][%d]", r, c);
+        expect_same_atoms(&a, &b, 1e-9, "dump -> mdnl dump");
+    }
+    mdnl_frame_free(&a);
+    mdnl_frame_free(&b);
+    cr_assert_eq(mdnl("energy copy.lammpstrj -c 2.5 --pair lj:epsilon=1,sigma=1,shift=no"), 0, "%s", err_text);
+    cr_expect(strstr(out_text, "0\t0\t-731.5236") != NULL, "%s", out_text);
+    cr_expect(strstr(out_text, "3\t60\t-608.9976") != NULL, "%s", out_text);
+}
+
+/* A cell that is not in LAMMPS' restricted form (a along x, b in xy) is
+ * rotated with its atoms: every distance survives. */
+Test(lammps, dump_writer_rotates_a_general_cell_keeping_distances)
+{
+    write_file("rot.extxyz", "4\nLattice=\"0 4 0 -3.5 1 0 0.25 0.5 5\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n"
+                             "Si 0 0 0\nSi 1.75 1.5 2.5\nO 0.5 2.25 1\nO 3 -0.5 4.75\n");
+    cr_assert_eq(mdnl("neighbors rot.extxyz -c 3.2"), 0, "%s", err_text);
+    static char want[sizeof out_text];
+    memcpy(want, out_text, sizeof want);
+    cr_assert_eq(mdnl("convert rot.extxyz rot.lammpstrj --quiet"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("neighbors rot.lammpstrj -c 3.2"), 0, "%s", err_text);
+    /* same pairs; distances printed with %.9g agree to the last digits */
+    const char *p = want, *q = out_text;
+    int rows = 0;
+    while ((p = strchr(p, '\n')) && (q = strchr(q, '\n'))) {
+        ++p, ++q;
+        long long f1, i1, j1, f2, i2, j2;
+        double d1, d2;
+        if (sscanf(p, "%lld %lld %lld %lf", &f1, &i1, &j1, &d1) != 4)
+            break;
+        cr_assert_eq(sscanf(q, "%lld %lld %lld %lf", &f2, &i2, &j2, &d2), 4, "%s", out_text);
+        cr_expect(i1 == i2 && j1 == j2 && fabs(d1 - d2) < 1e-6, "pair %lld-%lld %.9g vs %lld-%lld %.9g", i1, j1, d1,
+                  i2, j2, d2);
+        ++rows;
+    }
+    cr_expect(rows > 4, "%d pairs", rows);
+}

@@ -84,6 +84,7 @@ static mdnl_status xyz_open(const mdnl_format_input *in, void **state)
         free(x);
         return st;
     }
+    mdnl_xyz_keep_extras(x->r, in->opt->keep_extras);
     *state = x;
     return MDNL_OK;
 }
@@ -375,6 +376,11 @@ const char *mdnl_reader_format(const mdnl_reader *r)
 const char *mdnl_reader_info(const mdnl_reader *r, const char *key)
 {
     return r->fmt->info ? r->fmt->info(r->state, key) : NULL;
+}
+
+const struct mdnl_xyz_extras *mdnl_reader_extras(const mdnl_reader *r)
+{
+    return r->fmt->open == xyz_open ? mdnl_xyz_frame_extras(((const xyz_state *)r->state)->r) : NULL;
 }
 
 void mdnl_reader_close(mdnl_reader *r)

@@ -30,6 +30,7 @@ typedef struct mdnl_read_options {
     const char *types;  /* LAMMPS type -> species, "1=Cu,2=O"; NULL: the type numbers as text */
     const char *atom_style; /* LAMMPS data: atomic, charge, molecular or full; NULL: the file's comment */
     bool units_native;  /* keep nm in GRO (and XTC / TRR); false: convert to Å */
+    bool keep_extras;   /* extended XYZ: keep the other per-atom columns and comment keys */
     bool coords_checked; /* the caller checks every coordinate for finiteness itself: the H5MD
                             reader skips its own pass (XYZ checks while it parses, at no cost) */
 } mdnl_read_options;
@@ -60,6 +61,12 @@ const char *mdnl_reader_format(const mdnl_reader *r);
  * (converted from nm)"), "masses" (LAMMPS data: "1:63.546 2:15.999").
  * Valid while the reader is open. */
 const char *mdnl_reader_info(const mdnl_reader *r, const char *key);
+
+/* With keep_extras, what the last frame held beyond what mdnl_frame holds
+ * (extended XYZ: other Properties columns and comment keys; xyz_reader.h),
+ * or NULL. Valid until the next read. */
+struct mdnl_xyz_extras;
+const struct mdnl_xyz_extras *mdnl_reader_extras(const mdnl_reader *r);
 
 /* The names of the formats mdnl reads, comma separated ("xyz, extxyz, ..."). */
 const char *mdnl_reader_formats(void);

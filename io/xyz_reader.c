@@ -28,7 +28,31 @@ struct mdnl_xyz_reader {
     int64_t frame; /* index of the next frame */
     int64_t file_size;
     int64_t nframes; /* cached count, -1 unknown */
+    /* extras (mdnl_xyz_keep_extras): Properties entries, comment keys and
+     * per-atom columns beyond species and pos, of the last frame read */
+    bool keep;
+    mdnl_xyz_extras ex;
+    size_t props_len, props_cap, info_len, info_cap, text_len, text_cap;
+    int64_t off_cap;
 };
+
+/* Appends [s, s + n) to a growable string; -1 (recorded) when out of memory. */
+static int sb_add(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (*len + n + 1 > c)
+            c *= 2;
+        char *b = mdnl_realloc(*buf, c, "extended XYZ extras");
+        if (!b)
+            return -1;
+        *buf = b, *cap = c;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+    return 0;
+}
 
 /* ---- numbers ----
  *
@@ -269,6 +293,10 @@ void mdnl_xyz_close(mdnl_xyz_reader *r)
         return;
     if (r->own_stream)
         mdnl_stream_close(r->in);
+    free(r->ex.properties);
+    free(r->ex.info);
+    free(r->ex.text);
+    free(r->ex.offset);
     free(r->reopen);
     free(r);
 }
@@ -361,6 +389,7 @@ static int split_tokens(const char *s, const char *e, const char *tok_s[], const
 
 static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const char *e, columns *c)
 {
+    const char *const s0 = s;
     int col = 0, have_species = 0, have_pos = 0, z_col = -1;
     char tmp[200];
     while (s < e) {
@@ -409,6 +438,26 @@ static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const cha
         return HDR_ERR("%s:%lld: frame %lld: expected Properties with species:S:1 and pos:R:3, found %s", r->path,
                        (long long)r->line, (long long)r->frame, have_pos ? "no species" : "no pos");
     c->ncols = col;
+    if (r->keep) { /* the triplets again (checked above): those that are neither species nor pos */
+        r->props_len = 0;
+        int at = 0;
+        for (const char *q = s0; q < e;) {
+            const char *t0 = q;
+            int colons = 0;
+            while (q < e && colons < 3)
+                colons += *q++ == ':';
+            const char *t1 = colons == 3 ? q - 1 : q;
+            const char *cnt = t1;
+            while (cnt > t0 && cnt[-1] != ':')
+                --cnt;
+            const int n = atoi(cnt);
+            if (at != c->species && at != c->pos &&
+                ((r->props_len && sb_add(&r->ex.properties, &r->props_len, &r->props_cap, ":", 1)) ||
+                 sb_add(&r->ex.properties, &r->props_len, &r->props_cap, t0, (size_t)(t1 - t0))))
+                return MDNL_ERR_RESOURCE;
+            at += n;
+        }
+    }
     return MDNL_OK;
 }
 
@@ -506,6 +555,10 @@ static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *
                                (long long)r->line, (long long)r->frame, show(v, ve, tmp, sizeof tmp));
             f->step = (int64_t)x;
             f->has_step = true;
+        } else if (r->keep) { /* another key: kept as written */
+            if ((r->info_len && sb_add(&r->ex.info, &r->info_len, &r->info_cap, " ", 1)) ||
+                sb_add(&r->ex.info, &r->info_len, &r->info_cap, k, (size_t)(s - k)))
+                return MDNL_ERR_RESOURCE;
         }
     }
     if (have_pbc && !have_lattice && (pbc[0] || pbc[1] || pbc[2]))
@@ -550,13 +603,25 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
         return HDR_ERR("%s:%lld: frame %lld: expected a comment line after the atom count, found the end of the file",
                        r->path, (long long)r->line + 1, (long long)r->frame);
     columns c;
+    if (r->keep) {
+        r->props_len = r->info_len = r->text_len = 0;
+        if (r->ex.properties)
+            r->ex.properties[0] = '\0';
+        if (r->ex.info)
+            r->ex.info[0] = '\0';
+        if (r->ex.text)
+            r->ex.text[0] = '\0';
+        r->ex.natoms = 0;
+    }
     if ((st = parse_comment(r, s, e, f, &c)) != MDNL_OK)
         return st;
     f->species_tag = 0; /* species[] is rewritten below */
     if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
         return st;
-    /* Columns past the last one we use are not read (nor checked). */
-    const int last_col = (c.species > c.pos + 2 ? c.species : c.pos + 2);
+    /* Columns past the last one we use are not read (nor checked), unless
+     * extras are kept. */
+    const bool extras = r->keep && r->props_len > 0;
+    const int last_col = extras ? c.ncols - 1 : (c.species > c.pos + 2 ? c.species : c.pos + 2);
     int32_t last_id = -1;
     size_t last_len = 0;
     char tmp[200];
@@ -571,6 +636,14 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                            (long long)i);
         if (i >= f->capacity && (st = mdnl_frame_reserve(f, i + 1)) != MDNL_OK)
             return st;
+        if (extras && i + 2 > r->off_cap) {
+            const int64_t cap = r->off_cap ? 2 * r->off_cap : 1024;
+            int64_t *o = mdnl_realloc(r->ex.offset, (size_t)cap * sizeof *o, "extended XYZ extras");
+            if (!o)
+                return MDNL_ERR_RESOURCE;
+            r->ex.offset = o, r->off_cap = cap;
+            r->ex.offset[0] = 0;
+        }
         const char *p = s;
         int col = 0;
         double xyz[3];
@@ -619,6 +692,11 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                     f->species[i] = last_id = id;
                     last_len = len;
                 }
+            } else if (extras) {
+                const bool first = r->text_len == (size_t)r->ex.offset[i];
+                if ((!first && sb_add(&r->ex.text, &r->text_len, &r->text_cap, " ", 1)) ||
+                    sb_add(&r->ex.text, &r->text_len, &r->text_cap, t, (size_t)(p - t)))
+                    return MDNL_ERR_RESOURCE;
             }
         }
         if (col <= last_col)
@@ -627,6 +705,10 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                            show(s, e, tmp, sizeof tmp));
         f->pos[i][0] = xyz[0], f->pos[i][1] = xyz[1], f->pos[i][2] = xyz[2];
         f->natoms = i + 1;
+        if (extras) {
+            r->ex.offset[i + 1] = (int64_t)r->text_len;
+            r->ex.natoms = i + 1;
+        }
     }
     r->frame++;
     return MDNL_OK;
@@ -676,4 +758,11 @@ mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n)
     }
     *n = r->nframes;
     return MDNL_OK;
+}
+
+void mdnl_xyz_keep_extras(mdnl_xyz_reader *r, bool on) { r->keep = on; }
+
+const mdnl_xyz_extras *mdnl_xyz_frame_extras(const mdnl_xyz_reader *r)
+{
+    return r->keep && (r->props_len || r->info_len) ? &r->ex : NULL;
 }

@@ -28,6 +28,7 @@
 #include "mdnl.h"
 #include "stream.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 MDNL_BEGIN_C
@@ -47,6 +48,23 @@ mdnl_status mdnl_xyz_skip(mdnl_xyz_reader *r);
 /* Counts the frames of the file with a separate scan (the cursor stays). */
 mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n);
 void mdnl_xyz_close(mdnl_xyz_reader *r); /* NULL is a no-op */
+
+/* What an extended XYZ frame holds beyond species, positions, Lattice, pbc,
+ * Step and Time, kept (for `convert` to extended XYZ) when asked. */
+typedef struct mdnl_xyz_extras {
+    char *properties; /* the other Properties entries in order ("forces:R:3:charge:R:1"), "" if none */
+    char *info;       /* the other key=value pairs of the comment as written ("energy=-1.5 note=\"a b\"") */
+    char *text;       /* the extra columns of atom i: text[offset[i] .. offset[i+1]) */
+    int64_t *offset;  /* [natoms + 1] when properties is not empty */
+    int64_t natoms;   /* atoms with extra columns (0 when properties is empty) */
+} mdnl_xyz_extras;
+
+/* Keeps the extras of every frame read from now on (off by default: the
+ * columns past the ones used are then not even read). */
+void mdnl_xyz_keep_extras(mdnl_xyz_reader *r, bool on);
+/* The extras of the last frame read, NULL when it has none or they are not
+ * kept; valid until the next read. */
+const mdnl_xyz_extras *mdnl_xyz_frame_extras(const mdnl_xyz_reader *r);
 
 /* The fast float parser: parses [s, end) as a whole token. Returns 1 and
  * stores the value (possibly inf or nan) when the token is a number. */

@@ -472,7 +472,8 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
                             .format = o->format,
                             .types = o->types,
                             .atom_style = o->atom_style,
-                            .units_native = o->units_native};
+                            .units_native = o->units_native,
+                            .keep_extras = o->keep_extras};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);

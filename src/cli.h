@@ -31,6 +31,7 @@ typedef struct mdnl_opts {
     /* input: --format, --types, --atom-style, --units (mdnl_read_options) */
     const char *format, *types, *atom_style;
     bool units_native;
+    bool keep_extras; /* convert: extended XYZ extras (set by the command, not an option) */
     bool quiet, json, progress, no_progress;
     const char *output;
     /* neighbors / energy / run */

@@ -6,6 +6,7 @@
 #include "h5md_writer.h"
 #include "lammps_dump_writer.h"
 #include "output_file.h"
+#include "xyz_reader.h"
 #include "xyz_writer.h"
 
 #include <string.h>
@@ -83,6 +84,8 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     mdnl_h5md_traj *traj = NULL;
     int64_t nframes = 0, natoms = 0;
     mdnl_progress prog = {0};
+    o.keep_extras = true; /* what the input holds beyond frames: kept in extended XYZ, else a warning */
+    bool warned = false;
     if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
         goto done;
     if (to == H5MD)
@@ -93,12 +96,21 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
         goto done;
     mdnl_progress_start(&prog, &o, fs);
     while ((st = mdnl_frames_next(fs, &f)) == MDNL_OK) {
+        const mdnl_xyz_extras *ex = mdnl_reader_extras(mdnl_frames_reader(fs));
+        if (ex && to != EXTXYZ && !warned && !o.json) {
+            warned = true;
+            fprintf(stderr, "mdnl convert: warning: %s cannot hold the input's%s%s%s%s; dropped\n", outputs[to].label,
+                    ex->properties[0] ? " per-atom arrays " : "", ex->properties, ex->info[0] ? " and keys " : "",
+                    ex->info);
+        }
         if (to == H5MD)
             st = mdnl_h5md_traj_append(traj, &f);
         else if (to == LAMMPS_DUMP)
             st = mdnl_lammps_dump_write(out.fp, &f);
+        else if (to == EXTXYZ)
+            st = mdnl_xyz_write_extras(out.fp, &f, ex);
         else
-            st = mdnl_xyz_write(out.fp, &f, to == EXTXYZ);
+            st = mdnl_xyz_write(out.fp, &f, 0);
         if (st != MDNL_OK)
             goto done;
         nframes++;

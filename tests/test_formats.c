@@ -264,3 +264,36 @@ Test(formats, unknown_output_extension_is_a_usage_error_listing_writers)
     cr_assert_eq(mdnl("info out.txt --json"), 0, "%s", err_text);
     cr_expect(strstr(out_text, "\"format\":\"lammps-dump\"") != NULL, "%s", out_text);
 }
+
+/* extxyz -> extxyz keeps the per-atom arrays and keys mdnl does not use;
+ * an output that cannot hold them says so in one warning line. */
+Test(formats, convert_keeps_extxyz_extras_or_warns_what_it_drops)
+{
+    write_file("f.extxyz", "2\nLattice=\"5 0 0 0 5 0 0 0 5\" Properties=species:S:1:forces:R:3:pos:R:3:charge:R:1 "
+                           "energy=-1.25 config_type=\"bulk water\" pbc=\"T T T\"\n"
+                           "O 0.1 0.2 0.3 1 2 3 -0.8\nH -0.1 -0.2 -0.3 1.5 2 3 0.4\n"
+                           "1\nProperties=species:S:1:pos:R:3:forces:R:3 energy=-2\nH 0 0 0 9 8 7\n");
+    cr_assert_eq(mdnl("convert f.extxyz g.extxyz"), 0, "%s", err_text);
+    cr_expect(strstr(err_text, "warning") == NULL, "%s", err_text);
+    char p[512];
+    static char text[1 << 12];
+    snprintf(p, sizeof p, "%s/g.extxyz", tmpdir);
+    slurp(p, text, sizeof text);
+    cr_expect(strstr(text, "Properties=species:S:1:pos:R:3:forces:R:3:charge:R:1 ") != NULL, "%s", text);
+    cr_expect(strstr(text, "energy=-1.25 config_type=\"bulk water\"") != NULL, "%s", text);
+    cr_expect(strstr(text, "O 1.0000000000 2.0000000000 3.0000000000 0.1 0.2 0.3 -0.8\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "H 9.0000000000 8.0000000000 7.0000000000 0 0 0\n") == NULL, "%s", text);
+    cr_expect(strstr(text, "H 0.0000000000 0.0000000000 0.0000000000 9 8 7\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "energy=-2\n") != NULL, "%s", text);
+    /* and again: the copy of the copy is the copy */
+    cr_assert_eq(mdnl("convert g.extxyz h.extxyz --quiet"), 0, "%s", err_text);
+    static char again[1 << 12];
+    snprintf(p, sizeof p, "%s/h.extxyz", tmpdir);
+    slurp(p, again, sizeof again);
+    cr_expect_str_eq(again, text);
+    cr_assert_eq(mdnl("convert f.extxyz g.lammpstrj"), 0, "%s", err_text);
+    cr_expect_eq(count_lines(err_text), 2, "%s", err_text);
+    cr_expect(strstr(err_text, "mdnl convert: warning: LAMMPS dump cannot hold the input's per-atom arrays "
+                               "forces:R:3:charge:R:1 and keys energy=-1.25 config_type=\"bulk water\"; dropped") != NULL,
+              "%s", err_text);
+}

@@ -54,7 +54,9 @@ static bool ends_with_words(const char *s, const char *e, const char *words)
         while (*w == ' ')
             ++w;
         const size_t n = (size_t)(te - ts);
-        if (strncmp(w, ts, n) != 0 || (w[n] != ' ' && w[n] != '\0'))
+        /* memcmp within the word list (a token may hold a NUL byte: found by
+         * tests/fuzz/fuzz_lammps_data) */
+        if (n > strlen(w) || memcmp(w, ts, n) != 0 || (w[n] != ' ' && w[n] != '\0'))
             return false;
         w += n;
         any = true;

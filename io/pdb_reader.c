@@ -133,8 +133,6 @@ static mdnl_status add_atom(pdb_reader *p, mdnl_frame *f, const char *s, const c
 /* Reads one model into f (NULL: skip it). */
 static mdnl_status read_model(pdb_reader *p, mdnl_frame *f)
 {
-    mdnl_frame scratch = {0};
-    mdnl_frame *t = f ? f : &scratch;
     if (f) {
         f->natoms = 0;
         f->nspecies = 0;
@@ -154,8 +152,7 @@ static mdnl_status read_model(pdb_reader *p, mdnl_frame *f)
             if (f) {
                 if ((st = add_atom(p, f, s, e)) != MDNL_OK)
                     break;
-            } else {
-                t->natoms = 0; /* skipping: only check the coordinates, keep no atoms */
+            } else { /* skipping: only check the coordinates */
                 double x;
                 for (int a = 0; a < 3 && st == MDNL_OK; ++a)
                     if (!field(s, e, 31 + 8 * a, 38 + 8 * a, &x))
@@ -185,7 +182,6 @@ static mdnl_status read_model(pdb_reader *p, mdnl_frame *f)
     }
     if (got < 0)
         st = MDNL_ERR_INPUT;
-    mdnl_frame_free(&scratch);
     if (st != MDNL_OK)
         return st;
     if (!started) {

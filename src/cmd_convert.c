@@ -70,7 +70,7 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     if (o.npositional != 2)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: expected INPUT and OUTPUT, got %d file(s)", o.npositional);
     const char *input = o.positional[0], *output = o.positional[1];
-    enum out_format to;
+    enum out_format to = EXTXYZ;
     if ((st = output_format(o.to, output, &to)) != MDNL_OK)
         return st;
     if (to == H5MD && strcmp(output, "-") == 0)

@@ -195,7 +195,7 @@ static const mdnl_format *const formats[] = {
 
 const char *mdnl_reader_formats(void)
 {
-    static char list[512];
+    static _Thread_local char list[512]; /* per thread: no race on the first call */
     if (!list[0]) {
         size_t k = 0;
         for (size_t i = 0; i < NFORMATS; ++i)

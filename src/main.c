@@ -151,9 +151,11 @@ static void print_usage(FILE *fp)
                 "  rdf INPUT --rmax --bins     radial distribution functions\n"
                 "  info INPUT [--json]         what a trajectory holds\n"
                 "  gen graphene --nx --ny -o   generate a graphene sheet\n"
-                "  convert INPUT OUTPUT        XYZ / extended XYZ / H5MD\n"
+                "  convert INPUT OUTPUT        to XYZ / extended XYZ / H5MD / LAMMPS dump\n"
                 "  bench [--sizes ...]         GPU benchmark of the kernels\n"
-                "  --version                   print the version\n",
+                "  --version                   print the version\n"
+                "INPUT: XYZ, extended XYZ, H5MD, LAMMPS dump and data, GRO, PDB (detected; --format NAME),\n"
+                "plain or gzip / xz / zstd; - is standard input.\n",
             MDNL_VERSION);
 }
 

@@ -253,20 +253,6 @@ static const char *gro_info(void *state, const char *key)
     return NULL;
 }
 
-static int is_int_line(const unsigned char *s, const unsigned char *e)
-{
-    while (s < e && (*s == ' ' || *s == '\t' || *s == '\r'))
-        ++s;
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-        --e;
-    if (s == e)
-        return 0;
-    for (; s < e; ++s)
-        if (*s < '0' || *s > '9')
-            return 0;
-    return 1;
-}
-
 /* Title, an integer, then an atom line with decimal points in columns 25,
  * 33, 41 (GROMACS' own layout), and the title is not itself a count (XYZ). */
 static int gro_sniff(const unsigned char *h, size_t n)
@@ -279,7 +265,7 @@ static int gro_sniff(const unsigned char *h, size_t n)
             return MDNL_SNIFF_NO;
         l[k] = nl + 1;
     }
-    if (is_int_line(l[0], l[1] - 1) || !is_int_line(l[1], l[2] - 1))
+    if (mdnl_text_is_integer(l[0], l[1] - 1) || !mdnl_text_is_integer(l[1], l[2] - 1))
         return MDNL_SNIFF_NO;
     const size_t len = (size_t)(l[3] - 1 - l[2]);
     if (len >= 44 && l[2][24] == '.' && l[2][32] == '.' && l[2][40] == '.')

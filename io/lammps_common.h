@@ -31,4 +31,23 @@ int32_t mdnl_lammps_species(mdnl_frame *f, const mdnl_lammps_types *t, const cha
  * c = (xz, yz, zhi-zlo) (the LAMMPS Howto triclinic page). */
 void mdnl_lammps_cell(const double lo[3], const double hi[3], double xy, double xz, double yz, mdnl_box *box);
 
+/* The id column of a frame's rows and the scratch to sort them; the
+ * arrays grow as rows are read. Zero-initialise; free with
+ * mdnl_lammps_ids_free. */
+typedef struct mdnl_lammps_ids {
+    int64_t *id;
+    struct mdnl_lammps_id_row *scratch;
+    int64_t cap;
+} mdnl_lammps_ids;
+
+/* Room for n ids; MDNL_ERR_RESOURCE when memory runs out. */
+mdnl_status mdnl_lammps_ids_reserve(mdnl_lammps_ids *ids, int64_t n);
+
+/* Puts the frame's rows (positions and species) in order of ids->id[0 ..
+ * f->natoms); an id twice is MDNL_ERR_INPUT "NAME: frame K: expected
+ * distinct atom ids, found id N twice". */
+mdnl_status mdnl_lammps_order_by_id(mdnl_lammps_ids *ids, mdnl_frame *f, const char *name, int64_t frame);
+
+void mdnl_lammps_ids_free(mdnl_lammps_ids *ids);
+
 #endif

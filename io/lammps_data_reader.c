@@ -90,23 +90,14 @@ static bool is_section(const char *s, const char *e)
     return mdnl_token(&p, e, &ts, &te) && ((*ts >= 'A' && *ts <= 'Z') || (*ts >= 'a' && *ts <= 'z'));
 }
 
-typedef struct id_row {
-    int64_t id, row;
-} id_row;
-
-static int cmp_id(const void *a, const void *b)
-{
-    const int64_t x = ((const id_row *)a)->id, y = ((const id_row *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
+/* The Atoms section's n lines into f, in order of their ids. Arrays grow
+ * as lines are read, so a count the file does not hold allocates nothing
+ * (on a pipe or compressed input, where the size is unknown, too). */
 static mdnl_status read_atoms(data_reader *d, mdnl_frame *f, int64_t n, enum style style)
 {
     char tmp[200];
-    id_row *rows = mdnl_malloc((size_t)(n ? n : 1) * sizeof *rows, "LAMMPS data ids");
-    double(*pos)[3] = mdnl_malloc((size_t)(n ? n : 1) * sizeof *pos, "LAMMPS data positions");
-    int32_t *sp = mdnl_malloc((size_t)(n ? n : 1) * sizeof *sp, "LAMMPS data species");
-    mdnl_status st = rows && pos && sp ? MDNL_OK : MDNL_ERR_RESOURCE;
+    mdnl_lammps_ids ids = {0};
+    mdnl_status st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16));
     const char *s, *e;
     int64_t i = 0;
     while (st == MDNL_OK && i < n) {
@@ -144,47 +135,36 @@ static mdnl_status read_atoms(data_reader *d, mdnl_frame *f, int64_t n, enum sty
                      want, want + 3, style_names[style], nt, mdnl_show_text(s, e, tmp, sizeof tmp));
             break;
         }
+        if ((i >= f->capacity && (st = mdnl_frame_reserve(f, i + 1)) != MDNL_OK) ||
+            (st = mdnl_lammps_ids_reserve(&ids, i + 1)) != MDNL_OK)
+            break;
         double id;
         if (!mdnl_parse_double(tok[0], tend[0], &id) || id != floor(id) || fabs(id) > 9e15) {
             st = ERR("%s:%lld: expected an atom id (an integer), found %s", WHERE,
                      mdnl_show_text(tok[0], tend[0], tmp, sizeof tmp));
             break;
         }
-        rows[i] = (id_row){(int64_t)id, i};
+        ids.id[i] = (int64_t)id;
         for (int a = 0; a < 3 && st == MDNL_OK; ++a) {
             const int c = style_pos_col[style] + a;
-            if (!mdnl_parse_double(tok[c], tend[c], &pos[i][a]) || !isfinite(pos[i][a]))
+            if (!mdnl_parse_double(tok[c], tend[c], &f->pos[i][a]) || !isfinite(f->pos[i][a]))
                 st = ERR("%s:%lld: expected a finite number for coordinate %c of atom %lld, found %s", WHERE, "xyz"[a],
                          (long long)i, mdnl_show_text(tok[c], tend[c], tmp, sizeof tmp));
         }
         if (st != MDNL_OK)
             break;
         const int tc = style_type_col[style];
-        if ((sp[i] = mdnl_lammps_species(f, &d->types, tok[tc], tend[tc])) < 0) {
+        if ((f->species[i] = mdnl_lammps_species(f, &d->types, tok[tc], tend[tc])) < 0) {
             char msg[256];
             snprintf(msg, sizeof msg, "%s", mdnl_last_error());
             st = ERR("%s:%lld: atom %lld: %s", WHERE, (long long)i, msg);
             break;
         }
-        ++i;
+        f->natoms = ++i;
     }
-    if (st == MDNL_OK) {
-        qsort(rows, (size_t)n, sizeof *rows, cmp_id);
-        for (int64_t k = 1; k < n && st == MDNL_OK; ++k)
-            if (rows[k].id == rows[k - 1].id)
-                st = ERR("%s: expected distinct atom ids in Atoms, found id %lld twice", d->name,
-                         (long long)rows[k].id);
-    }
-    if (st == MDNL_OK && (st = mdnl_frame_reserve(f, n)) == MDNL_OK) {
-        for (int64_t k = 0; k < n; ++k) {
-            memcpy(f->pos[k], pos[rows[k].row], sizeof pos[0]);
-            f->species[k] = sp[rows[k].row];
-        }
-        f->natoms = n;
-    }
-    free(rows);
-    free(pos);
-    free(sp);
+    if (st == MDNL_OK)
+        st = mdnl_lammps_order_by_id(&ids, f, d->name, 0);
+    mdnl_lammps_ids_free(&ids);
     return st;
 }
 

@@ -31,9 +31,7 @@ typedef struct dump_reader {
     const char *name;
     int64_t frame, file_size;
     mdnl_lammps_types types;
-    int64_t *ids;  /* [cap] the id column of the frame being read */
-    struct id_row *perm; /* [cap] scratch for the sort */
-    int64_t idcap;
+    mdnl_lammps_ids ids; /* the id column of the frame being read */
 } dump_reader;
 
 typedef struct dump_cols {
@@ -275,75 +273,6 @@ static mdnl_status read_header(dump_reader *d, mdnl_frame *f, int64_t *natoms, d
     }
 }
 
-typedef struct id_row {
-    int64_t id, row;
-} id_row;
-
-static int cmp_id(const void *a, const void *b)
-{
-    const int64_t x = ((const id_row *)a)->id, y = ((const id_row *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
-/* Puts the rows in order of their ids: sorts (id, row) pairs, then applies
- * the permutation by cycles to the positions and species together. */
-static mdnl_status order_by_id(dump_reader *d, mdnl_frame *f)
-{
-    const int64_t n = f->natoms;
-    bool sorted = true;
-    for (int64_t i = 1; i < n && sorted; ++i)
-        sorted = d->ids[i - 1] < d->ids[i];
-    if (sorted)
-        return MDNL_OK;
-    for (int64_t i = 0; i < n; ++i)
-        d->perm[i] = (id_row){d->ids[i], i};
-    qsort(d->perm, (size_t)n, sizeof *d->perm, cmp_id);
-    for (int64_t i = 1; i < n; ++i)
-        if (d->perm[i].id == d->perm[i - 1].id)
-            return ERR("%s: frame %lld: expected distinct atom ids, found id %lld twice", d->name,
-                       (long long)d->frame, (long long)d->perm[i].id);
-    /* perm[j].row: the row that goes to j; -1 once placed. */
-    for (int64_t i = 0; i < n; ++i) {
-        if (d->perm[i].row < 0)
-            continue;
-        int64_t j = i;
-        double p0[3] = {f->pos[i][0], f->pos[i][1], f->pos[i][2]};
-        const int32_t s0 = f->species[i];
-        for (;;) {
-            const int64_t k = d->perm[j].row;
-            d->perm[j].row = -1;
-            if (k == i) {
-                memcpy(f->pos[j], p0, sizeof p0);
-                f->species[j] = s0;
-                break;
-            }
-            memcpy(f->pos[j], f->pos[k], sizeof p0);
-            f->species[j] = f->species[k];
-            j = k;
-        }
-    }
-    return MDNL_OK;
-}
-
-static mdnl_status grow_ids(dump_reader *d, int64_t n)
-{
-    if (n <= d->idcap)
-        return MDNL_OK;
-    int64_t cap = d->idcap ? d->idcap : 1024;
-    while (cap < n)
-        cap *= 2;
-    int64_t *ids = mdnl_realloc(d->ids, (size_t)cap * sizeof *ids, "LAMMPS dump ids");
-    if (!ids)
-        return MDNL_ERR_RESOURCE;
-    d->ids = ids;
-    struct id_row *perm = mdnl_realloc(d->perm, (size_t)cap * sizeof *perm, "LAMMPS dump ids");
-    if (!perm)
-        return MDNL_ERR_RESOURCE;
-    d->perm = perm;
-    d->idcap = cap;
-    return MDNL_OK;
-}
-
 static mdnl_status dump_next(void *state, mdnl_frame *f)
 {
     dump_reader *d = state;
@@ -377,7 +306,7 @@ static mdnl_status dump_next(void *state, mdnl_frame *f)
             return st;
         if (i >= f->capacity && (st = mdnl_frame_reserve(f, i + 1)) != MDNL_OK)
             return st;
-        if (c.id >= 0 && (st = grow_ids(d, i + 1)) != MDNL_OK)
+        if (c.id >= 0 && (st = mdnl_lammps_ids_reserve(&d->ids, i + 1)) != MDNL_OK)
             return st;
         const char *p = s, *ts, *te;
         double xyz[3] = {0, 0, 0};
@@ -412,7 +341,7 @@ static mdnl_status dump_next(void *state, mdnl_frame *f)
                 int64_t v;
                 if ((st = parse_int64(d, ts, te, "an atom id", &v)) != MDNL_OK)
                     return st;
-                d->ids[i] = v;
+                d->ids.id[i] = v;
             }
         }
         if (col <= last)
@@ -432,7 +361,7 @@ static mdnl_status dump_next(void *state, mdnl_frame *f)
         }
         f->natoms = i + 1;
     }
-    if (c.id >= 0 && (st = order_by_id(d, f)) != MDNL_OK)
+    if (c.id >= 0 && (st = mdnl_lammps_order_by_id(&d->ids, f, d->name, d->frame)) != MDNL_OK)
         return st;
     d->frame++;
     return MDNL_OK;
@@ -478,8 +407,7 @@ static void dump_close(void *state)
     dump_reader *d = state;
     if (!d)
         return;
-    free(d->ids);
-    free(d->perm);
+    mdnl_lammps_ids_free(&d->ids);
     free(d);
 }
 

@@ -16,22 +16,6 @@
 
 /* ---- XYZ / extended XYZ ---- */
 
-static int line_is_integer(const unsigned char *s, const unsigned char *e)
-{
-    while (s < e && (*s == ' ' || *s == '\t' || *s == '\r'))
-        ++s;
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-        --e;
-    if (s < e && *s == '+')
-        ++s;
-    if (s == e)
-        return 0;
-    for (; s < e; ++s)
-        if (*s < '0' || *s > '9')
-            return 0;
-    return 1;
-}
-
 /* The k-th line (0-based) of the head: [*b, *e); 0 when the head has fewer. */
 static int head_line(const unsigned char *h, size_t n, int k, const unsigned char **b, const unsigned char **e)
 {
@@ -53,7 +37,7 @@ static int head_line(const unsigned char *h, size_t n, int k, const unsigned cha
 static int sniff_xyz(const unsigned char *h, size_t n)
 {
     const unsigned char *b, *e;
-    return head_line(h, n, 0, &b, &e) && line_is_integer(b, e) ? MDNL_SNIFF_MAYBE : MDNL_SNIFF_NO;
+    return head_line(h, n, 0, &b, &e) && mdnl_text_is_integer(b, e) ? MDNL_SNIFF_MAYBE : MDNL_SNIFF_NO;
 }
 
 static bool has_key(const unsigned char *b, const unsigned char *e, const char *key)

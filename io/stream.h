@@ -82,6 +82,24 @@ static inline int mdnl_token(const char **p, const char *e, const char **ts, con
     return 1;
 }
 
+/* Whether [s, e) is an unsigned integer, blanks around it allowed (the
+ * sniffs: an XYZ or GRO count line). */
+static inline int mdnl_text_is_integer(const unsigned char *s, const unsigned char *e)
+{
+    while (s < e && (*s == ' ' || *s == '\t' || *s == '\r'))
+        ++s;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        --e;
+    if (s < e && *s == '+')
+        ++s;
+    if (s == e)
+        return 0;
+    for (; s < e; ++s)
+        if (*s < '0' || *s > '9')
+            return 0;
+    return 1;
+}
+
 /* Quotes at most 40 bytes of [s, e) for a message into buf, bytes outside
  * printable ASCII as \xHH (a binary file read as text must not put raw
  * bytes on the terminal). Returns buf. */

@@ -297,3 +297,23 @@ Test(formats, convert_keeps_extxyz_extras_or_warns_what_it_drops)
                                "forces:R:3:charge:R:1 and keys energy=-1.25 config_type=\"bulk water\"; dropped") != NULL,
               "%s", err_text);
 }
+
+/* On a pipe or compressed input the size is unknown, so a count is not
+ * checked against it: the arrays must grow with the lines actually read, not
+ * with the count (the data reader used to allocate the count up front). */
+Test(formats, huge_counts_on_pipes_allocate_nothing)
+{
+    static const char *const inputs[] = {
+        "LAMMPS data\\n\\n1000000000000 atoms\\n\\n0 1 xlo xhi\\n0 1 ylo yhi\\n0 1 zlo zhi\\n\\nAtoms # atomic\\n\\n1 1 0 0 0\\n",
+        "ITEM: TIMESTEP\\n0\\nITEM: NUMBER OF ATOMS\\n1000000000000\\nITEM: BOX BOUNDS pp pp pp\\n0 1\\n0 1\\n0 1\\n"
+        "ITEM: ATOMS id type x y z\\n1 1 0 0 0\\n",
+        "t\\n1000000000000\\n    1LIQ     CU    1   0.000   0.000   0.000\\n",
+        "1000000000000\\n\\nC 0 0 0\\n",
+    };
+    for (size_t k = 0; k < sizeof inputs / sizeof *inputs; ++k) {
+        int rc = sh("printf '%s' | gzip | '%s' info -", inputs[k], MDNL_BINARY);
+        cr_expect_eq(rc, 3, "input %zu: status %d: %s", k, rc, err_text);
+        expect_one_error_line();
+        cr_expect(strstr(err_text, "end") != NULL, "input %zu: %s", k, err_text);
+    }
+}

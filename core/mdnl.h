@@ -43,10 +43,29 @@ mdnl_status mdnl_error(mdnl_status code, const char *fmt, ...)
 #endif
     ;
 
-/* The last message recorded on this thread ("" when none). Valid until the
- * next mdnl_error() on the same thread. */
+/* The last message recorded on this thread ("" when none), or a message
+ * recorded after it by a worker of an OpenMP team (a thread other than the
+ * team's thread 0, whose failures only its team's thread 0 can report: the
+ * message of an allocation that failed on a worker reaches the thread that
+ * returns the status). Valid until the next mdnl_error(), mdnl_last_error()
+ * or mdnl_clear_error() on the same thread. */
 const char *mdnl_last_error(void);
+/* Forgets this thread's message and every worker's message recorded so far. */
 void mdnl_clear_error(void);
+
+/* Escaping for display: one character of the text at *s (one byte, or one
+ * UTF-8 sequence) written to out as it should appear on one line of a
+ * terminal, a TSV cell or a JSON string; *s moves past it; returns the
+ * length written (out is NUL-terminated). Valid UTF-8 stays as it is, except
+ * C0 and C1 control characters, DEL and U+2028/U+2029, which become \n, \r,
+ * \xHH (text; JSON: \u00HH) or \u0080-\u009f, \u2028, \u2029; a byte that is
+ * not valid UTF-8 becomes \xHH (JSON: \ufffd). A tab stays unless
+ * MDNL_ESCAPE_TAB; MDNL_ESCAPE_JSON also escapes " and \ (text leaves the
+ * backslash alone, so escaping an escaped text changes nothing). Used by
+ * mdnl_error (every error message), `info` and the JSON summaries. */
+#define MDNL_ESCAPE_MAX 8
+enum { MDNL_ESCAPE_TEXT = 0, MDNL_ESCAPE_TAB = 1, MDNL_ESCAPE_JSON = 2 };
+size_t mdnl_escape_char(const char **s, char out[MDNL_ESCAPE_MAX + 1], unsigned flags);
 
 /* malloc/calloc/realloc that record MDNL_ERR_RESOURCE with `what` and the
  * size on failure and return NULL. A size of 0 returns a valid pointer.

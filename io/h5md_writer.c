@@ -212,26 +212,41 @@ static const char *author_name(const char *author)
     return "mdnl";
 }
 
+void mdnl_hdf5_no_exit_handler(void) { H5dont_atexit(); }
+
 /* Creates the temporary file and /h5md. */
 static mdnl_status create_file(const char *path, const char *author, char **tmp, hid_t *fid)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     *fid = H5I_INVALID_HID;
-    *tmp = mdnl_temp_name(path);
-    if (!*tmp)
-        return MDNL_ERR_RESOURCE;
+    /* The temporary file is made (exclusively, unguessably, locked) by
+     * output_file.c; HDF5 then opens that name, and the descriptor it opened
+     * must be that file: a name swapped for a symbolic link in between is
+     * refused (and was only truncated, never followed for writing). */
+    mdnl_status st = mdnl_temp_create(path, tmp);
+    if (st != MDNL_OK)
+        return st;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0)
+    if (fapl >= 0) {
         H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-    *fid = H5Fcreate(*tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl >= 0 ? fapl : H5P_DEFAULT);
+#if H5_VERSION_GE(1, 10, 7)
+        H5Pset_file_locking(fapl, 0, 1); /* the temporary file is locked by output_file.c */
+#endif
+    }
+    *fid = H5Fcreate(*tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl >= 0 ? fapl : H5P_DEFAULT);
     if (fapl >= 0)
         H5Pclose(fapl);
-    if (*fid < 0)
-        return mdnl_error(MDNL_ERR_INPUT, "%s: cannot create the output file (%s)", path, mdnl_h5_reason());
+    if (*fid < 0) /* the file exists already: what fails here is space or the file system */
+        return mdnl_error(MDNL_ERR_RESOURCE, "%s: cannot create the output file (%s)", path, mdnl_h5_reason());
+    void *handle = NULL;
+    if (H5Fget_vfd_handle(*fid, H5P_DEFAULT, &handle) < 0 || !handle)
+        return mdnl_error(MDNL_ERR_INTERNAL, "%s: no file descriptor behind the HDF5 file", path);
+    if ((st = mdnl_temp_is_ours(path, *tmp, *(int *)handle)) != MDNL_OK)
+        return st;
     hid_t h = make_group(*fid, "h5md");
     TRY(h, "create /h5md");
     int32_t version[2] = {1, 1};
-    mdnl_status st = write_num_attr(path, h, "version", H5T_NATIVE_INT32, 2, version);
+    st = write_num_attr(path, h, "version", H5T_NATIVE_INT32, 2, version);
     hid_t au = st == MDNL_OK ? make_group(h, "author") : -1;
     if (st == MDNL_OK && au < 0)
         st = fail(path, "create /h5md/author");
@@ -255,6 +270,20 @@ static mdnl_status create_file(const char *path, const char *author, char **tmp,
 
 static mdnl_status close_and_rename(const char *path, const char *tmp, hid_t *fid)
 {
+    /* A close that fails (a full disk) leaves the file half closed inside
+     * HDF5, and the library's exit handler crashes on it: the flush, where
+     * a full disk shows, comes first, and when it fails the file is emptied
+     * so that the close's own flush has room (as in the aborts). */
+    if (H5Fflush(*fid, H5F_SCOPE_GLOBAL) < 0) {
+        mdnl_status st = fail(path, "finish the HDF5 file");
+        if (truncate(tmp, 0) != 0) {
+            /* nothing more to do: the file is removed below either way */
+        }
+        H5Fclose(*fid);
+        *fid = H5I_INVALID_HID;
+        mdnl_temp_remove(tmp);
+        return st;
+    }
     herr_t e = H5Fclose(*fid);
     *fid = H5I_INVALID_HID;
     if (e < 0) {

@@ -4,8 +4,8 @@
  * Both writers create the file under a temporary name beside the target
  * (output_file.h) and rename it into place on commit; abort (or a failed
  * commit) removes it, so a failed run leaves no partial file. Every HDF5 call
- * is checked; failures are MDNL_ERR_RESOURCE "PATH: cannot ... (HDF5 reason)",
- * inconsistent input (an atom count that changes in a trajectory) is
+ * is checked; failures are MDNL_ERR_RESOURCE "PATH: cannot ... (HDF5 reason)"
+ * (a full disk included, at creation too), inconsistent input (an atom count that changes in a trajectory) is
  * MDNL_ERR_INPUT. Handles are not shared between threads.
  *
  * Trajectory layout (H5MD 1.1; io/h5md_reader.c reads it back, and so does
@@ -40,6 +40,13 @@
 
 MDNL_BEGIN_C
 
+/* Tells HDF5 not to close its files at process exit. Every output is closed
+ * (committed or aborted) before exit; an output whose close failed on a full
+ * disk stays half closed inside HDF5, and the library's exit handler would
+ * crash on it (SIGSEGV after the error line). Called once by main, before any
+ * other HDF5 call. */
+void mdnl_hdf5_no_exit_handler(void);
+
 /* --- trajectory writer --------------------------------------------------- */
 
 typedef struct mdnl_h5md_traj mdnl_h5md_traj;
@@ -59,8 +66,10 @@ typedef struct mdnl_h5md_traj_options {
 } mdnl_h5md_traj_options;
 
 /* Creates the temporary file for `path` (opt may be NULL). The datasets are
- * made at the first append, when N is known. MDNL_ERR_INPUT when the file
- * cannot be created. The caller ends *out with _commit or _abort. */
+ * made at the first append, when N is known. The temporary file comes from
+ * mdnl_temp_create (output_file.h): MDNL_ERR_INPUT when the directory cannot
+ * be written, MDNL_ERR_RESOURCE when HDF5 cannot create the file in it (a
+ * full disk). The caller ends *out with _commit or _abort. */
 mdnl_status mdnl_h5md_traj_create(const char *path, const mdnl_h5md_traj_options *opt, mdnl_h5md_traj **out);
 
 /* Appends one frame. The atom count, the boundary and whether there is a

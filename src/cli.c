@@ -259,6 +259,12 @@ void mdnl_print_option_help(FILE *fp, const char *command)
             fputs(option_help[k].text, fp);
         }
     fputs("  -h, --help                this help\n", fp);
+    if (allowed_name(allowed, "output"))
+        fputs("Outputs: a file is written as .NAME.tmp-PID-RANDOM beside it and renamed when complete (a symbolic\n"
+              "link's target is replaced); -, a character device (/dev/null) or a FIFO is written as a stream.\n"
+              "SIGINT, SIGTERM and SIGHUP remove the temporary outputs and exit 130, 143, 129; once an output is\n"
+              "in place they are ignored and the command ends with its own status.\n",
+              fp);
 }
 
 static bool allowed_name(const char *allowed, const char *name)
@@ -528,16 +534,21 @@ void mdnl_atoms_range_json(FILE *fp, const mdnl_atoms_range *r)
 void mdnl_json_string(FILE *fp, const char *s)
 {
     fputc('"', fp);
-    for (; *s; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(fp, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(fp, "\\u%04x", c);
-        else
-            fputc(c, fp);
+    while (*s) {
+        char e[MDNL_ESCAPE_MAX + 1];
+        mdnl_escape_char(&s, e, MDNL_ESCAPE_JSON);
+        fputs(e, fp);
     }
     fputc('"', fp);
+}
+
+void mdnl_text_string(FILE *fp, const char *s)
+{
+    while (*s) {
+        char e[MDNL_ESCAPE_MAX + 1];
+        mdnl_escape_char(&s, e, MDNL_ESCAPE_TAB);
+        fputs(e, fp);
+    }
 }
 
 /* ---- frames: selection and overrides ---- */

@@ -148,8 +148,11 @@ const char *mdnl_atoms_range_text(const mdnl_atoms_range *r, char *buf, size_t s
 /* ,"atoms":MIN,"atoms_max":MAX (atoms per frame; equal when constant). */
 void mdnl_atoms_range_json(FILE *fp, const mdnl_atoms_range *r);
 
-/* Writes a JSON string literal (quoted, escaped). */
+/* Writes a JSON string literal (quoted, escaped: mdnl_escape_char). */
 void mdnl_json_string(FILE *fp, const char *s);
+/* Writes text from a file or the user (a path, a species name) escaped for
+ * one line and one column (mdnl_escape_char with MDNL_ESCAPE_TAB). */
+void mdnl_text_string(FILE *fp, const char *s);
 
 /* Subcommands: each returns a status; main.c prints the error and exits. */
 mdnl_status mdnl_cmd_neighbors(int argc, char **argv);

@@ -98,8 +98,9 @@ mdnl_status mdnl_cmd_convert(int argc, char **argv)
     const enum format to = wr->id;
     if (!wr->text && strcmp(output, "-") == 0)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: %s cannot be written to standard output", wr->label);
-    if (strcmp(input, output) == 0)
-        return mdnl_error(MDNL_ERR_USAGE, "mdnl convert: INPUT and OUTPUT are the same file");
+    const mdnl_output_kind kind = wr->text ? MDNL_OUTPUT_TEXT : MDNL_OUTPUT_HDF5;
+    if ((st = mdnl_output_check(input, 1, &output, &kind)) != MDNL_OK)
+        return st;
 
     /* mdnl knows no units: the labels are the XYZ convention's (h5md_writer.h) */
     const mdnl_h5md_traj_options h5md_units = {.length_unit = MDNL_H5MD_LENGTH_UNIT, .time_unit = MDNL_H5MD_TIME_UNIT};

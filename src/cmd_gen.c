@@ -35,6 +35,9 @@ mdnl_status mdnl_cmd_gen(int argc, char **argv)
     if (mdnl_is_hdf5_path(o.output))
         return mdnl_error(MDNL_ERR_USAGE, "-o %s: gen writes XYZ or extended XYZ; convert it to H5MD afterwards",
                           o.output);
+    const mdnl_output_kind kind = MDNL_OUTPUT_TEXT;
+    if ((st = mdnl_output_check(NULL, 1, &o.output, &kind)) != MDNL_OK)
+        return st;
     mdnl_frame f = {0};
     mdnl_ofile out = {0};
     if ((st = mdnl_gen_graphene(o.nx, o.ny, o.bond, o.noise, o.seed, o.vacuum, &f)) != MDNL_OK)

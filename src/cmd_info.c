@@ -81,13 +81,18 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
             printf(",\"time\":%.17g", f.time);
         printf("}\n");
     } else {
-        printf("file     %s (%s)\n", input, format);
+        printf("file     ");
+        mdnl_text_string(stdout, input);
+        printf(" (%s)\n", format);
         printf("frames   %lld\n", (long long)nframes);
         printf("atoms    %lld%s\n", (long long)f.natoms, nframes > 1 ? " (first frame)" : "");
         printf("units    %s (positions and cell)\n", units);
         printf("species ");
-        for (int32_t s = 0; s < f.nspecies; ++s)
-            printf(" %s %lld", f.symbols[s], (long long)counts[s]);
+        for (int32_t s = 0; s < f.nspecies; ++s) {
+            putchar(' ');
+            mdnl_text_string(stdout, f.symbols[s]);
+            printf(" %lld", (long long)counts[s]);
+        }
         printf("%s%s\n", f.nspecies ? "" : " none",
                o.topology ? " (from --topology)" : strcmp(species_from, "none") == 0 ? " (the file names none: --topology FILE)" : "");
         if (f.box.has_lattice) {

@@ -57,6 +57,9 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
     const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
+    const mdnl_output_kind out_kind = h5 ? MDNL_OUTPUT_HDF5 : MDNL_OUTPUT_TEXT;
+    if ((st = mdnl_output_check(input, 1, &outpath, &out_kind)) != MDNL_OK)
+        return st;
     mdnl_h5md_results *res = NULL;
 
     mdnl_engine eng;

@@ -18,8 +18,11 @@
 
 /* --plot writes SVG only: any other extension is refused rather than an SVG
  * written under a name that says otherwise; and never onto the -o table. */
-static mdnl_status check_plot_path(const char *plot, const char *outpath)
+static mdnl_status check_plot_path(const char *plot)
 {
+    struct stat sb;
+    if (stat(plot, &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)))
+        return MDNL_OK; /* a stream (/dev/null, a FIFO): written in place, any name */
     const char *dot = strrchr(plot, '.');
     const char *slash = strrchr(plot, '/');
     if (!dot || (slash && dot < slash) || strcasecmp(dot, ".svg") != 0)
@@ -27,11 +30,6 @@ static mdnl_status check_plot_path(const char *plot, const char *outpath)
                           "--plot %s: expected an .svg file (mdnl writes SVG only; rsvg-convert "
                           "makes a PNG of it)",
                           plot);
-    struct stat a, b;
-    if (outpath && (strcmp(plot, outpath) == 0 ||
-                    (stat(plot, &a) == 0 && stat(outpath, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)))
-        return mdnl_error(MDNL_ERR_USAGE, "--plot %s: the same file as -o %s; give the plot a name of its own", plot,
-                          outpath);
     return MDNL_OK;
 }
 
@@ -60,7 +58,11 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
     const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
-    if (o.plot && (st = check_plot_path(o.plot, outpath)) != MDNL_OK)
+    const char *const outs[2] = {outpath, o.plot};
+    const mdnl_output_kind kinds[2] = {h5 ? MDNL_OUTPUT_HDF5 : MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT};
+    if ((st = mdnl_output_check(input, 2, outs, kinds)) != MDNL_OK)
+        return st;
+    if (o.plot && (st = check_plot_path(o.plot)) != MDNL_OK)
         return st;
 
     int32_t ids[MAX_PAIRS][2] = {{0}}; /* resolved per frame */

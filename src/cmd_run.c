@@ -63,6 +63,29 @@ static bool is_dir_path(const char *path)
     return (n > 0 && path[n - 1] == '/') || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode));
 }
 
+/* Names the tables of a directory output and checks every output against
+ * the input and what exists (output_file.h), before any work. */
+static mdnl_status check_outputs(run_out *o, const char *input)
+{
+    if (o->h5) {
+        const mdnl_output_kind kind = MDNL_OUTPUT_HDF5;
+        return mdnl_output_check(input, 1, &o->path, &kind);
+    }
+    const char *paths[1 + NOUT] = {o->path};
+    mdnl_output_kind kinds[1 + NOUT] = {MDNL_OUTPUT_DIR, MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT};
+    size_t n = strlen(o->path);
+    bool slash = o->path[n - 1] == '/';
+    for (int k = 0; k < NOUT; ++k) {
+        if (!o->want[k])
+            continue;
+        if (!(o->file[k] = mdnl_malloc(n + 2 + strlen(out_names[k]), "output name")))
+            return MDNL_ERR_RESOURCE;
+        sprintf(o->file[k], "%s%s%s", o->path, slash ? "" : "/", out_names[k]);
+        paths[1 + k] = o->file[k];
+    }
+    return mdnl_output_check(input, 1 + NOUT, paths, kinds);
+}
+
 /* Creates the temporary outputs. */
 static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff)
 {
@@ -83,17 +106,9 @@ static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff)
     } else if (!S_ISDIR(sb.st_mode)) {
         return mdnl_error(MDNL_ERR_INPUT, "%s: expected a directory, found a file", o->path);
     }
-    size_t n = strlen(o->path);
-    bool slash = o->path[n - 1] == '/';
-    for (int k = 0; k < NOUT; ++k) {
-        if (!o->want[k])
-            continue;
-        if (!(o->file[k] = mdnl_malloc(n + 2 + strlen(out_names[k]), "output name")))
-            return MDNL_ERR_RESOURCE;
-        sprintf(o->file[k], "%s%s%s", o->path, slash ? "" : "/", out_names[k]);
-        if ((st = mdnl_ofile_open(&o->tsv[k], o->file[k])) != MDNL_OK)
+    for (int k = 0; k < NOUT; ++k)
+        if (o->want[k] && (st = mdnl_ofile_open(&o->tsv[k], o->file[k])) != MDNL_OK)
             return st;
-    }
     const char *headers[NOUT] = {"# frame\tstep\tenergy\n", "# frame\ti\tj\tdistance\n", NULL};
     for (int k = 0; k < NOUT; ++k)
         if (o->want[k] && headers[k] && fputs(headers[k], o->tsv[k].fp) < 0)
@@ -220,6 +235,10 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     };
     if (o.pair && (st = mdnl_potential_parse(o.pair, o.cutoff, &cfg.pot)) != MDNL_OK)
         return st;
+    if (o.output && (st = check_outputs(&out, cfg.input)) != MDNL_OK) {
+        free_outputs(&out);
+        return st;
+    }
     int32_t ids[MDNL_MAX_RDF_PAIRS][2] = {{0}}; /* resolved per frame in the pipeline */
     mdnl_hist_spec spec = {.r_max = o.rmax, .bins = (int32_t)o.bins, .npairs = pn.n, .pairs = ids};
     mdnl_rdf_accum acc;
@@ -245,8 +264,9 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     /* every frame of a run with work is wrapped by mdnl_geom_prepare (CPU) or
      * the device wrap (CUDA), which reject a non-finite coordinate naming the
      * input, the frame and the atom: the H5MD reader's own pass is skipped
-     * (tools/bench/RESULTS.md: it took as long as the read). --read-only
-     * keeps it: there it is the check that the file parses. */
+     * (docs/performance.md, the CPU table's H5MD reader row: the pass took
+     * as long as the read). --read-only keeps it: there it is the check that
+     * the file parses. */
     o.coords_checked = !o.read_only;
     if ((st = mdnl_frames_open(&o, cfg.input, &fs)) != MDNL_OK)
         goto done;

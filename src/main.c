@@ -2,6 +2,7 @@
  * one line on stderr and exits with the status (SPEC §7). The only place
  * that calls exit. */
 #include "cli.h"
+#include "h5md_writer.h"
 #include "mpi_split.h"
 #include "output_file.h"
 
@@ -158,6 +159,7 @@ static void print_usage(FILE *fp)
 int main(int argc, char **argv)
 {
     mdnl_temp_install_signals(); /* SIGINT/SIGTERM/SIGHUP remove the temporary outputs (output_file.h) */
+    mdnl_hdf5_no_exit_handler(); /* a close that failed on a full disk must not crash at exit */
     if (argc < 2) {
         print_usage(stderr);
         return MDNL_ERR_USAGE;

@@ -9,11 +9,12 @@
  *   - signals (io/output_file.h): SIGINT, SIGTERM and SIGHUP during a long
  *     run exit 130, 143 and 129 and leave neither the temporary nor the final
  *     output (nor a directory the run made);
- *   - SIGKILL leaves a ".NAME.tmp-PID-N" that the next run to the same output
- *     removes, while a temporary name of a live process is kept.
+ *   - SIGKILL leaves a ".NAME.tmp-PID-RANDOM" that the next run to the same
+ *     output removes, while a temporary file whose lock is held (a live run,
+ *     whatever PID its name says) or that is new and empty is kept.
  *
  * The GPU twin of the first part is in test_geometry_gpu.c. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include "geometry.h"
 
 #include <criterion/criterion.h>
@@ -134,8 +135,9 @@ static int leftovers(const char *dir, const char *const *keep, char *buf, size_t
     return n;
 }
 
-/* Whether a temporary name of `pid` ("..tmp-PID-") exists in tmpdir/dir. */
-static bool temp_of(const char *dir, pid_t pid)
+/* Whether a temporary name of `pid` (".NAME.tmp-PID-RANDOM") exists in
+ * tmpdir/dir; its name in name[cap] when name is not NULL. */
+static bool temp_of(const char *dir, pid_t pid, char *name, size_t cap)
 {
     char path[512], tag[64];
     snprintf(path, sizeof path, "%s/%s", tmpdir, dir);
@@ -146,7 +148,8 @@ static bool temp_of(const char *dir, pid_t pid)
     bool found = false;
     struct dirent *e;
     while (!found && (e = readdir(d)) != NULL)
-        found = e->d_name[0] == '.' && strstr(e->d_name, tag) != NULL;
+        if ((found = e->d_name[0] == '.' && strstr(e->d_name, tag) != NULL) && name)
+            snprintf(name, cap, "%s", e->d_name);
     closedir(d);
     return found;
 }
@@ -361,7 +364,7 @@ static void signal_mid_run(const char *const *args, const char *dir, int sig)
 {
     pid_t pid = start(args);
     const double t0 = now();
-    while (!temp_of(dir, pid)) {
+    while (!temp_of(dir, pid, NULL, 0)) {
         int status;
         cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "%s ended before its output was opened (status %d)", args[0],
                      status);
@@ -427,40 +430,77 @@ Test(guard, sigint_during_rdf_to_stdout_exits_130)
 
 /* ---- SIGKILL and stale names ---- */
 
-Test(guard, sigkill_leaves_a_prefixed_temp_that_the_next_run_removes)
+/* A file of tmpdir/dir named like a temporary output (".NAME.tmp-PID-" and
+ * 16 hexadecimal digits) holding `text`; with `lock`, this test holds its
+ * open-file-description lock (as a live run in another PID namespace
+ * would, whatever the PID in its name) and the descriptor stays open. */
+static void plant_temp(const char *dir, const char *name, const char *text, bool lock)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s%s%s", tmpdir, dir, *dir ? "/" : "", name);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    if (lock) {
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        cr_assert_eq(fcntl(fd, F_OFD_SETLK, &fl), 0, "F_OFD_SETLK: %s", strerror(errno));
+    } else {
+        close(fd);
+    }
+}
+
+static bool exists_tmp(const char *name)
+{
+    char path[512];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    return lstat(path, &sb) == 0;
+}
+
+Test(guard, sigkill_leaves_an_unlocked_temp_that_the_next_run_removes_and_a_locked_one_stays)
 {
     make_sheet();
     const char *const slow[] = {"neighbors", "sheet.extxyz", "-c", "60", "--max-pairs", "1e12",
                                 "--backend", "cpu", "-o", "out.tsv", NULL};
     pid_t pid = start(slow);
     const double t0 = now();
-    while (!temp_of("", pid)) {
+    char killed[256] = "";
+    while (!temp_of("", pid, killed, sizeof killed)) {
         cr_assert(now() - t0 < 20, "no temporary output after 20 s");
+        nap(5000);
+    }
+    /* rows reach the file (a new, empty temporary file is kept: its creator may not have locked it yet) */
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, killed);
+    struct stat sb;
+    while (stat(path, &sb) == 0 && sb.st_size == 0) {
+        cr_assert(now() - t0 < 60, "no rows written after 60 s");
         nap(5000);
     }
     kill(pid, SIGKILL);
     int status = wait_for(pid, 10.0);
     cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    char name[128], path[512];
-    snprintf(name, sizeof name, ".out.tsv.tmp-%ld-0", (long)pid);
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    struct stat sb;
-    cr_assert_eq(stat(path, &sb), 0, "SIGKILL left no %s", name);
+    cr_assert(exists_tmp(killed), "SIGKILL left no %s", killed);
+    cr_expect(strlen(killed) == strlen(".out.tsv.tmp-") + (size_t)snprintf(NULL, 0, "%ld", (long)pid) + 17,
+              "temporary name %s: expected .out.tsv.tmp-PID- and 16 random digits", killed);
 
-    /* a temporary name of a live process (this test) stays */
-    char live[512];
-    snprintf(live, sizeof live, "%s/.out.tsv.tmp-%ld-3", tmpdir, (long)getpid());
-    FILE *fp = fopen(live, "w");
-    cr_assert_not_null(fp);
-    fclose(fp);
-    /* names that only look alike stay too */
-    const char *const lookalikes[] = {".out.tsv.tmp-x-0", ".out.tsv.tmp-99999999-0-extra", ".other.tsv.tmp-1-0"};
-    for (size_t k = 0; k < sizeof lookalikes / sizeof *lookalikes; ++k) {
-        snprintf(path, sizeof path, "%s/%s", tmpdir, lookalikes[k]);
-        fp = fopen(path, "w");
-        cr_assert_not_null(fp);
-        fclose(fp);
-    }
+    /* a live run's file (locked), whose PID means nothing here (another PID
+     * namespace: a dead PID of ours); a new, empty, unlocked one (its creator
+     * may not have locked it yet); names that only look alike */
+    pid_t dead = fork();
+    cr_assert(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    char live[128], fresh[128];
+    snprintf(live, sizeof live, ".out.tsv.tmp-%ld-0123456789abcdef", (long)dead);
+    snprintf(fresh, sizeof fresh, ".out.tsv.tmp-%ld-fedcba9876543210", (long)dead);
+    plant_temp("", live, "# frame\ti\tj\tdistance\n", true);
+    plant_temp("", fresh, "", false);
+    const char *const lookalikes[] = {".out.tsv.tmp-x-0123456789abcdef", ".out.tsv.tmp-1-0123456789abcdef-extra",
+                                      ".out.tsv.tmp-1-0", ".other.tsv.tmp-1-0123456789abcdef"};
+    for (size_t k = 0; k < sizeof lookalikes / sizeof *lookalikes; ++k)
+        plant_temp("", lookalikes[k], "x", false);
 
     char input[512], err[4096];
     snprintf(input, sizeof input, "%s/graphene-periodic.extxyz", MDNL_DATA_DIR);
@@ -468,34 +508,22 @@ Test(guard, sigkill_leaves_a_prefixed_temp_that_the_next_run_removes)
     status = wait_for(start(quick), 10.0);
     slurp_tmp(".stderr", err, sizeof err);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    cr_expect_neq(stat(path, &sb), 0, "the stale %s is still there", name);
-    cr_expect_eq(stat(live, &sb), 0, "the live process's temporary name was removed");
-    for (size_t k = 0; k < sizeof lookalikes / sizeof *lookalikes; ++k) {
-        snprintf(path, sizeof path, "%s/%s", tmpdir, lookalikes[k]);
-        cr_expect_eq(stat(path, &sb), 0, "%s was removed", lookalikes[k]);
-    }
-    snprintf(path, sizeof path, "%s/out.tsv", tmpdir);
-    cr_expect_eq(stat(path, &sb), 0, "no out.tsv");
+    cr_expect(!exists_tmp(killed), "the stale %s is still there", killed);
+    cr_expect(exists_tmp(live), "the locked (live) %s was removed", live);
+    cr_expect(exists_tmp(fresh), "the new, empty %s was removed", fresh);
+    for (size_t k = 0; k < sizeof lookalikes / sizeof *lookalikes; ++k)
+        cr_expect(exists_tmp(lookalikes[k]), "%s was removed", lookalikes[k]);
+    cr_expect(exists_tmp("out.tsv"), "no out.tsv");
 }
 
-/* The same in a directory output of mdnl run: a dead PID's temporary table
+/* The same in a directory output of mdnl run: an unlocked temporary table
  * inside DIR/ is removed when a run writes that table again. */
 Test(guard, stale_temp_in_a_run_directory_is_removed)
 {
-    pid_t dead = fork();
-    cr_assert(dead >= 0);
-    if (dead == 0)
-        _exit(0);
-    waitpid(dead, NULL, 0);
     char path[512];
     snprintf(path, sizeof path, "%s/outdir", tmpdir);
     cr_assert_eq(mkdir(path, 0777), 0);
-    snprintf(path, sizeof path, "%s/outdir/.energy.tsv.tmp-%ld-0", tmpdir, (long)dead);
-    FILE *fp = fopen(path, "w");
-    cr_assert_not_null(fp);
-    fputs("partial", fp);
-    fclose(fp);
+    plant_temp("outdir", ".energy.tsv.tmp-1-00000000deadbeef", "partial", false);
     char input[512], err[4096], left[1024];
     snprintf(input, sizeof input, "%s/trajectory-3frames.extxyz", MDNL_DATA_DIR);
     const char *const args[] = {"run", input, "-c", "2.5", "--pair", "lj:epsilon=1,sigma=1",

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Slack on cell widths and image ranges that covers float rounding: relative
@@ -216,6 +217,164 @@ mdnl_status mdnl_work_check(const mdnl_geom *g)
                       work_limit == 0 ? ", a cutoff of at most 100 periodic widths" : "");
 }
 
+/* ---- the work guard from the cells' occupancy (geometry.h) ---- */
+
+/* out[i] = the sum of a[] over the stencil window -s..s around i along one
+ * line of n cells `stride` apart: cyclic on a periodic axis (an offset
+ * beyond n wraps again: each (cell, shift) is a visit of its own), clipped
+ * on an open one. pre[] holds 2n + 1 doubles. */
+static void window_line(const double *a, double *out, int64_t n, int64_t stride, int64_t s, bool periodic,
+                        double *pre)
+{
+    pre[0] = 0;
+    for (int64_t j = 0; j < 2 * n; ++j)
+        pre[j + 1] = pre[j] + a[(j % n) * stride];
+    const double total = pre[n];
+    for (int64_t i = 0; i < n; ++i) {
+        double v;
+        if (periodic) {
+            const int64_t len = 2 * s + 1, full = len / n, rem = len % n;
+            const int64_t start = (((i - s) % n) + n) % n;
+            v = (double)full * total + (pre[start + rem] - pre[start]);
+        } else {
+            const int64_t lo = i - s < 0 ? 0 : i - s, hi = i + s > n - 1 ? n - 1 : i + s;
+            v = pre[hi + 1] - pre[lo];
+        }
+        out[i * stride] = v;
+    }
+}
+
+/* The cell of atom i on g's grid: from the wrapped float positions (the
+ * binning's own arithmetic, mdnl_cell_coord), or from the frame's double
+ * positions wrapped here (a device run keeps its wrapped positions there). */
+static int64_t cell_of(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], int64_t i)
+{
+    int c[3];
+    if (pos4) {
+        for (int k = 0; k < 3; ++k)
+            c[k] = mdnl_cell_coord(g, pos4[i][0], pos4[i][1], pos4[i][2], k);
+    } else {
+        for (int k = 0; k < 3; ++k) {
+            double t = pos[i][0] * g->tmat[0][k] + pos[i][1] * g->tmat[1][k] + pos[i][2] * g->tmat[2][k];
+            if (g->pbc[k] && g->width[k] > 0)
+                t -= g->width[k] * floor(t / g->width[k]);
+            const double x = floor((t - g->t0[k]) * g->inv_cell[k]);
+            c[k] = !(x >= 0) ? 0 : x >= g->ncell[k] - 1 ? g->ncell[k] - 1 : (int)x;
+        }
+    }
+    return ((int64_t)c[0] * g->ncell[1] + c[1]) * g->ncell[2] + c[2];
+}
+
+mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
+                                mdnl_occupancy *o)
+{
+    memset(o, 0, sizeof *o);
+    o->densest = -1;
+    o->atom = -1; /* found by mdnl_work_check_cells when it refuses */
+    const int64_t n = g->natoms, nc = g->ncells;
+    if (n <= 0 || nc <= 0)
+        return MDNL_OK;
+    int64_t nmax = 0;
+    for (int k = 0; k < 3; ++k)
+        nmax = g->ncell[k] > nmax ? g->ncell[k] : nmax;
+    double *a = mdnl_malloc((size_t)nc * sizeof *a, "cell occupancy");
+    double *w = mdnl_malloc((size_t)nc * sizeof *w, "cell occupancy");
+    double *pre = mdnl_malloc((size_t)(2 * nmax + 1) * sizeof *pre, "cell occupancy");
+    int32_t *count = mdnl_calloc((size_t)nc, sizeof *count, "cell occupancy");
+    if (!a || !w || !pre || !count) {
+        free(a), free(w), free(pre), free(count);
+        return MDNL_ERR_RESOURCE;
+    }
+    /* OpenMP over atoms as mdnl_geom_prepare's wrap (at 1M atoms the count
+     * is ~15 ms of one core); the atomics contend only when atoms are
+     * stacked, which is what this refuses. */
+#pragma omp parallel for schedule(static) if (n > 20000)
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t c = cell_of(g, pos4, pos, i);
+#pragma omp atomic
+        count[c] += 1;
+    }
+    for (int64_t c = 0; c < nc; ++c)
+        a[c] = (double)count[c];
+    free(count);
+    /* The stencil window is a box -s..s on each axis: its sum is three
+     * passes of a one-dimensional window, O(cells) whatever the stencil. */
+    const int64_t nx = g->ncell[0], ny = g->ncell[1], nz = g->ncell[2];
+    memcpy(w, a, (size_t)nc * sizeof *w);
+    double *tmp = mdnl_malloc((size_t)nc * sizeof *tmp, "cell occupancy");
+    if (!tmp) {
+        free(a), free(w), free(pre);
+        return MDNL_ERR_RESOURCE;
+    }
+    for (int64_t x = 0; x < nx; ++x)
+        for (int64_t y = 0; y < ny; ++y)
+            window_line(w + (x * ny + y) * nz, tmp + (x * ny + y) * nz, nz, 1, g->stencil[2], g->pbc[2], pre);
+    for (int64_t x = 0; x < nx; ++x)
+        for (int64_t z = 0; z < nz; ++z)
+            window_line(tmp + x * ny * nz + z, w + x * ny * nz + z, ny, nz, g->stencil[1], g->pbc[1], pre);
+    for (int64_t y = 0; y < ny; ++y)
+        for (int64_t z = 0; z < nz; ++z)
+            window_line(w + y * nz + z, tmp + y * nz + z, nx, ny * nz, g->stencil[0], g->pbc[0], pre);
+    /* A cell's volume: the cell spans 1/inv_cell along each t axis, and t
+     * is a skewed frame (see mdnl_work_estimate). */
+    double wprod = 1, cellv = 1;
+    for (int k = 0; k < 3; ++k) {
+        wprod *= g->width[k];
+        cellv *= 1.0 / (double)g->inv_cell[k];
+    }
+    if (g->volume > 0 && wprod > 0)
+        cellv *= g->volume / wprod;
+    const double rc = (double)g->cutoff, sphere = 4.18879020478639098 * rc * rc * rc;
+    for (int64_t c = 0; c < nc; ++c) {
+        o->candidates += a[c] * tmp[c];
+        o->pairs += a[c] * a[c];
+        if (a[c] > (double)o->densest_count) {
+            o->densest_count = (int64_t)a[c];
+            o->densest = c;
+        }
+    }
+    o->pairs *= sphere / cellv;
+    free(a), free(w), free(tmp), free(pre);
+    return MDNL_OK;
+}
+
+/* The first atom in cell `cell` (for the message only: a second pass). */
+static int64_t atom_in(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], int64_t cell)
+{
+    for (int64_t i = 0; i < g->natoms; ++i)
+        if (cell_of(g, pos4, pos, i) == cell)
+            return i;
+    return 0;
+}
+
+mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3])
+{
+    mdnl_occupancy o;
+    mdnl_status st = mdnl_work_occupancy(g, pos4, pos, &o);
+    if (st != MDNL_OK)
+        return st;
+    const double limit = mdnl_work_max_pairs(g->natoms);
+    if (o.pairs <= limit && o.candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit)
+        return MDNL_OK;
+    const int64_t yz = (int64_t)g->ncell[1] * g->ncell[2];
+    o.atom = atom_in(g, pos4, pos, o.densest);
+    float x = 0, y = 0, z = 0;
+    if (pos4)
+        x = pos4[o.atom][0], y = pos4[o.atom][1], z = pos4[o.atom][2];
+    else
+        x = (float)pos[o.atom][0], y = (float)pos[o.atom][1], z = (float)pos[o.atom][2];
+    return mdnl_error(MDNL_ERR_INPUT,
+                      "frame %lld: %lld of %lld atoms are in one cell of the %dx%dx%d grid for cutoff %g (cell (%lld %lld "
+                      "%lld), atom %lld at %g %g %g): estimated %.3g pairs from the cells' occupancy and %.3g "
+                      "candidate pairs, beyond the limit of %.3g pairs (%.0f times as many candidates); are atoms "
+                      "stacked at one point? Raise the limit with --max-pairs N",
+                      (long long)g->frame, (long long)o.densest_count, (long long)g->natoms, g->ncell[0], g->ncell[1],
+                      g->ncell[2], (double)g->cutoff, (long long)(o.densest / yz),
+                      (long long)(o.densest / g->ncell[2] % g->ncell[1]), (long long)(o.densest % g->ncell[2]),
+                      (long long)o.atom, (double)x, (double)y, (double)z, o.pairs, o.candidates, limit,
+                      MDNL_WORK_CANDIDATES_PER_PAIR);
+}
+
 mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, mdnl_wrap_params *wp)
 {
     memset(g, 0, sizeof *g);
@@ -313,7 +472,10 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
         tmax0 = t[0] > tmax0 ? t[0] : tmax0, tmax1 = t[1] > tmax1 ? t[1] : tmax1, tmax2 = t[2] > tmax2 ? t[2] : tmax2;
     }
     const double tlo[3] = {tmin0, tmin1, tmin2}, thi[3] = {tmax0, tmax1, tmax2};
-    return mdnl_geom_finish(f, cutoff, g, tlo, thi, first_bad);
+    st = mdnl_geom_finish(f, cutoff, g, tlo, thi, first_bad);
+    /* The grid and the positions are both known: the occupancy guard, before
+     * any pair work on every backend that wraps on the host. */
+    return st == MDNL_OK ? mdnl_work_check_cells(g, (const float(*)[4])pos4, NULL) : st;
 }
 
 mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g)

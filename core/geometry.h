@@ -173,6 +173,42 @@ double mdnl_work_max_pairs(int64_t natoms);
  * estimate when the grid g is beyond the limit. */
 mdnl_status mdnl_work_check(const mdnl_geom *g);
 
+/* ---- the work guard from the cells' occupancy ----
+ *
+ * mdnl_work_estimate assumes the atoms fill their extent evenly; atoms
+ * stacked at one point (100k atoms at the origin of a periodic box, 2M
+ * zeros) fill one cell and meet every other atom, which no estimate from the
+ * extent sees. Once the grid is laid out and the positions known, and before
+ * any pair work, the atoms are counted per cell of the same grid (O(N) and
+ * O(cells)):
+ *
+ *   candidates  the pairs the cell traversal tests: sum over cells c of
+ *               n_c times the atoms in c's stencil (every (cell, image)
+ *               offset -stencil..stencil, cyclic on periodic axes);
+ *   pairs       sum over cells of n_c^2 / V_cell x 4/3 pi r^3: the density
+ *               estimate of mdnl_work_estimate with each cell's own density;
+ *   densest     the cell holding the most atoms (row-major index over
+ *               ncell[0] x ncell[1] x ncell[2]) and its count (`atom`, one
+ *               atom in it, is looked for only for the refusal's message).
+ *
+ * mdnl_work_check_cells refuses the frame (MDNL_ERR_INPUT naming the densest
+ * cell, an atom in it and the estimates) beyond the limits of
+ * mdnl_work_check: pairs <= max_pairs and candidates <=
+ * MDNL_WORK_CANDIDATES_PER_PAIR x max_pairs. Positions: the wrapped float
+ * positions of mdnl_geom_prepare (pos4), else the frame's double positions
+ * (pos; a device run keeps its wrapped positions on the device). Callers:
+ * src/engine.c before every host-positions kernel call, src/pipeline.c for a
+ * device-wrapped frame. MDNL_ERR_RESOURCE when its scratch (24 bytes a cell)
+ * cannot be allocated. */
+typedef struct mdnl_occupancy {
+    double candidates, pairs;
+    int64_t densest, densest_count, atom;
+} mdnl_occupancy;
+
+mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
+                                mdnl_occupancy *o);
+mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3]);
+
 /* ---- shared host/device arithmetic: the single definition of a pair ---- */
 
 #if defined(__CUDACC__)

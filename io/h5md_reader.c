@@ -15,6 +15,7 @@
 #include <hdf5.h>
 
 #include <ctype.h>
+#include <pthread.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -63,6 +64,7 @@ struct mdnl_h5md_reader {
     char group[PATH_LEN];
     char gpath[PATH_LEN + 16]; /* "/particles/<group>" */
     hid_t fid, gid;
+    int64_t file_size; /* bytes, from stat at open: bounds what a dataset can hold */
     int64_t nframes, natoms;
     int64_t next;
     bool skip_finite; /* the caller checks every coordinate (mdnl_h5md_set_finite_check) */
@@ -176,10 +178,51 @@ static void close_id(hid_t *id)
     *id = H5I_INVALID_HID;
 }
 
+/* --- reading only the file the user named ----------------------------- */
+
+/* External links (and user-defined ones) would make HDF5 open another file
+ * by a name the input chooses: /etc/passwd, /dev/zero, a FIFO (open() blocks
+ * for ever). open_file refuses a file that holds any (refuse_foreign_links);
+ * as a second line, every traversal goes through access lists whose
+ * callback refuses to open the target before anything is opened. */
+static herr_t refuse_elink(const char *parent_file, const char *parent_group, const char *child_file,
+                           const char *child_object, unsigned *flags, hid_t fapl, void *data)
+{
+    (void)parent_file, (void)parent_group, (void)child_file, (void)child_object, (void)flags, (void)fapl, (void)data;
+    return -1;
+}
+
+static hid_t safe_lists[3] = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID}; /* link, group, dataset access */
+static void make_safe_lists(void)
+{
+    /* Group and dataset access lists are link access lists too; HDF5 wants the class the call names. */
+    const hid_t cls[3] = {H5P_LINK_ACCESS, H5P_GROUP_ACCESS, H5P_DATASET_ACCESS};
+    for (int i = 0; i < 3; ++i) {
+        hid_t l = H5Pcreate(cls[i]);
+        if (l >= 0 && H5Pset_elink_cb(l, refuse_elink, NULL) >= 0 && H5Pset_nlinks(l, 16) >= 0)
+            safe_lists[i] = l;
+        else if (l >= 0)
+            H5Pclose(l);
+    }
+}
+
+/* The access list of every traversal of class i (H5P_DEFAULT, which
+ * follows external links, only if it cannot be made: refuse_foreign_links
+ * has vetted the file then anyway). */
+static hid_t safe_list(int i)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_safe_lists);
+    return safe_lists[i] >= 0 ? safe_lists[i] : H5P_DEFAULT;
+}
+static hid_t safe_lapl(void) { return safe_list(0); }
+static hid_t safe_gapl(void) { return safe_list(1); }
+static hid_t safe_dapl(void) { return safe_list(2); }
+
 /* 1 when loc has a link `name`, 0 when not, -1 when the query fails. */
 static int has_link(hid_t loc, const char *name)
 {
-    htri_t e = H5Lexists(loc, name, H5P_DEFAULT);
+    htri_t e = H5Lexists(loc, name, safe_lapl());
     return e > 0 ? 1 : e == 0 ? 0 : -1;
 }
 
@@ -404,6 +447,189 @@ static mdnl_status read_offset(const mdnl_h5md_reader *r, hid_t ds, const char *
     return st;
 }
 
+/* --- what a dataset may be before it is read ------------------------- */
+
+/* A file type mdnl converts itself into double, int64 or a fixed string:
+ * IEEE floats of 4 or 8 bytes, whole-byte integers of 1 to 8 bytes, fixed
+ * strings of up to 4 KiB (vlen strings are refused where they are not
+ * read). A damaged type message can declare a float of 0 bits or a 2^32-byte
+ * integer, which HDF5's converters do not all survive. */
+static bool plain_type(hid_t t)
+{
+    H5T_class_t c = H5Tget_class(t);
+    size_t size = H5Tget_size(t);
+    if (c == H5T_FLOAT)
+        return H5Tequal(t, H5T_IEEE_F32LE) > 0 || H5Tequal(t, H5T_IEEE_F32BE) > 0 || H5Tequal(t, H5T_IEEE_F64LE) > 0 ||
+               H5Tequal(t, H5T_IEEE_F64BE) > 0;
+    if (c == H5T_INTEGER)
+        return (size == 1 || size == 2 || size == 4 || size == 8) && H5Tget_precision(t) == 8 * size &&
+               H5Tget_offset(t) == 0;
+    if (c == H5T_STRING)
+        return H5Tis_variable_str(t) > 0 || (size > 0 && size <= 4096);
+    return true; /* other classes are refused by the caller with their name */
+}
+
+static const char *layout_name(H5D_layout_t l)
+{
+    switch (l) {
+    case H5D_COMPACT: return "compact";
+    case H5D_CONTIGUOUS: return "contiguous";
+    case H5D_CHUNKED: return "chunked";
+    case H5D_VIRTUAL: return "virtual";
+    default: return "unknown";
+    }
+}
+
+/* Checks a dataset before anything reads it: only the file's own bytes
+ * (no external raw storage, no virtual dataset), a plain type, a layout
+ * and filters this HDF5 decodes, and every element the extent declares
+ * actually stored: contiguous and compact data as many bytes as the extent,
+ * within the file; chunked data every chunk written. A chunk never written
+ * reads as the fill value, data the file does not hold (a 9 KB file may
+ * declare 10^12 frames): refused rather than invented. */
+static mdnl_status check_dataset(const mdnl_h5md_reader *r, hid_t ds, const char *path)
+{
+    char shp[64];
+    hsize_t dims[MAX_RANK];
+    int rank = dataset_shape(ds, dims);
+    if (rank < 0)
+        return bad(r, -1, path, "cannot query the dataspace (%s)", mdnl_h5_reason());
+    hid_t dcpl = H5Dget_create_plist(ds), t = H5Dget_type(ds);
+    mdnl_status st = MDNL_OK;
+    if (dcpl < 0 || t < 0) {
+        st = bad(r, -1, path, "cannot query the dataset (%s)", mdnl_h5_reason());
+        goto out;
+    }
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    if (layout == H5D_VIRTUAL) {
+        st = bad(r, -1, path, "expected data stored in this file, found a virtual dataset (refused: its sources are other "
+                              "datasets or files)");
+        goto out;
+    }
+    int next = H5Pget_external_count(dcpl);
+    if (next < 0) {
+        st = bad(r, -1, path, "cannot query the dataset's storage (%s)", mdnl_h5_reason());
+        goto out;
+    }
+    if (next > 0) {
+        char name[160] = "";
+        off_t off;
+        hsize_t size;
+        if (H5Pget_external(dcpl, 0, sizeof name, name, &off, &size) < 0)
+            name[0] = '\0';
+        st = bad(r, -1, path, "expected data stored in this file, found external raw storage in %d file(s)%s%.120s%s "
+                              "(refused: mdnl reads only the file it is given)",
+                 next, name[0] ? " such as \"" : "", name, name[0] ? "\"" : "");
+        goto out;
+    }
+    if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT) {
+        st = bad(r, -1, path, "expected a contiguous, chunked or compact layout, found %s", layout_name(layout));
+        goto out;
+    }
+    if (!plain_type(t)) {
+        st = bad(r, -1, path, "expected IEEE floats of 4 or 8 bytes, integers of 1 to 8 bytes or strings of at most "
+                              "4096 bytes, found %s of %zu bytes (precision %zu)",
+                 class_name(H5Tget_class(t)), H5Tget_size(t), H5Tget_precision(t));
+        goto out;
+    }
+    int nf = H5Pget_nfilters(dcpl);
+    if (nf < 0 || nf > 8) {
+        st = bad(r, -1, path, "expected at most 8 filters, found %d", nf);
+        goto out;
+    }
+    for (int i = 0; i < nf; ++i) {
+        unsigned flags = 0, cd[8];
+        size_t ncd = 8;
+        char fname[64] = "";
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof fname, fname, NULL);
+        bool known = id == H5Z_FILTER_DEFLATE || id == H5Z_FILTER_SHUFFLE || id == H5Z_FILTER_FLETCHER32 ||
+                     id == H5Z_FILTER_SZIP;
+        if (!known || H5Zfilter_avail(id) <= 0) {
+            st = bad(r, -1, path, "expected the filters deflate, shuffle, fletcher32 or szip, found filter %d%s%.40s%s",
+                     (int)id, fname[0] ? " (\"" : "", fname, fname[0] ? "\")" : "");
+            goto out;
+        }
+    }
+    /* What the extent declares, in bytes (saturated: a damaged extent may
+     * overflow 64 bits) */
+    double elems = 1;
+    for (int d = 0; d < rank; ++d)
+        elems *= (double)dims[d];
+    const double need = elems * (double)H5Tget_size(t);
+    const double fsize = (double)r->file_size;
+    if (layout == H5D_CHUNKED) {
+        hsize_t cd[MAX_RANK];
+        int crank = H5Pget_chunk(dcpl, MAX_RANK, cd);
+        bool ok = crank == rank;
+        double chunks = 1, cbytes = (double)H5Tget_size(t);
+        for (int d = 0; ok && d < rank; ++d) {
+            ok = cd[d] > 0;
+            chunks *= ok ? ceil((double)dims[d] / (double)cd[d]) : 0;
+            cbytes *= (double)cd[d];
+        }
+        if (!ok) {
+            st = bad(r, -1, path, "expected chunks of rank %d with every dimension at least 1, found rank %d", rank,
+                     crank);
+            goto out;
+        }
+        /* HDF5 allocates a whole chunk to read from it: a chunk can hold at
+         * most what the file could inflate to (as for frames: 4096 x). */
+        if (cbytes > 4096.0 * fsize + 64.0 * 1048576.0 || cbytes > 4294967295.0) {
+            st = bad(r, -1, path, "expected chunks of at most %.0f bytes for a file of %.0f bytes, found chunks of %.0f "
+                                  "bytes %s",
+                     fmin(4096.0 * fsize + 64.0 * 1048576.0, 4294967295.0), fsize, cbytes,
+                     shape_text(crank, cd, shp, sizeof shp));
+            goto out;
+        }
+        /* Each written chunk costs the file an index entry of 8+ bytes:
+         * more chunks than bytes cannot all be there (no count needed). */
+        hsize_t written = 0;
+        if (chunks > fsize) {
+            st = bad(r, -1, path, "expected every chunk of the extent %s written, found a file of %.0f bytes for %.0f "
+                                  "chunks (declared data the file does not hold)",
+                     shape_text(rank, dims, shp, sizeof shp), fsize, chunks);
+            goto out;
+        }
+        hid_t fs = chunks > 0 ? H5Dget_space(ds) : H5I_INVALID_HID;
+        herr_t counted = chunks > 0 ? (fs >= 0 ? H5Dget_num_chunks(ds, fs, &written) : -1) : 0;
+        close_id(&fs);
+        if (counted < 0) {
+            st = bad(r, -1, path, "cannot count the written chunks (%s)", mdnl_h5_reason());
+            goto out;
+        }
+        if ((double)written != chunks) {
+            st = bad(r, -1, path, "expected every chunk of the extent %s written (%.0f), found %llu%s",
+                     shape_text(rank, dims, shp, sizeof shp), chunks, (unsigned long long)written,
+                     (double)written < chunks ? " (declared data the file does not hold)" : "");
+            goto out;
+        }
+        /* Unfiltered chunks are stored whole: HDF5 trusts the layout's chunk
+         * size when it copies one, so a damaged layout (a chunk dimension
+         * 1 -> 254) overran its buffer (ASan, byte-flip sweep). */
+        double stored = (double)H5Dget_storage_size(ds);
+        if (nf == 0 && stored != (double)written * cbytes) {
+            st = bad(r, -1, path, "expected %llu chunks %s of %.0f bytes stored, found %.0f bytes",
+                     (unsigned long long)written, shape_text(crank, cd, shp, sizeof shp), cbytes, stored);
+            goto out;
+        }
+    } else if (need > 0) {
+        double stored = (double)H5Dget_storage_size(ds);
+        haddr_t at = layout == H5D_CONTIGUOUS ? H5Dget_offset(ds) : 0;
+        if (stored < need || (layout == H5D_CONTIGUOUS && (at == HADDR_UNDEF || (double)at + need > fsize))) {
+            st = bad(r, -1, path, "expected %.0f bytes stored for the extent %s, found %.0f%s (declared data the file "
+                                  "does not hold)",
+                     need, shape_text(rank, dims, shp, sizeof shp), stored,
+                     layout == H5D_CONTIGUOUS && at != HADDR_UNDEF && (double)at + need > fsize ? " past the file's end"
+                                                                                               : "");
+            goto out;
+        }
+    }
+out:
+    close_id(&t);
+    close_id(&dcpl);
+    return st;
+}
+
 /* --- time-dependent elements ------------------------------------------- */
 
 static void td_init(td_elem *e)
@@ -438,7 +664,7 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
     *present = ex == 1;
     if (!ex)
         return MDNL_OK;
-    hid_t obj = H5Oopen(parent, name, H5P_DEFAULT);
+    hid_t obj = H5Oopen(parent, name, safe_lapl());
     if (obj < 0)
         return bad(r, -1, path, "cannot open the object (%s)", mdnl_h5_reason());
     H5I_type_t type = H5Iget_type(obj);
@@ -448,7 +674,7 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
         e->rank = dataset_shape(obj, e->dims);
         if (e->rank < 0)
             return bad(r, -1, path, "cannot query the dataspace (%s)", mdnl_h5_reason());
-        return MDNL_OK;
+        return check_dataset(r, obj, path);
     }
     if (type != H5I_GROUP) {
         H5Oclose(obj);
@@ -463,11 +689,13 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
                  has_value < 0 ? "an unreadable link" : "nothing");
         goto out;
     }
-    e->value = H5Dopen2(obj, "value", H5P_DEFAULT);
+    e->value = H5Dopen2(obj, "value", safe_dapl());
     if (e->value < 0) {
         st = bad(r, -1, e->vpath, "cannot open the dataset (%s)", mdnl_h5_reason());
         goto out;
     }
+    if ((st = check_dataset(r, e->value, e->vpath)) != MDNL_OK)
+        goto out;
     e->rank = dataset_shape(e->value, e->dims);
     if (e->rank < 1) {
         st = bad(r, -1, e->vpath, "expected [T][...] (one row per sample), found %s",
@@ -486,11 +714,13 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
                  e->nsamples, hs < 0 ? "an unreadable link" : "nothing");
         goto out;
     }
-    e->step = H5Dopen2(obj, "step", H5P_DEFAULT);
+    e->step = H5Dopen2(obj, "step", safe_dapl());
     if (e->step < 0) {
         st = bad(r, -1, spath, "cannot open the dataset (%s)", mdnl_h5_reason());
         goto out;
     }
+    if ((st = check_dataset(r, e->step, spath)) != MDNL_OK)
+        goto out;
     hsize_t d[MAX_RANK];
     int rk = dataset_shape(e->step, d);
     H5T_class_t c = dataset_class(e->step, NULL);
@@ -519,11 +749,13 @@ static mdnl_status td_open(mdnl_h5md_reader *r, hid_t parent, const char *name, 
         goto out;
     }
     if (ht == 1) {
-        e->time = H5Dopen2(obj, "time", H5P_DEFAULT);
+        e->time = H5Dopen2(obj, "time", safe_dapl());
         if (e->time < 0) {
             st = bad(r, -1, tpath, "cannot open the dataset (%s)", mdnl_h5_reason());
             goto out;
         }
+        if ((st = check_dataset(r, e->time, tpath)) != MDNL_OK)
+            goto out;
         rk = dataset_shape(e->time, d);
         c = dataset_class(e->time, NULL);
         if (c != H5T_INTEGER && c != H5T_FLOAT) {
@@ -675,8 +907,54 @@ bool mdnl_h5md_is_hdf5(const char *path)
     return n == 8 && memcmp(buf, sig, 8) == 0;
 }
 
+/* The first external or user-defined link met by refuse_foreign_links. */
+typedef struct foreign_link {
+    bool found;
+    char path[PATH_LEN];
+    char target[PATH_LEN];
+} foreign_link;
+
+static herr_t foreign_cb(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+    foreign_link *fl = data;
+    if (info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT)
+        return 0; /* soft links resolve by path inside this file */
+    fl->found = true;
+    snprintf(fl->path, sizeof fl->path, "/%s", name);
+    snprintf(fl->target, sizeof fl->target, "a link of user-defined type %d", (int)info->type);
+    if (info->type == H5L_TYPE_EXTERNAL && info->u.val_size > 0 && info->u.val_size < 4096) {
+        char val[4096];
+        const char *file = NULL, *obj = NULL;
+        unsigned flags = 0;
+        if (H5Lget_val(g, name, val, info->u.val_size, safe_lapl()) >= 0 &&
+            H5Lunpack_elink_val(val, info->u.val_size, &flags, &file, &obj) >= 0 && file && obj)
+            snprintf(fl->target, sizeof fl->target, "an external link to %.140s:%.140s", file, obj);
+        else
+            snprintf(fl->target, sizeof fl->target, "an external link");
+    } else if (info->type == H5L_TYPE_EXTERNAL) {
+        snprintf(fl->target, sizeof fl->target, "an external link");
+    }
+    return 1; /* stop: one is enough */
+}
+
+/* MDNL_ERR_INPUT when the file holds an external or user-defined link
+ * anywhere (H5Lvisit follows hard links only, each object once): mdnl reads
+ * the file the user named and nothing it points to. */
+static mdnl_status refuse_foreign_links(const char *path, hid_t fid)
+{
+    foreign_link fl = {0};
+    herr_t st = H5Lvisit(fid, H5_INDEX_NAME, H5_ITER_NATIVE, foreign_cb, &fl);
+    if (fl.found)
+        return mdnl_error(MDNL_ERR_INPUT,
+                          "%s: %s: expected objects inside this file, found %s (mdnl reads only the file it is given)",
+                          path, fl.path, fl.target);
+    if (st < 0)
+        return mdnl_error(MDNL_ERR_INPUT, "%s: cannot list the file's links (%s)", path, mdnl_h5_reason());
+    return MDNL_OK;
+}
+
 /* Opens path read-only after checking it exists and is HDF5. */
-static mdnl_status open_file(const char *path, hid_t *fid)
+static mdnl_status open_file(const char *path, hid_t *fid, int64_t *file_size)
 {
     quiet_hdf5();
     struct stat sb;
@@ -691,7 +969,13 @@ static mdnl_status open_file(const char *path, hid_t *fid)
     *fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*fid < 0)
         return mdnl_error(MDNL_ERR_INPUT, "%s: cannot open as HDF5 (%s)", path, mdnl_h5_reason());
-    return MDNL_OK;
+    *file_size = (int64_t)sb.st_size;
+    mdnl_status st = refuse_foreign_links(path, *fid);
+    if (st != MDNL_OK) {
+        H5Fclose(*fid);
+        *fid = H5I_INVALID_HID;
+    }
+    return st;
 }
 
 /* Comma-separated names of the links under `loc` into buf. */
@@ -716,10 +1000,11 @@ static int list_links(hid_t loc, char *buf, size_t size)
 mdnl_status mdnl_h5md_list_groups(const char *path, char *buf, size_t size)
 {
     hid_t fid;
-    mdnl_status st = open_file(path, &fid);
+    int64_t fsize;
+    mdnl_status st = open_file(path, &fid, &fsize);
     if (st != MDNL_OK)
         return st;
-    hid_t p = H5Gopen2(fid, "/particles", H5P_DEFAULT);
+    hid_t p = H5Gopen2(fid, "/particles", safe_gapl());
     if (p < 0) {
         H5Fclose(fid);
         return mdnl_error(MDNL_ERR_INPUT, "%s: /particles: expected an H5MD particles group, found none", path);
@@ -738,7 +1023,7 @@ static mdnl_status open_group(mdnl_h5md_reader *r, const char *group)
     if (e != 1)
         return bad(r, -1, "/particles", "expected an H5MD particles group, found %s",
                    e < 0 ? "an unreadable link" : "none");
-    hid_t p = H5Gopen2(r->fid, "/particles", H5P_DEFAULT);
+    hid_t p = H5Gopen2(r->fid, "/particles", safe_gapl());
     if (p < 0)
         return bad(r, -1, "/particles", "expected a group (%s)", mdnl_h5_reason());
     char names[1024];
@@ -766,7 +1051,7 @@ static mdnl_status open_group(mdnl_h5md_reader *r, const char *group)
     }
     if (st == MDNL_OK) {
         snprintf(r->gpath, sizeof r->gpath, "/particles/%s", r->group);
-        r->gid = H5Gopen2(p, r->group, H5P_DEFAULT);
+        r->gid = H5Gopen2(p, r->group, safe_gapl());
         if (r->gid < 0)
             st = bad(r, -1, r->gpath, "expected a particle group (%s)", mdnl_h5_reason());
     }
@@ -788,8 +1073,8 @@ static void widen_chunk_cache(mdnl_h5md_reader *r)
     if (H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, 3, cd) == 3 && cd[0] > 1) {
         size_t bytes = (size_t)(cd[0] * cd[1] * cd[2]) * esize;
         if (bytes > ((size_t)1 << 20) && bytes <= ((size_t)1 << 30)) {
-            hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
-            hid_t gp = H5Gopen2(r->gid, "position", H5P_DEFAULT);
+            hid_t dapl = H5Pcopy(safe_dapl());
+            hid_t gp = H5Gopen2(r->gid, "position", safe_gapl());
             if (dapl >= 0 && gp >= 0 && H5Pset_chunk_cache(dapl, 521, bytes + (bytes >> 3), 1.0) >= 0) {
                 hid_t ds = H5Dopen2(gp, "value", dapl);
                 if (ds >= 0) {
@@ -894,7 +1179,7 @@ static mdnl_status open_box(mdnl_h5md_reader *r)
     if (e != 1)
         return bad(r, -1, path, "expected an H5MD box group with attributes dimension and boundary, found %s",
                    e < 0 ? "an unreadable link" : "nothing");
-    hid_t box = H5Gopen2(r->gid, "box", H5P_DEFAULT);
+    hid_t box = H5Gopen2(r->gid, "box", safe_gapl());
     if (box < 0)
         return bad(r, -1, path, "expected a group (%s)", mdnl_h5_reason());
     mdnl_status st = MDNL_OK;
@@ -994,7 +1279,7 @@ static mdnl_status open_species(mdnl_h5md_reader *r)
         return bad(r, -1, e->vpath, "expected %s[%" PRId64 "] (one per atom of %s), found %s",
                    e->timedep ? "[T]" : "", r->natoms, r->pos.vpath, shape_text(e->rank, e->dims, shp, sizeof shp));
     /* mdnl's symbol table: code k is names[k]. */
-    hid_t obj = H5Oopen(r->gid, "species", H5P_DEFAULT);
+    hid_t obj = H5Oopen(r->gid, "species", safe_lapl());
     if (obj < 0)
         return bad(r, -1, path, "cannot open the object (%s)", mdnl_h5_reason());
     htri_t ex = H5Aexists(obj, "names");
@@ -1035,7 +1320,7 @@ mdnl_status mdnl_h5md_open(const char *path, const char *group, mdnl_h5md_reader
         free(r);
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory opening %s", path);
     }
-    mdnl_status st = open_file(path, &r->fid);
+    mdnl_status st = open_file(path, &r->fid, &r->file_size);
     if (st == MDNL_OK)
         st = open_group(r, group);
     if (st == MDNL_OK)

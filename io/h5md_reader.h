@@ -23,6 +23,17 @@
  *    array, written by io/h5md_writer.c), else as the number in decimal.
  *    Without species every atom is "X".
  *
+ * Only the file named is read, and only what it stores (issue 54): a file
+ * holding an external or user-defined link anywhere is refused at open (soft
+ * links resolve inside the file and are followed), and so is any dataset
+ * the reader opens with external raw storage or a virtual layout, a type
+ * other than IEEE floats of 4/8 bytes, whole-byte integers of 1-8 bytes or
+ * strings of at most 4 KiB, a layout other than contiguous/chunked/compact,
+ * a filter other than deflate/shuffle/fletcher32/szip, or an extent the
+ * file does not hold in full (contiguous/compact bytes inside the file,
+ * every chunk written: unwritten chunks are refused, not read as fill
+ * values; unfiltered chunks stored at their layout's size).
+ *
  * Errors are MDNL_ERR_INPUT with one line "FILE: frame K, DATASET: expected
  * ..., found ..." ("FILE: DATASET: ..." for problems found at open). HDF5's
  * own error printing is switched off. The Debian HDF5 is built thread-safe,

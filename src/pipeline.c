@@ -383,6 +383,14 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     }
     /* NULL: the device positions of prepare_device */
     const float(*pos4)[4] = cs->dev_wrap ? NULL : (const float(*)[4])s->pos4;
+    /* The occupancy guard (geometry.h) for the grids mdnl_geom_prepare did
+     * not check: a device-wrapped frame's (from the frame's own positions),
+     * and the r_max grid regridded from the cutoff's. */
+    const bool cut = c->neighbors || c->energy;
+    if (cs->dev_wrap && cut && (st = mdnl_work_check_cells(&s->g_cut, NULL, f->pos)) != MDNL_OK)
+        return input_prefixed(c, st);
+    if (c->hist && (cs->dev_wrap || cut) && (st = mdnl_work_check_cells(&s->g_rmax, pos4, f->pos)) != MDNL_OK)
+        return input_prefixed(c, st);
     if (c->neighbors) {
         if ((st = mdnl_check_list_memory(c->input, &s->g_cut, c->list, c->nslots > 1 ? c->nslots : 2)) != MDNL_OK ||
             (st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK)

@@ -560,3 +560,177 @@ Test(guard, stored_list_beyond_host_memory_is_exit_4)
         cr_expect_eq(leftovers("", NULL, left, sizeof left), 0, "%s: left %s", cmds[c][0], left);
     }
 }
+
+/* ---- the occupancy guard (issue 54) ---- */
+
+/* The candidates the cell traversal tests, counted the slow way: for every
+ * atom, every stencil offset, the atoms of the cell it lands on (cyclic on a
+ * periodic axis, skipped off an open one). */
+static double brute_candidates(const mdnl_geom *g, const float (*pos4)[4], int64_t n)
+{
+    int64_t *count = calloc((size_t)g->ncells, sizeof *count);
+    int(*cell)[3] = malloc((size_t)n * sizeof *cell);
+    cr_assert(count && cell);
+    for (int64_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 3; ++k)
+            cell[i][k] = mdnl_cell_coord(g, pos4[i][0], pos4[i][1], pos4[i][2], k);
+        ++count[((int64_t)cell[i][0] * g->ncell[1] + cell[i][1]) * g->ncell[2] + cell[i][2]];
+    }
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int dx = -g->stencil[0]; dx <= g->stencil[0]; ++dx)
+            for (int dy = -g->stencil[1]; dy <= g->stencil[1]; ++dy)
+                for (int dz = -g->stencil[2]; dz <= g->stencil[2]; ++dz) {
+                    const int d[3] = {dx, dy, dz};
+                    int c[3];
+                    bool inside = true;
+                    for (int k = 0; k < 3; ++k) {
+                        c[k] = cell[i][k] + d[k];
+                        if (g->pbc[k])
+                            c[k] = ((c[k] % g->ncell[k]) + g->ncell[k]) % g->ncell[k];
+                        else
+                            inside = inside && c[k] >= 0 && c[k] < g->ncell[k];
+                    }
+                    if (inside)
+                        total += (double)count[((int64_t)c[0] * g->ncell[1] + c[1]) * g->ncell[2] + c[2]];
+                }
+    free(count);
+    free(cell);
+    return total;
+}
+
+/* Clumped atoms in a triclinic cell, periodic on every axis or on two, at
+ * cutoffs whose stencils are 1, 2 and more than the grid (ncell 1 or 2):
+ * the O(cells) window sums equal the brute count, and the densest cell is
+ * the clump's. */
+Test(guard, occupancy_counts_exactly_the_candidates_of_the_traversal)
+{
+    const int64_t n = 600;
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, n), MDNL_OK);
+    f.natoms = n;
+    f.box.has_lattice = true;
+    const double h[3][3] = {{20, 0, 0}, {3, 18, 0}, {-2, 4, 16}};
+    memcpy(f.box.h, h, sizeof h);
+    unsigned seed = 54;
+    for (int64_t i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k) {
+            seed = seed * 1103515245u + 12345u;
+            const double u = (double)(seed >> 8) / 16777216.0;
+            /* half the atoms in a clump near (5, 5, 5), the rest anywhere (and outside the cell) */
+            f.pos[i][k] = i < n / 2 ? 5.0 + 0.3 * u : -10.0 + 40.0 * u;
+        }
+    float(*pos4)[4] = malloc((size_t)n * sizeof *pos4);
+    cr_assert_not_null(pos4);
+    const double cutoffs[] = {2.0, 3.0, 7.0, 25.0};
+    for (int open = 0; open < 2; ++open) {
+        f.box.pbc[0] = f.box.pbc[1] = true;
+        f.box.pbc[2] = !open;
+        for (size_t c = 0; c < sizeof cutoffs / sizeof *cutoffs; ++c) {
+            mdnl_geom g;
+            mdnl_work_set_limit(1e12);
+            cr_assert_eq(mdnl_geom_prepare(&f, cutoffs[c], &g, pos4), MDNL_OK, "%s", mdnl_last_error());
+            mdnl_work_set_limit(0);
+            mdnl_occupancy o;
+            cr_assert_eq(mdnl_work_occupancy(&g, (const float(*)[4])pos4, NULL, &o), MDNL_OK);
+            const double want = brute_candidates(&g, (const float(*)[4])pos4, n);
+            cr_expect(o.candidates == want, "open z %d, cutoff %g (grid %dx%dx%d, stencil %d %d %d): %g candidates, "
+                      "brute force %g", open, cutoffs[c], g.ncell[0], g.ncell[1], g.ncell[2], g.stencil[0],
+                      g.stencil[1], g.stencil[2], o.candidates, want);
+            cr_expect(o.densest_count >= n / 2 || g.ncells < 8, "densest cell holds %lld", (long long)o.densest_count);
+            /* the double positions of a device run land in the same cells, but for atoms on a cell's edge */
+            mdnl_occupancy od;
+            cr_assert_eq(mdnl_work_occupancy(&g, NULL, (const double(*)[3])f.pos, &od), MDNL_OK);
+            cr_expect(fabs(od.candidates - want) <= 0.02 * want, "from doubles: %g, brute %g", od.candidates, want);
+        }
+    }
+    free(pos4);
+    mdnl_frame_free(&f);
+}
+
+/* Runs every computing command on `input`; each must be refused with exit 3
+ * within `limit` s, naming the input, the densest cell and its count. */
+static void expect_stacked_refused(const char *input, const char *count)
+{
+    const char *const neighbors[] = {"neighbors", input, "-c", "3", "-o", "out.tsv", "--backend", "cpu", NULL};
+    const char *const energy[] = {"energy", input, "-c", "3", "--pair", "lj:epsilon=1,sigma=1", "-o", "out.tsv",
+                                  "--backend", "cpu", NULL};
+    const char *const rdf[] = {"rdf", input, "--rmax", "5", "--bins", "10", "-o", "out.tsv", "--backend", "cpu", NULL};
+    const char *const run[] = {"run", input, "-c", "3", "--pair", "lj:epsilon=1,sigma=1", "--rmax", "5", "--bins",
+                               "10", "-o", "out.h5", "--backend", "cpu", NULL};
+    const char *const *cmds[] = {neighbors, energy, rdf, run};
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; ++c) {
+        int status = wait_for(start(cmds[c]), 120.0);
+        char err[4096], left[1024], want[700];
+        slurp_tmp(".stderr", err, sizeof err);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3, "%s: status %d, stderr %s", cmds[c][0], status, err);
+        snprintf(want, sizeof want, "mdnl: error: %s: frame 0: %s atoms are in one cell", input, count);
+        cr_expect(strncmp(err, want, strlen(want)) == 0, "%s: expected \"%s...\", got %s", cmds[c][0], want, err);
+        cr_expect(strstr(err, "atom 0 at 0 0 0") && strstr(err, "--max-pairs"), "%s: %s", cmds[c][0], err);
+        cr_expect(strchr(err, '\n') == err + strlen(err) - 1, "one line: %s", err);
+        const char *const keep[] = {"stacked.xyz", NULL};
+        cr_expect_eq(leftovers("", keep, left, sizeof left), 0, "%s: left %s", cmds[c][0], left);
+    }
+}
+
+/* 100k atoms at the origin of a 100 Å periodic box (800 KB of XYZ): every
+ * command ran for minutes (rdf, energy) or grew a list to 1.7 GB before exit
+ * 4 (neighbors). The extent estimate saw the whole box; the cells' occupancy
+ * sees one cell holding everything. */
+Test(guard, atoms_stacked_at_one_point_are_refused_naming_the_densest_cell)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/stacked.xyz", tmpdir);
+    FILE *fp = fopen(path, "w");
+    cr_assert_not_null(fp);
+    fprintf(fp, "100000\nLattice=\"100 0 0 0 100 0 0 0 100\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n");
+    for (int i = 0; i < 100000; ++i)
+        fputs("C 0 0 0\n", fp);
+    cr_assert_eq(fclose(fp), 0);
+    expect_stacked_refused("stacked.xyz", "100000 of 100000");
+}
+
+/* The same from a 63 KB gzip H5MD: 2M atoms at the origin of a periodic box. */
+Test(guard, two_million_zeros_of_a_small_h5md_are_refused_naming_the_densest_cell)
+{
+    char input[512];
+    snprintf(input, sizeof input, "%s/h5md/bad_zeros_2m_gzip.h5md", MDNL_DATA_DIR);
+    expect_stacked_refused(input, "2000000 of 2000000");
+}
+
+/* ---- hostile and damaged H5MD through every reading command (issue 54) ---- */
+
+/* Files that point outside themselves, declare what they do not hold, or
+ * were damaged by one flipped byte: `run` (its reader on a thread of its
+ * own), `rdf`, `info` and `convert` each exit 3 with one line naming the
+ * file, within seconds, and leave nothing behind. Before: SIGSEGV in
+ * H5Dread on the reader thread (flips, self-referencing VDS), exit 0 with
+ * another file's bytes as coordinates (external link, external storage),
+ * or no end (10^12 declared frames). */
+Test(guard, hostile_h5md_is_exit_3_from_every_reading_command)
+{
+    static const char *const files[] = {"bad_flip_type_size.h5md",  "bad_flip_chunk_count.h5md",
+                                        "bad_flip_chunk_dim.h5md",  "bad_flip_species_type.h5md", "bad_vds_self.h5md",
+                                        "bad_external_link.h5md",   "bad_external_storage.h5md",
+                                        "bad_declared_frames.h5md", "bad_declared_contiguous.h5md"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; ++i) {
+        char input[512];
+        snprintf(input, sizeof input, "%s/h5md/%s", MDNL_DATA_DIR, files[i]);
+        const char *const run[] = {"run", input, "--rmax", "2", "--bins", "4", "-o", "out.h5", "--backend", "cpu", NULL};
+        const char *const rdf[] = {"rdf", input, "--rmax", "2", "--bins", "4", "-o", "out.tsv", "--backend", "cpu", NULL};
+        const char *const info[] = {"info", input, NULL};
+        const char *const convert[] = {"convert", input, "out.h5", NULL};
+        const char *const *cmds[] = {run, rdf, info, convert};
+        for (size_t c = 0; c < sizeof cmds / sizeof *cmds; ++c) {
+            int status = wait_for(start(cmds[c]), 60.0);
+            char err[4096], left[1024], want[600];
+            slurp_tmp(".stderr", err, sizeof err);
+            cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3, "%s %s: status %d, stderr %s", cmds[c][0],
+                      files[i], status, err);
+            snprintf(want, sizeof want, "mdnl: error: %s: ", input);
+            cr_expect(strncmp(err, want, strlen(want)) == 0 && strchr(err, '\n') == err + strlen(err) - 1,
+                      "%s %s: expected one line \"%s...\", got %s", cmds[c][0], files[i], want, err);
+            cr_expect_eq(leftovers("", NULL, left, sizeof left), 0, "%s %s: left %s", cmds[c][0], files[i], left);
+        }
+    }
+}

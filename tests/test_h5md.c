@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FIX(name) MDNL_DATA_DIR "/h5md/" name
@@ -441,9 +442,21 @@ ParameterizedTestParameters(h5md_bad, input_error_names_the_dataset)
         {"bad_species_td_shape.h5md", "/particles/all/species/value", "found [3][5]", -1},
         {"bad_edges_td_late.h5md", "/particles/all/box/edges/value", "first sample at step 1", 0},
         {"bad_step_offset_array.h5md", "/particles/all/position/step", "expected a scalar attribute offset", -1},
-        {"bad_species_unwritten.h5md", "/particles/all/species", "expected stored data for 200000 species", -1},
+        {"bad_species_unwritten.h5md", "/particles/all/species", "expected every chunk of the extent [200000]", -1},
         {"bad_step_overflow.h5md", "/particles/all/position", "expected steps within 64 bits", 1},
         {"bad_no_particles.h5md", "/particles", "expected an H5MD particles group", -1},
+        {"bad_external_link.h5md", "/particles/all/position", "found an external link to box_fixed3.h5md", -1},
+        {"bad_external_link_elsewhere.h5md", "/observables/zero", "found an external link to /dev/zero", -1},
+        {"bad_external_storage.h5md", "/particles/all/position/value", "found external raw storage", -1},
+        {"bad_vds_self.h5md", "/particles/all/position/value", "found a virtual dataset", -1},
+        {"bad_declared_frames.h5md", "/particles/all/position/value", "for 1000000000000 chunks", -1},
+        {"bad_declared_contiguous.h5md", "/particles/all/position/value", "expected 96000000000 bytes stored", -1},
+        {"bad_filter_unknown.h5md", "/particles/all/position/value", "found filter 32001", -1},
+        /* one byte of a file written by `mdnl convert` flipped (docs/robustness.md: the sweep) */
+        {"bad_flip_type_size.h5md", "/particles/all/position/value", "found floats of 247 bytes", -1},
+        {"bad_flip_chunk_count.h5md", "/particles/all/position/value", "written (1), found 3", -1},
+        {"bad_flip_chunk_dim.h5md", "/particles/all/position/value", "of 6048 bytes stored, found 216", -1},
+        {"bad_flip_species_type.h5md", "/particles/all/species", "found integers of 4278190084 bytes", -1},
         {"bad_not_hdf5.h5md", "bad_not_hdf5.h5md", "no HDF5 signature", -1},
         {"no_such_file.h5md", "no_such_file.h5md", "No such file", -1},
     };
@@ -796,4 +809,76 @@ Test(h5md_mdanalysis, h5mdreader_reads_our_trajectory)
     cr_expect(strstr(out, "ok"), "%s", out);
     unlink(path);
     rmdir(dir);
+}
+
+/* ---- links that leave the file (issue 54) ---- */
+
+/* tmp/NAME: a copy of fixture `from` whose /particles/all/position link is
+ * replaced by what `relink` makes there. */
+static void copy_fixture(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    cr_assert(in && out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        cr_assert_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    cr_assert_eq(fclose(out), 0);
+}
+
+/* An external link to a FIFO: open() of a FIFO blocks until a writer comes,
+ * so following the link hung mdnl for ever. The file is refused before any
+ * link is followed (the test's timeout catches a hang). */
+Test(h5md_bad, external_link_to_a_fifo_is_refused_without_blocking, .timeout = 20)
+{
+    char *dir = tmpdir();
+    char path[128], fifo[128];
+    snprintf(path, sizeof path, "%s/evil.h5", dir);
+    snprintf(fifo, sizeof fifo, "%s/pipe.h5", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    copy_fixture(FIX("box_fixed3.h5md"), path);
+    hid_t fid = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    cr_assert(fid >= 0);
+    cr_assert(H5Ldelete(fid, "/particles/all/position", H5P_DEFAULT) >= 0);
+    cr_assert(H5Lcreate_external(fifo, "/particles/all/position", fid, "/particles/all/position", H5P_DEFAULT,
+                                 H5P_DEFAULT) >= 0);
+    H5Fclose(fid);
+    mdnl_h5md_reader *r = NULL;
+    cr_assert_eq(mdnl_h5md_open(path, NULL, &r), MDNL_ERR_INPUT);
+    const char *m = mdnl_last_error();
+    cr_expect(strncmp(m, path, strlen(path)) == 0, "%s", m);
+    cr_expect(strstr(m, "/particles/all/position: expected objects inside this file, found an external link to"), "%s",
+              m);
+    cr_expect(strstr(m, fifo), "names the target: %s", m);
+    /* the group listing (--group's error path) refuses it too */
+    char groups[256];
+    cr_expect_eq(mdnl_h5md_list_groups(path, groups, sizeof groups), MDNL_ERR_INPUT);
+}
+
+/* A soft link resolves by path inside the file: still read (H5MD writers
+ * share step/time datasets that way). */
+Test(h5md, soft_link_inside_the_file_is_followed)
+{
+    char *dir = tmpdir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/soft.h5", dir);
+    copy_fixture(FIX("box_fixed3.h5md"), path);
+    hid_t fid = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    cr_assert(fid >= 0);
+    cr_assert(H5Lmove(fid, "/particles/all/position", fid, "/particles/all/position_data", H5P_DEFAULT,
+                      H5P_DEFAULT) >= 0);
+    cr_assert(H5Lcreate_soft("/particles/all/position_data", fid, "/particles/all/position", H5P_DEFAULT,
+                             H5P_DEFAULT) >= 0);
+    H5Fclose(fid);
+    mdnl_h5md_reader *r = NULL;
+    cr_assert_eq(mdnl_h5md_open(path, NULL, &r), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame f = {0};
+    int frames = 0;
+    while (mdnl_h5md_next(r, &f) == MDNL_OK)
+        ++frames;
+    cr_expect_eq(frames, 3);
+    cr_expect_eq(f.pos[3][0], 9.5 + 2 * 0.25);
+    mdnl_frame_free(&f);
+    mdnl_h5md_close(r);
 }

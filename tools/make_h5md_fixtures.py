@@ -12,6 +12,15 @@ fixed-increment step/time, a LAMMPS `dump h5md` style H5MD 1.0 file and
 particle-group selection; the bad_*.h5md files each break one rule and must be
 rejected with exit status 3 naming the offending dataset or attribute.
 
+The bad_flip_*.h5md files are not written here: each is the output of
+`mdnl convert data/trajectory-3frames.extxyz x.h5` (46,404 bytes, at
+9139fc9) with one byte XORed with 0xff (bad_flip_type_size: offset 10884,
+the position datatype's size; bad_flip_chunk_count: 10939, the first chunk
+dimension; bad_flip_chunk_dim: 10947, the third; bad_flip_species_type:
+24975, the species datatype's size), found by the byte-flip sweep of
+docs/robustness.md; the unfixed reader overran HDF5's buffers (or, for the
+species, ran past the sweep's 20 s limit).
+
 box_td33.h5md has an exact extended-XYZ twin, box_td33.extxyz (positions and
 lattice printed with 17 significant digits), so that neighbor lists can be
 compared between the two readers.
@@ -250,6 +259,69 @@ with base("bad_step_overflow.h5md", step=np.int64(2)) as f:
     # offset + frame x step past INT64_MAX from frame 1 on (signed overflow
     # under UBSan, found by tests/fuzz/fuzz_h5md).
     f["particles/all/position/step"].attrs["offset"] = np.int64(2**63 - 1)
+
+# --- files that point outside themselves, or declare what they do not hold --
+# (issue 54). mdnl reads the file it is given and nothing else: each of these
+# must be refused (exit 3) before a byte of another file is opened or read.
+with base("bad_external_link.h5md", position=False) as f:
+    # The position group is an external link into another fixture, a valid
+    # file: following it would read that file's frames.
+    f["particles/all/position"] = h5py.ExternalLink("box_fixed3.h5md", "/particles/all/position")
+with base("bad_external_link_elsewhere.h5md") as f:
+    # An external link outside the particle group, to a device: refused too
+    # (the file is refused as a whole, whatever the reader would touch).
+    f["observables/zero"] = h5py.ExternalLink("/dev/zero", "/x")
+with open(os.path.join(OUT, "bad_external_storage.raw"), "wb") as raw:
+    pos3.astype("<f8").tofile(raw)
+with base("bad_external_storage.h5md", position=False) as f:
+    # position/value keeps its bytes in another file (HDF5 external raw
+    # storage): mdnl would read that file as coordinates (/etc/passwd in the
+    # issue). The raw file beside it holds valid doubles, so only the refusal
+    # can make the read fail.
+    p = f.create_group("particles/all/position")
+    p.create_dataset("value", shape=pos3.shape, dtype="<f8",
+                     external=[("bad_external_storage.raw", 0, pos3.nbytes)])
+    p.create_dataset("step", data=np.array([0, 1, 2], dtype=np.int64))
+with base("bad_vds_self.h5md", position=False) as f:
+    # A virtual dataset whose source is itself in this same file ("."): HDF5
+    # recursed without end (SIGSEGV) when it was read.
+    p = f.create_group("particles/all/position")
+    layout = h5py.VirtualLayout(shape=(3, 4, 3), dtype="<f8")
+    layout[:] = h5py.VirtualSource(".", "/particles/all/position/value", shape=(3, 4, 3))
+    p.create_virtual_dataset("value", layout)
+    p.create_dataset("step", data=np.array([0, 1, 2], dtype=np.int64))
+with base("bad_declared_frames.h5md", position=False) as f:
+    # 10^12 frames declared (extendible, chunked by frame), one chunk
+    # written: neighbors/rdf/run looped over fill values for ever.
+    p = f.create_group("particles/all/position")
+    v = p.create_dataset("value", shape=(10**12, 4, 3), maxshape=(None, 4, 3), dtype="<f8", chunks=(1, 4, 3))
+    v[0] = pos3[0]
+    p.create_dataset("step", data=np.int64(1))
+with base("bad_declared_contiguous.h5md", position=False) as f:
+    # 10^9 frames of contiguous storage never allocated (a few KB on disk).
+    p = f.create_group("particles/all/position")
+    p.create_dataset("value", shape=(10**9, 4, 3), dtype="<f8")
+    p.create_dataset("step", data=np.int64(1))
+with base("bad_filter_unknown.h5md", position=False) as f:
+    # A filter this HDF5 cannot decode (32001 is Blosc's id, not built in).
+    p = f.create_group("particles/all/position")
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((1, 4, 3))
+    dcpl.set_filter(32001, h5py.h5z.FLAG_OPTIONAL, ())
+    space = h5py.h5s.create_simple((3, 4, 3))
+    h5py.h5d.create(p.id, b"value", h5py.h5t.IEEE_F64LE, space, dcpl=dcpl)
+    p.create_dataset("step", data=np.array([0, 1, 2], dtype=np.int64))
+with new_file("bad_zeros_2m_gzip.h5md") as f:
+    # 2,000,000 atoms all at the origin of a periodic 100 A box: 48 MB of
+    # zeros in a 62 KB file. Every atom is in one cell: every pair is a candidate
+    # (4e12); rdf and energy ran for ever, neighbors grew to 1.7 GB before
+    # exit 4. The work guard must refuse it from the cells' occupancy.
+    g = f.create_group("particles/all")
+    add_box(g, ["periodic"] * 3, edges=np.array([100.0, 100.0, 100.0]))
+    p = g.create_group("position")
+    p.create_dataset("value", data=np.zeros((1, 2000000, 3)), compression="gzip", compression_opts=9,
+                     chunks=(1, 2000000, 3))
+    p.create_dataset("step", data=np.array([0], dtype=np.int64))
 with new_file("bad_no_particles.h5md") as f:
     f.create_group("observables")
 with open(os.path.join(OUT, "bad_not_hdf5.h5md"), "w") as f:

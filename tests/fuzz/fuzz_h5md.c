@@ -8,7 +8,14 @@
  * (type, count, words), edges as a dataset or a time-dependent group, the
  * species as integers, strings or a time-dependent group with or without a
  * names attribute, and the values written (from a table holding 0, ±1,
- * huge, NaN and inf). The file is written with the HDF5 C API, then opened
+ * huge, NaN and inf). Where each dataset's bytes live is a choice too
+ * (issue 54): contiguous, compact, chunked (written, never written, one row
+ * of several written, extended 1000x after writing), deflate+shuffle,
+ * fletcher32, external raw storage in a scratch file, a virtual dataset
+ * whose source is itself or another file, and a contiguous extent 10^9
+ * times the written one; and links: an external link to this file, to a
+ * raw file or to a missing one in place of position/box/species, another
+ * at the root, or a soft link, dangling or not. The file is written with the HDF5 C API, then opened
  * with mdnl_h5md_open and read to the end (with a skip and a seek). Every
  * failure must be MDNL_ERR_INPUT with a one-line message that starts with
  * the path; every frame read must be finite and consistent. Running out of
@@ -137,29 +144,108 @@ static size_t count_of(int rank, const hsize_t *dims)
     return n;
 }
 
-/* A dataset `name` under loc of type t and shape (rank, dims); storage:
- * 0 contiguous written, 1 chunked written, 2 chunked never written,
- * 3 chunked with unlimited first dimension, written. */
+/* Storage choices of make_dataset (issue 54: where the bytes of a dataset
+ * live and whether they are all there). */
+enum {
+    ST_CONTIGUOUS,     /* written */
+    ST_CHUNKED,        /* written */
+    ST_CHUNKED_EMPTY,  /* chunked, never written: every chunk missing */
+    ST_UNLIMITED,      /* chunked with an unlimited first dimension, written */
+    ST_COMPACT,        /* written (fails to create past 64 KiB: no dataset) */
+    ST_DEFLATE,        /* chunked + shuffle + deflate, written */
+    ST_FLETCHER,       /* chunked + fletcher32, written */
+    ST_EXTERNAL,       /* external raw storage in a scratch file of valid bytes */
+    ST_VIRTUAL_SELF,   /* a virtual dataset whose source is itself in this file */
+    ST_VIRTUAL_OTHER,  /* a virtual dataset whose source is in a scratch file */
+    ST_GROWN,          /* chunked, written, then extended 1000x along dims[0] */
+    ST_HUGE_UNWRITTEN, /* contiguous, dims[0] x 10^9, never written */
+    ST_SMALL_CHUNKS,   /* chunked by one row, only the first row written */
+    NSTORAGE
+};
+
+/* The scratch file that external storage and virtual sources point at,
+ * holding 4096 doubles of 0.5 (a valid coordinate). */
+static const char *raw_scratch(void)
+{
+    static char path[512];
+    if (!path[0]) {
+        const char *dir = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/mdnl-fuzz-%ld.raw", dir && *dir ? dir : "/tmp", (long)getpid());
+        double v[4096];
+        for (int i = 0; i < 4096; ++i)
+            v[i] = 0.5;
+        fuzz_write_file(path, (const uint8_t *)v, sizeof v);
+    }
+    return path;
+}
+
+/* A dataset `name` under loc of type t and shape (rank, dims) stored as
+ * `storage` (the enum above); `self` is the file's path (virtual sources). */
+static const char *self_path;
 static hid_t make_dataset(recipe *r, hid_t loc, const char *name, unsigned t, int rank, const hsize_t *dims,
                           unsigned storage)
 {
     hid_t type = make_type(t);
-    hsize_t maxd[8];
-    for (int d = 0; d < rank; ++d)
-        maxd[d] = dims[d];
-    if (storage == 3 && rank > 0)
+    hsize_t maxd[8], d[8];
+    for (int k = 0; k < rank; ++k)
+        maxd[k] = d[k] = dims[k];
+    bool chunked = storage == ST_CHUNKED || storage == ST_CHUNKED_EMPTY || storage == ST_UNLIMITED ||
+                   storage == ST_DEFLATE || storage == ST_FLETCHER || storage == ST_GROWN || storage == ST_SMALL_CHUNKS;
+    if ((storage == ST_UNLIMITED || storage == ST_GROWN) && rank > 0)
         maxd[0] = H5S_UNLIMITED;
-    hid_t sp = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, dims, maxd);
+    if (storage == ST_HUGE_UNWRITTEN && rank > 0)
+        d[0] = maxd[0] = (dims[0] ? dims[0] : 1) * 1000000000ull;
+    hid_t sp = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, d, maxd);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    if (storage && rank > 0) {
+    if (chunked && rank > 0) {
         hsize_t ch[8];
-        for (int d = 0; d < rank; ++d)
-            ch[d] = dims[d] ? dims[d] : 1;
+        for (int k = 0; k < rank; ++k)
+            ch[k] = dims[k] ? dims[k] : 1;
+        if (storage == ST_SMALL_CHUNKS)
+            ch[0] = 1;
         H5Pset_chunk(dcpl, rank, ch);
+        if (storage == ST_DEFLATE) {
+            H5Pset_shuffle(dcpl);
+            H5Pset_deflate(dcpl, 1 + pick(r, 9));
+        } else if (storage == ST_FLETCHER) {
+            H5Pset_fletcher32(dcpl);
+        }
+    } else if (storage == ST_COMPACT) {
+        H5Pset_layout(dcpl, H5D_COMPACT);
+    } else if (storage == ST_EXTERNAL) {
+        H5Pset_external(dcpl, raw_scratch(), 0, H5F_UNLIMITED);
+    } else if ((storage == ST_VIRTUAL_SELF || storage == ST_VIRTUAL_OTHER) && rank > 0) {
+        /* The source: this very dataset (recursion), or a dataset of
+         * another file, either way the whole extent. */
+        hid_t src = H5Screate_simple(rank, dims, NULL);
+        H5Pset_virtual(dcpl, sp, storage == ST_VIRTUAL_SELF ? "." : raw_scratch(),
+                       storage == ST_VIRTUAL_SELF ? "/particles/all/position/value" : "/x", src);
+        H5Sclose(src);
     }
     hid_t ds = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    if (ds >= 0 && storage != 2)
+    bool write = storage != ST_CHUNKED_EMPTY && storage != ST_HUGE_UNWRITTEN && storage != ST_VIRTUAL_SELF &&
+                 storage != ST_VIRTUAL_OTHER && storage != ST_EXTERNAL;
+    if (ds >= 0 && write && storage == ST_SMALL_CHUNKS && rank > 0) {
+        /* one row of dims[0] written through a hyperslab; the rest missing */
+        hsize_t start[8] = {0}, cnt[8];
+        for (int k = 0; k < rank; ++k)
+            cnt[k] = dims[k];
+        cnt[0] = dims[0] ? 1 : 0;
+        hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(rank, cnt, NULL);
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL);
+        double *v = calloc(count_of(rank, cnt) + 1, sizeof *v);
+        if (v && cnt[0])
+            H5Dwrite(ds, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, v);
+        free(v);
+        H5Sclose(ms);
+        H5Sclose(fs);
+    } else if (ds >= 0 && write) {
         fill_write(r, ds, false, t, type, count_of(rank, dims));
+    }
+    if (ds >= 0 && storage == ST_GROWN && rank > 0) {
+        d[0] = dims[0] * 1000 + 1;
+        H5Dset_extent(ds, d);
+    }
     H5Pclose(dcpl);
     H5Sclose(sp);
     H5Tclose(type);
@@ -215,7 +301,7 @@ static void make_element(recipe *r, hid_t parent, const char *name, int rank, co
     hsize_t dims[8];
     if (form == 0) { /* a plain dataset (time-independent) */
         int rk = near_shape(r, rank - 1, want + 1, dims);
-        H5Dclose(make_dataset(r, parent, name, vtype, rk, dims, pick(r, 4)));
+        H5Dclose(make_dataset(r, parent, name, vtype, rk, dims, pick(r, NSTORAGE)));
         return;
     }
     hid_t g = H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -227,7 +313,7 @@ static void make_element(recipe *r, hid_t parent, const char *name, int rank, co
         tw[0] = pick(r, 6); /* samples other than the frames */
     int rk = near_shape(r, rank, tw, dims);
     if (pick(r, 8) != 7) {
-        hid_t v = make_dataset(r, g, "value", vtype, rk, dims, pick(r, 4));
+        hid_t v = make_dataset(r, g, "value", vtype, rk, dims, pick(r, NSTORAGE));
         if (v >= 0)
             H5Dclose(v);
     }
@@ -237,7 +323,7 @@ static void make_element(recipe *r, hid_t parent, const char *name, int rank, co
     if (sf != 7) {
         hsize_t sd[1] = {sf == 3 ? ns + 1 : ns};
         unsigned st = sf == 4 ? 0 : sf == 5 ? 5 : 2;
-        hid_t s = make_dataset(r, g, "step", st, sf == 1 || sf == 2 ? 0 : 1, sd, pick(r, 4) & 1);
+        hid_t s = make_dataset(r, g, "step", st, sf == 1 || sf == 2 ? 0 : 1, sd, pick(r, NSTORAGE));
         if (s >= 0) {
             if (sf == 2 || pick(r, 4) == 3)
                 make_attr(r, s, "offset", pick(r, 8), (int)pick(r, 2), offset_len[pick(r, 4)]);
@@ -248,7 +334,7 @@ static void make_element(recipe *r, hid_t parent, const char *name, int rank, co
     unsigned tf = pick(r, 6);
     if (tf) {
         hsize_t td[1] = {tf == 3 ? ns + 2 : ns};
-        hid_t t = make_dataset(r, g, "time", tf == 4 ? 5 : tf == 5 ? 2 : 0, tf == 2 ? 0 : 1, td, 0);
+        hid_t t = make_dataset(r, g, "time", tf == 4 ? 5 : tf == 5 ? 2 : 0, tf == 2 ? 0 : 1, td, pick(r, NSTORAGE));
         if (t >= 0) {
             if (tf == 2 || pick(r, 4) == 3)
                 make_attr(r, t, "offset", pick(r, 8), (int)pick(r, 2), offset_len[pick(r, 4)]);
@@ -260,6 +346,7 @@ static void make_element(recipe *r, hid_t parent, const char *name, int rank, co
 
 static void build(recipe *r, const char *path, const char **group)
 {
+    self_path = path;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0)
         fuzz_fail("cannot create the scratch HDF5 file", path);
@@ -335,6 +422,23 @@ static void build(recipe *r, const char *path, const char **group)
                     H5Oclose(obj);
                 }
             }
+        }
+        /* links: an external link in place of an element or elsewhere (to
+         * this file, to the raw scratch file, to a missing file), or a soft
+         * link in place of one, possibly dangling or a loop */
+        unsigned lk = pick(r, 8);
+        static const char *lnames[] = {"position", "box", "species", "extra"};
+        const char *ln = lnames[pick(r, 4)];
+        if (lk == 1 || lk == 2 || lk == 3) {
+            H5Ldelete(g, ln, H5P_DEFAULT);
+            H5Lcreate_external(lk == 1 ? self_path : lk == 2 ? raw_scratch() : "/nonexistent/mdnl.h5",
+                               "/particles/all/position", g, ln, H5P_DEFAULT, H5P_DEFAULT);
+        } else if (lk == 4 || lk == 5) {
+            H5Ldelete(g, ln, H5P_DEFAULT);
+            H5Lcreate_soft(lk == 4 ? "/particles/all/extra" : "/particles/all/nowhere", g, ln, H5P_DEFAULT,
+                           H5P_DEFAULT);
+        } else if (lk == 6) {
+            H5Lcreate_external(self_path, "/", f, "/elsewhere", H5P_DEFAULT, H5P_DEFAULT);
         }
         H5Gclose(g);
         H5Gclose(parts);

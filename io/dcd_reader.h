@@ -1,6 +1,6 @@
 /* dcd_reader.h — streaming reader of DCD trajectories (CHARMM, NAMD, LAMMPS,
  * OpenMM, MDAnalysis), written from the format's public description
- * (docs/formats-binary.md): Fortran unformatted records with 4-byte length
+ * (docs/formats.md): Fortran unformatted records with 4-byte length
  * markers in either byte order (detected from the first marker, 84), the
  * CORD header, the title block, the atom count, then per frame an optional
  * unit cell record and the X, Y and Z float records. Positions are Å, read

@@ -1,7 +1,8 @@
-/* reader.c — the format dispatch behind reader.h: by content (HDF5
- * signature, XTC / TRR magic, DCD's first record), else by extension, else
- * XYZ / extended XYZ. Each binary format lives in its own file and registers
- * here with one line of `binary_formats`. */
+/* reader.c — the table of formats behind reader.h and the detection that
+ * picks one: --format, else a sure sniff of the content, else the extension
+ * (after a compression suffix), else a plausible sniff, else an error that
+ * names the formats mdnl reads. XYZ / extended XYZ, H5MD, XTC, TRR and DCD
+ * are wrapped here; every other format defines its row beside its reader. */
 #define _POSIX_C_SOURCE 200809L
 #include "reader.h"
 
@@ -15,146 +16,365 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
-/* A binary trajectory format: its sniffer, extension and entry points. */
-typedef struct binary_format {
-    const char *name, *ext;
-    bool (*sniff)(const unsigned char *head, size_t n);
-    mdnl_status (*open)(const char *path, bool native, void **out);
-    mdnl_status (*next)(void *r, mdnl_frame *f);
-    mdnl_status (*skip)(void *r);
-    mdnl_status (*count)(void *r, int64_t *n);
-    void (*close)(void *r);
-    bool nm; /* the file's unit is nm */
-} binary_format;
+/* ---- XYZ / extended XYZ ---- */
 
-/* Adapters from each reader's typed entry points to the table's. */
-#define BINARY_ADAPTERS(name)                                                                                    \
-    static mdnl_status name##_open(const char *path, bool native, void **out)                                   \
-    {                                                                                                            \
-        mdnl_##name##_reader *r = NULL;                                                                          \
-        mdnl_status st = mdnl_##name##_open(path, native, &r);                                                   \
-        *out = r;                                                                                                \
-        return st;                                                                                               \
-    }                                                                                                            \
-    static mdnl_status name##_next(void *r, mdnl_frame *f) { return mdnl_##name##_next(r, f); }                 \
-    static mdnl_status name##_skip(void *r) { return mdnl_##name##_skip(r); }                                   \
-    static mdnl_status name##_count(void *r, int64_t *n) { return mdnl_##name##_count(r, n); }                  \
-    static void name##_close(void *r) { mdnl_##name##_close(r); }
-#define BINARY(name, ext, nm)                                                                                    \
-    {#name, ext, mdnl_##name##_sniff, name##_open, name##_next, name##_skip, name##_count, name##_close, nm}
-BINARY_ADAPTERS(xtc)
-BINARY_ADAPTERS(trr)
-BINARY_ADAPTERS(dcd)
-
-static const binary_format binary_formats[] = {
-    BINARY(xtc, ".xtc", true),
-    BINARY(trr, ".trr", true),
-    BINARY(dcd, ".dcd", false),
-};
-#define NBINARY (sizeof binary_formats / sizeof *binary_formats)
-
-struct mdnl_reader {
-    mdnl_xyz_reader *xyz;
-    mdnl_h5md_reader *h5;
-    const binary_format *bin;
-    void *bin_reader;
-    bool native;
-};
-
-static bool hdf5_extension(const char *p)
+/* The k-th line (0-based) of the head: [*b, *e); 0 when the head has fewer. */
+static int head_line(const unsigned char *h, size_t n, int k, const unsigned char **b, const unsigned char **e)
 {
-    const char *d = strrchr(p, '.');
-    return d && (!strcasecmp(d, ".h5") || !strcasecmp(d, ".h5md") || !strcasecmp(d, ".hdf5"));
+    const unsigned char *p = h, *end = h + n;
+    for (int i = 0; i < k; ++i) {
+        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            return 0;
+        p = nl + 1;
+    }
+    const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl && p == end)
+        return 0;
+    *b = p;
+    *e = nl ? nl : end;
+    return 1;
 }
 
-/* The binary format of `path` by its first bytes, else by its extension. */
-static const binary_format *binary_format_of(const char *path)
+static int sniff_xyz(const unsigned char *h, size_t n)
 {
-    unsigned char head[96];
-    size_t n = 0;
-    struct stat st;
-    /* Only a regular file is peeked at: a pipe's bytes would be eaten. */
-    FILE *fp = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "rb") : NULL;
-    if (fp) {
-        n = fread(head, 1, sizeof head, fp);
-        fclose(fp);
+    const unsigned char *b, *e;
+    return head_line(h, n, 0, &b, &e) && mdnl_text_is_integer(b, e) ? MDNL_SNIFF_MAYBE : MDNL_SNIFF_NO;
+}
+
+static bool has_key(const unsigned char *b, const unsigned char *e, const char *key)
+{
+    const size_t k = strlen(key);
+    for (const unsigned char *p = b; p + k <= e; ++p)
+        if (strncasecmp((const char *)p, key, k) == 0 && (p == b || p[-1] == ' ' || p[-1] == '\t'))
+            return true;
+    return false;
+}
+
+typedef struct xyz_state {
+    mdnl_xyz_reader *r;
+    bool extended;
+} xyz_state;
+
+static mdnl_status xyz_open(const mdnl_format_input *in, void **state)
+{
+    xyz_state *x = mdnl_calloc(1, sizeof *x, "XYZ reader");
+    if (!x)
+        return MDNL_ERR_RESOURCE;
+    const unsigned char *h, *b, *e;
+    size_t n = mdnl_stream_head(in->stream, &h);
+    x->extended = head_line(h, n, 1, &b, &e) &&
+                  (has_key(b, e, "Lattice=") || has_key(b, e, "Properties=") || has_key(b, e, "pbc="));
+    mdnl_status st = mdnl_xyz_open_stream(in->stream, in->path, &x->r);
+    if (st != MDNL_OK) {
+        free(x);
+        return st;
     }
-    for (size_t k = 0; k < NBINARY; ++k)
-        if (binary_formats[k].sniff(head, n))
-            return &binary_formats[k];
-    const char *d = strrchr(path, '.');
-    for (size_t k = 0; d && k < NBINARY; ++k)
-        if (!strcasecmp(d, binary_formats[k].ext))
-            return &binary_formats[k];
+    mdnl_xyz_keep_extras(x->r, in->opt->keep_extras);
+    *state = x;
+    return MDNL_OK;
+}
+
+static mdnl_status xyz_next(void *s, mdnl_frame *f) { return mdnl_xyz_next(((xyz_state *)s)->r, f); }
+static mdnl_status xyz_skip(void *s) { return mdnl_xyz_skip(((xyz_state *)s)->r); }
+static const char *xyz_name(void *s)
+{
+    const xyz_state *x = s; /* the first comment, or any frame read so far, had extended-XYZ keys */
+    return x->extended || mdnl_xyz_extended(x->r) ? "extxyz" : "xyz";
+}
+
+static void xyz_close(void *s)
+{
+    if (!s)
+        return;
+    mdnl_xyz_close(((xyz_state *)s)->r);
+    free(s);
+}
+
+static const mdnl_format format_xyz = {
+    .name = "xyz", .extensions = ".xyz", .stream = true, .sniff = sniff_xyz, .open = xyz_open,
+    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close,
+};
+static const mdnl_format format_extxyz = {
+    .name = "extxyz", .extensions = ".extxyz", .stream = true, .open = xyz_open,
+    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close,
+};
+
+/* ---- H5MD ---- */
+
+static int sniff_hdf5(const unsigned char *h, size_t n)
+{
+    return n >= 8 && memcmp(h, "\x89HDF\r\n\x1a\n", 8) == 0 ? MDNL_SNIFF_SURE : MDNL_SNIFF_NO;
+}
+
+static mdnl_status h5_open(const mdnl_format_input *in, void **state)
+{
+    mdnl_h5md_reader *r;
+    mdnl_status st = mdnl_h5md_open(in->path, in->opt->group, &r);
+    if (st != MDNL_OK)
+        return st;
+    if (in->opt->coords_checked)
+        mdnl_h5md_set_finite_check(r, false);
+    *state = r;
+    return MDNL_OK;
+}
+
+static mdnl_status h5_next(void *s, mdnl_frame *f) { return mdnl_h5md_next(s, f); }
+static mdnl_status h5_skip(void *s) { return mdnl_h5md_skip(s); }
+static mdnl_status h5_count(void *s, int64_t *n)
+{
+    *n = mdnl_h5md_nframes(s);
+    return MDNL_OK;
+}
+static void h5_close(void *s) { mdnl_h5md_close(s); }
+
+static const mdnl_format format_h5md = {
+    .name = "h5md", .extensions = ".h5 .h5md .hdf5", .stream = false, .sniff = sniff_hdf5, .open = h5_open,
+    .next = h5_next, .skip = h5_skip, .count = h5_count, .close = h5_close,
+};
+
+/* ---- XTC, TRR, DCD (io/xtc_reader.c, trr_reader.c, dcd_reader.c) ----
+ *
+ * Binary and seekable: they open the path themselves (stream = false), so
+ * they read regular files only; sniffing them looks at the stream's buffered
+ * head and consumes none of a pipe's bytes. */
+
+#define BINARY_FORMAT(NAME, EXT, NM)                                                                             \
+    static int NAME##_sniff(const unsigned char *h, size_t n)                                                    \
+    {                                                                                                            \
+        return mdnl_##NAME##_sniff(h, n) ? MDNL_SNIFF_SURE : MDNL_SNIFF_NO;                                      \
+    }                                                                                                            \
+    static mdnl_status NAME##_open(const mdnl_format_input *in, void **state)                                    \
+    {                                                                                                            \
+        mdnl_##NAME##_reader *r = NULL;                                                                          \
+        mdnl_status st = mdnl_##NAME##_open(in->path, in->opt->units_native, &r);                                \
+        *state = r;                                                                                              \
+        return st;                                                                                               \
+    }                                                                                                            \
+    static mdnl_status NAME##_next(void *s, mdnl_frame *f) { return mdnl_##NAME##_next(s, f); }                  \
+    static mdnl_status NAME##_skip(void *s) { return mdnl_##NAME##_skip(s); }                                    \
+    static mdnl_status NAME##_count(void *s, int64_t *n) { return mdnl_##NAME##_count(s, n); }                   \
+    static void NAME##_close(void *s) { mdnl_##NAME##_close(s); }                                                \
+    static const mdnl_format format_##NAME = {                                                                   \
+        .name = #NAME, .extensions = EXT, .stream = false, .nm = NM, .sniff = NAME##_sniff, .open = NAME##_open, \
+        .next = NAME##_next, .skip = NAME##_skip, .count = NAME##_count, .close = NAME##_close,                   \
+    };
+BINARY_FORMAT(xtc, ".xtc", true)
+BINARY_FORMAT(trr, ".trr", true)
+BINARY_FORMAT(dcd, ".dcd", false)
+
+/* ---- the table ---- */
+
+#define MDNL_FORMAT(NAME) extern const mdnl_format mdnl_format_##NAME
+MDNL_FORMAT(lammps_dump);
+MDNL_FORMAT(lammps_data);
+MDNL_FORMAT(gro);
+MDNL_FORMAT(pdb);
+
+static const mdnl_format *const formats[] = {
+    &format_xyz,          &format_extxyz,       &format_h5md, &mdnl_format_lammps_dump,
+    &mdnl_format_lammps_data, &mdnl_format_gro, &mdnl_format_pdb, &format_xtc,
+    &format_trr,          &format_dcd,
+};
+#define NFORMATS (sizeof formats / sizeof *formats)
+
+const char *mdnl_reader_formats(void)
+{
+    static _Thread_local char list[512]; /* per thread: no race on the first call */
+    if (!list[0]) {
+        size_t k = 0;
+        for (size_t i = 0; i < NFORMATS; ++i)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", formats[i]->name);
+    }
+    return list;
+}
+
+static const mdnl_format *by_extension(const char *path)
+{
+    char base[256];
+    const char *slash = strrchr(path, '/');
+    snprintf(base, sizeof base, "%s", slash ? slash + 1 : path);
+    char *dot = strrchr(base, '.');
+    if (dot && (!strcasecmp(dot, ".gz") || !strcasecmp(dot, ".xz") || !strcasecmp(dot, ".zst"))) {
+        *dot = '\0';
+        dot = strrchr(base, '.');
+    }
+    if (!dot || !dot[1])
+        return NULL;
+    const size_t len = strlen(dot);
+    for (size_t i = 0; i < NFORMATS; ++i)
+        for (const char *p = formats[i]->extensions; p && *p;) {
+            const char *sp = strchr(p, ' ');
+            const size_t l = sp ? (size_t)(sp - p) : strlen(p);
+            if (l == len && strncasecmp(p, dot, len) == 0)
+                return formats[i];
+            p += l + (sp ? 1 : 0);
+        }
     return NULL;
+}
+
+/* ---- the reader ---- */
+
+struct mdnl_reader {
+    const mdnl_format *fmt;
+    void *state;
+    mdnl_stream *stream; /* NULL for path formats */
+    char *path;
+    mdnl_read_options opt;
+    int64_t nframes; /* cached count, -1 unknown */
+    bool reopenable;
+    const char *compression;
+    char name[48];
+};
+
+static mdnl_status pick_format(const char *path, const mdnl_read_options *opt, const unsigned char *head, size_t n,
+                               const char *shown, const mdnl_format **out)
+{
+    if (opt->format) {
+        for (size_t i = 0; i < NFORMATS; ++i)
+            if (!strcmp(formats[i]->name, opt->format)) {
+                *out = formats[i];
+                return MDNL_OK;
+            }
+        return mdnl_error(MDNL_ERR_USAGE, "--format: expected one of %s, got \"%s\"", mdnl_reader_formats(),
+                          opt->format);
+    }
+    const mdnl_format *maybe = NULL;
+    for (size_t i = 0; i < NFORMATS; ++i) {
+        int s = formats[i]->sniff ? formats[i]->sniff(head, n) : MDNL_SNIFF_NO;
+        if (s == MDNL_SNIFF_SURE) {
+            *out = formats[i];
+            return MDNL_OK;
+        }
+        if (s == MDNL_SNIFF_MAYBE && !maybe)
+            maybe = formats[i];
+    }
+    const mdnl_format *ext = strcmp(path, "-") ? by_extension(path) : NULL;
+    if ((*out = ext ? ext : maybe))
+        return MDNL_OK;
+    return mdnl_error(MDNL_ERR_INPUT,
+                      "%s: expected a trajectory in a format mdnl reads (%s), found %s; name the format with "
+                      "--format NAME",
+                      shown, mdnl_reader_formats(), n ? "content none of them recognises" : "an empty file");
 }
 
 mdnl_status mdnl_reader_open(const char *path, const mdnl_read_options *opt, mdnl_reader **out)
 {
     *out = NULL;
+    mdnl_read_options none = {0};
     mdnl_reader *r = mdnl_calloc(1, sizeof *r, "reader");
     if (!r)
         return MDNL_ERR_RESOURCE;
-    mdnl_status st;
-    r->native = opt && opt->units_native;
-    if (hdf5_extension(path) || mdnl_h5md_is_hdf5(path)) {
-        st = mdnl_h5md_open(path, opt ? opt->group : NULL, &r->h5);
-        if (st == MDNL_OK && opt && opt->coords_checked)
-            mdnl_h5md_set_finite_check(r->h5, false);
-    } else if ((r->bin = binary_format_of(path))) {
-        st = r->bin->open(path, r->native, &r->bin_reader);
+    r->opt = opt ? *opt : none;
+    r->nframes = -1;
+    mdnl_stream *in = NULL;
+    mdnl_status st = MDNL_OK;
+    if (!(r->path = strdup(path))) {
+        st = mdnl_error(MDNL_ERR_RESOURCE, "out of host memory opening %s", path);
+        goto fail;
+    }
+    if ((st = mdnl_stream_open(path, &in)) != MDNL_OK)
+        goto fail;
+    const unsigned char *head;
+    const size_t n = mdnl_stream_head(in, &head);
+    const char *shown = mdnl_stream_name(in);
+    r->compression = mdnl_stream_compression(in);
+    r->reopenable = mdnl_stream_reopenable(in);
+    if ((st = pick_format(path, &r->opt, head, n, shown, &r->fmt)) != MDNL_OK)
+        goto fail;
+    const mdnl_format *f = r->fmt;
+    mdnl_format_input fin = {.path = path, .name = shown, .stream = NULL, .opt = &r->opt};
+    if (!f->stream) {
+        /* Opened again by path: a pipe's head is already consumed. */
+        if (r->compression || !r->reopenable) {
+            st = mdnl_error(MDNL_ERR_INPUT,
+                            "%s: expected %s in a regular file, found %s (%s needs to seek; write it to a file "
+                            "first)",
+                            shown, f->name,
+                            r->compression ? r->compression : strcmp(path, "-") ? "a pipe or device" : "standard input",
+                            f->name);
+            goto fail;
+        }
+        mdnl_stream_close(in);
+        in = NULL;
     } else {
-        st = mdnl_xyz_open(path, &r->xyz);
+        fin.stream = in;
     }
-    if (st != MDNL_OK) {
-        free(r);
-        return st;
-    }
+    if ((st = f->open(&fin, &r->state)) != MDNL_OK)
+        goto fail;
+    r->stream = in;
     *out = r;
     return MDNL_OK;
+fail:
+    mdnl_stream_close(in);
+    mdnl_reader_close(r);
+    return st;
 }
 
-mdnl_status mdnl_reader_next(mdnl_reader *r, mdnl_frame *f)
-{
-    if (r->bin)
-        return r->bin->next(r->bin_reader, f);
-    return r->h5 ? mdnl_h5md_next(r->h5, f) : mdnl_xyz_next(r->xyz, f);
-}
+mdnl_status mdnl_reader_next(mdnl_reader *r, mdnl_frame *f) { return r->fmt->next(r->state, f); }
 
-mdnl_status mdnl_reader_skip(mdnl_reader *r)
-{
-    if (r->bin)
-        return r->bin->skip(r->bin_reader);
-    return r->h5 ? mdnl_h5md_skip(r->h5) : mdnl_xyz_skip(r->xyz);
-}
+mdnl_status mdnl_reader_skip(mdnl_reader *r) { return r->fmt->skip(r->state); }
 
 mdnl_status mdnl_reader_count(mdnl_reader *r, int64_t *nframes)
 {
-    if (r->bin)
-        return r->bin->count(r->bin_reader, nframes);
-    if (r->h5) {
-        *nframes = mdnl_h5md_nframes(r->h5);
-        return MDNL_OK;
+    if (r->nframes < 0 && r->fmt->count) {
+        mdnl_status st = r->fmt->count(r->state, &r->nframes);
+        if (st != MDNL_OK)
+            return st;
     }
-    return mdnl_xyz_count(r->xyz, nframes);
+    if (r->nframes < 0) {
+        if (!r->reopenable) /* a second open would not see the same bytes */
+            return mdnl_error(MDNL_ERR_INPUT,
+                              "%s: expected a regular file to count its frames (--frames with negative indices), "
+                              "found a pipe or device",
+                              strcmp(r->path, "-") ? r->path : "<stdin>");
+        mdnl_read_options o = r->opt;
+        o.format = r->fmt->name;
+        mdnl_reader *scan;
+        mdnl_status st = mdnl_reader_open(r->path, &o, &scan);
+        if (st != MDNL_OK)
+            return st;
+        int64_t k = 0;
+        while ((st = mdnl_reader_skip(scan)) == MDNL_OK)
+            ++k;
+        mdnl_reader_close(scan);
+        if (st != MDNL_END)
+            return st;
+        r->nframes = k;
+    }
+    *nframes = r->nframes;
+    return MDNL_OK;
 }
 
 const char *mdnl_reader_format(const mdnl_reader *r)
 {
-    return r->bin ? r->bin->name : r->h5 ? "h5md" : mdnl_xyz_extended(r->xyz) ? "extxyz" : "xyz";
+    mdnl_reader *w = (mdnl_reader *)r; /* the name is refined lazily; the reader itself is not const */
+    const char *base = r->fmt->name_of ? r->fmt->name_of(r->state) : r->fmt->name;
+    snprintf(w->name, sizeof w->name, "%s%s%s", base, r->compression ? "+" : "",
+             r->compression ? r->compression : "");
+    return w->name;
 }
 
-const char *mdnl_reader_units(const mdnl_reader *r) { return r->bin && r->bin->nm && r->native ? "nm" : "Å"; }
+const char *mdnl_reader_info(const mdnl_reader *r, const char *key)
+{
+    if (r->fmt->nm && !strcmp(key, "units")) /* one answer for every nm format, per --units */
+        return r->opt.units_native ? "nm (native)" : "angstrom (converted from nm)";
+    return r->fmt->info ? r->fmt->info(r->state, key) : NULL;
+}
+
+const struct mdnl_xyz_extras *mdnl_reader_extras(const mdnl_reader *r)
+{
+    return r->fmt->open == xyz_open ? mdnl_xyz_frame_extras(((const xyz_state *)r->state)->r) : NULL;
+}
 
 void mdnl_reader_close(mdnl_reader *r)
 {
     if (!r)
         return;
-    mdnl_xyz_close(r->xyz);
-    mdnl_h5md_close(r->h5);
-    if (r->bin)
-        r->bin->close(r->bin_reader);
+    if (r->fmt && r->fmt->close && r->state)
+        r->fmt->close(r->state);
+    mdnl_stream_close(r->stream);
+    free(r->path);
     free(r);
 }

@@ -1,6 +1,6 @@
 /* trr_reader.h — streaming reader of GROMACS TRR trajectories (XDR,
  * big-endian, magic 1993), written from the format's public description
- * (docs/formats-binary.md). The header gives the byte size of each block
+ * (docs/formats.md). The header gives the byte size of each block
  * (box, virial, pressure, x, v, f); single or double precision follows from
  * those sizes. Positions and the box are converted from nm to Å (x 10) unless
  * `native`; velocities and forces are skipped.

@@ -1,6 +1,6 @@
 /* xtc_reader.h — streaming reader of GROMACS XTC trajectories (XDR,
  * big-endian, magic 1995), written from the format's public description
- * (docs/formats-binary.md). The compressed coordinates ("xdr3dfcoord") are
+ * (docs/formats.md). The compressed coordinates ("xdr3dfcoord") are
  * decoded exactly as the reference decoder does: every coordinate is the
  * float32 integer * (float)(1 / precision) the reference returns, bit for bit
  * (tests/test_binary_formats.c checks this against MDAnalysis). Positions and

@@ -8,6 +8,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "xyz_reader.h"
 
+#include "stream.h"
+
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -16,23 +18,42 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-
-#define READ_CHUNK (1 << 22)
-#define MAX_LINE (1 << 28)
 
 struct mdnl_xyz_reader {
-    FILE *fp;
-    char *path;
-    char *buf;
-    size_t cap, len, pos; /* unread data is buf[pos .. len) */
-    int eof;
+    mdnl_stream *in;
+    bool own_stream;  /* opened by mdnl_xyz_open, closed with the reader */
+    const char *path; /* the stream's name, for messages */
+    char *reopen;     /* the path to open again for a count */
     int64_t line;  /* number of the line last returned (1-based) */
     int64_t frame; /* index of the next frame */
     int64_t file_size;
     int64_t nframes; /* cached count, -1 unknown */
     int extended;    /* a comment so far had extended-XYZ keys (Lattice, pbc, Properties) */
+    /* extras (mdnl_xyz_keep_extras): Properties entries, comment keys and
+     * per-atom columns beyond species and pos, of the last frame read */
+    bool keep;
+    mdnl_xyz_extras ex;
+    size_t props_len, props_cap, info_len, info_cap, text_len, text_cap;
+    int64_t off_cap;
 };
+
+/* Appends [s, s + n) to a growable string; -1 (recorded) when out of memory. */
+static int sb_add(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (*len + n + 1 > c)
+            c *= 2;
+        char *b = mdnl_realloc(*buf, c, "extended XYZ extras");
+        if (!b)
+            return -1;
+        *buf = b, *cap = c;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+    return 0;
+}
 
 int mdnl_xyz_extended(const mdnl_xyz_reader *r)
 {
@@ -215,52 +236,11 @@ int mdnl_parse_double(const char *s, const char *e, double *out)
 
 /* Returns 1 with [*s, *e) the next line (without "\n" or "\r\n"), 0 at the
  * end of the file, -1 on a read error (recorded). */
-static int next_line(mdnl_xyz_reader *r, const char **s, const char **e)
+static inline int next_line(mdnl_xyz_reader *r, const char **s, const char **e)
 {
-    for (;;) {
-        char *start = r->buf + r->pos;
-        char *nl = r->pos < r->len ? memchr(start, '\n', r->len - r->pos) : NULL;
-        if (nl || (r->eof && r->pos < r->len)) {
-            char *end = nl ? nl : r->buf + r->len;
-            r->pos = nl ? (size_t)(nl - r->buf) + 1 : r->len;
-            if (end > start && end[-1] == '\r')
-                --end;
-            *s = start;
-            *e = end;
-            r->line++;
-            return 1;
-        }
-        if (r->eof)
-            return 0;
-        /* keep the partial line, refill behind it */
-        if (r->pos > 0) {
-            memmove(r->buf, r->buf + r->pos, r->len - r->pos);
-            r->len -= r->pos;
-            r->pos = 0;
-        }
-        if (r->cap - r->len < READ_CHUNK / 2) {
-            if (r->cap >= MAX_LINE) {
-                mdnl_error(MDNL_ERR_INPUT, "%s:%lld: expected a line shorter than %d bytes", r->path,
-                           (long long)r->line + 1, MAX_LINE);
-                return -1;
-            }
-            char *nb = mdnl_realloc(r->buf, r->cap * 2, "XYZ line buffer");
-            if (!nb)
-                return -1;
-            r->buf = nb;
-            r->cap *= 2;
-        }
-        size_t got = fread(r->buf + r->len, 1, r->cap - r->len, r->fp);
-        r->len += got;
-        if (got == 0) {
-            if (ferror(r->fp)) {
-                mdnl_error(MDNL_ERR_INPUT, "%s:%lld: read error: %s", r->path, (long long)r->line + 1,
-                           strerror(errno));
-                return -1;
-            }
-            r->eof = 1;
-        }
-    }
+    int got = mdnl_stream_line(r->in, s, e);
+    r->line = mdnl_stream_lineno(r->in);
+    return got;
 }
 
 /* ' ' and \t \n \v \f \r (9 to 13). */
@@ -275,42 +255,39 @@ static int is_blank(const char *s, const char *e)
 }
 
 /* Quotes at most 40 characters of a token for an error message. */
-static const char *show(const char *s, const char *e, char *buf, size_t cap)
-{
-    size_t n = (size_t)(e - s);
-    if (n > 40)
-        n = 40;
-    snprintf(buf, cap, "\"%.*s%s\"", (int)n, s, (size_t)(e - s) > 40 ? "..." : "");
-    return buf;
-}
+static const char *show(const char *s, const char *e, char *buf, size_t cap) { return mdnl_show_text(s, e, buf, cap); }
 
 /* ---- open / close ---- */
 
 mdnl_status mdnl_xyz_open(const char *path, mdnl_xyz_reader **out)
 {
     *out = NULL;
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return mdnl_error(MDNL_ERR_INPUT, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return mdnl_error(MDNL_ERR_INPUT, "%s: is a directory, expected an XYZ file", path);
+    mdnl_stream *in;
+    mdnl_status st = mdnl_stream_open(path, &in);
+    if (st != MDNL_OK)
+        return st;
+    if ((st = mdnl_xyz_open_stream(in, path, out)) != MDNL_OK) {
+        mdnl_stream_close(in);
+        return st;
+    }
+    (*out)->own_stream = true;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_xyz_open_stream(mdnl_stream *in, const char *path, mdnl_xyz_reader **out)
+{
+    *out = NULL;
     mdnl_xyz_reader *r = mdnl_calloc(1, sizeof *r, "XYZ reader");
     if (!r)
         return MDNL_ERR_RESOURCE;
-    r->path = strdup(path);
-    r->cap = READ_CHUNK;
-    r->buf = mdnl_malloc(r->cap, "XYZ read buffer");
-    r->file_size = S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
+    r->in = in;
+    r->path = mdnl_stream_name(in);
+    r->reopen = strdup(path);
+    r->file_size = mdnl_stream_size(in);
     r->nframes = -1;
-    if (!r->path || !r->buf) {
+    if (!r->reopen) {
         mdnl_xyz_close(r);
         return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory opening %s", path);
-    }
-    r->fp = fopen(path, "rb");
-    if (!r->fp) {
-        mdnl_status s = mdnl_error(MDNL_ERR_INPUT, "%s: %s", path, strerror(errno));
-        mdnl_xyz_close(r);
-        return s;
     }
     *out = r;
     return MDNL_OK;
@@ -320,10 +297,13 @@ void mdnl_xyz_close(mdnl_xyz_reader *r)
 {
     if (!r)
         return;
-    if (r->fp)
-        fclose(r->fp);
-    free(r->buf);
-    free(r->path);
+    if (r->own_stream)
+        mdnl_stream_close(r->in);
+    free(r->ex.properties);
+    free(r->ex.info);
+    free(r->ex.text);
+    free(r->ex.offset);
+    free(r->reopen);
     free(r);
 }
 
@@ -349,7 +329,7 @@ static mdnl_status read_count(mdnl_xyz_reader *r, int64_t *count)
         ++s;
     while (e > s && is_space(e[-1]))
         --e;
-    char tmp[64];
+    char tmp[200];
     const char *p = s;
     if (p < e && *p == '+')
         ++p;
@@ -415,8 +395,9 @@ static int split_tokens(const char *s, const char *e, const char *tok_s[], const
 
 static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const char *e, columns *c)
 {
+    const char *const s0 = s;
     int col = 0, have_species = 0, have_pos = 0, z_col = -1;
-    char tmp[64];
+    char tmp[200];
     while (s < e) {
         const char *f[3], *fe[3];
         for (int k = 0; k < 3; ++k) {
@@ -463,13 +444,33 @@ static mdnl_status parse_properties(mdnl_xyz_reader *r, const char *s, const cha
         return HDR_ERR("%s:%lld: frame %lld: expected Properties with species:S:1 and pos:R:3, found %s", r->path,
                        (long long)r->line, (long long)r->frame, have_pos ? "no species" : "no pos");
     c->ncols = col;
+    if (r->keep) { /* the triplets again (checked above): those that are neither species nor pos */
+        r->props_len = 0;
+        int at = 0;
+        for (const char *q = s0; q < e;) {
+            const char *t0 = q;
+            int colons = 0;
+            while (q < e && colons < 3)
+                colons += *q++ == ':';
+            const char *t1 = colons == 3 ? q - 1 : q;
+            const char *cnt = t1;
+            while (cnt > t0 && cnt[-1] != ':')
+                --cnt;
+            const int n = atoi(cnt);
+            if (at != c->species && at != c->pos &&
+                ((r->props_len && sb_add(&r->ex.properties, &r->props_len, &r->props_cap, ":", 1)) ||
+                 sb_add(&r->ex.properties, &r->props_len, &r->props_cap, t0, (size_t)(t1 - t0))))
+                return MDNL_ERR_RESOURCE;
+            at += n;
+        }
+    }
     return MDNL_OK;
 }
 
 /* Parses the comment line: extended-XYZ keys when present. */
 static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *e, mdnl_frame *f, columns *c)
 {
-    char tmp[64];
+    char tmp[200];
     int have_lattice = 0, have_pbc = 0;
     bool pbc[3] = {false, false, false};
     c->species = 0, c->pos = 1, c->ncols = 4;
@@ -576,6 +577,10 @@ static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *
                                (long long)r->line, (long long)r->frame, show(v, ve, tmp, sizeof tmp));
             f->step = (int64_t)x;
             f->has_step = true;
+        } else if (r->keep) { /* another key: kept as written */
+            if ((r->info_len && sb_add(&r->ex.info, &r->info_len, &r->info_cap, " ", 1)) ||
+                sb_add(&r->ex.info, &r->info_len, &r->info_cap, k, (size_t)(s - k)))
+                return MDNL_ERR_RESOURCE;
         }
     }
     if (have_pbc && !have_lattice && (pbc[0] || pbc[1] || pbc[2]))
@@ -620,16 +625,28 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
         return HDR_ERR("%s:%lld: frame %lld: expected a comment line after the atom count, found the end of the file",
                        r->path, (long long)r->line + 1, (long long)r->frame);
     columns c;
+    if (r->keep) {
+        r->props_len = r->info_len = r->text_len = 0;
+        if (r->ex.properties)
+            r->ex.properties[0] = '\0';
+        if (r->ex.info)
+            r->ex.info[0] = '\0';
+        if (r->ex.text)
+            r->ex.text[0] = '\0';
+        r->ex.natoms = 0;
+    }
     if ((st = parse_comment(r, s, e, f, &c)) != MDNL_OK)
         return st;
     f->species_tag = 0; /* species[] is rewritten below */
     if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
         return st;
-    /* Columns past the last one we use are not read (nor checked). */
-    const int last_col = (c.species > c.pos + 2 ? c.species : c.pos + 2);
+    /* Columns past the last one we use are not read (nor checked), unless
+     * extras are kept. */
+    const bool extras = r->keep && r->props_len > 0;
+    const int last_col = extras ? c.ncols - 1 : (c.species > c.pos + 2 ? c.species : c.pos + 2);
     int32_t last_id = -1;
     size_t last_len = 0;
-    char tmp[64];
+    char tmp[200];
     for (int64_t i = 0; i < n; ++i) {
         got = next_line(r, &s, &e);
         if (got < 0)
@@ -641,6 +658,14 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                            (long long)i);
         if (i >= f->capacity && (st = mdnl_frame_reserve(f, i + 1)) != MDNL_OK)
             return st;
+        if (extras && i + 2 > r->off_cap) {
+            const int64_t cap = r->off_cap ? 2 * r->off_cap : 1024;
+            int64_t *o = mdnl_realloc(r->ex.offset, (size_t)cap * sizeof *o, "extended XYZ extras");
+            if (!o)
+                return MDNL_ERR_RESOURCE;
+            r->ex.offset = o, r->off_cap = cap;
+            r->ex.offset[0] = 0;
+        }
         const char *p = s;
         int col = 0;
         double xyz[3];
@@ -689,6 +714,11 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                     f->species[i] = last_id = id;
                     last_len = len;
                 }
+            } else if (extras) {
+                const bool first = r->text_len == (size_t)r->ex.offset[i];
+                if ((!first && sb_add(&r->ex.text, &r->text_len, &r->text_cap, " ", 1)) ||
+                    sb_add(&r->ex.text, &r->text_len, &r->text_cap, t, (size_t)(p - t)))
+                    return MDNL_ERR_RESOURCE;
             }
         }
         if (col <= last_col)
@@ -697,6 +727,10 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                            show(s, e, tmp, sizeof tmp));
         f->pos[i][0] = xyz[0], f->pos[i][1] = xyz[1], f->pos[i][2] = xyz[2];
         f->natoms = i + 1;
+        if (extras) {
+            r->ex.offset[i + 1] = (int64_t)r->text_len;
+            r->ex.natoms = i + 1;
+        }
     }
     r->frame++;
     return MDNL_OK;
@@ -726,14 +760,14 @@ mdnl_status mdnl_xyz_skip(mdnl_xyz_reader *r)
 
 mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n)
 {
-    if (r->nframes < 0 && r->file_size < 0) /* a second open would not see the same bytes, or wait forever */
+    if (r->nframes < 0 && !mdnl_stream_reopenable(r->in)) /* a second open would not see the same bytes */
         return mdnl_error(MDNL_ERR_INPUT,
                           "%s: expected a regular file to count its frames (--frames with negative indices, info), "
                           "found a pipe or device",
                           r->path);
     if (r->nframes < 0) {
         mdnl_xyz_reader *scan;
-        mdnl_status st = mdnl_xyz_open(r->path, &scan);
+        mdnl_status st = mdnl_xyz_open(r->reopen, &scan);
         if (st != MDNL_OK)
             return st;
         while ((st = mdnl_xyz_skip(scan)) == MDNL_OK)
@@ -746,4 +780,11 @@ mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n)
     }
     *n = r->nframes;
     return MDNL_OK;
+}
+
+void mdnl_xyz_keep_extras(mdnl_xyz_reader *r, bool on) { r->keep = on; }
+
+const mdnl_xyz_extras *mdnl_xyz_frame_extras(const mdnl_xyz_reader *r)
+{
+    return r->keep && (r->props_len || r->info_len) ? &r->ex : NULL;
 }

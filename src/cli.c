@@ -160,6 +160,9 @@ static const opt_def defs[] = {
     {"no-pbc", 0, FLAG, OFF(no_pbc), NONE},
     {"group", 0, STRING, OFF(group), NONE},
     {"topology", 0, STRING, OFF(topology), NONE},
+    {"format", 0, STRING, OFF(format), NONE},
+    {"types", 0, STRING, OFF(types), NONE},
+    {"atom-style", 0, STRING, OFF(atom_style), NONE},
     {"units", 0, SPECIAL, 0, NONE},
     {"quiet", 'q', FLAG, OFF(quiet), NONE},
     {"json", 0, FLAG, OFF(json), NONE},
@@ -200,18 +203,19 @@ static const struct command_options {
     const char *command, *options;
 } command_options[] = {
     {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,method,frames,box,no-pbc,"
-            "group,topology,units,quiet,json,progress,no-progress,max-pairs,threads"},
-    {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
-                  "no-progress,max-pairs,threads"},
-    {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
-               "no-progress,max-pairs,threads"},
-    {"coord", "cutoff,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
-              "no-progress,max-pairs"},
-    {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,units,quiet,json,progress,"
-            "no-progress,max-pairs,threads"},
-    {"info", "json,group,box,no-pbc,topology,units,quiet"},
+            "group,topology,format,types,atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
+    {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,format,types,atom-style,"
+                  "units,quiet,json,progress,no-progress,max-pairs,threads"},
+    {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,format,types,"
+               "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
+    {"coord", "cutoff,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,format,types,atom-style,"
+              "units,quiet,json,progress,no-progress,max-pairs"},
+    {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,format,types,"
+            "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
+    {"info", "json,group,box,no-pbc,topology,format,types,atom-style,units,quiet"},
     {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},
-    {"convert", "to,frames,box,no-pbc,group,topology,units,quiet,json,progress,no-progress"},
+    {"convert", "to,frames,box,no-pbc,group,topology,format,types,atom-style,units,quiet,json,progress,"
+                "no-progress"},
     {"bench", "sizes,json,quiet,data"},
 };
 
@@ -246,7 +250,13 @@ static const struct option_help {
     {"group", "  --group NAME              H5MD particle group\n"},
     {"topology", "  --topology FILE           species of every frame from FILE's first frame (any format mdnl reads,\n"
                  "                            same atom count); XTC, TRR and DCD hold none (every atom is X without it)\n"},
-    {"units", "  --units angstrom|native   XTC / TRR: positions and cell in Å (nm x 10, the default) or in nm\n"},
+    {"format", "  --format NAME             input format (default: detected from the content, else the extension):\n"
+               "                            xyz, extxyz, h5md, lammps-dump, lammps-data, gro, pdb, xtc, trr, dcd;\n"
+               "                            gzip, xz and zstd text is read as it is; INPUT - is standard input\n"},
+    {"types", "  --types 1=Cu,2=O          LAMMPS types -> species names (default: the type numbers)\n"},
+    {"atom-style", "  --atom-style STYLE        LAMMPS data: atomic, charge, molecular, full (default: the Atoms #\n"
+                   "                            comment)\n"},
+    {"units", "  --units angstrom|native   GRO, XTC, TRR: positions and cell in Å (nm x 10, the default) or in nm\n"},
     {"quiet", "  -q, --quiet               no summary or notes on stderr\n"},
     {"json", "  --json                    a one-object summary on stdout\n"},
     {"progress", "  --progress | --no-progress  progress bar on stderr (default: on a terminal with >1 frame)\n"},
@@ -686,7 +696,8 @@ static mdnl_status resolve_slice(mdnl_frames *fs)
 /* The first frame of --topology FILE (any format mdnl reads). */
 static mdnl_status read_topology(const mdnl_opts *o, mdnl_frame *topo)
 {
-    mdnl_read_options ro = {.group = o->group};
+    /* --types and --atom-style name a LAMMPS topology's species; --format is the trajectory's */
+    mdnl_read_options ro = {.group = o->group, .types = o->types, .atom_style = o->atom_style};
     mdnl_reader *r = NULL;
     mdnl_status st = mdnl_reader_open(o->topology, &ro, &r);
     if (st == MDNL_OK && (st = mdnl_reader_next(r, topo)) == MDNL_END)
@@ -706,7 +717,13 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
     fs->spec = o->frames;
     fs->count = -1;
     fs->first_open = -1;
-    mdnl_read_options ro = {.group = o->group, .coords_checked = o->coords_checked, .units_native = o->units_native};
+    mdnl_read_options ro = {.group = o->group,
+                            .coords_checked = o->coords_checked,
+                            .format = o->format,
+                            .types = o->types,
+                            .atom_style = o->atom_style,
+                            .units_native = o->units_native,
+                            .keep_extras = o->keep_extras};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);
@@ -804,6 +821,17 @@ mdnl_status mdnl_frames_count(mdnl_frames *fs, int64_t *n)
     }
     *n = fs->count;
     return MDNL_OK;
+}
+
+mdnl_status mdnl_frames_skip_rest(mdnl_frames *fs, int64_t *n)
+{
+    mdnl_status st;
+    *n = 0;
+    while ((st = mdnl_reader_skip(fs->reader)) == MDNL_OK) {
+        ++*n;
+        fs->next_index++;
+    }
+    return st == MDNL_END ? MDNL_OK : st;
 }
 
 void mdnl_frames_restrict(mdnl_frames *fs, int64_t first, int64_t count)

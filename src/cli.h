@@ -30,7 +30,10 @@ typedef struct mdnl_opts {
     bool no_pbc;
     const char *group;
     const char *topology; /* --topology FILE: species of every frame from FILE's first frame */
-    bool units_native;    /* --units native: XTC / TRR positions stay in nm */
+    /* input: --format, --types, --atom-style, --units (mdnl_read_options) */
+    const char *format, *types, *atom_style;
+    bool units_native; /* --units native: GRO, XTC, TRR positions stay in nm */
+    bool keep_extras;  /* convert: extended XYZ extras (set by the command, not an option) */
     bool quiet, json, progress, no_progress;
     const char *output;
     /* neighbors / energy / run */
@@ -93,6 +96,9 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
 mdnl_status mdnl_frames_next(mdnl_frames *fs, mdnl_frame *f);
 /* Number of frames that will be yielded (scans an XYZ file once). */
 mdnl_status mdnl_frames_count(mdnl_frames *fs, int64_t *n);
+/* Skips every frame left in the file (selection or not) and returns how
+ * many there were: a count that reads the input once, on a pipe too. */
+mdnl_status mdnl_frames_skip_rest(mdnl_frames *fs, int64_t *n);
 /* Keeps `count` selected frames from the `first`-th (0-based, in selection
  * order): an MPI rank's block (mpi_split.h). Indices stay the file's. */
 void mdnl_frames_restrict(mdnl_frames *fs, int64_t first, int64_t count);

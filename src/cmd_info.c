@@ -1,5 +1,7 @@
-/* cmd_info.c — `mdnl info`: what a trajectory holds (atoms, frames,
- * species, box, periodicity of its first frame). */
+/* cmd_info.c — `mdnl info`: what a trajectory holds (format, atoms, frames,
+ * species, box, periodicity of its first frame, and what the format says
+ * beyond frames: units, LAMMPS masses). It reads the input once (the first
+ * frame, then skips to the end to count), so it works on a pipe. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -20,12 +22,15 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
     int64_t *counts = NULL;
     if ((st = mdnl_frames_open(&o, input, &fs)) != MDNL_OK)
         goto done;
-    if ((st = mdnl_frames_count(fs, &nframes)) != MDNL_OK)
-        goto done;
     st = mdnl_frames_next(fs, &f);
     bool empty = st == MDNL_END;
     if (st != MDNL_OK && !empty)
         goto done;
+    if (!empty) {
+        if ((st = mdnl_frames_skip_rest(fs, &nframes)) != MDNL_OK)
+            goto done;
+        nframes++;
+    }
     st = MDNL_OK;
     if (!(counts = mdnl_calloc((size_t)f.nspecies + 1, sizeof *counts, "species counts"))) {
         st = MDNL_ERR_RESOURCE;
@@ -33,7 +38,11 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
     }
     for (int64_t i = 0; i < f.natoms; ++i)
         counts[f.species[i]]++;
-    const char *format = mdnl_reader_format(mdnl_frames_reader(fs));
+    const mdnl_reader *reader = mdnl_frames_reader(fs);
+    const char *format = mdnl_reader_format(reader);
+    const char *units = mdnl_reader_info(reader, "units"), *masses = mdnl_reader_info(reader, "masses");
+    if (!units)
+        units = "angstrom";
     /* Where the species names come from: the file, --topology, or nowhere (XTC, TRR, DCD). */
     const char *species_from = o.topology                                                          ? "topology"
                                : !strcmp(format, "xtc") || !strcmp(format, "trr") || !strcmp(format, "dcd") ? "none"
@@ -61,8 +70,13 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
             printf("%.17g", mdnl_box_volume(&f.box));
         else
             printf("null");
-        printf(",\"step\":%lld,\"units\":\"%s\",\"species_from\":\"%s\"", (long long)f.step,
-               mdnl_reader_units(mdnl_frames_reader(fs)), species_from);
+        printf(",\"step\":%lld,\"units\":", (long long)f.step);
+        mdnl_json_string(stdout, units);
+        printf(",\"species_from\":\"%s\"", species_from);
+        if (masses) {
+            printf(",\"masses\":");
+            mdnl_json_string(stdout, masses);
+        }
         if (f.has_time)
             printf(",\"time\":%.17g", f.time);
         printf("}\n");
@@ -72,7 +86,7 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
         printf(" (%s)\n", format);
         printf("frames   %lld\n", (long long)nframes);
         printf("atoms    %lld%s\n", (long long)f.natoms, nframes > 1 ? " (first frame)" : "");
-        printf("units    %s (positions and cell)\n", mdnl_reader_units(mdnl_frames_reader(fs)));
+        printf("units    %s (positions and cell)\n", units);
         printf("species ");
         for (int32_t s = 0; s < f.nspecies; ++s) {
             putchar(' ');
@@ -90,6 +104,8 @@ mdnl_status mdnl_cmd_info(int argc, char **argv)
         } else {
             printf("box      none (open boundaries)\n");
         }
+        if (masses)
+            printf("masses   %s\n", masses);
     }
     if (fflush(stdout) != 0)
         st = mdnl_error(MDNL_ERR_RESOURCE, "standard output: write failed");

@@ -108,8 +108,10 @@ static const command commands[] = {
      "                            below the mean (needs -o FILE.h5 or --plot)\n"},
     {"info", mdnl_cmd_info,
      "usage: mdnl info INPUT [--json] [options]\n"
-     "Atoms, frames, species, cell and periodicity of the first frame; the format is h5md,\n"
-     "extxyz (extended XYZ) or xyz (plain XYZ).\n"},
+     "Atoms, frames, species, cell and periodicity of the first frame; the format read (xyz,\n"
+     "extxyz, h5md, lammps-dump, lammps-data, gro, pdb, xtc, trr, dcd; +gzip, +xz or +zstd when\n"
+     "compressed), the length unit, where the species come from, and a LAMMPS data file's masses.\n"
+     "Reads its input once, so INPUT may be - or a pipe (not for H5MD, XTC, TRR, DCD).\n"},
     {"gen", mdnl_cmd_gen,
      "usage: mdnl gen graphene --nx NX --ny NY [--bond 1.42] [--noise S --seed K] [--vacuum 20] -o OUT\n"
      "A periodic rectangular graphene sheet of NX x NY four-atom cells (a = bond*sqrt(3), b = 3*bond),\n"
@@ -122,14 +124,17 @@ static const command commands[] = {
      "  --to xyz|extxyz           plain XYZ instead of extended XYZ (default extxyz)\n"
      "  -o, --output OUT          the file (- for standard output; required)\n"},
     {"convert", mdnl_cmd_convert,
-    "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md|xtc|dcd] [options]\n"
-    "Copies the selected frames of any input mdnl reads to XYZ, extended XYZ, H5MD, XTC or DCD (by\n"
-    "OUTPUT's extension: .h5/.h5md/.hdf5 -> H5MD 1.1, .xyz -> plain XYZ, .xtc -> XTC (nm, precision\n"
-    "1000), .dcd -> DCD (Å, unit cell), anything else -> extended XYZ). XTC, DCD and H5MD need a file,\n"
+    "usage: mdnl convert INPUT OUTPUT [--to xyz|extxyz|h5md|xtc|dcd|lammps-dump] [options]\n"
+    "Copies the selected frames of any input mdnl reads to XYZ, extended XYZ, H5MD, XTC, DCD or a\n"
+    "LAMMPS dump, by --to or OUTPUT's extension: .xyz -> plain XYZ, .extxyz -> extended XYZ,\n"
+    ".h5/.h5md/.hdf5 -> H5MD 1.1, .xtc -> XTC (nm, precision 1000), .dcd -> DCD (Å, unit cell),\n"
+    ".lammpstrj/.lammpsdump/.dump -> dump custom (id type element x y z); - -> extended XYZ on\n"
+    "standard output. Any other extension is a usage error (exit 2). XTC, DCD and H5MD need a file,\n"
     "not standard output. H5MD: positions and box edges carry the unit \"Angstrom\" and time \"ps\",\n"
-    "the values are the input's unchanged; without a time in the input, time = step.\n"
+    "the values are the input's unchanged; without a time in the input, time = step. Extended XYZ\n"
+    "keeps the input's extra per-atom arrays and keys; other outputs drop them with a warning.\n"
     "Options:\n"
-    "  --to xyz|extxyz|h5md|xtc|dcd  the output format, whatever OUTPUT's extension\n"},
+    "  --to xyz|extxyz|h5md|xtc|dcd|lammps-dump  the output format, whatever OUTPUT's extension\n"},
     {"bench", mdnl_cmd_bench,
      "usage: mdnl bench [--sizes graphene-17k,graphene-1m,graphene-1m-shuffled,lj-1m,lj-100k,lj-1m-liquid,\n"
      "                  lj-1m-liquid-sorted,cu-131k\n"
@@ -165,9 +170,11 @@ static void print_usage(FILE *fp)
             "  rdf INPUT --rmax --bins       radial distribution functions\n"
             "  info INPUT [--json]           what a trajectory holds\n"
             "  gen graphene --nx --ny -o     generate a graphene sheet\n"
-            "  convert INPUT OUTPUT          XYZ / extended XYZ / H5MD / XTC / DCD\n"
+            "  convert INPUT OUTPUT          XYZ / extended XYZ / H5MD / XTC / DCD / LAMMPS dump\n"
             "  bench [--sizes ...]           GPU benchmark of the kernels\n"
             "  --version                     print the version\n"
+            "INPUT: XYZ, extended XYZ, H5MD, LAMMPS dump and data, GRO, PDB, XTC, TRR, DCD (detected;\n"
+            "--format NAME); text formats plain or gzip / xz / zstd; - is standard input.\n"
             "Lengths are in the input's length unit, energies in the unit of the --pair parameters.\n",
             MDNL_VERSION);
 }

@@ -99,7 +99,8 @@ Test(output, character_device_is_written_as_a_stream_and_stays_a_device)
     cr_assert_eq(mdnl("neighbors '%s' -c 2 -o null --quiet", GRAPHENE), 0, "%s", err_text);
     cr_assert_eq(mdnl("energy '%s' -c 3 --pair lj:epsilon=1,sigma=1 -o null --quiet", GRAPHENE), 0, "%s", err_text);
     cr_assert_eq(mdnl("rdf '%s' --rmax 4 --bins 10 -o null --plot null --quiet", GRAPHENE), 0, "%s", err_text);
-    cr_assert_eq(mdnl("convert '%s' null --quiet", GRAPHENE), 0, "%s", err_text);
+    /* no extension: convert needs --to (issue 57: never a silent fallback) */
+    cr_assert_eq(mdnl("convert '%s' null --to extxyz --quiet", GRAPHENE), 0, "%s", err_text);
     cr_assert_eq(mdnl("gen graphene --nx 2 --ny 2 -o null --quiet"), 0, "%s", err_text);
     cr_expect_eq(node_type("null"), S_IFCHR, "the device node was replaced");
     static const char *const only[] = {"null", NULL};
@@ -168,7 +169,7 @@ Test(output, existing_directory_is_refused_before_any_work)
         "neighbors '" MDNL_DATA_DIR "/bad/tiny-cell.extxyz' -c 2 -o d/",
         "energy '" MDNL_DATA_DIR "/bad/tiny-cell.extxyz' -c 3 --pair lj:epsilon=1,sigma=1 -o d",
         "rdf '" MDNL_DATA_DIR "/bad/tiny-cell.extxyz' --rmax 4 --bins 10 --plot d",
-        "convert '" MDNL_DATA_DIR "/bad/tiny-cell.extxyz' d",
+        "convert '" MDNL_DATA_DIR "/bad/tiny-cell.extxyz' d --to extxyz",
         "gen graphene --nx 2 --ny 2 -o d",
         "run '" MDNL_DATA_DIR "/bad/tiny-cell.extxyz' -c 2 --neighbors -o file.txt/",
     };

@@ -216,7 +216,7 @@ Test(xyz, generic_reader_dispatches_xyz_with_count_skip_and_next)
     mdnl_reader *r;
     cr_assert_eq(mdnl_reader_open(MDNL_DATA_DIR "/trajectory-3frames.extxyz", NULL, &r), MDNL_OK, "%s",
                  mdnl_last_error());
-    cr_expect_str_eq(mdnl_reader_format(r), "xyz");
+    cr_expect_str_eq(mdnl_reader_format(r), "extxyz");
     int64_t n = -1;
     cr_assert_eq(mdnl_reader_count(r, &n), MDNL_OK);
     cr_expect_eq(n, 3);

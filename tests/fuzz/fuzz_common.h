@@ -101,4 +101,46 @@ static inline void fuzz_check_frame(const mdnl_frame *f)
     }
 }
 
+/* Reads path as `format` (NULL: detected) through io/reader.h twice: count
+ * and every frame (at most 256), then alternating skip and next. Every
+ * failure must be an input error naming the path; every frame must keep
+ * frame.h's invariants; a clean read sees the counted frames. For the
+ * harnesses of the text formats (fuzz_lammps_dump.c, fuzz_gro.c, ...). */
+#include "reader.h"
+static inline void fuzz_reader_passes(const char *path, const char *format)
+{
+    for (int alternate = 0; alternate < 2; ++alternate) {
+        const mdnl_read_options opt = {.format = format, .types = "1=Cu,2=O"};
+        mdnl_reader *r = NULL;
+        mdnl_status st = mdnl_reader_open(path, &opt, &r);
+        fuzz_check_error(st, MDNL_ERR_INPUT, path);
+        if (st != MDNL_OK)
+            continue;
+        mdnl_frame f;
+        memset(&f, 0, sizeof f);
+        int64_t counted = -1, seen = 0;
+        if (!alternate) {
+            st = mdnl_reader_count(r, &counted);
+            fuzz_check_error(st, MDNL_ERR_INPUT, path);
+            if (st != MDNL_OK)
+                counted = -1;
+        }
+        for (int k = 0; k < 256; ++k) {
+            const int skip = alternate && (k & 1);
+            st = skip ? mdnl_reader_skip(r) : mdnl_reader_next(r, &f);
+            fuzz_check_error(st, MDNL_ERR_INPUT, path);
+            if (st != MDNL_OK)
+                break;
+            ++seen;
+            if (!skip)
+                fuzz_check_frame(&f);
+        }
+        if (!alternate && counted >= 0 && st == MDNL_END && seen != counted)
+            fuzz_fail("count", "mdnl_reader_count disagrees with the frames read");
+        mdnl_frame_free(&f);
+        mdnl_reader_close(r);
+    }
+    mdnl_clear_error();
+}
+
 #endif

@@ -1,0 +1,14 @@
+/* fuzz_gro.c — the gro reader on arbitrary bytes, through io/reader.h
+ * with --format gro (so the sniff cannot steer the bytes elsewhere): the
+ * input is written to a scratch file and read twice by fuzz_reader_passes
+ * (fuzz_common.h). The bytes may be gzip, xz or zstd: the stream layer
+ * (io/stream.c) is fuzzed on the way. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *path = fuzz_scratch(".gro");
+    fuzz_write_file(path, data, size);
+    fuzz_reader_passes(path, "gro");
+    return 0;
+}

@@ -42,8 +42,9 @@ struct mdnl_context {
     mdnl_nlist list;
     mdnl_nlist_cpu_kept kept;
     int32_t (*shifts)[3];
+    int64_t shifts_cap;
     double (*vectors)[3];
-    int64_t sd_cap;
+    int64_t vectors_cap;
     uint64_t *counts;
     int64_t counts_cap;
 #ifdef MDNL_HAVE_CUDA
@@ -255,21 +256,11 @@ static mdnl_status host_shifts(mdnl_context *ctx, const mdnl_frame *f, const mdn
     if (st != MDNL_OK)
         return st;
     const mdnl_nlist *l = &ctx->list;
-    int64_t cap = ctx->sd_cap;
-    if ((st = grow((void **)&ctx->shifts, &cap, l->npairs, sizeof *ctx->shifts, "image shifts")) != MDNL_OK)
+    if ((st = grow((void **)&ctx->shifts, &ctx->shifts_cap, l->npairs, sizeof *ctx->shifts, "image shifts")) !=
+            MDNL_OK ||
+        (want_D && (st = grow((void **)&ctx->vectors, &ctx->vectors_cap, l->npairs, sizeof *ctx->vectors,
+                              "pair vectors")) != MDNL_OK))
         return st;
-    if (want_D) {
-        cap = ctx->sd_cap;
-        void *v = ctx->vectors;
-        if (ctx->sd_cap < l->npairs || !v) {
-            free(v);
-            ctx->vectors = NULL;
-            cap = 0;
-        }
-        if ((st = grow((void **)&ctx->vectors, &cap, l->npairs, sizeof *ctx->vectors, "pair vectors")) != MDNL_OK)
-            return st;
-    }
-    ctx->sd_cap = l->npairs > ctx->sd_cap ? l->npairs : ctx->sd_cap;
     const double(*r)[3] = (const double(*)[3])f->pos;
     int failed = 0; /* 1: no shift matched (a bug), 2: an offset beyond int32 */
 #pragma omp parallel for schedule(dynamic, 64) reduction(max : failed)

@@ -227,11 +227,13 @@ extern "C" mdnl_status mdnl_wrap_cuda_result(mdnl_wrap_cuda *w, int ticket, doub
     return MDNL_OK;
 }
 
-extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
-                                              void *const *wait, int nwait)
+/* wrap_launch with ticket 0, then (when the grid was laid out early) the
+ * t-range and mdnl_geom_settle: g is exactly mdnl_geom_prepare's. */
+static mdnl_status prepare_sync(mdnl_wrap_cuda *w, const mdnl_frame *f, const void *d_xyz, int xyz_float32,
+                                double cutoff, mdnl_geom *g, void *const *wait, int nwait)
 {
     double bound = 0;
-    mdnl_status st = mdnl_wrap_cuda_launch(w, f, cutoff, g, wait, nwait, 0, &bound);
+    mdnl_status st = wrap_launch(w, f, d_xyz, xyz_float32, cutoff, g, wait, nwait, 0, &bound);
     if (st != MDNL_OK || bound == 0)
         return st;
     double tlo[3], thi[3];
@@ -241,21 +243,20 @@ extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_fram
     return mdnl_geom_settle(f, cutoff, g, tlo, thi, bad);
 }
 
+extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                                              void *const *wait, int nwait)
+{
+    return prepare_sync(w, f, NULL, 0, cutoff, g, wait, nwait);
+}
+
 extern "C" mdnl_status mdnl_geom_prepare_cuda_dev(mdnl_wrap_cuda *w, const mdnl_frame *f, const void *d_xyz,
                                                   int xyz_float32, void *after, double cutoff, mdnl_geom *g)
 {
     if (!d_xyz && f->natoms > 0)
         return mdnl_error(MDNL_ERR_USAGE, "wrap: no device positions");
     void *wait[1] = {after};
-    double bound = 0;
-    mdnl_status st = wrap_launch(w, f, d_xyz ? d_xyz : (const void *)w, xyz_float32, cutoff, g, wait, 1, 0, &bound);
-    if (st != MDNL_OK || bound == 0)
-        return st;
-    double tlo[3], thi[3];
-    int64_t bad = 0;
-    if ((st = mdnl_wrap_cuda_result(w, 0, tlo, thi, &bad)) != MDNL_OK)
-        return st;
-    return mdnl_geom_settle(f, cutoff, g, tlo, thi, bad);
+    /* no atoms: any non-NULL pointer says "device positions" (none is read) */
+    return prepare_sync(w, f, d_xyz ? d_xyz : (const void *)w, xyz_float32, cutoff, g, wait, 1);
 }
 
 extern "C" const float *mdnl_wrap_cuda_positions(const mdnl_wrap_cuda *w) { return (const float *)w->pos4.ptr; }

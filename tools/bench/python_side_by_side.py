@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -55,17 +54,8 @@ def run_mdnl(pos, box, rc, full, reps, kind):
 
 
 def overhead_us(fn, reps):
-    import cupy as cp
-    for _ in range(20):
-        fn()
-    cp.cuda.Device().synchronize()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        cp.cuda.Device().synchronize()
-        t.append(1e6 * (time.perf_counter() - t0))
-    return float(np.median(t))
+    """Median µs of one synchronised call (side_by_side.median_ms)."""
+    return 1e3 * sbs.median_ms(fn, reps, warm=20)
 
 
 def small_frame(data_dir, n=1000):

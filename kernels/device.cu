@@ -44,8 +44,8 @@ extern "C" double mdnl_cuda_device_bandwidth(void)
 {
     int khz = 0, bits = 0;
     if (mdnl_cuda_device_count() < 1 ||
-        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device_index) != cudaSuccess ||
-        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device_index) != cudaSuccess) {
+        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, mdnl_cuda_device_index()) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, mdnl_cuda_device_index()) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }

@@ -63,15 +63,19 @@ int mdnl_cuda_devices(void) { return mdnl_cuda_device_count(); }
 /* ---- entry and exit: the context's thread count and device ---- */
 
 typedef struct scope {
-    int threads_before, device_before;
+    int threads_before, device_before, current_before;
 } scope;
 
 static scope enter(const mdnl_context *ctx)
 {
-    scope s = {omp_get_max_threads(), -1};
+    scope s = {omp_get_max_threads(), -1, -1};
     if (ctx->threads > 0)
         omp_set_num_threads(ctx->threads);
     s.device_before = mdnl_cuda_use_device(ctx->device);
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) /* the runtime's current device, for the calls that use it */
+        s.current_before = mdnl_lib_cuda_swap_device(ctx->device);
+#endif
     return s;
 }
 
@@ -79,6 +83,10 @@ static mdnl_status leave(scope s, mdnl_status st, const char *fn)
 {
     omp_set_num_threads(s.threads_before);
     (void)mdnl_cuda_use_device(s.device_before);
+#ifdef MDNL_HAVE_CUDA
+    if (s.current_before >= 0)
+        (void)mdnl_lib_cuda_swap_device(s.current_before);
+#endif
     if (st != MDNL_OK && st != MDNL_END)
         return mdnl_error(st, "%s: %s", fn, mdnl_last_error());
     return st;

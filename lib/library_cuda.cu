@@ -93,6 +93,16 @@ extern "C" mdnl_status mdnl_lib_cuda_mark(mdnl_lib_cuda *c, void *stream, void *
     return MDNL_OK;
 }
 
+extern "C" int mdnl_lib_cuda_swap_device(int device)
+{
+    int before = -1;
+    if (cudaGetDevice(&before) != cudaSuccess || (before != device && cudaSetDevice(device) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return before;
+}
+
 extern "C" mdnl_status mdnl_lib_cuda_sync(void *stream)
 {
     MDNL_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));

@@ -36,6 +36,11 @@ mdnl_status mdnl_lib_cuda_shifts(mdnl_lib_cuda *c, void *stream, const mdnl_geom
                                  const mdnl_nlist_dev *l, int half, const void *d_xyz, int xyz_float32, int want_D,
                                  const int32_t **d_S, const double **d_D);
 
+/* Makes `device` the calling thread's current CUDA device and returns the
+ * one it replaces (-1 when it cannot: then nothing changed), so that a
+ * library call runs on its context's device and restores the caller's. */
+int mdnl_lib_cuda_swap_device(int device);
+
 /* Waits for everything queued on `stream`. */
 mdnl_status mdnl_lib_cuda_sync(void *stream);
 

@@ -281,7 +281,7 @@ static mdnl_status host_shifts(mdnl_context *ctx, const mdnl_frame *f, const mdn
         for (int64_t k = l->offsets[i]; k < l->offsets[i + 1]; ++k) {
             const int32_t j = l->j[k];
             int s[3] = {0, 0, 0}, oj[3];
-            if (!mdnl_entry_shift(g, &ctx->pos4[0][0], i, j, l->d[k], mdnl_entry_rank(l->j, l->d, l->offsets[i], k),
+            if (!mdnl_entry_shift(g, &w, &ctx->pos4[0][0], i, j, l->d[k], mdnl_entry_rank(l->j, l->d, l->offsets[i], k),
                                   half, s))
                 failed = failed > 1 ? failed : 1;
             if (!mdnl_wrap_offset(&w, r[j][0], r[j][1], r[j][2], oj)) {

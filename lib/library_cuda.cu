@@ -3,11 +3,11 @@
  * loop in library.c, and both call pair_shift.h).
  *
  * Kernel (thread -> data): shifts_kernel, a thread per row i (grid-stride),
- * walking the row's entries in order; each entry tests the (2m+1)^3 image
- * shifts of the brute force's range (27 when the cutoff is below half the
- * narrowest periodic width): per entry 16 bytes read for the two positions,
- * 12 (S) and 24 (D) written, ~27 x 10 flops, so a list of P pairs costs
- * about P x 52 bytes of memory traffic and is bound by the flops and the
+ * walking the row's entries in order; each entry tests the image shifts
+ * that can be within the cutoff (pair_shift.h: at most 8 while the cutoff is
+ * below half the narrowest periodic width): per entry 16 bytes read for the
+ * two positions, 12 (S) and 24 (D) written, ~8 x 10 flops: P pairs cost
+ * about P x 52 bytes of memory traffic, and the pass is bound by the flops and the
  * imbalance of rows, not by bandwidth. */
 #include "cuda_check.cuh"
 #include "library_cuda.h"
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(SBLOCK)
         for (long long k = off[i]; k < off[i + 1]; ++k) {
             const int32_t j = jj[k];
             int s[3] = {0, 0, 0};
-            if (!mdnl_entry_shift(&g, pos4, i, j, dd[k], mdnl_entry_rank(jj, dd, off[i], k), half, s))
+            if (!mdnl_entry_shift(&g, &w, pos4, i, j, dd[k], mdnl_entry_rank(jj, dd, off[i], k), half, s))
                 atomicMax(flag, 1);
             const double rj[3] = {(double)xyz[3 * (long long)j], (double)xyz[3 * (long long)j + 1],
                                   (double)xyz[3 * (long long)j + 2]};

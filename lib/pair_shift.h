@@ -10,8 +10,12 @@
  * (a symmetric small cell: two images at one distance) are told apart by
  * their rank among those entries, matched to the rank-th such shift in
  * lexicographic order: which of two equal entries gets which S is arbitrary,
- * and the set of (i, j, S, d) is exact. Cost: (2m+1)^3 distances an entry
- * for image range m (27 below half the narrowest periodic width).
+ * and the set of (i, j, S, d) is exact. Only shifts that can be within the
+ * cutoff are tried: along periodic axis k, |(r_j - r_i + S·h)·b_k| =
+ * |Δs_k + S_k| < rc / w_k (b_k the reciprocal vector, w_k the width, Δs the
+ * fractional difference), widened by 1e-3 for the float positions; at most
+ * 2 values an axis while the cutoff is below half the width, so at most 8
+ * distances an entry (27 for the whole image range m = 1).
  *
  * The shift is relative to the wrapped positions; mdnl_wrap_offset gives the
  * integer cells an atom was moved by (wrapped = given - off·h), so that the
@@ -37,15 +41,31 @@ MDNL_BEGIN_C
 
 /* The shift of an entry (i, j, d) with `rank` entries before it in its row
  * with the same j and d. pos4 is [natoms][4] (the wrapped positions the list
- * was built from). Returns 1 with S set, 0 when no shift matches (a bug). */
-MDNL_HD int mdnl_entry_shift(const mdnl_geom *g, const float *pos4, int64_t i, int32_t j, float d, int rank, int half,
-                             int S[3])
+ * was built from), w the wrap parameters of g's frame (mdnl_geom_begin).
+ * Returns 1 with S set, 0 when no shift matches (a bug). */
+MDNL_HD int mdnl_entry_shift(const mdnl_geom *g, const mdnl_wrap_params *w, const float *pos4, int64_t i, int32_t j,
+                             float d, int rank, int half, int S[3])
 {
     const float *pi = pos4 + 4 * i, *pj = pos4 + 4 * (int64_t)j;
+    int lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = -g->image_max[k], hi[k] = g->image_max[k];
+        if (!g->pbc[k] || !(g->width[k] > 0))
+            continue;
+        double ds = 0;
+        for (int a = 0; a < 3; ++a)
+            ds += ((double)pj[a] - (double)pi[a]) * w->hinv[a][k];
+        const double reach = (double)g->cutoff / g->width[k] + 1e-3;
+        const double first = ceil(-ds - reach), last = floor(-ds + reach);
+        if (first > (double)lo[k])
+            lo[k] = (int)first;
+        if (last < (double)hi[k])
+            hi[k] = (int)last;
+    }
     int seen = 0;
-    for (int s0 = -g->image_max[0]; s0 <= g->image_max[0]; ++s0)
-        for (int s1 = -g->image_max[1]; s1 <= g->image_max[1]; ++s1)
-            for (int s2 = -g->image_max[2]; s2 <= g->image_max[2]; ++s2) {
+    for (int s0 = lo[0]; s0 <= hi[0]; ++s0)
+        for (int s1 = lo[1]; s1 <= hi[1]; ++s1)
+            for (int s2 = lo[2]; s2 <= hi[2]; ++s2) {
                 if (i == j && s0 == 0 && s1 == 0 && s2 == 0)
                     continue;
                 if (half && !mdnl_half_keep(i, j, s0, s1, s2))

@@ -384,7 +384,7 @@ mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], cons
 
 mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3])
 {
-    const double limit = mdnl_work_max_pairs(g->natoms);
+    const double limit = limit_of(g);
     mdnl_occupancy o;
     mdnl_status st;
     /* Counting every atom costs more than a large frame's GPU kernels (the

@@ -69,7 +69,7 @@ static void library_table(mdnl_context *ctx, const char *fixture, double cutoff,
         mdnl_neighbor_list nl;
         cr_assert_eq(mdnl_neighbors(ctx, &sys, cutoff, flags, &nl), MDNL_OK, "%s", mdnl_last_error());
         mdnl_nlist view = {nl.n, nl.npairs, (int64_t *)nl.offsets, (int32_t *)nl.indices, (float *)nl.distances, 0, 0};
-        cr_assert_eq(mdnl_neighbors_tsv_rows(fp, f.index, &view), MDNL_OK);
+        cr_assert_eq(mdnl_neighbors_tsv_rows(fp, f.index, &view, 1), MDNL_OK);
     }
     fclose(fp);
     mdnl_frame_free(&f);

@@ -15,6 +15,7 @@
 
 #ifdef MDNL_HAVE_CUDA
 #include "nlist_cuda.h"
+#include "nlist_cuda_hooks.h"
 #endif
 
 /* Bytes per second the floors assume where the runtime does not report the

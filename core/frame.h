@@ -58,6 +58,10 @@ typedef struct mdnl_frame {
     double time;      /* from the file when has_time, else 0 */
     bool has_step;
     bool has_time;
+    /* The work limit this frame is judged by (geometry.h, the work guard):
+     * > 0 overrides the process-wide one; 0 (a zeroed frame): that one. A
+     * library context sets its own here, so that contexts share no state. */
+    double max_pairs;
 } mdnl_frame;
 
 /* Makes room for n atoms (keeps the frame's content up to the old size).

@@ -192,10 +192,19 @@ static double cutoff_widths(const mdnl_geom *g)
     return r;
 }
 
+/* The limit g is judged by: its own (a library context's, through the frame)
+ * or the process-wide one. */
+static double limit_of(const mdnl_geom *g)
+{
+    return g->max_pairs > 0 ? g->max_pairs : mdnl_work_max_pairs(g->natoms);
+}
+
+static bool limit_explicit(const mdnl_geom *g) { return g->max_pairs > 0 || work_limit > 0; }
+
 static bool work_within(const mdnl_geom *g, const mdnl_work *w)
 {
-    const double limit = mdnl_work_max_pairs(g->natoms);
-    if (work_limit == 0 && !(cutoff_widths(g) <= MDNL_WORK_CUTOFF_WIDTHS))
+    const double limit = limit_of(g);
+    if (!limit_explicit(g) && !(cutoff_widths(g) <= MDNL_WORK_CUTOFF_WIDTHS))
         return false;
     return w->pairs <= limit && w->visits <= limit && w->candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit;
 }
@@ -206,7 +215,7 @@ mdnl_status mdnl_work_check(const mdnl_geom *g)
     mdnl_work_estimate(g, &w);
     if (work_within(g, &w))
         return MDNL_OK;
-    const double limit = mdnl_work_max_pairs(g->natoms);
+    const double limit = limit_of(g);
     return mdnl_error(MDNL_ERR_INPUT,
                       "frame %lld: cell a=(%g %g %g) b=(%g %g %g) c=(%g %g %g) (widths %.3g %.3g %.3g, pbc %d%d%d) "
                       "with %lld atoms and cutoff %g (%.3g widths): estimated %.3g pairs, %.3g image shifts per atom "
@@ -216,7 +225,7 @@ mdnl_status mdnl_work_check(const mdnl_geom *g)
                       g->h[2][0], g->h[2][1], g->h[2][2], g->width[0], g->width[1], g->width[2], g->pbc[0], g->pbc[1],
                       g->pbc[2], (long long)g->natoms, (double)g->cutoff, cutoff_widths(g), w.pairs, w.shifts,
                       w.candidates, limit, MDNL_WORK_CANDIDATES_PER_PAIR,
-                      work_limit == 0 ? ", a cutoff of at most 100 periodic widths" : "");
+                      !limit_explicit(g) ? ", a cutoff of at most 100 periodic widths" : "");
 }
 
 /* ---- the work guard from the cells' occupancy (geometry.h) ---- */
@@ -375,7 +384,7 @@ mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], cons
 
 mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3])
 {
-    const double limit = mdnl_work_max_pairs(g->natoms);
+    const double limit = limit_of(g);
     mdnl_occupancy o;
     mdnl_status st;
     /* Counting every atom costs more than a large frame's GPU kernels (the
@@ -429,6 +438,7 @@ mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, md
     const mdnl_box *box = &f->box;
     g->natoms = f->natoms;
     g->frame = f->index;
+    g->max_pairs = f->max_pairs > 0 ? f->max_pairs : 0;
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
 

@@ -51,6 +51,7 @@ typedef struct mdnl_geom {
     int64_t ncells;     /* ncell[0] * ncell[1] * ncell[2] */
     double tlo[3], thi[3]; /* t-range of the atoms (host bookkeeping for mdnl_geom_regrid) */
     int64_t frame;         /* the frame's index, for messages (the work guard) */
+    double max_pairs;      /* the frame's own work limit (mdnl_frame.max_pairs); 0: the process-wide one */
 } mdnl_geom;
 
 /* Prepares `g` for the frame's box and `cutoff` (> 0, finite) and writes the
@@ -147,8 +148,9 @@ mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g);
  * MDNL_WORK_CUTOFF_WIDTHS times the narrowest periodic width: beyond, an atom
  * meets hundreds of its own images along one axis, which no physical cell
  * does, and the uniform-density estimate misses atoms bunched in the other
- * directions. max_pairs is the process-wide limit (mdnl_work_set_limit, the
- * command line's --max-pairs) or, by default, MDNL_WORK_PAIRS_PER_ATOM per
+ * directions. max_pairs is the frame's own limit (mdnl_frame.max_pairs: a
+ * library context's, include/mdnl/mdnl.h), else the process-wide limit
+ * (mdnl_work_set_limit, the command line's --max-pairs) or, by default, MDNL_WORK_PAIRS_PER_ATOM per
  * atom and at least MDNL_WORK_PAIRS_FLOOR: 1M LJ atoms at r_max 4σ expect
  * 2.3e8 of 1e11 allowed, while 3 atoms in a cell of 1e-3 Å expect 3e11. */
 #define MDNL_WORK_PAIRS_PER_ATOM 1e5

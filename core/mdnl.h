@@ -25,6 +25,10 @@
 
 MDNL_BEGIN_C
 
+/* The public header (include/mdnl/mdnl.h) declares the same enum under the
+ * same guard, so that the library's code can include both. */
+#ifndef MDNL_STATUS_DEFINED
+#define MDNL_STATUS_DEFINED
 typedef enum mdnl_status {
     MDNL_END = -1,          /* end of a stream: not an error */
     MDNL_OK = 0,
@@ -33,6 +37,7 @@ typedef enum mdnl_status {
     MDNL_ERR_INPUT = 3,     /* unreadable, malformed or inconsistent input data */
     MDNL_ERR_RESOURCE = 4,  /* out of host or device memory, device failure */
 } mdnl_status;
+#endif
 
 /* Records a printf-style message for the calling thread and returns `code`,
  * so that failures read `return mdnl_error(MDNL_ERR_INPUT, "%s:%lld: ...")`.

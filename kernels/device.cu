@@ -15,16 +15,25 @@ extern "C" int mdnl_cuda_device_count(void)
 }
 
 static int device_index;
+/* A library context's device, for the calls it makes on this thread (-1: none). */
+static thread_local int thread_device = -1;
 
-extern "C" int mdnl_cuda_device_index(void) { return device_index; }
+extern "C" int mdnl_cuda_device_index(void) { return thread_device >= 0 ? thread_device : device_index; }
 
 extern "C" void mdnl_cuda_set_device_index(int k) { device_index = k; }
+
+extern "C" int mdnl_cuda_use_device(int k)
+{
+    const int before = thread_device;
+    thread_device = k >= 0 ? k : -1;
+    return before;
+}
 
 extern "C" const char *mdnl_cuda_device_name(void)
 {
     static char name[320];
     cudaDeviceProp p;
-    if (mdnl_cuda_device_count() < 1 || cudaGetDeviceProperties(&p, device_index) != cudaSuccess)
+    if (mdnl_cuda_device_count() < 1 || cudaGetDeviceProperties(&p, mdnl_cuda_device_index()) != cudaSuccess)
         return "none";
     snprintf(name, sizeof name, "%s, sm_%d%d, %.0f GiB", p.name, p.major, p.minor,
              (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
@@ -35,8 +44,8 @@ extern "C" double mdnl_cuda_device_bandwidth(void)
 {
     int khz = 0, bits = 0;
     if (mdnl_cuda_device_count() < 1 ||
-        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device_index) != cudaSuccess ||
-        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device_index) != cudaSuccess) {
+        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, mdnl_cuda_device_index()) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, mdnl_cuda_device_index()) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }

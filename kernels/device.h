@@ -16,6 +16,12 @@ int mdnl_cuda_device_count(void);
 int mdnl_cuda_device_index(void);
 void mdnl_cuda_set_device_index(int k);
 
+/* The calling thread's device, overriding the process-wide index above for
+ * everything this thread creates and launches (k >= 0), or no override
+ * (k < 0). Returns the override it replaces, so that a library call
+ * (include/mdnl/mdnl.h: the context's device) restores it on return. */
+int mdnl_cuda_use_device(int k);
+
 /* One line naming the chosen device (e.g. "NVIDIA H100 80GB HBM3, sm_90"), or
  * "none". The string is static. */
 const char *mdnl_cuda_device_name(void);

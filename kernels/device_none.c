@@ -10,3 +10,9 @@ int mdnl_cuda_device_index(void) { return 0; }
 void mdnl_cuda_set_device_index(int k) { (void)k; }
 
 double mdnl_cuda_device_bandwidth(void) { return 0; }
+
+int mdnl_cuda_use_device(int k)
+{
+    (void)k;
+    return -1;
+}

@@ -65,15 +65,16 @@ __device__ static wrap_range empty_range(long long n)
 
 /* Grid-stride loop, one thread per atom: wrap (mdnl_wrap_atom, the host's
  * arithmetic), store the float4, track the t-range; one range per block. */
+template <typename T>
 __global__ void __launch_bounds__(WBLOCK)
-    wrap_kernel(const __grid_constant__ mdnl_wrap_params w, long long n, const double *__restrict__ pos,
+    wrap_kernel(const __grid_constant__ mdnl_wrap_params w, long long n, const T *__restrict__ pos,
                 float4 *__restrict__ out, wrap_range *__restrict__ part)
 {
     wrap_range r = empty_range(n);
     for (long long i = (long long)blockIdx.x * WBLOCK + threadIdx.x; i < n; i += (long long)gridDim.x * WBLOCK) {
         float p[3];
         double t[3];
-        if (!mdnl_wrap_atom(&w, pos[3 * i], pos[3 * i + 1], pos[3 * i + 2], p, t)) {
+        if (!mdnl_wrap_atom(&w, (double)pos[3 * i], (double)pos[3 * i + 1], (double)pos[3 * i + 2], p, t)) {
             /* the frame fails once its range is read; until then the
              * kernels queued behind see a harmless atom, not stale memory */
             out[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -146,8 +147,11 @@ extern "C" void mdnl_wrap_cuda_free(mdnl_wrap_cuda *w)
     free(w);
 }
 
-extern "C" mdnl_status mdnl_wrap_cuda_launch(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
-                                             void *const *wait, int nwait, int ticket, double *tabs_bound)
+/* mdnl_wrap_cuda_launch, from f->pos (host, d_xyz NULL) or from d_xyz (device:
+ * double, or float when xyz_float32). */
+static mdnl_status wrap_launch(mdnl_wrap_cuda *w, const mdnl_frame *f, const void *d_xyz, int xyz_float32,
+                               double cutoff, mdnl_geom *g, void *const *wait, int nwait, int ticket,
+                               double *tabs_bound)
 {
     *tabs_bound = 0;
     if (ticket < 0 || ticket >= MDNL_CUDA_TICKETS)
@@ -159,7 +163,7 @@ extern "C" mdnl_status mdnl_wrap_cuda_launch(mdnl_wrap_cuda *w, const mdnl_frame
     const int64_t n = f->natoms;
     const int nb = n > 0 ? (int)((n + WBLOCK - 1) / WBLOCK < WMAX_BLOCKS ? (n + WBLOCK - 1) / WBLOCK : WMAX_BLOCKS) : 1;
     const size_t nn = (size_t)(n > 0 ? n : 1);
-    if ((st = mdnl_dbuf_reserve(&w->dpos, nn * 3 * sizeof(double), "positions (double)")) != MDNL_OK ||
+    if ((!d_xyz && (st = mdnl_dbuf_reserve(&w->dpos, nn * 3 * sizeof(double), "positions (double)")) != MDNL_OK) ||
         (st = mdnl_dbuf_reserve(&w->pos4, nn * sizeof(float4), "wrapped positions")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&w->part, (size_t)nb * sizeof(wrap_range), "wrap block ranges")) != MDNL_OK ||
         (st = mdnl_dbuf_reserve(&w->res, sizeof(wrap_range), "wrap range")) != MDNL_OK)
@@ -167,13 +171,19 @@ extern "C" mdnl_status mdnl_wrap_cuda_launch(mdnl_wrap_cuda *w, const mdnl_frame
     w->natoms = n;
     wrap_range *h = &w->h_res[ticket];
     if (n > 0) {
-        MDNL_CUDA_CHECK(
-            cudaMemcpyAsync(w->dpos.ptr, f->pos, (size_t)n * 3 * sizeof(double), cudaMemcpyHostToDevice, w->stream));
+        if (!d_xyz)
+            MDNL_CUDA_CHECK(cudaMemcpyAsync(w->dpos.ptr, f->pos, (size_t)n * 3 * sizeof(double),
+                                            cudaMemcpyHostToDevice, w->stream));
         for (int k = 0; k < nwait; ++k)
             if (wait[k])
                 MDNL_CUDA_CHECK(cudaStreamWaitEvent(w->stream, (cudaEvent_t)wait[k], 0));
-        wrap_kernel<<<nb, WBLOCK, 0, w->stream>>>(wp, (long long)n, (const double *)w->dpos.ptr, (float4 *)w->pos4.ptr,
-                                                  (wrap_range *)w->part.ptr);
+        if (d_xyz && xyz_float32)
+            wrap_kernel<float><<<nb, WBLOCK, 0, w->stream>>>(wp, (long long)n, (const float *)d_xyz,
+                                                             (float4 *)w->pos4.ptr, (wrap_range *)w->part.ptr);
+        else
+            wrap_kernel<double><<<nb, WBLOCK, 0, w->stream>>>(wp, (long long)n,
+                                                              d_xyz ? (const double *)d_xyz : (const double *)w->dpos.ptr,
+                                                              (float4 *)w->pos4.ptr, (wrap_range *)w->part.ptr);
         MDNL_CUDA_LAUNCHED(w->stream);
         MDNL_CUDA_CHECK(cudaEventRecord(w->ready, w->stream));
         wrap_finish_kernel<<<1, WBLOCK, 0, w->stream>>>((const wrap_range *)w->part.ptr, nb, (long long)n,
@@ -198,6 +208,12 @@ extern "C" mdnl_status mdnl_wrap_cuda_launch(mdnl_wrap_cuda *w, const mdnl_frame
     return mdnl_geom_finish(f, cutoff, g, h->lo, h->hi, (int64_t)h->bad);
 }
 
+extern "C" mdnl_status mdnl_wrap_cuda_launch(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                                             void *const *wait, int nwait, int ticket, double *tabs_bound)
+{
+    return wrap_launch(w, f, NULL, 0, cutoff, g, wait, nwait, ticket, tabs_bound);
+}
+
 extern "C" mdnl_status mdnl_wrap_cuda_result(mdnl_wrap_cuda *w, int ticket, double tlo[3], double thi[3],
                                              int64_t *first_bad)
 {
@@ -211,11 +227,13 @@ extern "C" mdnl_status mdnl_wrap_cuda_result(mdnl_wrap_cuda *w, int ticket, doub
     return MDNL_OK;
 }
 
-extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
-                                              void *const *wait, int nwait)
+/* wrap_launch with ticket 0, then (when the grid was laid out early) the
+ * t-range and mdnl_geom_settle: g is exactly mdnl_geom_prepare's. */
+static mdnl_status prepare_sync(mdnl_wrap_cuda *w, const mdnl_frame *f, const void *d_xyz, int xyz_float32,
+                                double cutoff, mdnl_geom *g, void *const *wait, int nwait)
 {
     double bound = 0;
-    mdnl_status st = mdnl_wrap_cuda_launch(w, f, cutoff, g, wait, nwait, 0, &bound);
+    mdnl_status st = wrap_launch(w, f, d_xyz, xyz_float32, cutoff, g, wait, nwait, 0, &bound);
     if (st != MDNL_OK || bound == 0)
         return st;
     double tlo[3], thi[3];
@@ -223,6 +241,22 @@ extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_fram
     if ((st = mdnl_wrap_cuda_result(w, 0, tlo, thi, &bad)) != MDNL_OK)
         return st;
     return mdnl_geom_settle(f, cutoff, g, tlo, thi, bad);
+}
+
+extern "C" mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
+                                              void *const *wait, int nwait)
+{
+    return prepare_sync(w, f, NULL, 0, cutoff, g, wait, nwait);
+}
+
+extern "C" mdnl_status mdnl_geom_prepare_cuda_dev(mdnl_wrap_cuda *w, const mdnl_frame *f, const void *d_xyz,
+                                                  int xyz_float32, void *after, double cutoff, mdnl_geom *g)
+{
+    if (!d_xyz && f->natoms > 0)
+        return mdnl_error(MDNL_ERR_USAGE, "wrap: no device positions");
+    void *wait[1] = {after};
+    /* no atoms: any non-NULL pointer says "device positions" (none is read) */
+    return prepare_sync(w, f, d_xyz ? d_xyz : (const void *)w, xyz_float32, cutoff, g, wait, 1);
 }
 
 extern "C" const float *mdnl_wrap_cuda_positions(const mdnl_wrap_cuda *w) { return (const float *)w->pos4.ptr; }

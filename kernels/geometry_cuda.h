@@ -67,6 +67,15 @@ mdnl_status mdnl_wrap_cuda_result(mdnl_wrap_cuda *w, int ticket, double tlo[3], 
 mdnl_status mdnl_geom_prepare_cuda(mdnl_wrap_cuda *w, const mdnl_frame *f, double cutoff, mdnl_geom *g,
                                    void *const *wait, int nwait);
 
+/* mdnl_geom_prepare_cuda with the positions already in device memory:
+ * d_xyz is [f->natoms][3] double (float when xyz_float32), read on the
+ * handle's stream after it waited for the cudaEvent_t `after` (NULL: none);
+ * f gives the atom count, box, index and work limit (f->pos is not read).
+ * Synchronous; the same positions and grid, bit for bit, as from the host
+ * (float input is widened to double exactly before the wrap). */
+mdnl_status mdnl_geom_prepare_cuda_dev(mdnl_wrap_cuda *w, const mdnl_frame *f, const void *d_xyz, int xyz_float32,
+                                       void *after, double cutoff, mdnl_geom *g);
+
 /* The wrapped positions of the last prepare: natoms float4 (x, y, z, 0) in
  * device memory, valid until the next prepare (which waits for the events
  * it is given, not for anything else). */

@@ -24,6 +24,7 @@
 #include "cuda_check.cuh"
 #include "cuda_host.h"
 #include "nlist_cuda.h"
+#include "nlist_cuda_hooks.h"
 
 #include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/block/block_radix_sort.cuh>

@@ -23,6 +23,7 @@
 
 #ifdef MDNL_HAVE_CUDA
 #include "nlist_cuda.h"
+#include "nlist_cuda_hooks.h"
 #endif
 
 #define SKIP_WITHOUT_DEVICE()                                                                                          \

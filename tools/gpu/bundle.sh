@@ -12,6 +12,9 @@ rm -rf "$root/.gpu"
 extra=""
 [ -x "$b/bench_h5md_read" ] && extra="$b/bench_h5md_read"  # bench_run.sh's bare-read floor
 "$root/tools/gpu/gpu-bundle" "$root/.gpu" "$b/mdnl" "$b"/tests/test_* $extra
+# libmdnl for the Python package's GPU tests (python/tests/test_gpu.py; its
+# libgomp came with mdnl's libraries above)
+cp -L "$b/libmdnl.so" "$root/.gpu/lib/libmdnl.so"
 # the commit the binaries were built from (run_suite.sh and run_sanitizers.sh print it)
 ( cd "$root" && git describe --always --dirty 2>/dev/null ) > "$root/.gpu/COMMIT" || true
 du -sh "$root/.gpu"

@@ -29,6 +29,13 @@ for t in .gpu/bin/test_*; do
   [ $rc -eq 0 ] || fail=1
   printf '%-18s rc=%d  %s\n' "$name" "$rc" "$(grep -a 'Synthesis' "$out/$name.log" | tail -1)" | tee -a "$out/tests.txt"
 done
+# the Python package on CuPy / PyTorch device arrays (plain script: no pytest needed)
+if [ -e .gpu/lib/libmdnl.so ] && command -v python3 >/dev/null; then
+  MDNL_LIBRARY=.gpu/lib/libmdnl.so PYTHONPATH=python python3 python/tests/test_gpu.py > "$out/test_python_gpu.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || fail=1
+  printf '%-18s rc=%d  %s\n' test_python_gpu "$rc" "$(tail -1 "$out/test_python_gpu.log")" | tee -a "$out/tests.txt"
+fi
 if [ "${1:-}" != "--no-bench" ]; then
   build/mdnl bench --json > "$out/bench.json" 2> "$out/bench.err" || fail=1
   build/mdnl bench > "$out/bench.txt" 2>&1 || fail=1

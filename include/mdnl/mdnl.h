@@ -1,0 +1,234 @@
+/* mdnl/mdnl.h — libmdnl, the public C API: neighbor lists, pair energies and
+ * RDFs of plain arrays, on the CPU or an NVIDIA GPU.
+ *
+ * The command line's compute, callable from code. Everything goes through an
+ * opaque context (backend, device, work limit, threads): there is no process
+ * state, so two contexts on two threads never meet.
+ *
+ * Conventions (chemfiles' C API is the model):
+ *   - Every fallible call returns an mdnl_status (MDNL_OK = 0; the values
+ *     equal the command line's exit codes and are never renumbered) and, on
+ *     failure, records one line of context for the calling thread, read with
+ *     mdnl_last_error().
+ *   - Ownership is stated on every call. Results are either written into
+ *     arrays the caller allocated (sizes known before the call), or BORROWED
+ *     from the context: valid until the next call on the same context or
+ *     mdnl_context_free, whichever comes first; copy what you keep.
+ *   - Thread-safety: a context is used by one thread at a time (one context
+ *     per thread). Calls on different contexts may run concurrently.
+ *     mdnl_last_error() is per thread. mdnl_rdf objects are not thread-safe
+ *     either: one per thread, or lock around them.
+ *   - Arrays are C-contiguous (row-major); positions are [n][3] float64 or
+ *     float32, the cell is 3x3 double with the lattice vectors a, b, c as
+ *     rows. Units are the caller's; nothing converts.
+ *
+ * A pair is (i, j, S) with S an integer image shift: its vector is
+ * D = r_j - r_i + S·cell and its distance d = |D| (ASE's `ijdSD`). Distances
+ * are computed in float from positions wrapped into the cell, identically on
+ * the CPU and the GPU (results compare byte for byte); a pair within ~1e-7
+ * relative of the cutoff is decided by that float rounding.
+ */
+#ifndef MDNL_PUBLIC_H
+#define MDNL_PUBLIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(MDNL_STATIC_DEFINE) || !defined(__GNUC__)
+#define MDNL_API
+#else
+#define MDNL_API __attribute__((visibility("default")))
+#endif
+
+#define MDNL_VERSION_MAJOR 0
+#define MDNL_VERSION_MINOR 1
+#define MDNL_VERSION_PATCH 0
+
+/* ---- status and errors ---- */
+
+#ifndef MDNL_STATUS_DEFINED
+#define MDNL_STATUS_DEFINED
+/* The same enum as the command line's exit codes (docs/spec.md §7). */
+typedef enum mdnl_status {
+    MDNL_END = -1,          /* end of a stream: not an error (not returned by this API) */
+    MDNL_OK = 0,
+    MDNL_ERR_INTERNAL = 1,  /* a bug or an impossible state */
+    MDNL_ERR_USAGE = 2,     /* a bad argument: NULL, out-of-range value, unknown option */
+    MDNL_ERR_INPUT = 3,     /* bad data: non-finite position, singular cell, work beyond the limit */
+    MDNL_ERR_RESOURCE = 4,  /* out of host or device memory, no device, a device failure */
+} mdnl_status;
+#endif
+
+/* The last message recorded on the calling thread ("" when none). The string
+ * belongs to the library and stays valid until the next failing call on the
+ * same thread. */
+MDNL_API const char *mdnl_last_error(void);
+/* Empties the calling thread's message. */
+MDNL_API void mdnl_clear_error(void);
+/* "0.1.0": static storage. */
+MDNL_API const char *mdnl_version(void);
+
+/* ---- the context ---- */
+
+typedef enum mdnl_compute {
+    MDNL_COMPUTE_AUTO = 0, /* CUDA when built with it and a device is usable, else CPU */
+    MDNL_COMPUTE_CPU = 1,  /* the CPU twins (OpenMP) */
+    MDNL_COMPUTE_CUDA = 2, /* CUDA; mdnl_context_create fails (MDNL_ERR_RESOURCE) without a device */
+} mdnl_compute;
+
+/* Options of a context. A zeroed struct (or NULL) is the default. */
+typedef struct mdnl_context_options {
+    mdnl_compute backend;
+    int device;       /* CUDA device index (0..count-1); default 0 */
+    double max_pairs; /* the work limit of one call (the CLI's --max-pairs): estimated
+                         pairs, atom-shift visits (and 32x candidates) beyond it are
+                         MDNL_ERR_INPUT before anything runs; 0: 1e5 per atom, at least 1e7,
+                         and a cutoff of at most 100 periodic widths */
+    int threads;      /* CPU threads of this context's calls; 0: OpenMP's default */
+} mdnl_context_options;
+
+typedef struct mdnl_context mdnl_context;
+
+/* Creates a context. `options` may be NULL (the defaults); it is read during
+ * the call only. On success *out is a context the caller frees with
+ * mdnl_context_free; on failure *out is NULL. Creating a CUDA context starts
+ * the CUDA runtime (~0.2 s the first time in a process). Thread-safe. */
+MDNL_API mdnl_status mdnl_context_create(const mdnl_context_options *options, mdnl_context **out);
+/* Frees the context and everything it lent out. NULL is a no-op. */
+MDNL_API void mdnl_context_free(mdnl_context *ctx);
+/* The backend the context computes on: MDNL_COMPUTE_CPU or MDNL_COMPUTE_CUDA. */
+MDNL_API mdnl_compute mdnl_context_backend(const mdnl_context *ctx);
+/* Number of usable CUDA devices (0 without CUDA). Thread-safe. */
+MDNL_API int mdnl_cuda_devices(void);
+
+/* ---- a system: positions, cell, periodicity ---- */
+
+typedef enum mdnl_dtype {
+    MDNL_FLOAT64 = 0,
+    MDNL_FLOAT32 = 1,
+} mdnl_dtype;
+
+/* Borrowed by each call for its duration only. */
+typedef struct mdnl_system {
+    int64_t n;             /* atoms, >= 0 */
+    const void *positions; /* [n][3] of `dtype`, C-contiguous (host memory, except for
+                              mdnl_neighbors_device, which reads device memory) */
+    mdnl_dtype dtype;
+    const double *cell;    /* [3][3] lattice vectors as rows, host memory; NULL: no cell
+                              (then every pbc must be 0) */
+    int pbc[3];            /* nonzero: periodic along that lattice vector */
+} mdnl_system;
+
+/* ---- neighbor lists ---- */
+
+enum {
+    MDNL_NEIGHBORS_HALF = 0,    /* each pair once: i < j, or i == j with S lexicographically positive */
+    MDNL_NEIGHBORS_FULL = 1,    /* each pair in both rows: (i, j, S) and (j, i, -S) */
+    MDNL_NEIGHBORS_SHIFTS = 2,  /* also the integer image shifts S */
+    MDNL_NEIGHBORS_VECTORS = 4, /* also the vectors D = r_j - r_i + S·cell */
+};
+
+/* A neighbor list in CSR form. Row i holds the neighbors of atom i sorted by
+ * j and then by distance: entries offsets[i] .. offsets[i+1]-1 of the other
+ * arrays. Every array is BORROWED from the context (host memory, or device
+ * memory for mdnl_neighbors_device): valid until the next call on the
+ * context or its free. shifts and vectors are NULL unless asked for.
+ * S and D are relative to the positions as given (not wrapped): ASE's
+ * conventions, D = positions[j] - positions[i] + S·cell in double. */
+typedef struct mdnl_neighbor_list {
+    int64_t n;                /* rows (atoms) */
+    int64_t npairs;           /* entries */
+    const int64_t *offsets;   /* [n + 1] */
+    const int32_t *indices;   /* [npairs] j */
+    const float *distances;   /* [npairs] d, float */
+    const int32_t *shifts;    /* [npairs][3] S, or NULL */
+    const double *vectors;    /* [npairs][3] D, or NULL */
+} mdnl_neighbor_list;
+
+/* Every (i, j, S) with d < cutoff (i != j or S != 0), on the context's
+ * backend, host arrays in and out. `flags`: MDNL_NEIGHBORS_HALF or _FULL,
+ * ORed with _SHIFTS and _VECTORS as needed. The list is written into *out
+ * (borrowed, see above). Errors: MDNL_ERR_USAGE for NULL pointers, a bad
+ * cutoff or pbc without a cell; MDNL_ERR_INPUT for a non-finite position
+ * (naming the atom), a singular cell or work beyond the context's limit;
+ * MDNL_ERR_RESOURCE when memory runs out.
+ *
+ * Cost of S and D: the kernels do not carry the image shift, so a pass after
+ * the build recovers each entry's S by testing the (2m+1)^3 shifts within the
+ * brute force's image range m (m = 1, i.e. 27 float distance evaluations an
+ * entry, while the cutoff is below every periodic width) for the one with
+ * the entry's distance; on CUDA that pass is a kernel, a thread per row. */
+MDNL_API mdnl_status mdnl_neighbors(mdnl_context *ctx, const mdnl_system *sys, double cutoff, int flags,
+                                    mdnl_neighbor_list *out);
+
+/* The same with sys->positions in device memory (the context's device) and
+ * every array of *out in device memory, borrowed as above: nothing passes
+ * through the host but the cell, a handful of flags and the pair count.
+ * `stream` is a cudaStream_t (NULL: the legacy default stream) whose queued
+ * work the call waits for before it reads the positions (CuPy's or PyTorch's
+ * current stream); the results are complete when the call returns.
+ * MDNL_ERR_USAGE on a CPU context. */
+MDNL_API mdnl_status mdnl_neighbors_device(mdnl_context *ctx, const mdnl_system *sys, double cutoff, int flags,
+                                           void *stream, mdnl_neighbor_list *out);
+
+/* ---- pair energies ---- */
+
+typedef enum mdnl_pair_style {
+    MDNL_PAIR_LJ = 1,    /* U = 4 epsilon ((sigma/r)^12 - (sigma/r)^6) */
+    MDNL_PAIR_MORSE = 2, /* U = d0 (exp(-2 alpha (r - r0)) - 2 exp(-alpha (r - r0))) */
+} mdnl_pair_style;
+
+typedef struct mdnl_pair_params {
+    mdnl_pair_style style;
+    double epsilon, sigma; /* LJ: > 0 */
+    double d0, alpha, r0;  /* Morse: d0 > 0, alpha > 0, r0 >= 0 */
+    int shift;             /* nonzero: U(cutoff) is subtracted (the CLI's shift=yes) */
+} mdnl_pair_params;
+
+/* The pair energy of a frame: every pair with d < cutoff counted once into
+ * *total and half to each of its atoms in per_atom (LAMMPS' pe/atom), summed
+ * in double. per_atom may be NULL; otherwise the caller allocates sys->n
+ * doubles, which the call overwrites. Host arrays. Errors as
+ * mdnl_neighbors, and MDNL_ERR_USAGE for bad parameters. */
+MDNL_API mdnl_status mdnl_energy(mdnl_context *ctx, const mdnl_system *sys, const mdnl_pair_params *params,
+                                 double cutoff, double *total, double *per_atom);
+
+/* ---- radial distribution functions ---- */
+
+/* An RDF accumulator: integer pair counts and per-frame normalisations summed
+ * over frames, the command line's `mdnl rdf` (docs/spec.md §5). Owned by the
+ * caller: create, add frames, read, free. Not tied to a context. */
+typedef struct mdnl_rdf mdnl_rdf;
+
+/* bins uniform bins on [0, r_max). npairs == 0: the total RDF over all atoms;
+ * otherwise npairs partial RDFs, pair p between species pairs[p][0] and
+ * pairs[p][1] (ids as in the species array given to mdnl_rdf_add; copied).
+ * volume > 0 overrides every frame's cell volume (and gives open frames one);
+ * 0: the cell's. *out is freed with mdnl_rdf_free. */
+MDNL_API mdnl_status mdnl_rdf_create(double r_max, int32_t bins, int32_t npairs, const int32_t (*pairs)[2],
+                                     double volume, mdnl_rdf **out);
+MDNL_API void mdnl_rdf_free(mdnl_rdf *rdf); /* NULL is a no-op */
+
+/* Counts one frame's pairs on the context's backend and adds them.
+ * `species` ([sys->n] int32 ids >= 0, host memory, borrowed for the call) may
+ * be NULL when the accumulator has no partial pairs. */
+MDNL_API mdnl_status mdnl_rdf_add(mdnl_context *ctx, mdnl_rdf *rdf, const mdnl_system *sys, const int32_t *species);
+
+/* Frames added so far, and whether g(r) is defined (at least one frame and
+ * every frame had a volume). */
+MDNL_API int64_t mdnl_rdf_frames(const mdnl_rdf *rdf);
+MDNL_API int mdnl_rdf_g_defined(const mdnl_rdf *rdf);
+/* The frame averages, each [max(1, npairs)][bins] doubles the caller
+ * allocates (any may be NULL): r the bin centres ([bins] only), g (zeros when
+ * undefined), the pair count per A atom, and its running sum n(r). */
+MDNL_API mdnl_status mdnl_rdf_values(const mdnl_rdf *rdf, double *r, double *g, double *count_per_atom, double *n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,608 @@
+/* library.c — libmdnl: the public API of include/mdnl/mdnl.h over the
+ * kernels (the same calls `mdnl neighbors`, `mdnl energy` and `mdnl rdf`
+ * make, so the same bytes). A context holds what the command line keeps
+ * across frames (the CUDA handles, the CPU list's row buffers, the list) and
+ * its options; nothing here is process-wide: the device and the thread count
+ * are set for the calling thread on entry and restored on return
+ * (device.h mdnl_cuda_use_device, omp_set_num_threads), and the work limit
+ * travels with the frame (frame.h max_pairs). */
+#include "mdnl/mdnl.h"
+
+#include "device.h"
+#include "energy.h"
+#include "frame.h"
+#include "geometry.h"
+#include "mdnl.h"
+#include "nlist.h"
+#include "pair_shift.h"
+#include "potential.h"
+#include "rdf.h"
+
+#ifdef MDNL_HAVE_CUDA
+#include "energy_cuda.h"
+#include "geometry_cuda.h"
+#include "library_cuda.h"
+#include "nlist_cuda.h"
+#include "rdf_cuda.h"
+#endif
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mdnl_context {
+    mdnl_compute backend; /* CPU or CUDA, never AUTO */
+    int device, threads;
+    double max_pairs;
+    double (*xyz)[3]; /* float32 positions widened to double */
+    int64_t xyz_cap;
+    float (*pos4)[4];
+    int64_t pos4_cap;
+    mdnl_nlist list;
+    mdnl_nlist_cpu_kept kept;
+    int32_t (*shifts)[3];
+    int64_t shifts_cap;
+    double (*vectors)[3];
+    int64_t vectors_cap;
+    uint64_t *counts;
+    int64_t counts_cap;
+#ifdef MDNL_HAVE_CUDA
+    mdnl_cuda_ctx *cuda;
+    mdnl_wrap_cuda *wrap;
+    mdnl_energy_cuda *energy;
+    mdnl_hist_cuda *hist;
+    mdnl_lib_cuda *post;
+#endif
+};
+
+const char *mdnl_version(void) { return MDNL_VERSION; }
+
+int mdnl_cuda_devices(void) { return mdnl_cuda_device_count(); }
+
+/* ---- entry and exit: the context's thread count and device ---- */
+
+typedef struct scope {
+    int threads_before, device_before, current_before;
+} scope;
+
+static scope enter(const mdnl_context *ctx)
+{
+    scope s = {omp_get_max_threads(), -1, -1};
+    if (ctx->threads > 0)
+        omp_set_num_threads(ctx->threads);
+    s.device_before = mdnl_cuda_use_device(ctx->device);
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) /* the runtime's current device, for the calls that use it */
+        s.current_before = mdnl_lib_cuda_swap_device(ctx->device);
+#endif
+    return s;
+}
+
+static mdnl_status leave(scope s, mdnl_status st, const char *fn)
+{
+    omp_set_num_threads(s.threads_before);
+    (void)mdnl_cuda_use_device(s.device_before);
+#ifdef MDNL_HAVE_CUDA
+    if (s.current_before >= 0)
+        (void)mdnl_lib_cuda_swap_device(s.current_before);
+#endif
+    if (st != MDNL_OK && st != MDNL_END)
+        return mdnl_error(st, "%s: %s", fn, mdnl_last_error());
+    return st;
+}
+
+/* ---- the context ---- */
+
+mdnl_status mdnl_context_create(const mdnl_context_options *options, mdnl_context **out)
+{
+    if (!out)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_create: out is NULL");
+    *out = NULL;
+    mdnl_context_options o = {0};
+    if (options)
+        o = *options;
+    if (o.backend != MDNL_COMPUTE_AUTO && o.backend != MDNL_COMPUTE_CPU && o.backend != MDNL_COMPUTE_CUDA)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_create: backend %d is none of auto (0), cpu (1), cuda (2)",
+                          (int)o.backend);
+    if (o.device < 0)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_create: device %d is negative", o.device);
+    if (!(o.max_pairs >= 0) || !isfinite(o.max_pairs))
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_create: max_pairs %g is not a finite number >= 0",
+                          o.max_pairs);
+    if (o.threads < 0)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_create: threads %d is negative", o.threads);
+    const int ndev = mdnl_cuda_device_count();
+    if (o.backend == MDNL_COMPUTE_CUDA && ndev < 1)
+        return mdnl_error(MDNL_ERR_RESOURCE, "mdnl_context_create: backend cuda asked for, but %s",
+#ifdef MDNL_HAVE_CUDA
+                          "no CUDA device is usable"
+#else
+                          "libmdnl was built without CUDA"
+#endif
+        );
+    if (o.backend == MDNL_COMPUTE_CUDA && o.device >= ndev)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_create: device %d, but %d CUDA device%s usable", o.device,
+                          ndev, ndev == 1 ? " is" : "s are");
+    mdnl_context *c = calloc(1, sizeof *c);
+    if (!c)
+        return mdnl_error(MDNL_ERR_RESOURCE, "mdnl_context_create: out of host memory");
+    c->device = o.device;
+    c->threads = o.threads;
+    c->max_pairs = o.max_pairs;
+    c->backend = o.backend == MDNL_COMPUTE_AUTO ? (ndev > o.device ? MDNL_COMPUTE_CUDA : MDNL_COMPUTE_CPU) : o.backend;
+    mdnl_status st = MDNL_OK;
+#ifdef MDNL_HAVE_CUDA
+    if (c->backend == MDNL_COMPUTE_CUDA) {
+        scope s = enter(c);
+        if ((st = mdnl_cuda_ctx_create(&c->cuda)) == MDNL_OK && (st = mdnl_wrap_cuda_create(&c->wrap)) == MDNL_OK)
+            st = mdnl_lib_cuda_create(&c->post);
+        st = leave(s, st, "mdnl_context_create");
+    }
+#endif
+    if (st != MDNL_OK) {
+        mdnl_context_free(c);
+        return st;
+    }
+    *out = c;
+    return MDNL_OK;
+}
+
+void mdnl_context_free(mdnl_context *ctx)
+{
+    if (!ctx)
+        return;
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        scope s = enter(ctx);
+        mdnl_lib_cuda_free(ctx->post);
+        mdnl_hist_cuda_free(ctx->hist);
+        mdnl_energy_cuda_free(ctx->energy);
+        mdnl_wrap_cuda_free(ctx->wrap);
+        mdnl_cuda_ctx_free(ctx->cuda);
+        (void)leave(s, MDNL_OK, "");
+    }
+#endif
+    mdnl_nlist_cpu_kept_free(&ctx->kept);
+    mdnl_nlist_free(&ctx->list);
+    free(ctx->xyz);
+    free(ctx->pos4);
+    free(ctx->shifts);
+    free(ctx->vectors);
+    free(ctx->counts);
+    free(ctx);
+}
+
+mdnl_compute mdnl_context_backend(const mdnl_context *ctx) { return ctx ? ctx->backend : MDNL_COMPUTE_CPU; }
+
+/* ---- systems ---- */
+
+/* Grows *p to n elements of `size` bytes (contents dropped). */
+static mdnl_status grow(void **p, int64_t *cap, int64_t n, size_t size, const char *what)
+{
+    if (n <= *cap && *p)
+        return MDNL_OK;
+    if ((uint64_t)n > SIZE_MAX / 2 / size)
+        return mdnl_error(MDNL_ERR_RESOURCE, "%lld %s do not fit in memory", (long long)n, what);
+    free(*p);
+    *p = mdnl_malloc((size_t)(n > 0 ? n : 1) * size, what);
+    *cap = *p ? n : 0;
+    return *p ? MDNL_OK : MDNL_ERR_RESOURCE;
+}
+
+/* Checks sys and describes it as a frame (f->pos NULL when `device`; else the
+ * caller's float64 positions, or the context's widened copy of float32). */
+static mdnl_status system_frame(mdnl_context *ctx, const mdnl_system *sys, int device, mdnl_frame *f)
+{
+    memset(f, 0, sizeof *f);
+    if (!sys)
+        return mdnl_error(MDNL_ERR_USAGE, "the system is NULL");
+    if (sys->n < 0 || sys->n > INT32_MAX)
+        return mdnl_error(MDNL_ERR_USAGE, "n = %lld atoms, expected 0..%d", (long long)sys->n, INT32_MAX);
+    if (sys->dtype != MDNL_FLOAT64 && sys->dtype != MDNL_FLOAT32)
+        return mdnl_error(MDNL_ERR_USAGE, "dtype %d is neither MDNL_FLOAT64 (0) nor MDNL_FLOAT32 (1)",
+                          (int)sys->dtype);
+    if (sys->n > 0 && !sys->positions)
+        return mdnl_error(MDNL_ERR_USAGE, "positions are NULL for %lld atoms", (long long)sys->n);
+    f->natoms = f->capacity = sys->n;
+    f->max_pairs = ctx->max_pairs;
+    f->box.has_lattice = sys->cell != NULL;
+    for (int k = 0; k < 3; ++k) {
+        f->box.pbc[k] = sys->pbc[k] != 0;
+        if (f->box.pbc[k] && !sys->cell)
+            return mdnl_error(MDNL_ERR_USAGE, "pbc[%d] is set without a cell", k);
+    }
+    if (sys->cell)
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) {
+                f->box.h[a][b] = sys->cell[3 * a + b];
+                if (!isfinite(f->box.h[a][b]))
+                    return mdnl_error(MDNL_ERR_INPUT, "cell[%d][%d] = %g is not finite", a, b, f->box.h[a][b]);
+            }
+    if (device || sys->n == 0)
+        return MDNL_OK;
+    if (sys->dtype == MDNL_FLOAT64) {
+        f->pos = (double(*)[3])(uintptr_t)sys->positions; /* read only: the frame is never freed */
+        return MDNL_OK;
+    }
+    mdnl_status st = grow((void **)&ctx->xyz, &ctx->xyz_cap, sys->n, sizeof *ctx->xyz, "positions (double)");
+    if (st != MDNL_OK)
+        return st;
+    const float *x = sys->positions;
+    for (int64_t i = 0; i < 3 * sys->n; ++i)
+        ctx->xyz[i / 3][i % 3] = (double)x[i];
+    f->pos = ctx->xyz;
+    return MDNL_OK;
+}
+
+/* Wraps the frame on the host into the context's pos4 and lays out g. */
+static mdnl_status prepare(mdnl_context *ctx, const mdnl_frame *f, double cutoff, mdnl_geom *g)
+{
+    if (!(cutoff > 0) || !isfinite(cutoff))
+        return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", cutoff);
+    mdnl_status st = grow((void **)&ctx->pos4, &ctx->pos4_cap, f->natoms, sizeof *ctx->pos4, "wrapped positions");
+    if (st != MDNL_OK)
+        return st;
+    return mdnl_geom_prepare(f, cutoff, g, ctx->pos4);
+}
+
+/* ---- neighbor lists ---- */
+
+static mdnl_status check_flags(int flags)
+{
+    if (flags & ~(MDNL_NEIGHBORS_FULL | MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS))
+        return mdnl_error(MDNL_ERR_USAGE, "flags 0x%x hold unknown bits", (unsigned)flags);
+    return MDNL_OK;
+}
+
+/* S and D on the host, over the context's list (pair_shift.h). */
+static mdnl_status host_shifts(mdnl_context *ctx, const mdnl_frame *f, const mdnl_geom *g, int half, int want_D)
+{
+    mdnl_geom gb;
+    mdnl_wrap_params w;
+    mdnl_status st = mdnl_geom_begin(f, g->cutoff, &gb, &w);
+    if (st != MDNL_OK)
+        return st;
+    const mdnl_nlist *l = &ctx->list;
+    if ((st = grow((void **)&ctx->shifts, &ctx->shifts_cap, l->npairs, sizeof *ctx->shifts, "image shifts")) !=
+            MDNL_OK ||
+        (want_D && (st = grow((void **)&ctx->vectors, &ctx->vectors_cap, l->npairs, sizeof *ctx->vectors,
+                              "pair vectors")) != MDNL_OK))
+        return st;
+    const double(*r)[3] = (const double(*)[3])f->pos;
+    int failed = 0; /* 1: no shift matched (a bug), 2: an offset beyond int32 */
+#pragma omp parallel for schedule(dynamic, 64) reduction(max : failed)
+    for (int64_t i = 0; i < l->natoms; ++i) {
+        int oi[3];
+        if (!mdnl_wrap_offset(&w, r[i][0], r[i][1], r[i][2], oi)) {
+            failed = failed > 2 ? failed : 2;
+            continue;
+        }
+        for (int64_t k = l->offsets[i]; k < l->offsets[i + 1]; ++k) {
+            const int32_t j = l->j[k];
+            int s[3] = {0, 0, 0}, oj[3];
+            if (!mdnl_entry_shift(g, &w, &ctx->pos4[0][0], i, j, l->d[k], mdnl_entry_rank(l->j, l->d, l->offsets[i], k),
+                                  half, s))
+                failed = failed > 1 ? failed : 1;
+            if (!mdnl_wrap_offset(&w, r[j][0], r[j][1], r[j][2], oj)) {
+                failed = failed > 2 ? failed : 2;
+                continue;
+            }
+            for (int a = 0; a < 3; ++a)
+                ctx->shifts[k][a] = s[a] + oi[a] - oj[a];
+            if (want_D)
+                mdnl_entry_vector(w.h, r[i], r[j], ctx->shifts[k], ctx->vectors[k]);
+        }
+    }
+    if (failed == 2)
+        return mdnl_error(MDNL_ERR_INPUT,
+                          "an atom lies more than %g cells from the cell: its image shifts would overflow int32",
+                          MDNL_SHIFT_OFFSET_MAX);
+    if (failed == 1)
+        return mdnl_error(MDNL_ERR_INTERNAL, "image shifts: a list entry matches no image shift");
+    return MDNL_OK;
+}
+
+static mdnl_status neighbors_host(mdnl_context *ctx, const mdnl_system *sys, double cutoff, int flags,
+                                  mdnl_neighbor_list *out)
+{
+    mdnl_frame f;
+    mdnl_geom g;
+    mdnl_status st;
+    if ((st = check_flags(flags)) != MDNL_OK || (st = system_frame(ctx, sys, 0, &f)) != MDNL_OK ||
+        (st = prepare(ctx, &f, cutoff, &g)) != MDNL_OK)
+        return st;
+    const mdnl_list_kind kind = flags & MDNL_NEIGHBORS_FULL ? MDNL_LIST_FULL : MDNL_LIST_HALF;
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA)
+        st = mdnl_nlist_build_cuda(ctx->cuda, &g, (const float(*)[4])ctx->pos4, MDNL_METHOD_AUTO, kind, &ctx->list);
+    else
+#endif
+        st = mdnl_nlist_build_cpu_kept(&ctx->kept, &g, (const float(*)[4])ctx->pos4, MDNL_METHOD_AUTO, kind,
+                                       &ctx->list);
+    if (st != MDNL_OK)
+        return st;
+    const int want_S = (flags & (MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS)) != 0;
+    const int want_D = (flags & MDNL_NEIGHBORS_VECTORS) != 0;
+    if (want_S && (st = host_shifts(ctx, &f, &g, kind == MDNL_LIST_HALF, want_D)) != MDNL_OK)
+        return st;
+    if (!ctx->list.offsets && (st = mdnl_nlist_reserve(&ctx->list, f.natoms, 0)) != MDNL_OK)
+        return st;
+    out->n = ctx->list.natoms;
+    out->npairs = ctx->list.npairs;
+    out->offsets = ctx->list.offsets;
+    out->indices = ctx->list.j;
+    out->distances = ctx->list.d;
+    out->shifts = flags & MDNL_NEIGHBORS_SHIFTS ? &ctx->shifts[0][0] : NULL;
+    out->vectors = want_D ? &ctx->vectors[0][0] : NULL;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_neighbors(mdnl_context *ctx, const mdnl_system *sys, double cutoff, int flags,
+                           mdnl_neighbor_list *out)
+{
+    if (!ctx || !out)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_neighbors: %s is NULL", !ctx ? "the context" : "out");
+    memset(out, 0, sizeof *out);
+    scope s = enter(ctx);
+    mdnl_status st = neighbors_host(ctx, sys, cutoff, flags, out);
+    if (st != MDNL_OK)
+        memset(out, 0, sizeof *out);
+    return leave(s, st, "mdnl_neighbors");
+}
+
+#ifdef MDNL_HAVE_CUDA
+static mdnl_status neighbors_device(mdnl_context *ctx, const mdnl_system *sys, double cutoff, int flags,
+                                    void *stream, mdnl_neighbor_list *out)
+{
+    mdnl_frame f;
+    mdnl_geom g;
+    mdnl_status st;
+    if ((st = check_flags(flags)) != MDNL_OK || (st = system_frame(ctx, sys, 1, &f)) != MDNL_OK)
+        return st;
+    if (!(cutoff > 0) || !isfinite(cutoff))
+        return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", cutoff);
+    void *after = NULL;
+    if ((st = mdnl_lib_cuda_mark(ctx->post, stream, &after)) != MDNL_OK ||
+        (st = mdnl_geom_prepare_cuda_dev(ctx->wrap, &f, sys->positions, sys->dtype == MDNL_FLOAT32, after, cutoff,
+                                         &g)) != MDNL_OK)
+        return st;
+    const mdnl_list_kind kind = flags & MDNL_NEIGHBORS_FULL ? MDNL_LIST_FULL : MDNL_LIST_HALF;
+    void *lstream = mdnl_cuda_ctx_stream(ctx->cuda);
+    mdnl_nlist_dev dev;
+    if ((st = mdnl_cuda_stream_wait(lstream, mdnl_wrap_cuda_ready(ctx->wrap))) != MDNL_OK ||
+        (st = mdnl_nlist_build_cuda_devpos(ctx->cuda, &g, mdnl_wrap_cuda_positions(ctx->wrap), MDNL_METHOD_AUTO,
+                                           kind, &dev)) != MDNL_OK ||
+        (st = mdnl_lib_cuda_sync(lstream)) != MDNL_OK)
+        return st;
+    const int32_t *d_S = NULL;
+    const double *d_D = NULL;
+    if (flags & (MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS)) {
+        mdnl_geom gb;
+        mdnl_wrap_params w;
+        if ((st = mdnl_geom_begin(&f, cutoff, &gb, &w)) != MDNL_OK ||
+            (st = mdnl_lib_cuda_shifts(ctx->post, lstream, &g, &w, &dev, kind == MDNL_LIST_HALF, sys->positions,
+                                       sys->dtype == MDNL_FLOAT32, (flags & MDNL_NEIGHBORS_VECTORS) != 0, &d_S,
+                                       &d_D)) != MDNL_OK)
+            return st;
+    }
+    out->n = dev.natoms;
+    out->npairs = dev.npairs;
+    out->offsets = dev.d_offsets;
+    out->indices = dev.d_j;
+    out->distances = dev.d_d;
+    out->shifts = flags & MDNL_NEIGHBORS_SHIFTS ? d_S : NULL;
+    out->vectors = d_D;
+    return MDNL_OK;
+}
+#endif
+
+mdnl_status mdnl_neighbors_device(mdnl_context *ctx, const mdnl_system *sys, double cutoff, int flags, void *stream,
+                                  mdnl_neighbor_list *out)
+{
+    if (!ctx || !out)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_neighbors_device: %s is NULL", !ctx ? "the context" : "out");
+    memset(out, 0, sizeof *out);
+    if (ctx->backend != MDNL_COMPUTE_CUDA)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_neighbors_device: the context computes on the CPU; device "
+                                          "positions need a CUDA context");
+#ifdef MDNL_HAVE_CUDA
+    scope s = enter(ctx);
+    mdnl_status st = neighbors_device(ctx, sys, cutoff, flags, stream, out);
+    if (st != MDNL_OK)
+        memset(out, 0, sizeof *out);
+    return leave(s, st, "mdnl_neighbors_device");
+#else
+    (void)sys, (void)cutoff, (void)flags, (void)stream;
+    return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_neighbors_device: a CUDA context in a build without CUDA");
+#endif
+}
+
+/* ---- energy ---- */
+
+static mdnl_status potential_of(const mdnl_pair_params *pp, double cutoff, mdnl_potential *p)
+{
+    if (!pp)
+        return mdnl_error(MDNL_ERR_USAGE, "the pair parameters are NULL");
+    if (pp->style == MDNL_PAIR_LJ)
+        return mdnl_potential_make(MDNL_POTENTIAL_LJ, pp->epsilon, pp->sigma, 0, pp->shift != 0, cutoff, p);
+    if (pp->style == MDNL_PAIR_MORSE)
+        return mdnl_potential_make(MDNL_POTENTIAL_MORSE, pp->d0, pp->alpha, pp->r0, pp->shift != 0, cutoff, p);
+    return mdnl_error(MDNL_ERR_USAGE, "pair style %d is neither MDNL_PAIR_LJ (1) nor MDNL_PAIR_MORSE (2)",
+                      (int)pp->style);
+}
+
+static mdnl_status energy_body(mdnl_context *ctx, const mdnl_system *sys, const mdnl_pair_params *pp, double cutoff,
+                               double *total, double *per_atom)
+{
+    mdnl_frame f;
+    mdnl_geom g;
+    mdnl_potential p;
+    mdnl_status st;
+    if ((st = potential_of(pp, cutoff, &p)) != MDNL_OK || (st = system_frame(ctx, sys, 0, &f)) != MDNL_OK ||
+        (st = prepare(ctx, &f, cutoff, &g)) != MDNL_OK)
+        return st;
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        if (!ctx->energy && (st = mdnl_energy_cuda_create(mdnl_cuda_ctx_stream(ctx->cuda), &ctx->energy)) != MDNL_OK)
+            return st;
+        return mdnl_energy_frame_cuda(ctx->energy, &g, (const float(*)[4])ctx->pos4, &p, total, per_atom);
+    }
+#endif
+    return mdnl_energy_frame_cpu(&g, (const float(*)[4])ctx->pos4, &p, total, per_atom);
+}
+
+mdnl_status mdnl_energy(mdnl_context *ctx, const mdnl_system *sys, const mdnl_pair_params *params, double cutoff,
+                        double *total, double *per_atom)
+{
+    if (!ctx || !total)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_energy: %s is NULL", !ctx ? "the context" : "total");
+    *total = 0;
+    scope s = enter(ctx);
+    return leave(s, energy_body(ctx, sys, params, cutoff, total, per_atom), "mdnl_energy");
+}
+
+/* ---- RDF ---- */
+
+#define MAX_RDF_PAIRS 1024
+
+struct mdnl_rdf {
+    mdnl_hist_spec spec;
+    int32_t (*pairs)[2];
+    int32_t max_species; /* the largest species id a pair names, -1 without pairs */
+    mdnl_rdf_accum acc;
+};
+
+mdnl_status mdnl_rdf_create(double r_max, int32_t bins, int32_t npairs, const int32_t (*pairs)[2], double volume,
+                            mdnl_rdf **out)
+{
+    if (!out)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_create: out is NULL");
+    *out = NULL;
+    if (npairs < 0 || npairs > MAX_RDF_PAIRS || (npairs > 0 && !pairs))
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_create: npairs = %d, expected 0..%d with pairs not NULL",
+                          npairs, MAX_RDF_PAIRS);
+    if (!(volume >= 0) || !isfinite(volume))
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_create: volume %g is not a finite number >= 0", volume);
+    if (bins > 1000000)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_create: %d bins, at most 1000000", bins);
+    mdnl_rdf *r = calloc(1, sizeof *r);
+    if (!r)
+        return mdnl_error(MDNL_ERR_RESOURCE, "mdnl_rdf_create: out of host memory");
+    r->max_species = -1;
+    if (npairs > 0) {
+        r->pairs = malloc((size_t)npairs * sizeof *r->pairs);
+        if (!r->pairs) {
+            free(r);
+            return mdnl_error(MDNL_ERR_RESOURCE, "mdnl_rdf_create: out of host memory");
+        }
+        memcpy(r->pairs, pairs, (size_t)npairs * sizeof *r->pairs);
+        for (int32_t p = 0; p < npairs; ++p)
+            for (int k = 0; k < 2; ++k) {
+                if (r->pairs[p][k] < 0 || r->pairs[p][k] >= MDNL_MAX_SPECIES - 1) {
+                    mdnl_status st = mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_create: pairs[%d][%d] = %d, expected a "
+                                                "species id 0..%d", p, k, r->pairs[p][k], MDNL_MAX_SPECIES - 2);
+                    mdnl_rdf_free(r);
+                    return st;
+                }
+                r->max_species = r->pairs[p][k] > r->max_species ? r->pairs[p][k] : r->max_species;
+            }
+    }
+    r->spec = (mdnl_hist_spec){r_max, bins, npairs, (const int32_t(*)[2])r->pairs};
+    mdnl_status st = mdnl_hist_spec_check(&r->spec, NULL, r->max_species + 1);
+    if (st == MDNL_OK)
+        st = mdnl_rdf_accum_init(&r->acc, &r->spec, volume);
+    if (st != MDNL_OK) {
+        mdnl_rdf_free(r);
+        return mdnl_error(st, "mdnl_rdf_create: %s", mdnl_last_error());
+    }
+    *out = r;
+    return MDNL_OK;
+}
+
+void mdnl_rdf_free(mdnl_rdf *rdf)
+{
+    if (!rdf)
+        return;
+    mdnl_rdf_accum_free(&rdf->acc);
+    free(rdf->pairs);
+    free(rdf);
+}
+
+static mdnl_status rdf_body(mdnl_context *ctx, mdnl_rdf *r, const mdnl_system *sys, const int32_t *species)
+{
+    mdnl_frame f;
+    mdnl_geom g;
+    mdnl_status st;
+    if ((st = system_frame(ctx, sys, 0, &f)) != MDNL_OK)
+        return st;
+    if (r->spec.npairs > 0) {
+        if (!species && f.natoms > 0)
+            return mdnl_error(MDNL_ERR_USAGE, "species are NULL, but the RDF has partial pairs");
+        for (int64_t i = 0; i < f.natoms; ++i)
+            if (species[i] < 0)
+                return mdnl_error(MDNL_ERR_USAGE, "species[%lld] = %d is negative", (long long)i, species[i]);
+    }
+    if ((st = prepare(ctx, &f, r->spec.r_max, &g)) != MDNL_OK)
+        return st;
+    const int64_t nh = mdnl_hist_nhist(&r->spec);
+    if ((st = grow((void **)&ctx->counts, &ctx->counts_cap, nh * r->spec.bins, sizeof *ctx->counts,
+                   "histogram counts")) != MDNL_OK)
+        return st;
+    /* Species ids beyond those the pairs name match no pair: the ids the
+     * kernels see are within the pairs' range or one past it. */
+    const int32_t *sp = r->spec.npairs > 0 ? species : NULL;
+    int32_t *clamped = NULL;
+    if (sp) {
+        clamped = mdnl_malloc((size_t)(f.natoms > 0 ? f.natoms : 1) * sizeof *clamped, "species");
+        if (!clamped)
+            return MDNL_ERR_RESOURCE;
+        for (int64_t i = 0; i < f.natoms; ++i)
+            clamped[i] = species[i] <= r->max_species ? species[i] : r->max_species + 1;
+        sp = clamped;
+    }
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        if (!ctx->hist && (st = mdnl_hist_cuda_create(&ctx->hist)) != MDNL_OK) {
+            free(clamped);
+            return st;
+        }
+        st = mdnl_hist_frame_cuda(ctx->hist, &g, (const float(*)[4])ctx->pos4, sp, &r->spec, MDNL_HIST_AUTO,
+                                  MDNL_HIST_TRAV_AUTO, ctx->counts);
+    } else
+#endif
+        st = mdnl_hist_frame_cpu(&g, (const float(*)[4])ctx->pos4, sp, &r->spec, ctx->counts);
+    if (st == MDNL_OK) {
+        int64_t na[MAX_RDF_PAIRS], nb[MAX_RDF_PAIRS];
+        mdnl_hist_species_counts(&r->spec, sp, f.natoms, na, nb);
+        const int periodic = f.box.has_lattice && (f.box.pbc[0] || f.box.pbc[1] || f.box.pbc[2]);
+        st = mdnl_rdf_accum_add(&r->acc, ctx->counts, na, nb, periodic ? g.volume : 0.0);
+    }
+    free(clamped);
+    return st;
+}
+
+mdnl_status mdnl_rdf_add(mdnl_context *ctx, mdnl_rdf *rdf, const mdnl_system *sys, const int32_t *species)
+{
+    if (!ctx || !rdf)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_add: %s is NULL", !ctx ? "the context" : "the RDF");
+    scope s = enter(ctx);
+    return leave(s, rdf_body(ctx, rdf, sys, species), "mdnl_rdf_add");
+}
+
+int64_t mdnl_rdf_frames(const mdnl_rdf *rdf) { return rdf ? rdf->acc.nframes : 0; }
+
+int mdnl_rdf_g_defined(const mdnl_rdf *rdf) { return rdf ? mdnl_rdf_has_g(&rdf->acc) : 0; }
+
+mdnl_status mdnl_rdf_values(const mdnl_rdf *rdf, double *r, double *g, double *count_per_atom, double *n)
+{
+    if (!rdf)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_values: the RDF is NULL");
+    if (r)
+        for (int32_t b = 0; b < rdf->spec.bins; ++b) {
+            double lo, hi;
+            mdnl_rdf_bin_edges(rdf->spec.r_max, rdf->spec.bins, b, &lo, &hi, &r[b]);
+        }
+    mdnl_rdf_result(&rdf->acc, g, count_per_atom, n);
+    return MDNL_OK;
+}

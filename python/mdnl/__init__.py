@@ -1,0 +1,382 @@
+"""mdnl: neighbor lists, pair energies and RDFs of MD frames, on the CPU or an
+NVIDIA GPU, over libmdnl (ctypes; see docs/library.md).
+
+    i, j, d, D, S = mdnl.neighbor_list("ijdDS", positions, cell, pbc, cutoff)
+
+NumPy arrays in, NumPy arrays out, in ASE's conventions
+(ase.neighborlist.neighbor_list). CuPy arrays and PyTorch CUDA tensors in,
+arrays of the same kind out on the same device, without a copy through the
+host (read through __cuda_array_interface__), when libmdnl has CUDA.
+"""
+import ctypes
+import threading
+
+import numpy as np
+
+from . import _clib
+from ._clib import lib
+
+__all__ = ["MdnlError", "neighbor_list", "energy", "RDF", "rdf", "cuda_devices", "version", "library_path"]
+
+version = lib.mdnl_version().decode()
+library_path = _clib.path
+
+
+class MdnlError(RuntimeError):
+    """A libmdnl call failed; `status` is the mdnl_status (2 usage, 3 input data, 4 resources, 1 internal)."""
+
+    def __init__(self, status, message):
+        super().__init__(f"mdnl: {message} ({_clib.STATUS_NAMES.get(status, 'status %d' % status)})")
+        self.status = status
+
+
+def _check(status):
+    if status != _clib.OK:
+        raise MdnlError(status, lib.mdnl_last_error().decode(errors="replace"))
+
+
+def cuda_devices():
+    """Number of CUDA devices libmdnl can use (0 when built without CUDA)."""
+    return lib.mdnl_cuda_devices()
+
+
+# ---- contexts: one per thread and (backend, device), created on first use ----
+
+_local = threading.local()
+_BACKENDS = {"auto": _clib.COMPUTE_AUTO, "cpu": _clib.COMPUTE_CPU, "cuda": _clib.COMPUTE_CUDA}
+
+
+class _Context:
+    def __init__(self, backend, device):
+        opts = _clib.ContextOptions(_BACKENDS[backend], device, 0.0, 0)
+        handle = ctypes.c_void_p()
+        _check(lib.mdnl_context_create(ctypes.byref(opts), ctypes.byref(handle)))
+        self.handle = handle
+        self.backend = "cuda" if lib.mdnl_context_backend(handle) == _clib.COMPUTE_CUDA else "cpu"
+
+    def __del__(self):
+        if getattr(self, "handle", None):
+            lib.mdnl_context_free(self.handle)
+            self.handle = None
+
+
+def _context(backend, device=0):
+    if backend not in _BACKENDS:
+        raise ValueError(f"mdnl: backend must be one of auto, cpu, cuda, not {backend!r}")
+    cache = getattr(_local, "contexts", None)
+    if cache is None:
+        cache = _local.contexts = {}
+    key = (backend, device)
+    if key not in cache:
+        cache[key] = _Context(backend, device)
+    return cache[key]
+
+
+# ---- arrays: NumPy, or a device array (CuPy, PyTorch) ----
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _device_interface(x):
+    """The __cuda_array_interface__ of a CUDA array, or None for a host array."""
+    if _is_torch(x):
+        if not x.is_cuda:
+            return None
+        if x.requires_grad:
+            raise TypeError("mdnl: positions require grad; pass positions.detach()")
+        return x.__cuda_array_interface__
+    return getattr(x, "__cuda_array_interface__", None)
+
+
+def _device_index(x):
+    if _is_torch(x):
+        return x.device.index if x.device.index is not None else 0
+    dev = getattr(x, "device", None)
+    return getattr(dev, "id", 0) if dev is not None else 0
+
+
+def _cell_pbc(cell, pbc):
+    c = None
+    if cell is not None:
+        c = np.ascontiguousarray(np.asarray(cell, dtype=np.float64))
+        if c.shape == (3,):
+            c = np.ascontiguousarray(np.diag(c))
+        if c.shape != (3, 3):
+            raise ValueError(f"mdnl: cell must be 3x3 (lattice vectors as rows) or 3 lengths, got shape {c.shape}")
+    if pbc is None:
+        p = [c is not None and bool(np.any(c))] * 3
+    else:
+        pa = np.asarray(pbc, dtype=bool).reshape(-1)
+        if pa.size == 1:
+            pa = np.repeat(pa, 3)
+        if pa.size != 3:
+            raise ValueError(f"mdnl: pbc must be one or three booleans, got {pa.size}")
+        p = [bool(v) for v in pa]
+    if any(p) and (c is None or not np.any(c)):
+        raise ValueError("mdnl: pbc is set along an axis, but there is no cell")
+    if c is not None and not np.any(c):
+        c = None  # ASE's empty cell
+    return c, p
+
+
+def _system(positions, cell, pbc):
+    """(mdnl_system, keep-alive list, device interface or None, array kind)."""
+    c, p = _cell_pbc(cell, pbc)
+    iface = _device_interface(positions)
+    keep = [c]
+    if iface is not None:
+        shape, typestr = tuple(iface["shape"]), iface["typestr"]
+        if len(shape) != 2 or shape[1] != 3:
+            raise ValueError(f"mdnl: positions must have shape (n, 3), got {shape}")
+        if typestr not in ("<f8", "<f4"):
+            raise TypeError(f"mdnl: positions must be float64 or float32, got {typestr}")
+        itemsize = 8 if typestr == "<f8" else 4
+        strides = iface.get("strides")
+        if strides is not None and tuple(strides) != (3 * itemsize, itemsize) and shape[0] > 1:
+            raise ValueError("mdnl: device positions must be C-contiguous (call .contiguous() / cupy.ascontiguousarray)")
+        ptr = iface["data"][0]
+        n = shape[0]
+        dtype = _clib.FLOAT64 if typestr == "<f8" else _clib.FLOAT32
+        kind = "torch" if _is_torch(positions) else "cupy"
+    else:
+        if _is_torch(positions):
+            positions = positions.detach().numpy()
+        a = np.asarray(positions)
+        if a.dtype not in (np.float64, np.float32):
+            raise TypeError(f"mdnl: positions must be float64 or float32, got {a.dtype}")
+        if a.ndim != 2 or a.shape[1] != 3:
+            raise ValueError(f"mdnl: positions must have shape (n, 3), got {a.shape}")
+        a = np.ascontiguousarray(a)
+        keep.append(a)
+        ptr, n = a.ctypes.data, a.shape[0]
+        dtype = _clib.FLOAT64 if a.dtype == np.float64 else _clib.FLOAT32
+        kind = "numpy"
+    sys = _clib.System(n, ptr, dtype, c.ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if c is not None else None,
+                       (ctypes.c_int * 3)(*[int(v) for v in p]))
+    return sys, keep, iface, kind
+
+
+class _DeviceView:
+    """A borrowed device array (the library's), for CuPy/PyTorch to copy."""
+
+    def __init__(self, ptr, shape, typestr, device):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr or 0, False),
+                                         "version": 2, "strides": None}
+        self.device = device
+
+
+def _device_copy(kind, ptr, shape, typestr, device):
+    view = _DeviceView(ptr, shape, typestr, device)
+    if kind == "torch":
+        import torch
+        if int(np.prod(shape)) == 0:
+            dt = {"<i8": torch.int64, "<i4": torch.int32, "<f4": torch.float32, "<f8": torch.float64}[typestr]
+            return torch.empty(shape, dtype=dt, device=f"cuda:{device}")
+        return torch.as_tensor(view, device=f"cuda:{device}").clone()
+    import cupy
+    with cupy.cuda.Device(device):
+        if int(np.prod(shape)) == 0:
+            return cupy.empty(shape, dtype=np.dtype(typestr))
+        return cupy.asarray(view).copy()
+
+
+def _current_stream(kind, device):
+    if kind == "torch":
+        import torch
+        return torch.cuda.current_stream(device).cuda_stream
+    import cupy
+    with cupy.cuda.Device(device):
+        return cupy.cuda.get_current_stream().ptr
+
+
+# ---- neighbor lists ----
+
+def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=True, backend="auto"):
+    """The pairs within `cutoff`, as ASE's neighbor_list(quantities, atoms, cutoff) gives them.
+
+    quantities: letters of i (first atom), j (second atom), d (distance), D
+    (vector r_j - r_i + S·cell), S (integer image shift); one array per letter,
+    in that order (a single array for one letter). positions: (n, 3) float64
+    or float32: a NumPy array, or a CuPy array / PyTorch CUDA tensor (results
+    then of the same kind, on the same device). cell: 3x3 (rows a, b, c), 3
+    lengths, or None; pbc: three booleans (default: periodic when a cell is
+    given). full: each pair in both directions (ASE's default); False: once.
+    backend: "auto" (CUDA when there is a device, for host arrays too), "cpu"
+    or "cuda". Pairs are sorted by i, then j, then distance.
+    """
+    if not isinstance(quantities, str) or not quantities or any(q not in "ijdDS" for q in quantities):
+        raise ValueError(f"mdnl: quantities must be letters of 'ijdDS', got {quantities!r}")
+    if cutoff is None:
+        raise TypeError("mdnl: neighbor_list needs a cutoff")
+    cutoff = float(cutoff)
+    sys, keep, iface, kind = _system(positions, cell, pbc)
+    flags = (_clib.NEIGHBORS_FULL if full else 0)
+    if "S" in quantities:
+        flags |= _clib.NEIGHBORS_SHIFTS
+    if "D" in quantities:
+        flags |= _clib.NEIGHBORS_VECTORS
+    out = _clib.NeighborList()
+    if iface is not None:
+        dev = _device_index(positions)
+        if backend == "cpu":
+            raise ValueError("mdnl: positions are on a CUDA device; backend 'cpu' needs host arrays")
+        if cuda_devices() < 1:
+            raise ValueError("mdnl: positions are on a CUDA device, but libmdnl has no CUDA device "
+                             "(built without CUDA, or no driver)")
+        ctx = _context("cuda", dev)
+        _check(lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys), cutoff, flags,
+                                         ctypes.c_void_p(_current_stream(kind, dev)), ctypes.byref(out)))
+        n, m = out.n, out.npairs
+        offsets = _device_copy(kind, out.offsets, (n + 1,), "<i8", dev)
+        res = {"j": _device_copy(kind, out.indices, (m,), "<i4", dev)}
+        if "d" in quantities:
+            res["d"] = _device_copy(kind, out.distances, (m,), "<f4", dev)
+        if "S" in quantities:
+            res["S"] = _device_copy(kind, out.shifts, (m, 3), "<i4", dev)
+        if "D" in quantities:
+            res["D"] = _device_copy(kind, out.vectors, (m, 3), "<f8", dev)
+        if kind == "torch":
+            import torch
+            k = torch.arange(m, device=offsets.device, dtype=torch.int64)
+            res["i"] = torch.searchsorted(offsets, k, right=True) - 1
+            res["j"] = res["j"].to(torch.int64)
+            if "d" in res:
+                res["d"] = res["d"].to(torch.float64)
+            if "S" in res:
+                res["S"] = res["S"].to(torch.int64)
+        else:
+            import cupy
+            with cupy.cuda.Device(dev):
+                k = cupy.arange(m, dtype=cupy.int64)
+                res["i"] = cupy.searchsorted(offsets, k, side="right") - 1
+                res["j"] = res["j"].astype(cupy.int64)
+                if "d" in res:
+                    res["d"] = res["d"].astype(cupy.float64)
+                if "S" in res:
+                    res["S"] = res["S"].astype(cupy.int64)
+    else:
+        ctx = _context(backend)
+        _check(lib.mdnl_neighbors(ctx.handle, ctypes.byref(sys), cutoff, flags, ctypes.byref(out)))
+        n, m = out.n, out.npairs
+
+        def host(ptr, shape, ctype, dtype):
+            if int(np.prod(shape)) == 0:
+                return np.empty(shape, dtype=dtype)
+            buf = (ctype * int(np.prod(shape))).from_address(ptr)
+            return np.frombuffer(buf, dtype=ctype).reshape(shape).astype(dtype)  # astype copies
+
+        offsets = host(out.offsets, (n + 1,), ctypes.c_int64, np.int64)
+        res = {"i": np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets)),
+               "j": host(out.indices, (m,), ctypes.c_int32, np.int64)}
+        if "d" in quantities:
+            res["d"] = host(out.distances, (m,), ctypes.c_float, np.float64)
+        if "S" in quantities:
+            res["S"] = host(out.shifts, (m, 3), ctypes.c_int32, np.int64)
+        if "D" in quantities:
+            res["D"] = host(out.vectors, (m, 3), ctypes.c_double, np.float64)
+    del keep
+    result = tuple(res[q] for q in quantities)
+    return result[0] if len(result) == 1 else result
+
+
+# ---- energies ----
+
+def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom=False, shift=True, backend="auto",
+           **params):
+    """The pair energy of a frame: potential "lj" (epsilon, sigma) or "morse"
+    (d0, alpha, r0), every pair within `cutoff` once, U(cutoff) subtracted
+    when shift. Returns the total (float), or (total, per-atom energies) with
+    per_atom=True (half of each pair's energy to each atom). Host arrays."""
+    if cutoff is None:
+        raise TypeError("mdnl: energy needs a cutoff")
+    names = {"lj": ("epsilon", "sigma"), "morse": ("d0", "alpha", "r0")}
+    if potential not in names:
+        raise ValueError(f"mdnl: potential must be 'lj' or 'morse', got {potential!r}")
+    unknown = set(params) - set(names[potential])
+    missing = set(names[potential]) - set(params)
+    if unknown or missing:
+        raise TypeError(f"mdnl: {potential} takes parameters {', '.join(names[potential])}"
+                        + (f"; unknown: {', '.join(sorted(unknown))}" if unknown else "")
+                        + (f"; missing: {', '.join(sorted(missing))}" if missing else ""))
+    if _device_interface(positions) is not None:
+        raise TypeError("mdnl: energy takes host arrays (NumPy); copy device positions to the host first")
+    sys, keep, _, _ = _system(positions, cell, pbc)
+    pp = _clib.PairParams(_clib.PAIR_LJ if potential == "lj" else _clib.PAIR_MORSE, float(params.get("epsilon", 0)),
+                          float(params.get("sigma", 0)), float(params.get("d0", 0)), float(params.get("alpha", 0)),
+                          float(params.get("r0", 0)), 1 if shift else 0)
+    total = ctypes.c_double()
+    pa = np.zeros(sys.n, dtype=np.float64) if per_atom else None
+    _check(lib.mdnl_energy(_context(backend).handle, ctypes.byref(sys), ctypes.byref(pp), float(cutoff),
+                           ctypes.byref(total), pa.ctypes.data if per_atom else None))
+    del keep
+    return (total.value, pa) if per_atom else total.value
+
+
+# ---- RDFs ----
+
+class RDF:
+    """An RDF accumulated over frames (`mdnl rdf`): bins uniform bins on
+    [0, r_max); pairs=None for the total RDF, or a list of (A, B) species ids
+    for partial ones; volume overrides the cells' volume."""
+
+    def __init__(self, r_max, bins, pairs=None, volume=None, backend="auto"):
+        self._backend = backend
+        pa = None if not pairs else np.ascontiguousarray(np.asarray(pairs, dtype=np.int32))
+        if pa is not None and (pa.ndim != 2 or pa.shape[1] != 2):
+            raise ValueError(f"mdnl: pairs must be a list of (A, B) species ids, got shape {pa.shape}")
+        self.npairs = 0 if pa is None else pa.shape[0]
+        self.bins = int(bins)
+        h = ctypes.c_void_p()
+        _check(lib.mdnl_rdf_create(float(r_max), self.bins, self.npairs, pa.ctypes.data if pa is not None else None,
+                                   float(volume or 0.0), ctypes.byref(h)))
+        self._h = h
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            lib.mdnl_rdf_free(self._h)
+            self._h = None
+
+    def add(self, positions, cell=None, pbc=None, species=None):
+        """Adds one frame (host arrays); species: (n,) integer ids, needed with pairs."""
+        if _device_interface(positions) is not None:
+            raise TypeError("mdnl: RDF.add takes host arrays (NumPy)")
+        sys, keep, _, _ = _system(positions, cell, pbc)
+        sp = None
+        if species is not None:
+            sp = np.ascontiguousarray(np.asarray(species))
+            if sp.shape != (sys.n,) or not np.issubdtype(sp.dtype, np.integer):
+                raise ValueError(f"mdnl: species must be {sys.n} integers, got {sp.dtype} {sp.shape}")
+            sp = sp.astype(np.int32)
+        elif self.npairs:
+            raise ValueError("mdnl: this RDF has species pairs; pass species=")
+        _check(lib.mdnl_rdf_add(_context(self._backend).handle, self._h, ctypes.byref(sys),
+                                sp.ctypes.data if sp is not None else None))
+        del keep
+
+    @property
+    def frames(self):
+        return lib.mdnl_rdf_frames(self._h)
+
+    def result(self):
+        """dict of r (bin centres), g, count_per_atom and n, each (max(1, npairs), bins) but r;
+        g is None unless every frame had a volume."""
+        nh = max(1, self.npairs)
+        r = np.zeros(self.bins)
+        g, cpa, n = (np.zeros((nh, self.bins)) for _ in range(3))
+        _check(lib.mdnl_rdf_values(self._h, r.ctypes.data, g.ctypes.data, cpa.ctypes.data, n.ctypes.data))
+        return {"r": r, "g": g if lib.mdnl_rdf_g_defined(self._h) else None, "count_per_atom": cpa, "n": n}
+
+
+def rdf(frames, r_max, bins, pairs=None, volume=None, backend="auto"):
+    """The RDF over `frames`: ASE Atoms (or objects with get_positions,
+    get_cell, get_pbc) or (positions, cell, pbc[, species]) tuples; species of
+    Atoms are their atomic numbers. Returns RDF.result()."""
+    acc = RDF(r_max, bins, pairs, volume, backend)
+    for f in frames:
+        if hasattr(f, "get_positions"):
+            acc.add(f.get_positions(), np.asarray(f.get_cell()), f.get_pbc(),
+                    f.get_atomic_numbers() if pairs else None)
+        else:
+            acc.add(*f)
+    return acc.result()

@@ -1,0 +1,171 @@
+"""GPU tests of the Python package: CuPy arrays and PyTorch CUDA tensors in
+and out (mdnl_neighbors_device), against the same library's host results,
+which must be the same bytes (the kernels' contract), plus energy and RDF
+on a CUDA context. Plain asserts, so that it runs with pytest or alone (the
+GPU host may have no pytest); a case whose package (CuPy, PyTorch) is
+missing is skipped, and the whole file without a CUDA device. On the GPU
+host, with the bundle of tools/gpu/bundle.sh:
+
+    source .gpu/env.sh; MDNL_LIBRARY=.gpu/lib/libmdnl.so PYTHONPATH=python python3 python/tests/test_gpu.py
+"""
+import contextlib
+import importlib
+import re
+import sys
+
+import numpy as np
+
+import mdnl
+
+CELL = np.array([[9.0, 0.0, 0.0], [1.5, 8.5, 0.0], [0.7, 1.1, 9.5]])
+
+
+class Skip(Exception):
+    pass
+
+
+def need(module):
+    if mdnl.cuda_devices() < 1:
+        raise Skip("no CUDA device (or libmdnl built without CUDA)")
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise Skip(f"{module} is not installed")
+
+
+@contextlib.contextmanager
+def raises(kind, pattern):
+    try:
+        yield
+    except kind as e:
+        assert re.search(pattern, str(e)), f"{kind.__name__} without {pattern!r}: {e}"
+        return
+    raise AssertionError(f"expected {kind.__name__} matching {pattern!r}")
+
+
+def system(n=2000, seed=3):
+    return np.random.default_rng(seed).uniform(-2.0, 12.0, (n, 3))
+
+
+def assert_same(dev, ref, to_host, what):
+    for name, a, b in zip("ijdDS", dev, ref):
+        a = to_host(a)
+        assert a.shape == b.shape and a.dtype == b.dtype, f"{what}: {name} {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
+        if name == "D":
+            assert np.allclose(a, b, rtol=0, atol=1e-12), f"{what}: D differs"
+        else:
+            assert np.array_equal(a, b), f"{what}: {name} differs from the host's"
+
+
+def run_skipping(fn):
+    try:
+        fn()
+    except Skip as s:
+        if "pytest" in sys.modules:
+            import pytest
+            pytest.skip(str(s))
+        raise
+
+
+def _cupy_cases():
+    cp = need("cupy")
+    for dtype in ("float64", "float32"):
+        for pbc in ([True, True, True], [True, False, True]):
+            for full in (True, False):
+                what = f"cupy {dtype} pbc {pbc} {'full' if full else 'half'}"
+                pos = system().astype(dtype)
+                ref = mdnl.neighbor_list("ijdDS", pos, CELL, pbc, 3.5, full=full, backend="cpu")
+                assert_same(mdnl.neighbor_list("ijdDS", pos, CELL, pbc, 3.5, full=full, backend="cuda"), ref,
+                            np.asarray, what + " (host arrays, CUDA context)")
+                out = mdnl.neighbor_list("ijdDS", cp.asarray(pos), CELL, pbc, 3.5, full=full)
+                assert all(isinstance(a, cp.ndarray) for a in out), what
+                assert_same(out, ref, cp.asnumpy, what)
+
+
+def test_cupy_in_cupy_out_same_as_host():
+    run_skipping(_cupy_cases)
+
+
+def _torch_cases():
+    torch = need("torch")
+    for dtype in ("float64", "float32"):
+        pos = system().astype(dtype)
+        ref = mdnl.neighbor_list("ijdDS", pos, CELL, True, 3.5, backend="cpu")
+        out = mdnl.neighbor_list("ijdDS", torch.from_numpy(pos).to("cuda"), CELL, True, 3.5)
+        assert all(a.is_cuda for a in out)
+        assert_same(out, ref, lambda a: a.cpu().numpy(), f"torch {dtype}")
+
+
+def test_torch_cuda_in_torch_out_same_as_host():
+    run_skipping(_torch_cases)
+
+
+def _small_cell():
+    cp = need("cupy")
+    pos = np.random.default_rng(1).uniform(0, 2, (6, 3))
+    cell = np.diag([2.0, 2.2, 2.4])
+    ref = mdnl.neighbor_list("ijdDS", pos, cell, True, 3.3, backend="cpu")
+    assert_same(mdnl.neighbor_list("ijdDS", cp.asarray(pos), cell, True, 3.3), ref, cp.asnumpy, "small cell")
+
+
+def test_small_cell_on_the_device():
+    run_skipping(_small_cell)
+
+
+def _errors():
+    torch = need("torch")
+    with raises(TypeError, "float64 or float32"):
+        mdnl.neighbor_list("ij", torch.zeros((4, 3), dtype=torch.int32, device="cuda"), CELL, True, 1.0)
+    with raises(ValueError, r"shape \(n, 3\)"):
+        mdnl.neighbor_list("ij", torch.zeros((4, 2), device="cuda", dtype=torch.float64), CELL, True, 1.0)
+    with raises(TypeError, "grad"):
+        mdnl.neighbor_list("ij", torch.zeros((4, 3), device="cuda", dtype=torch.float64, requires_grad=True), CELL,
+                           True, 1.0)
+    with raises(ValueError, "contiguous"):
+        mdnl.neighbor_list("ij", torch.zeros((3, 4), device="cuda", dtype=torch.float64)[:, :3], CELL, True, 1.0)
+    with raises(ValueError, "host arrays"):
+        mdnl.neighbor_list("ij", torch.zeros((4, 3), device="cuda", dtype=torch.float64), CELL, True, 1.0,
+                           backend="cpu")
+    pos = torch.zeros((3, 3), device="cuda", dtype=torch.float64)
+    pos[1, 1] = float("nan")
+    try:
+        mdnl.neighbor_list("ij", pos, CELL, True, 1.0)
+        raise AssertionError("a NaN position was accepted")
+    except mdnl.MdnlError as e:
+        assert e.status == 3 and "atom 1" in str(e), str(e)
+
+
+def test_device_errors_are_exceptions():
+    run_skipping(_errors)
+
+
+def _energy_rdf():
+    need("numpy")
+    pos = np.mod(system(3000, 9), 9.0)
+    cell = np.diag([9.0, 9.0, 9.0])
+    e_cpu = mdnl.energy(pos, cell, True, 2.5, "lj", epsilon=1.0, sigma=0.9, backend="cpu")
+    e_gpu = mdnl.energy(pos, cell, True, 2.5, "lj", epsilon=1.0, sigma=0.9, backend="cuda")
+    assert abs(e_gpu - e_cpu) <= 1e-12 * abs(e_cpu), (e_cpu, e_gpu)
+    r_cpu = mdnl.rdf([(pos, cell, True)], 4.0, 40, backend="cpu")
+    r_gpu = mdnl.rdf([(pos, cell, True)], 4.0, 40, backend="cuda")
+    assert np.array_equal(r_cpu["count_per_atom"], r_gpu["count_per_atom"])
+
+
+def test_energy_and_rdf_on_cuda_agree_with_cpu():
+    run_skipping(_energy_rdf)
+
+
+if __name__ == "__main__":
+    failed = 0
+    for name, fn in list(globals().items()):
+        if name.startswith("test_") and callable(fn):
+            try:
+                fn()
+                print(f"PASS {name}")
+            except Skip as s:
+                print(f"SKIP {name}: {s}")
+            except Exception as e:  # report every case, then fail
+                failed += 1
+                print(f"FAIL {name}: {type(e).__name__}: {e}")
+    print(f"mdnl {mdnl.version} ({mdnl.library_path}): {failed} failed")
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,470 @@
+/* test_library.c — libmdnl's public API (include/mdnl/mdnl.h), each case
+ * parameterized over the CPU and CUDA contexts (CUDA skips without a device).
+ *
+ * Oracles: the command line's `mdnl neighbors` table on the fixtures of
+ * data/, byte for byte; a brute-force image sum in double for S and D on a
+ * small cell (cutoff beyond half the box) and a partly periodic triclinic
+ * one; the analytic graphene shells; a pair sum over the list for the
+ * energy; the pair count for the RDF. The ASE comparison is in
+ * python/tests/test_mdnl.py, which loads the shared library itself. */
+#define _POSIX_C_SOURCE 200809L
+#include "mdnl/mdnl.h"
+
+#include "cli.h"
+#include "cli_test_util.h"
+#include "nlist.h"
+#include "reader.h"
+
+#include <criterion/parameterized.h>
+#include <math.h>
+
+#ifdef MDNL_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+TestSuite(library, .init = make_tmpdir, .fini = remove_tmpdir);
+
+static mdnl_compute backends[] = {MDNL_COMPUTE_CPU, MDNL_COMPUTE_CUDA};
+
+static mdnl_context *context_for(mdnl_compute b, double max_pairs)
+{
+    if (b == MDNL_COMPUTE_CUDA && mdnl_cuda_devices() < 1)
+        cr_skip_test("no CUDA device");
+    mdnl_context_options o = {b, 0, max_pairs, 0};
+    mdnl_context *ctx = NULL;
+    cr_assert_eq(mdnl_context_create(&o, &ctx), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_context_backend(ctx), b);
+    return ctx;
+}
+
+static char *slurp_alloc(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "%s", path);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+/* The library's table of every frame of `fixture`, written as `mdnl
+ * neighbors` writes it (mdnl_neighbors_tsv_rows), into tmpdir/lib.tsv. */
+static void library_table(mdnl_context *ctx, const char *fixture, double cutoff, int flags)
+{
+    char path[512], out[512];
+    snprintf(path, sizeof path, "%s/%s", MDNL_DATA_DIR, fixture);
+    snprintf(out, sizeof out, "%s/lib.tsv", tmpdir);
+    mdnl_reader *r = NULL;
+    cr_assert_eq(mdnl_reader_open(path, NULL, &r), MDNL_OK, "%s", mdnl_last_error());
+    FILE *fp = fopen(out, "wb");
+    fputs("# frame\ti\tj\tdistance\n", fp);
+    mdnl_frame f = {0};
+    while (mdnl_reader_next(r, &f) == MDNL_OK) {
+        const double *cell = f.box.has_lattice ? &f.box.h[0][0] : NULL;
+        mdnl_system sys = {f.natoms, f.pos, MDNL_FLOAT64, cell, {f.box.pbc[0], f.box.pbc[1], f.box.pbc[2]}};
+        mdnl_neighbor_list nl;
+        cr_assert_eq(mdnl_neighbors(ctx, &sys, cutoff, flags, &nl), MDNL_OK, "%s", mdnl_last_error());
+        mdnl_nlist view = {nl.n, nl.npairs, (int64_t *)nl.offsets, (int32_t *)nl.indices, (float *)nl.distances, 0, 0};
+        cr_assert_eq(mdnl_neighbors_tsv_rows(fp, f.index, &view, 1), MDNL_OK);
+    }
+    fclose(fp);
+    mdnl_frame_free(&f);
+    mdnl_reader_close(r);
+}
+
+ParameterizedTestParameters(library, neighbors_byte_identical_to_cli)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, neighbors_byte_identical_to_cli)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    static const struct {
+        const char *file;
+        double cutoff;
+    } cases[] = {{"graphene-periodic.extxyz", 2.9}, {"graphene-open.xyz", 1.6}, {"triclinic.extxyz", 4.0},
+                 {"trajectory-3frames.extxyz", 3.0}, {"graphene-noisy.extxyz", 2.5}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c)
+        for (int full = 0; full < 2; ++full) {
+            library_table(ctx, cases[c].file, cases[c].cutoff, full ? MDNL_NEIGHBORS_FULL : MDNL_NEIGHBORS_HALF);
+            cr_assert_eq(mdnl("neighbors %s/%s -c %g --backend cpu -q -o cli.tsv%s", MDNL_DATA_DIR, cases[c].file,
+                              cases[c].cutoff, full ? " --list full" : ""),
+                         0, "%s", err_text);
+            char a[512], bpath[512];
+            snprintf(a, sizeof a, "%s/lib.tsv", tmpdir);
+            snprintf(bpath, sizeof bpath, "%s/cli.tsv", tmpdir);
+            char *lib = slurp_alloc(a), *cli = slurp_alloc(bpath);
+            cr_assert(strlen(cli) > 30, "%s: the CLI table is empty", cases[c].file);
+            cr_assert_str_eq(lib, cli, "%s (%s list): the library's table differs from the CLI's", cases[c].file,
+                             full ? "full" : "half");
+            free(lib), free(cli);
+        }
+    mdnl_context_free(ctx);
+}
+
+/* Every (i, j, S) with |r_j - r_i + S h| < rc in double, for the brute-force
+ * check: counts[i * n + j] over S in [-m, m]^3 on periodic axes. */
+static int64_t brute_pairs(int n, const double (*r)[3], const double h[3][3], const int pbc[3], double rc, int full)
+{
+    int64_t count = 0;
+    const int m = 4;
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j)
+            for (int s0 = -m * pbc[0]; s0 <= m * pbc[0]; ++s0)
+                for (int s1 = -m * pbc[1]; s1 <= m * pbc[1]; ++s1)
+                    for (int s2 = -m * pbc[2]; s2 <= m * pbc[2]; ++s2) {
+                        if (i == j && !s0 && !s1 && !s2)
+                            continue;
+                        if (!full && !(i < j || (i == j && (s0 > 0 || (!s0 && (s1 > 0 || (!s1 && s2 > 0)))))))
+                            continue;
+                        double d2 = 0;
+                        for (int a = 0; a < 3; ++a) {
+                            double D = r[j][a] - r[i][a] + s0 * h[0][a] + s1 * h[1][a] + s2 * h[2][a];
+                            d2 += D * D;
+                        }
+                        count += d2 < rc * rc;
+                    }
+    return count;
+}
+
+ParameterizedTestParameters(library, shifts_and_vectors_match_a_brute_force_image_sum)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, shifts_and_vectors_match_a_brute_force_image_sum)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    /* positions partly outside the cell: S is relative to them as given */
+    double r[7][3];
+    uint64_t s = 58;
+    for (int i = 0; i < 7; ++i)
+        for (int a = 0; a < 3; ++a) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            r[i][a] = -2.0 + 7.0 * (double)(s >> 11) / 9007199254740992.0;
+        }
+    const double small[3][3] = {{2.0, 0, 0}, {0, 2.2, 0}, {0, 0, 2.4}};
+    const double tri[3][3] = {{3.0, 0, 0}, {0.8, 2.9, 0}, {0.4, 0.6, 3.2}};
+    const struct {
+        const double (*h)[3];
+        int pbc[3];
+        double rc;
+    } cases[] = {{small, {1, 1, 1}, 3.3}, {small, {0, 1, 1}, 2.9}, {tri, {1, 0, 1}, 2.1}, {tri, {1, 1, 1}, 1.7}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c)
+        for (int full = 0; full < 2; ++full) {
+            mdnl_system sys = {7, r, MDNL_FLOAT64, &cases[c].h[0][0], {cases[c].pbc[0], cases[c].pbc[1], cases[c].pbc[2]}};
+            mdnl_neighbor_list nl;
+            const int flags = (full ? MDNL_NEIGHBORS_FULL : 0) | MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS;
+            cr_assert_eq(mdnl_neighbors(ctx, &sys, cases[c].rc, flags, &nl), MDNL_OK, "%s", mdnl_last_error());
+            cr_assert_eq(nl.npairs, brute_pairs(7, r, cases[c].h, cases[c].pbc, cases[c].rc, full),
+                         "case %zu (%s): pair count", c, full ? "full" : "half");
+            for (int64_t i = 0; i < nl.n; ++i)
+                for (int64_t k = nl.offsets[i]; k < nl.offsets[i + 1]; ++k) {
+                    const int j = nl.indices[k];
+                    const int32_t *S = nl.shifts + 3 * k;
+                    double d2 = 0;
+                    for (int a = 0; a < 3; ++a) {
+                        double D = r[j][a] - r[i][a] + S[0] * cases[c].h[0][a] + S[1] * cases[c].h[1][a] +
+                                   S[2] * cases[c].h[2][a];
+                        cr_assert_float_eq(nl.vectors[3 * k + a], D, 1e-12, "case %zu: D of (%lld, %d)", c,
+                                           (long long)i, j);
+                        d2 += D * D;
+                        cr_assert(cases[c].pbc[a] || S[a] == 0, "a shift along open axis %d", a);
+                    }
+                    cr_assert_float_eq(sqrt(d2), nl.distances[k], 1e-5, "case %zu: |D| vs d of (%lld, %d)", c,
+                                       (long long)i, j);
+                    /* no (i, j, S) twice */
+                    for (int64_t q = nl.offsets[i]; q < k; ++q)
+                        cr_assert(!(nl.indices[q] == j && !memcmp(nl.shifts + 3 * q, S, 3 * sizeof *S)),
+                                  "case %zu: (%lld, %d, S) twice", c, (long long)i, j);
+                }
+        }
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, graphene_every_atom_has_three_neighbors_then_six)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, graphene_every_atom_has_three_neighbors_then_six)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    cr_assert_eq(mdnl("gen graphene --nx 6 --ny 4 -o g.xyz -q"), 0, "%s", err_text);
+    char path[512];
+    snprintf(path, sizeof path, "%s/g.xyz", tmpdir);
+    mdnl_reader *r = NULL;
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_reader_open(path, NULL, &r), MDNL_OK);
+    cr_assert_eq(mdnl_reader_next(r, &f), MDNL_OK);
+    /* float32 positions: the same shells */
+    float(*p32)[3] = malloc((size_t)f.natoms * sizeof *p32);
+    for (int64_t i = 0; i < f.natoms; ++i)
+        for (int a = 0; a < 3; ++a)
+            p32[i][a] = (float)f.pos[i][a];
+    mdnl_system sys = {f.natoms, p32, MDNL_FLOAT32, &f.box.h[0][0], {f.box.pbc[0], f.box.pbc[1], f.box.pbc[2]}};
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 1.6, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK, "%s", mdnl_last_error());
+    for (int64_t i = 0; i < nl.n; ++i) {
+        cr_assert_eq(nl.offsets[i + 1] - nl.offsets[i], 3, "atom %lld", (long long)i);
+        for (int64_t k = nl.offsets[i]; k < nl.offsets[i + 1]; ++k)
+            cr_assert_float_eq(nl.distances[k], 1.42, 1e-4);
+    }
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 2.6, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK);
+    cr_assert_eq(nl.npairs, 9 * f.natoms);
+    free(p32);
+    mdnl_frame_free(&f);
+    mdnl_reader_close(r);
+    mdnl_context_free(ctx);
+}
+
+/* A liquid-like frame for the energy and RDF. */
+static void lattice_frame(double (*r)[3], int nside, double a, double h[3][3])
+{
+    int k = 0;
+    for (int x = 0; x < nside; ++x)
+        for (int y = 0; y < nside; ++y)
+            for (int z = 0; z < nside; ++z, ++k) {
+                r[k][0] = a * x + 0.05 * sin(k * 1.3);
+                r[k][1] = a * y + 0.05 * cos(k * 0.7);
+                r[k][2] = a * z + 0.04 * sin(k * 2.1);
+            }
+    memset(h, 0, 9 * sizeof(double));
+    h[0][0] = h[1][1] = h[2][2] = a * nside;
+}
+
+ParameterizedTestParameters(library, energy_is_the_pair_sum_of_the_list)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, energy_is_the_pair_sum_of_the_list)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    static double r[512][3];
+    double h[3][3];
+    lattice_frame(r, 8, 1.1, h);
+    mdnl_system sys = {512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+    const double rc = 2.5;
+    mdnl_pair_params lj = {MDNL_PAIR_LJ, 1.0, 1.0, 0, 0, 0, 1};
+    double total = 0, per_atom[512];
+    cr_assert_eq(mdnl_energy(ctx, &sys, &lj, rc, &total, per_atom), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, rc, MDNL_NEIGHBORS_HALF, &nl), MDNL_OK);
+    double ref = 0, sum = 0;
+    const double sr = 1.0 / rc, uc = 4.0 * (pow(sr, 12) - pow(sr, 6));
+    for (int64_t k = 0; k < nl.npairs; ++k) {
+        const double x = 1.0 / nl.distances[k];
+        ref += 4.0 * (pow(x, 12) - pow(x, 6)) - uc;
+    }
+    for (int i = 0; i < 512; ++i)
+        sum += per_atom[i];
+    cr_assert_float_eq(total, ref, 1e-9 * fabs(ref), "total %.17g, pair sum %.17g", total, ref);
+    cr_assert_float_eq(sum, total, 1e-9 * fabs(ref));
+    mdnl_pair_params bad = {MDNL_PAIR_LJ, -1.0, 1.0, 0, 0, 0, 1};
+    cr_assert_eq(mdnl_energy(ctx, &sys, &bad, rc, &total, NULL), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "mdnl_energy: ") == mdnl_last_error(), "%s", mdnl_last_error());
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, rdf_counts_every_ordered_pair)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, rdf_counts_every_ordered_pair)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    static double r[512][3];
+    double h[3][3];
+    lattice_frame(r, 8, 1.1, h);
+    mdnl_system sys = {512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+    mdnl_rdf *rdf = NULL;
+    cr_assert_eq(mdnl_rdf_create(3.0, 30, 0, NULL, 0, &rdf), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_rdf_add(ctx, rdf, &sys, NULL), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_rdf_add(ctx, rdf, &sys, NULL), MDNL_OK);
+    cr_assert_eq(mdnl_rdf_frames(rdf), 2);
+    cr_assert(mdnl_rdf_g_defined(rdf));
+    double rr[30], g[30], cpa[30], n[30];
+    cr_assert_eq(mdnl_rdf_values(rdf, rr, g, cpa, n), MDNL_OK);
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 3.0, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK);
+    cr_assert_float_eq(n[29] * 512, (double)nl.npairs, 1e-9 * nl.npairs);
+    cr_assert_float_eq(rr[0], 0.05, 1e-12);
+    mdnl_rdf_free(rdf);
+    /* partial: species ids beyond the pairs' count for nothing */
+    int32_t pairs[1][2] = {{0, 1}}, species[512];
+    for (int i = 0; i < 512; ++i)
+        species[i] = i % 3; /* 0, 1 and 2 */
+    cr_assert_eq(mdnl_rdf_create(3.0, 30, 1, (const int32_t(*)[2])pairs, 0, &rdf), MDNL_OK);
+    cr_assert_eq(mdnl_rdf_add(ctx, rdf, &sys, NULL), MDNL_ERR_USAGE);
+    cr_assert_eq(mdnl_rdf_add(ctx, rdf, &sys, species), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_rdf_values(rdf, NULL, NULL, NULL, n), MDNL_OK);
+    int64_t ab = 0;
+    for (int64_t i = 0; i < nl.n; ++i)
+        for (int64_t k = nl.offsets[i]; k < nl.offsets[i + 1]; ++k)
+            ab += species[i] == 0 && species[nl.indices[k]] == 1;
+    cr_assert_float_eq(n[29] * 171, (double)ab, 1e-9 * ab); /* 171 atoms of species 0 */
+    mdnl_rdf_free(rdf);
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, errors_name_the_call_and_leave_out_empty)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, errors_name_the_call_and_leave_out_empty)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    double r[3][3] = {{0, 0, 0}, {1, 0, 0}, {0, NAN, 0}};
+    const double cell[9] = {4, 0, 0, 0, 4, 0, 0, 0, 4};
+    mdnl_system sys = {3, r, MDNL_FLOAT64, cell, {1, 1, 1}};
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 1.5, 0, &nl), MDNL_ERR_INPUT);
+    cr_assert(strstr(mdnl_last_error(), "mdnl_neighbors: ") == mdnl_last_error(), "%s", mdnl_last_error());
+    cr_assert(strstr(mdnl_last_error(), "atom 2"), "%s", mdnl_last_error());
+    cr_assert_eq(nl.npairs, 0);
+    cr_assert_null(nl.offsets);
+    r[2][1] = 0.5;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, -1.0, 0, &nl), MDNL_ERR_USAGE);
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 1.5, 64, &nl), MDNL_ERR_USAGE);
+    cr_assert_eq(mdnl_neighbors(ctx, NULL, 1.5, 0, &nl), MDNL_ERR_USAGE);
+    cr_assert_eq(mdnl_neighbors(NULL, &sys, 1.5, 0, &nl), MDNL_ERR_USAGE);
+    mdnl_system open = {3, r, MDNL_FLOAT64, NULL, {1, 0, 0}};
+    cr_assert_eq(mdnl_neighbors(ctx, &open, 1.5, 0, &nl), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "without a cell"), "%s", mdnl_last_error());
+    mdnl_system bad_dtype = {3, r, (mdnl_dtype)7, cell, {1, 1, 1}};
+    cr_assert_eq(mdnl_neighbors(ctx, &bad_dtype, 1.5, 0, &nl), MDNL_ERR_USAGE);
+    const double singular[9] = {1, 0, 0, 2, 0, 0, 0, 0, 1};
+    mdnl_system flat = {3, r, MDNL_FLOAT64, singular, {1, 1, 1}};
+    cr_assert_eq(mdnl_neighbors(ctx, &flat, 0.5, 0, &nl), MDNL_ERR_INPUT);
+    if (*b == MDNL_COMPUTE_CPU)
+        cr_assert_eq(mdnl_neighbors_device(ctx, &sys, 1.5, 0, NULL, &nl), MDNL_ERR_USAGE);
+    mdnl_clear_error();
+    cr_assert_str_eq(mdnl_last_error(), "");
+    /* a good call after the failures works */
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 1.5, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_gt(nl.npairs, 0);
+    mdnl_context_free(ctx);
+    mdnl_context_free(NULL);
+}
+
+ParameterizedTestParameters(library, work_limit_is_the_contexts_own)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, work_limit_is_the_contexts_own)
+{
+    mdnl_context *tight = context_for(*b, 100), *loose = context_for(*b, 0);
+    static double r[512][3];
+    double h[3][3];
+    lattice_frame(r, 8, 1.1, h);
+    mdnl_system sys = {512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(tight, &sys, 2.0, 0, &nl), MDNL_ERR_INPUT);
+    cr_assert(strstr(mdnl_last_error(), "limit of 100 pairs"), "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_neighbors(loose, &sys, 2.0, 0, &nl), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_neighbors(tight, &sys, 2.0, 0, &nl), MDNL_ERR_INPUT); /* still its own */
+    /* the default refuses 3 atoms in a 1e-3 cell (billions of images) */
+    const double tiny[9] = {1e-3, 0, 0, 0, 1e-3, 0, 0, 0, 1e-3};
+    mdnl_system dense = {3, r, MDNL_FLOAT64, tiny, {1, 1, 1}};
+    cr_assert_eq(mdnl_neighbors(loose, &dense, 1.0, 0, &nl), MDNL_ERR_INPUT);
+    mdnl_context_free(tight);
+    mdnl_context_free(loose);
+}
+
+Test(library, context_options_are_checked)
+{
+    mdnl_context *ctx = (mdnl_context *)&ctx;
+    mdnl_context_options o = {(mdnl_compute)9, 0, 0, 0};
+    cr_assert_eq(mdnl_context_create(&o, &ctx), MDNL_ERR_USAGE);
+    cr_assert_null(ctx);
+    o = (mdnl_context_options){MDNL_COMPUTE_CPU, 0, -5, 0};
+    cr_assert_eq(mdnl_context_create(&o, &ctx), MDNL_ERR_USAGE);
+    o = (mdnl_context_options){MDNL_COMPUTE_CPU, -1, 0, 0};
+    cr_assert_eq(mdnl_context_create(&o, &ctx), MDNL_ERR_USAGE);
+    if (mdnl_cuda_devices() == 0) {
+        o = (mdnl_context_options){MDNL_COMPUTE_CUDA, 0, 0, 0};
+        cr_assert_eq(mdnl_context_create(&o, &ctx), MDNL_ERR_RESOURCE);
+        cr_assert(strstr(mdnl_last_error(), "cuda"), "%s", mdnl_last_error());
+    }
+    cr_assert_eq(mdnl_context_create(NULL, &ctx), MDNL_OK);
+    cr_assert_str_eq(mdnl_version(), "0.1.0");
+    mdnl_context_free(ctx);
+}
+
+/* Positions already on the device, results left there: the same bytes as
+ * the host call (CUDA only). */
+Test(library, device_positions_give_the_host_calls_bytes)
+{
+#ifdef MDNL_HAVE_CUDA
+    mdnl_context *ctx = context_for(MDNL_COMPUTE_CUDA, 0);
+    static double r[512][3];
+    double h[3][3];
+    lattice_frame(r, 8, 1.1, h);
+    h[1][0] = 0.7; /* triclinic */
+    for (int k = 0; k < 512; ++k)
+        r[k][0] += 3.0 * sin(k); /* some atoms outside the cell */
+    mdnl_system sys = {512, r, MDNL_FLOAT64, &h[0][0], {1, 0, 1}};
+    const int flags = MDNL_NEIGHBORS_FULL | MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS;
+    mdnl_neighbor_list hl, dl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 2.3, flags, &hl), MDNL_OK, "%s", mdnl_last_error());
+    const int64_t np = hl.npairs, n = hl.n;
+    int64_t *off = malloc((size_t)(n + 1) * 8);
+    int32_t *j = malloc((size_t)np * 4), *S = malloc((size_t)np * 12);
+    float *d = malloc((size_t)np * 4);
+    double *D = malloc((size_t)np * 24);
+    memcpy(off, hl.offsets, (size_t)(n + 1) * 8), memcpy(j, hl.indices, (size_t)np * 4);
+    memcpy(d, hl.distances, (size_t)np * 4), memcpy(S, hl.shifts, (size_t)np * 12), memcpy(D, hl.vectors, (size_t)np * 24);
+    void *d_r = NULL;
+    cr_assert_eq(cudaMalloc(&d_r, sizeof r), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(d_r, r, sizeof r, cudaMemcpyHostToDevice), cudaSuccess);
+    sys.positions = d_r;
+    cr_assert_eq(mdnl_neighbors_device(ctx, &sys, 2.3, flags, NULL, &dl), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(dl.npairs, np);
+    int64_t *off2 = malloc((size_t)(n + 1) * 8);
+    int32_t *j2 = malloc((size_t)np * 4), *S2 = malloc((size_t)np * 12);
+    float *d2 = malloc((size_t)np * 4);
+    double *D2 = malloc((size_t)np * 24);
+    cr_assert_eq(cudaMemcpy(off2, dl.offsets, (size_t)(n + 1) * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaMemcpy(j2, dl.indices, (size_t)np * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(d2, dl.distances, (size_t)np * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(S2, dl.shifts, (size_t)np * 12, cudaMemcpyDeviceToHost);
+    cudaMemcpy(D2, dl.vectors, (size_t)np * 24, cudaMemcpyDeviceToHost);
+    cr_assert_arr_eq(off, off2, (size_t)(n + 1) * 8);
+    cr_assert_arr_eq(j, j2, (size_t)np * 4);
+    cr_assert_arr_eq(d, d2, (size_t)np * 4);
+    cr_assert_arr_eq(S, S2, (size_t)np * 12);
+    for (int64_t k = 0; k < 3 * np; ++k)
+        cr_assert_float_eq(D[k], D2[k], 1e-12);
+    /* float32 device positions: the host call on the same float32 values */
+    float(*r32)[3] = malloc(sizeof r / 2);
+    for (int k = 0; k < 512; ++k)
+        for (int a = 0; a < 3; ++a)
+            r32[k][a] = (float)r[k][a];
+    mdnl_system s32 = {512, r32, MDNL_FLOAT32, &h[0][0], {1, 0, 1}};
+    cr_assert_eq(mdnl_neighbors(ctx, &s32, 2.3, 0, &hl), MDNL_OK);
+    const int64_t np32 = hl.npairs;
+    int32_t *j32 = malloc((size_t)np32 * 4);
+    memcpy(j32, hl.indices, (size_t)np32 * 4);
+    cr_assert_eq(cudaMemcpy(d_r, r32, sizeof r / 2, cudaMemcpyHostToDevice), cudaSuccess);
+    s32.positions = d_r;
+    cr_assert_eq(mdnl_neighbors_device(ctx, &s32, 2.3, 0, NULL, &dl), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(dl.npairs, np32);
+    cudaMemcpy(j2, dl.indices, (size_t)np32 * 4, cudaMemcpyDeviceToHost);
+    cr_assert_arr_eq(j32, j2, (size_t)np32 * 4);
+    cudaFree(d_r);
+    free(off), free(j), free(S), free(d), free(D), free(off2), free(j2), free(S2), free(d2), free(D2), free(r32),
+        free(j32);
+    mdnl_context_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}

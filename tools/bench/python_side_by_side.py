@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""python_side_by_side.py — mdnl's Python call against vesin's and ALCHEMI's
+Python calls on the same device arrays, and the call overhead on a small frame.
+
+Runs on the GPU host from the repository root, after a CUDA build (libmdnl.so
+in BUILD), with NumPy, CuPy, PyTorch and vesin (and, with --alchemi,
+nvalchemiops + warp-lang) importable:
+
+    MDNL_LIBRARY=build/libmdnl.so PYTHONPATH=python \\
+        tools/bench/python_side_by_side.py --data DIR [--out DIR] [--reps 15] [--alchemi]
+
+The frames are side_by_side.py's (lj-1m-liquid shuffled and sorted,
+cu-131k), whose helpers this script reuses. Rows, full and half lists:
+ * mdnl (CuPy): mdnl.neighbor_list("ij", positions) on a CuPy float64 array
+   already on the device: results CuPy arrays on the device (no host copy);
+   median wall ms with a device synchronisation, as vesin is timed;
+ * mdnl (torch): the same on a PyTorch float32 CUDA tensor;
+ * vesin (CuPy): side_by_side.run_vesin_gpu, quantities "ij";
+ * ALCHEMI (--alchemi): side_by_side.run_alchemi (PyTorch float32).
+Call overhead: a 1,000-atom frame (the LJ liquid's first 1,000 atoms in a
+box scaled to their density), median µs over --overhead-reps calls of
+mdnl.neighbor_list("ij") on NumPy (CPU and CUDA contexts), CuPy and torch,
+and of vesin on CuPy: where the Python and launch overhead, not the kernel,
+decides. Writes python_side_by_side.json and .md into --out.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import side_by_side as sbs  # noqa: E402
+
+import mdnl  # noqa: E402
+
+
+def run_mdnl(pos, box, rc, full, reps, kind):
+    cell = np.diag(box)
+    if kind == "cupy":
+        import cupy as cp
+        p = cp.asarray(pos)
+    else:
+        import torch
+        p = torch.tensor(pos, dtype=torch.float32, device="cuda")
+    res = {}
+
+    def once():
+        res["ij"] = mdnl.neighbor_list("ij", p, cell, True, rc, full=full)
+
+    ms = sbs.median_ms(once, reps)
+    return ms, int(res["ij"][0].shape[0])
+
+
+def overhead_us(fn, reps):
+    """Median µs of one synchronised call (side_by_side.median_ms)."""
+    return 1e3 * sbs.median_ms(fn, reps, warm=20)
+
+
+def small_frame(data_dir, n=1000):
+    """The liquid's atoms in a corner cube holding about n of them, as a
+    periodic box of that side (the liquid's density; the seam is not
+    equilibrated, which does not matter for the overhead)."""
+    pos, box, rc = sbs.liquid(data_dir, False)
+    side = np.cbrt(n * np.prod(box) / len(pos))
+    sel = pos[np.all(pos < side, axis=1)]
+    return sel, np.full(3, side), rc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="directory with lj-liquid-131k.h5md")
+    ap.add_argument("--out", default="python-side-by-side")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--overhead-reps", type=int, default=2000)
+    ap.add_argument("--systems", default=",".join(sbs.SYSTEMS))
+    ap.add_argument("--alchemi", action="store_true")
+    a = ap.parse_args()
+    import cupy as cp
+    import torch
+    from vesin import NeighborList
+
+    rows = []
+    for name in a.systems.split(","):
+        pos, box, rc = sbs.SYSTEMS[name](a.data)
+        for full in (True, False):
+            row = {"system": name, "list": "full" if full else "half", "natoms": len(pos), "cutoff": rc}
+            row["mdnl_cupy_ms"], row["mdnl_cupy_pairs"] = run_mdnl(pos, box, rc, full, a.reps, "cupy")
+            row["mdnl_torch_ms"], row["mdnl_torch_pairs"] = run_mdnl(pos, box, rc, full, a.reps, "torch")
+            row["vesin_ms"], row["vesin_pairs"] = sbs.run_vesin_gpu(pos, box, rc, full, a.reps)
+            if a.alchemi:
+                row.update(sbs.run_alchemi(pos, box, rc, full, a.reps))
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            cp.get_default_memory_pool().free_all_blocks()
+            torch.cuda.empty_cache()
+
+    pos, box, rc = small_frame(a.data)
+    cell = np.diag(box)
+    p_cp, p_t = cp.asarray(pos), torch.tensor(pos, device="cuda")
+    nl = NeighborList(cutoff=rc, full_list=True)
+    calls = {
+        "mdnl numpy (cpu context)": lambda: mdnl.neighbor_list("ij", pos, cell, True, rc, backend="cpu"),
+        "mdnl numpy (cuda context)": lambda: mdnl.neighbor_list("ij", pos, cell, True, rc, backend="cuda"),
+        "mdnl cupy": lambda: mdnl.neighbor_list("ij", p_cp, cell, True, rc),
+        "mdnl torch": lambda: mdnl.neighbor_list("ij", p_t, cell, True, rc),
+        "vesin cupy": lambda: nl.compute(points=p_cp, box=cp.asarray(cell), periodic=True, quantities="ij",
+                                         copy=False),
+    }
+    overhead = {k: overhead_us(f, a.overhead_reps) for k, f in calls.items()}
+    print(json.dumps(overhead), file=sys.stderr, flush=True)
+
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "python_side_by_side.json"), "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "overhead_us_1000_atoms": overhead}, f,
+                  indent=1)
+
+    def fmt(x, d=2):
+        return "—" if x is None else f"{x:.{d}f}"
+
+    def ratio(x, y):
+        return "—" if x is None or y is None or not y else f"{x / y:.1f}×"
+
+    lines = [f"device: {torch.cuda.get_device_name()}; median wall ms of one Python call on arrays already on "
+             f"the device, synchronised, quantities \"ij\" ({a.reps} calls after 3 warm-ups)", "",
+             "| system | list | pairs | mdnl CuPy f64 ms | mdnl torch f32 ms | vesin CuPy f64 ms | vesin/mdnl |"
+             + (" ALCHEMI ms |" if a.alchemi else ""),
+             "|---|---|---|---|---|---|---|" + ("---|" if a.alchemi else "")]
+    for r in rows:
+        lines.append(f"| {r['system']} | {r['list']} | {r['mdnl_cupy_pairs']} | {fmt(r['mdnl_cupy_ms'])} | "
+                     f"{fmt(r['mdnl_torch_ms'])} | {fmt(r['vesin_ms'])} | {ratio(r['vesin_ms'], r['mdnl_cupy_ms'])} |"
+                     + (f" {fmt(r.get('alchemi_ms'))} |" if a.alchemi else ""))
+    lines += ["", f"Call overhead, a {len(pos)}-atom periodic frame (rc {rc}), median µs of {a.overhead_reps} calls "
+                  "(synchronised):", "", "| call | µs |", "|---|---|"]
+    lines += [f"| {k} | {v:.1f} |" for k, v in overhead.items()]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(a.out, "python_side_by_side.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -380,7 +380,7 @@ mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], cons
 }
 
 /* Atoms a sample holds before the exact count (mdnl_work_check_cells). */
-#define WORK_SAMPLE 8192
+#define WORK_SAMPLE 2048
 
 mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3])
 {

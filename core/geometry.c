@@ -33,7 +33,7 @@ static mdnl_status check_images(const mdnl_geom *g, const double width[3], doubl
     return MDNL_OK;
 }
 
-static int invert3(const double a[3][3], double inv[3][3])
+bool mdnl_mat3_invert(const double a[3][3], double inv[3][3])
 {
     double det = a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
                  a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
@@ -43,7 +43,7 @@ static int invert3(const double a[3][3], double inv[3][3])
         scale = scale == 0 ? n : scale * n;
     }
     if (!isfinite(det) || scale == 0 || fabs(det) <= 1e-12 * scale)
-        return 0;
+        return false;
     inv[0][0] = (a[1][1] * a[2][2] - a[1][2] * a[2][1]) / det;
     inv[0][1] = (a[0][2] * a[2][1] - a[0][1] * a[2][2]) / det;
     inv[0][2] = (a[0][1] * a[1][2] - a[0][2] * a[1][1]) / det;
@@ -53,7 +53,7 @@ static int invert3(const double a[3][3], double inv[3][3])
     inv[2][0] = (a[1][0] * a[2][1] - a[1][1] * a[2][0]) / det;
     inv[2][1] = (a[0][1] * a[2][0] - a[0][0] * a[2][1]) / det;
     inv[2][2] = (a[0][0] * a[1][1] - a[0][1] * a[1][0]) / det;
-    return 1;
+    return true;
 }
 
 /* Sets ncell, inv_cell and stencil of axis k for a grid of n cells over a
@@ -447,7 +447,7 @@ mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, md
     double hinv[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     double w[3] = {1, 1, 1};
     if (box->has_lattice) {
-        if (!invert3(box->h, hinv))
+        if (!mdnl_mat3_invert(box->h, hinv))
             return mdnl_error(MDNL_ERR_INPUT, "frame %lld: the cell has zero volume (lattice vectors are linearly dependent)",
                               (long long)f->index);
         for (int k = 0; k < 3; ++k) {

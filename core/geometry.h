@@ -202,6 +202,11 @@ mdnl_status mdnl_work_check(const mdnl_geom *g);
  * src/engine.c before every host-positions kernel call, src/pipeline.c for a
  * device-wrapped frame. MDNL_ERR_RESOURCE when its scratch (24 bytes a cell)
  * cannot be allocated. */
+/* inv = the inverse of the 3x3 matrix a (rows are lattice vectors); false
+ * when a is singular to 1e-12 of the product of its rows' lengths, or not
+ * finite. */
+bool mdnl_mat3_invert(const double a[3][3], double inv[3][3]);
+
 typedef struct mdnl_occupancy {
     double candidates, pairs;
     int64_t densest, densest_count, atom;

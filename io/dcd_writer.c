@@ -2,6 +2,8 @@
  * dcd_reader.c). */
 #include "dcd_writer.h"
 
+#include "geometry.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -64,21 +66,6 @@ static void standard_cell(const double h[3][3], double uc[6], double hs[3][3])
     hs[2][2] = zz > 0 ? sqrt(zz) : 0;
 }
 
-static bool invert(const double h[3][3], double inv[3][3])
-{
-    const double det = h[0][0] * (h[1][1] * h[2][2] - h[1][2] * h[2][1]) -
-                       h[0][1] * (h[1][0] * h[2][2] - h[1][2] * h[2][0]) +
-                       h[0][2] * (h[1][0] * h[2][1] - h[1][1] * h[2][0]);
-    if (!(fabs(det) > 0))
-        return false;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            const int i1 = (j + 1) % 3, i2 = (j + 2) % 3, j1 = (i + 1) % 3, j2 = (i + 2) % 3;
-            inv[i][j] = (h[i1][j1] * h[i2][j2] - h[i1][j2] * h[i2][j1]) / det;
-        }
-    return true;
-}
-
 mdnl_status mdnl_dcd_write(mdnl_dcd_writer *w, const mdnl_frame *f)
 {
     if (w->nframes == 0) {
@@ -110,7 +97,7 @@ mdnl_status mdnl_dcd_write(mdnl_dcd_writer *w, const mdnl_frame *f)
     if (w->cell && f->box.has_lattice) {
         standard_cell(h, uc, hs);
         rotate = !(h[0][1] == 0 && h[0][2] == 0 && h[1][2] == 0 && h[0][0] > 0 && h[1][1] > 0 && h[2][2] > 0);
-        if (rotate && !invert(h, inv))
+        if (rotate && !mdnl_mat3_invert(h, inv))
             return mdnl_error(MDNL_ERR_INPUT, "frame %lld: a cell of zero volume cannot be written to DCD",
                               (long long)f->index);
     }

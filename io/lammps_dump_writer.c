@@ -1,6 +1,8 @@
 /* lammps_dump_writer.c — LAMMPS `dump custom` text (lammps_dump_writer.h). */
 #include "lammps_dump_writer.h"
 
+#include "geometry.h"
+
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -35,22 +37,6 @@ static bool is_restricted(const double h[3][3])
     return h[0][1] == 0 && h[0][2] == 0 && h[1][2] == 0 && h[0][0] > 0 && h[1][1] > 0 && h[2][2] > 0;
 }
 
-/* m = inverse of h (rows are lattice vectors); false when singular. */
-static bool invert(const double h[3][3], double m[3][3])
-{
-    const double det = h[0][0] * (h[1][1] * h[2][2] - h[1][2] * h[2][1]) -
-                       h[0][1] * (h[1][0] * h[2][2] - h[1][2] * h[2][0]) +
-                       h[0][2] * (h[1][0] * h[2][1] - h[1][1] * h[2][0]);
-    if (!(fabs(det) > 0))
-        return false;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            const int i1 = (j + 1) % 3, i2 = (j + 2) % 3, j1 = (i + 1) % 3, j2 = (i + 2) % 3;
-            m[i][j] = (h[i1][j1] * h[i2][j2] - h[i1][j2] * h[i2][j1]) / det;
-        }
-    return true;
-}
-
 mdnl_status mdnl_lammps_dump_write(FILE *fp, const mdnl_frame *f)
 {
     const mdnl_box *b = &f->box;
@@ -62,7 +48,7 @@ mdnl_status mdnl_lammps_dump_write(FILE *fp, const mdnl_frame *f)
         } else {
             double inv[3][3];
             restricted_cell(b->h, h);
-            if (!invert(b->h, inv))
+            if (!mdnl_mat3_invert(b->h, inv))
                 return mdnl_error(MDNL_ERR_INPUT, "frame %lld: a cell of zero volume cannot be written as a LAMMPS box",
                                   (long long)f->index);
             for (int i = 0; i < 3; ++i)

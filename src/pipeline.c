@@ -114,6 +114,12 @@ typedef struct slot {
     int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS]; /* the frame's A and B atoms per histogram */
     double volume;                                         /* its RDF volume (0: open) */
     bool wrap_pending; /* CUDA: grids laid out before the wrap's t-range, settled when collected */
+    /* The reader's and the prepare stage's verdict on the frame (a read
+     * error; CPU: the wrap and the grids; CUDA: the occupancy guard), which
+     * the compute stage raises when it reaches the slot, after every earlier
+     * frame's own errors: errors come in frame order. */
+    mdnl_status verdict;
+    char verdict_message[2048];
 } slot;
 
 #define MAX_SLOTS 4
@@ -130,6 +136,7 @@ typedef struct ring {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_mutex_t io; /* serialize_io: around reads and sink calls */
+    bool dev_check; /* CUDA: the prepare thread runs the occupancy guard only (check_slot) */
     bool abort;
     mdnl_status status;
     char message[2048];
@@ -191,11 +198,12 @@ static void *reader_main(void *arg)
             set_slot(p, s, SLOT_END);
             return NULL;
         }
-        if (st != MDNL_OK) {
-            fail(p, st);
-            return NULL;
-        }
+        s->verdict = st;
+        if (st != MDNL_OK)
+            snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
         set_slot(p, s, SLOT_READ);
+        if (st != MDNL_OK)
+            return NULL;
     }
 }
 
@@ -235,11 +243,42 @@ static mdnl_status prepare_slot(ring *p, slot *s)
         s->pos_cap = f->natoms + 1;
     }
     const bool cut = c->neighbors || c->energy;
-    return grids_done(c, s, mdnl_geom_prepare(f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, s->pos4));
+    mdnl_status st =
+        grids_done(c, s, mdnl_geom_prepare(f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, s->pos4));
+    /* mdnl_geom_prepare guarded its own grid; the r_max grid regridded from it is guarded here */
+    if (st == MDNL_OK && cut && c->hist)
+        st = input_prefixed(c, mdnl_work_check_cells(&s->g_rmax, (const float(*)[4])s->pos4, NULL));
+    return st;
 }
 
-/* The prepare thread runs on the CPU backend only: on CUDA the compute
- * stage wraps each frame on the device (mdnl_engine_prepare_device). */
+/* CUDA: the occupancy guard (geometry.h) of the grids the compute stage
+ * will lay out on the device, from the frame's own doubles, here on the
+ * prepare thread while the device works on earlier frames (on the compute
+ * thread it cost more than the frame's kernels). mdnl_geom_layout gives the
+ * grids the device wrap gives; a frame it cannot lay out (a bad cell, a
+ * non-finite coordinate) is left to the compute stage, which reports it. */
+static mdnl_status check_slot(ring *p, slot *s)
+{
+    const mdnl_pipeline_config *c = p->c;
+    const mdnl_frame *f = &s->f;
+    const bool cut = c->neighbors || c->energy;
+    mdnl_geom g_cut, g_rmax;
+    if (mdnl_geom_layout(f, cut ? c->cutoff : c->rmax, cut ? &g_cut : &g_rmax, cut && c->hist ? c->rmax : 0,
+                         &g_rmax) != MDNL_OK)
+        return MDNL_OK;
+    mdnl_status st = MDNL_OK;
+    if (cut)
+        st = mdnl_work_check_cells(&g_cut, NULL, (const double(*)[3])f->pos);
+    if (st == MDNL_OK && c->hist)
+        st = mdnl_work_check_cells(&g_rmax, NULL, (const double(*)[3])f->pos);
+    return input_prefixed(c, st);
+}
+
+/* The prepare thread: on the CPU backend it wraps each frame (prepare_slot);
+ * on CUDA, where the compute stage wraps each frame on the device
+ * (mdnl_engine_prepare_device), it runs the occupancy guard (check_slot).
+ * Its verdict stays in the slot (the compute stage raises it); after a
+ * failure it stops. */
 static void *prepare_main(void *arg)
 {
     ring *p = arg;
@@ -252,20 +291,22 @@ static void *prepare_main(void *arg)
     /* OMP_NUM_THREADS caps it (MPI ranks sharing a node's cores set it) */
     omp_set_num_threads(team < omp_get_max_threads() ? team : omp_get_max_threads());
 #endif
-    const bool work = !p->c->read_only && (p->c->neighbors || p->c->energy || p->c->hist);
     for (int64_t k = 0;; ++k) {
         slot *s = &p->slots[k % p->nslots];
         int seen = wait_slot(p, s, SLOT_READ, true);
         if (seen < 0 || seen == SLOT_END)
             return NULL;
         double t0 = mdnl_now();
-        mdnl_status st = work ? prepare_slot(p, s) : MDNL_OK;
-        p->t_prepare += mdnl_now() - t0;
-        if (st != MDNL_OK) {
-            fail(p, st);
-            return NULL;
+        if (s->verdict == MDNL_OK) { /* else the reader's error, passed on */
+            s->verdict = p->dev_check ? check_slot(p, s) : prepare_slot(p, s);
+            if (s->verdict != MDNL_OK)
+                snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
         }
+        p->t_prepare += mdnl_now() - t0;
+        const bool stop = s->verdict != MDNL_OK;
         set_slot(p, s, SLOT_PREPARED);
+        if (stop)
+            return NULL;
     }
 }
 
@@ -384,14 +425,6 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     }
     /* NULL: the device positions of prepare_device */
     const float(*pos4)[4] = cs->dev_wrap ? NULL : (const float(*)[4])s->pos4;
-    /* The occupancy guard (geometry.h) for the grids mdnl_geom_prepare did
-     * not check: a device-wrapped frame's (from the frame's own positions),
-     * and the r_max grid regridded from the cutoff's. */
-    const bool cut = c->neighbors || c->energy;
-    if (cs->dev_wrap && cut && (st = mdnl_work_check_cells(&s->g_cut, NULL, f->pos)) != MDNL_OK)
-        return input_prefixed(c, st);
-    if (c->hist && (cs->dev_wrap || cut) && (st = mdnl_work_check_cells(&s->g_rmax, pos4, f->pos)) != MDNL_OK)
-        return input_prefixed(c, st);
     if (c->neighbors) {
         if ((st = mdnl_check_list_memory(c->input, &s->g_cut, c->list, c->nslots > 1 ? c->nslots : 2)) != MDNL_OK ||
             (st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK)
@@ -473,7 +506,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
     const bool work = !c->read_only && (c->neighbors || c->energy || c->hist);
     cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA;
-    const bool host_wrap = work && !cs.dev_wrap; /* the prepare thread and its OpenMP team */
+    /* the prepare thread and its OpenMP team: the wrap on the CPU, the occupancy guard on CUDA */
+    const bool prepare = work;
     stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
     if (c->hist)
         cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};
@@ -491,6 +525,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     p->sink = sink;
     p->user = user;
     p->nslots = c->nslots < 2 ? 2 : c->nslots > MAX_SLOTS ? MAX_SLOTS : c->nslots;
+    p->dev_check = cs.dev_wrap;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_mutex_init(&p->io, NULL);
@@ -505,10 +540,10 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the reader thread"));
     } else {
         have_reader = true;
-        if (host_wrap && pthread_create(&preparer, NULL, prepare_main, p) != 0) {
+        if (prepare && pthread_create(&preparer, NULL, prepare_main, p) != 0) {
             fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the prepare thread"));
         } else {
-            have_preparer = host_wrap;
+            have_preparer = prepare;
             if (pthread_create(&writer, NULL, writer_main, p) != 0)
                 fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the writer thread"));
             else
@@ -532,7 +567,9 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         t_starved += t0 - tw;
         const int ticket = (int)(k % MDNL_ENGINE_TICKETS);
         mdnl_status cst = MDNL_OK;
-        if (seen != SLOT_END && !c->read_only)
+        if (seen != SLOT_END && s->verdict != MDNL_OK) /* the reader's or the prepare stage's, in frame order */
+            cst = mdnl_error(s->verdict, "%s", s->verdict_message);
+        else if (seen != SLOT_END && !c->read_only)
             cst = launch_frame(c, &cs, s, ticket, stats, &t_dev_prepare);
         if (pend) {
             /* Frame k-1 is collected even when frame k failed to launch: its

@@ -85,7 +85,9 @@ typedef struct mdnl_pipeline_config {
     int nslots;                   /* 2 to 4 (4: full four-stage overlap) */
     bool serialize_io;            /* hold one lock around reads and sink calls (HDF5 in both) */
     /* The backend's start-up, begun early by the caller (engine.h
-     * mdnl_engine_start_begin) or NULL; joined before the engine is made. */
+     * mdnl_engine_start_begin) or NULL; joined before the engine is made,
+     * while the reader thread already fills the ring (in malloc'ed memory
+     * until the engine is up: pinned memory needs the CUDA context). */
     struct mdnl_engine_starter *starter;
 } mdnl_pipeline_config;
 

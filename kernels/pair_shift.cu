@@ -125,21 +125,31 @@ extern "C" mdnl_status mdnl_pair_shifts_cuda(mdnl_shift_cuda *c, void *stream, c
     return MDNL_OK;
 }
 
+extern "C" mdnl_status mdnl_pair_shifts_cuda_upload(mdnl_shift_cuda *c, void *stream, const mdnl_frame *f,
+                                                    const void **d_xyz)
+{
+    const size_t n = (size_t)(f->natoms > 0 ? f->natoms : 1);
+    mdnl_status st = mdnl_dbuf_reserve(&c->xyz, n * 3 * sizeof(double), "positions (double)");
+    if (st != MDNL_OK)
+        return st;
+    if (f->natoms > 0)
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(c->xyz.ptr, f->pos, (size_t)f->natoms * 3 * sizeof(double),
+                                        cudaMemcpyHostToDevice, (cudaStream_t)stream));
+    *d_xyz = c->xyz.ptr;
+    return MDNL_OK;
+}
+
 extern "C" mdnl_status mdnl_pair_shifts_cuda_host(mdnl_shift_cuda *c, void *stream, const mdnl_frame *f,
                                                   const mdnl_geom *g, const mdnl_nlist_dev *l, int half,
                                                   int32_t (*S)[3], double (*D)[3])
 {
     cudaStream_t s = (cudaStream_t)stream;
-    const size_t n = (size_t)(l->natoms > 0 ? l->natoms : 1);
-    mdnl_status st = mdnl_dbuf_reserve(&c->xyz, n * 3 * sizeof(double), "positions (double)");
-    if (st != MDNL_OK)
-        return st;
-    if (l->natoms > 0)
-        MDNL_CUDA_CHECK(cudaMemcpyAsync(c->xyz.ptr, f->pos, (size_t)l->natoms * 3 * sizeof(double),
-                                        cudaMemcpyHostToDevice, s));
+    const void *d_xyz = NULL;
     const int32_t *d_S = NULL;
     const double *d_D = NULL;
-    if ((st = mdnl_pair_shifts_cuda(c, stream, f, g, l, half, c->xyz.ptr, 0, D != NULL, &d_S, &d_D)) != MDNL_OK)
+    mdnl_status st;
+    if ((st = mdnl_pair_shifts_cuda_upload(c, stream, f, &d_xyz)) != MDNL_OK ||
+        (st = mdnl_pair_shifts_cuda(c, stream, f, g, l, half, d_xyz, 0, D != NULL, &d_S, &d_D)) != MDNL_OK)
         return st;
     if (l->npairs > 0) {
         MDNL_CUDA_CHECK(

@@ -33,6 +33,11 @@ mdnl_status mdnl_pair_shifts_cuda(mdnl_shift_cuda *c, void *stream, const mdnl_f
                                   const mdnl_nlist_dev *l, int half, const void *d_xyz, int xyz_float32, int want_D,
                                   const int32_t **d_S, const double **d_D);
 
+/* Uploads f->pos (f->natoms positions as given, double) into the handle's
+ * buffer on `stream` and returns its device address in *d_xyz (valid until
+ * the handle's next upload or free): the d_xyz of mdnl_pair_shifts_cuda. */
+mdnl_status mdnl_pair_shifts_cuda_upload(mdnl_shift_cuda *c, void *stream, const mdnl_frame *f, const void **d_xyz);
+
 /* Host in, host out: f->pos (the positions as given, on the host) uploaded,
  * the pass above run, S ([npairs][3]) and, when D is not NULL, D downloaded
  * into the caller's arrays. Synchronous. */

@@ -79,6 +79,14 @@ static mdnl_status tsv_take(void *ctx, int64_t k, const mdnl_pool_buf *b)
     return MDNL_OK;
 }
 
+const char *mdnl_neighbors_tsv_header(bool shifts, bool vectors)
+{
+    static const char *const h[4] = {"# frame\ti\tj\tdistance\n", "# frame\ti\tj\tdistance\tS0\tS1\tS2\n",
+                                     "# frame\ti\tj\tdistance\tDx\tDy\tDz\n",
+                                     "# frame\ti\tj\tdistance\tS0\tS1\tS2\tDx\tDy\tDz\n"};
+    return h[(shifts ? 1 : 0) + (vectors ? 2 : 0)];
+}
+
 mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l, int threads)
 {
     return mdnl_neighbors_tsv_rows_with(fp, frame, l, NULL, NULL, threads);
@@ -150,8 +158,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     } else if (outpath) {
         if ((st = mdnl_ofile_open(&out, outpath)) != MDNL_OK)
             goto done;
-        if (fprintf(out.fp, "# frame\ti\tj\tdistance%s%s\n", o.with_shift ? "\tS0\tS1\tS2" : "",
-                    o.with_vector ? "\tDx\tDy\tDz" : "") < 0) {
+        if (fputs(mdnl_neighbors_tsv_header(o.with_shift, o.with_vector), out.fp) < 0) {
             st = mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", outpath);
             goto done;
         }

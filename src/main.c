@@ -19,7 +19,7 @@ typedef struct command {
  * the shared options it takes, from the same list its parser accepts. */
 static const command commands[] = {
     {"run", mdnl_cmd_run,
-     "usage: mdnl run INPUT [-c CUT] [--neighbors [--list half|full]] [--pair SPEC]\n"
+     "usage: mdnl run INPUT [-c CUT] [--neighbors [--list half|full] [--with shift,vector]] [--pair SPEC]\n"
      "                [--rmax R --bins B [--pairs A-B,...] [--volume V]] -o RESULTS.h5|DIR/ [options]\n"
      "       mdnl run INPUT --read-only [options]\n"
      "Every selected frame through neighbors, energy and the histogram in one streaming pass:\n"
@@ -30,6 +30,8 @@ static const command commands[] = {
      "  -c, --cutoff CUT          neighbor and potential cutoff (required with --neighbors or --pair)\n"
      "  --neighbors               store every frame's neighbor list\n"
      "  --list half|full          half list (default) or both directions (with --neighbors)\n"
+     "  --with shift,vector       each pair's image shift S and/or vector D too (with --neighbors; as\n"
+     "                            mdnl neighbors --with)\n"
      "  --pair lj:epsilon=E,sigma=S[,shift=yes|no] | morse:d0=D,alpha=A,r0=R[,shift=yes|no]\n"
      "                            total pair energy per frame (as mdnl energy)\n"
      "  --rmax R --bins B         RDF averaged over the frames (as mdnl rdf)\n"

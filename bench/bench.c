@@ -184,7 +184,8 @@ static mdnl_status bench_shifts(mdnl_cuda_ctx *ctx, const mdnl_frame *f, const m
         r->pass_ms = mdnl_bench_median(pass, BENCH_REPEATS);
         r->host_ms = mdnl_bench_median(host, BENCH_REPEATS);
         r->bytes_written = 36.0 * (double)np;
-        r->floor_ms = 1e3 * (16.0 * (double)n + 8.0 * (double)(n + 1) + 8.0 * (double)np + r->bytes_written) / bw->bps;
+        const double bytes = 16.0 * (double)n + 8.0 * (double)(n + 1) + 8.0 * (double)np + r->bytes_written;
+        r->floor_ms = 1e3 * bytes / bw->bps;
     }
     mdnl_shift_cuda_free(sc);
     free(S), free(gS), free(D), free(gD);

@@ -116,8 +116,9 @@ extern "C" mdnl_status mdnl_pair_shifts_cuda(mdnl_shift_cuda *c, void *stream, c
     MDNL_CUDA_CHECK(cudaMemcpyAsync(c->h_flag, c->flag.ptr, sizeof(int), cudaMemcpyDeviceToHost, s));
     MDNL_CUDA_CHECK(cudaStreamSynchronize(s));
     if (*c->h_flag == 2)
-        return mdnl_error(MDNL_ERR_INPUT, "an atom lies more than %g cells from the cell: its image shifts would "
-                                          "overflow int32", MDNL_SHIFT_OFFSET_MAX);
+        return mdnl_error(MDNL_ERR_INPUT,
+                          "an atom lies more than %g cells from the cell: its image shifts would overflow int32",
+                          MDNL_SHIFT_OFFSET_MAX);
     if (*c->h_flag == 1)
         return mdnl_error(MDNL_ERR_INTERNAL, "image shifts: an entry of the device list matches no image shift");
     *d_S = (const int32_t *)c->S.ptr;
@@ -152,11 +153,9 @@ extern "C" mdnl_status mdnl_pair_shifts_cuda_host(mdnl_shift_cuda *c, void *stre
         (st = mdnl_pair_shifts_cuda(c, stream, f, g, l, half, d_xyz, 0, D != NULL, &d_S, &d_D)) != MDNL_OK)
         return st;
     if (l->npairs > 0) {
-        MDNL_CUDA_CHECK(
-            cudaMemcpyAsync(S, d_S, (size_t)l->npairs * 3 * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+        MDNL_CUDA_CHECK(cudaMemcpyAsync(S, d_S, (size_t)l->npairs * 3 * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
         if (D)
-            MDNL_CUDA_CHECK(
-                cudaMemcpyAsync(D, d_D, (size_t)l->npairs * 3 * sizeof(double), cudaMemcpyDeviceToHost, s));
+            MDNL_CUDA_CHECK(cudaMemcpyAsync(D, d_D, (size_t)l->npairs * 3 * sizeof(double), cudaMemcpyDeviceToHost, s));
         MDNL_CUDA_CHECK(cudaStreamSynchronize(s));
     }
     return MDNL_OK;

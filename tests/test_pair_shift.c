@@ -10,61 +10,28 @@
  * the CUDA twin is compared byte for byte in test_pair_shift_gpu.c. */
 #include "nlist.h"
 #include "pair_shift.h"
+#include "shift_fixtures.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_state;
-static double uniform(void)
-{
-    rng_state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
-
-typedef struct shift_case {
-    const char *name;
-    int64_t n;
-    double h[3][3];
-    bool pbc[3];
-    double rc;
-} shift_case;
-
 static const shift_case cases[] = {
     {"triclinic", 60, {{6, 0, 0}, {1.2, 5.5, 0}, {-0.7, 0.9, 5.0}}, {true, true, true}, 2.3},
     {"triclinic periodic in x and z", 60, {{6, 0, 0}, {1.2, 5.5, 0}, {-0.7, 0.9, 5.0}}, {true, false, true}, 2.3},
-    {"small cell, cutoff beyond half the box", 4, {{2, 0, 0}, {0.5, 2.2, 0}, {0.3, -0.4, 2.4}}, {true, true, true},
+    {"small cell, cutoff beyond half the box",
+     4,
+     {{2, 0, 0}, {0.5, 2.2, 0}, {0.3, -0.4, 2.4}},
+     {true, true, true},
      3.1},
     {"open", 40, {{0}}, {false, false, false}, 2.0},
 };
 
-/* Positions s·h with fractional s in [-0.6, 1.6): many atoms outside the cell. */
+/* Positions with fractional s in [-0.6, 1.6): many atoms outside the cell. */
 static void make_frame(const shift_case *c, uint64_t seed, mdnl_frame *f)
 {
-    memset(f, 0, sizeof *f);
-    rng_state = seed;
-    cr_assert_eq(mdnl_frame_reserve(f, c->n), MDNL_OK);
-    f->natoms = c->n;
-    f->nspecies = 1;
-    strcpy(f->symbols[0], "Ar");
-    f->box.has_lattice = c->pbc[0] || c->pbc[1] || c->pbc[2];
-    memcpy(f->box.h, c->h, sizeof c->h);
-    for (int k = 0; k < 3; ++k)
-        f->box.pbc[k] = c->pbc[k];
-    for (int64_t i = 0; i < c->n; ++i) {
-        double s[3];
-        for (int k = 0; k < 3; ++k)
-            s[k] = uniform() * 2.2 - 0.6;
-        for (int a = 0; a < 3; ++a)
-            f->pos[i][a] = f->box.has_lattice ? s[0] * c->h[0][a] + s[1] * c->h[1][a] + s[2] * c->h[2][a]
-                                              : s[a] * 6.0;
-        f->species[i] = 0;
-    }
+    shift_frame(c, seed, -0.6, 2.2, 6.0, f);
 }
 
 /* Whether the oracle finds (i, j, S) a pair: |r_j - r_i + S·h| < rc, clear of

@@ -12,6 +12,7 @@
 #include "device.h"
 #include "nlist.h"
 #include "pair_shift.h"
+#include "shift_fixtures.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -34,29 +35,13 @@
 TestSuite(pair_shift_gpu, .init = make_tmpdir, .fini = remove_tmpdir);
 
 #ifdef MDNL_HAVE_CUDA
-static uint64_t rng_state;
-static double uniform(void)
-{
-    rng_state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
-
-typedef struct shift_case {
-    const char *name;
-    int64_t n;
-    double h[3][3];
-    bool pbc[3];
-    double rc;
-} shift_case;
-
 static const shift_case cases[] = {
     {"triclinic", 300, {{12, 0, 0}, {2.4, 11, 0}, {-1.4, 1.8, 10.0}}, {true, true, true}, 2.6},
     {"triclinic periodic in x and z", 300, {{12, 0, 0}, {2.4, 11, 0}, {-1.4, 1.8, 10.0}}, {true, false, true}, 2.6},
-    {"small cell, cutoff beyond half the box", 4, {{2, 0, 0}, {0.5, 2.2, 0}, {0.3, -0.4, 2.4}}, {true, true, true},
+    {"small cell, cutoff beyond half the box",
+     4,
+     {{2, 0, 0}, {0.5, 2.2, 0}, {0.3, -0.4, 2.4}},
+     {true, true, true},
      3.1},
     {"open", 200, {{0}}, {false, false, false}, 2.0},
     {"dense liquid", 4000, {{16.8, 0, 0}, {0, 16.8, 0}, {0, 0, 16.8}}, {true, true, true}, 2.5},
@@ -64,25 +49,7 @@ static const shift_case cases[] = {
 
 static void make_frame(const shift_case *c, uint64_t seed, mdnl_frame *f)
 {
-    memset(f, 0, sizeof *f);
-    rng_state = seed;
-    cr_assert_eq(mdnl_frame_reserve(f, c->n), MDNL_OK);
-    f->natoms = c->n;
-    f->nspecies = 1;
-    strcpy(f->symbols[0], "Ar");
-    f->box.has_lattice = c->pbc[0] || c->pbc[1] || c->pbc[2];
-    memcpy(f->box.h, c->h, sizeof c->h);
-    for (int k = 0; k < 3; ++k)
-        f->box.pbc[k] = c->pbc[k];
-    for (int64_t i = 0; i < c->n; ++i) {
-        double s[3];
-        for (int k = 0; k < 3; ++k)
-            s[k] = uniform() * 1.4 - 0.2;
-        for (int a = 0; a < 3; ++a)
-            f->pos[i][a] = f->box.has_lattice ? s[0] * c->h[0][a] + s[1] * c->h[1][a] + s[2] * c->h[2][a]
-                                              : s[a] * 12.0;
-        f->species[i] = 0;
-    }
+    shift_frame(c, seed, -0.2, 1.4, 12.0, f);
 }
 #endif
 
@@ -104,12 +71,12 @@ Test(pair_shift_gpu, device_pass_equals_the_cpu_twin_byte_for_byte)
             cr_assert_not_null(pos4);
             cr_assert_eq(mdnl_geom_prepare(&f, cases[c].rc, &g, pos4), MDNL_OK, "%s", mdnl_last_error());
             mdnl_nlist want = {0}, got = {0};
-            cr_assert_eq(mdnl_nlist_build_cpu(&g, (const float(*)[4])pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind,
-                                              &want),
-                         MDNL_OK);
-            cr_assert_eq(mdnl_nlist_build_cuda(ctx, &g, (const float(*)[4])pos4, MDNL_METHOD_AUTO,
-                                               (mdnl_list_kind)kind, &got),
-                         MDNL_OK, "%s", mdnl_last_error());
+            cr_assert_eq(
+                mdnl_nlist_build_cpu(&g, (const float(*)[4])pos4, MDNL_METHOD_CELL, (mdnl_list_kind)kind, &want),
+                MDNL_OK);
+            cr_assert_eq(
+                mdnl_nlist_build_cuda(ctx, &g, (const float(*)[4])pos4, MDNL_METHOD_AUTO, (mdnl_list_kind)kind, &got),
+                MDNL_OK, "%s", mdnl_last_error());
             cr_assert_eq(got.npairs, want.npairs, "%s (%s): the lists differ", cases[c].name, kn);
             const size_t np = (size_t)want.npairs + 1;
             int32_t(*S)[3] = malloc(np * sizeof *S), (*dS)[3] = malloc(np * sizeof *dS);
@@ -120,9 +87,9 @@ Test(pair_shift_gpu, device_pass_equals_the_cpu_twin_byte_for_byte)
             mdnl_nlist_dev dev;
             cr_assert_eq(mdnl_nlist_cuda_last(ctx, &dev), MDNL_OK);
             cr_assert_eq(dev.npairs, want.npairs);
-            cr_assert_eq(mdnl_pair_shifts_cuda_host(sc, mdnl_cuda_ctx_stream(ctx), &f, &g, &dev,
-                                                    kind == MDNL_LIST_HALF, dS, dD),
-                         MDNL_OK, "%s", mdnl_last_error());
+            cr_assert_eq(
+                mdnl_pair_shifts_cuda_host(sc, mdnl_cuda_ctx_stream(ctx), &f, &g, &dev, kind == MDNL_LIST_HALF, dS, dD),
+                MDNL_OK, "%s", mdnl_last_error());
             cr_expect(memcmp(S, dS, (size_t)want.npairs * sizeof *S) == 0, "%s (%s): S bytes differ", cases[c].name,
                       kn);
             cr_expect(memcmp(D, dD, (size_t)want.npairs * sizeof *D) == 0, "%s (%s): D bytes differ", cases[c].name,

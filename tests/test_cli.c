@@ -280,6 +280,7 @@ Test(cli, neighbors_with_shift_vector_to_hdf5_adds_shift_and_vector_datasets)
     cr_expect(S[0][0] == -2 && S[0][1] == 0 && S[0][2] == 0 && S[1][0] == 2 && S[1][1] == 0 && S[1][2] == 0,
               "S %d %d %d / %d %d %d", S[0][0], S[0][1], S[0][2], S[1][0], S[1][1], S[1][2]);
     cr_assert_eq(read_rows3("nb.h5", "/neighbors/vector", H5T_NATIVE_DOUBLE, D, 8, &deflate), 2);
+    cr_expect(!deflate, "/neighbors/vector is stored raw, like distance");
     cr_expect(D[0][0] == -1.5 && D[0][1] == 0 && D[0][2] == 0 && D[1][0] == 1.5 && D[1][1] == 0 && D[1][2] == 0,
               "D %g %g %g / %g %g %g", D[0][0], D[0][1], D[0][2], D[1][0], D[1][1], D[1][2]);
     cr_assert_eq(mdnl("neighbors two.extxyz -c 1.6 --with shift -o s.h5 -q"), 0, "%s", err_text);

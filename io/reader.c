@@ -116,6 +116,7 @@ static mdnl_status h5_open(const mdnl_format_input *in, void **state)
         return st;
     if (in->opt->coords_checked)
         mdnl_h5md_set_finite_check(r, false);
+    mdnl_h5md_set_threads(r, in->opt->threads);
     *state = r;
     return MDNL_OK;
 }

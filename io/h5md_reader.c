@@ -9,10 +9,10 @@
  * the innermost message of its error stack is appended where it helps.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "chunk_pool.h"
 #include "h5_error.h"
-#include "h5_raw.h"
 #include "h5md_reader.h"
+#include "chunk_pool.h"
+#include "h5_raw.h"
 
 #include <hdf5.h>
 
@@ -72,8 +72,8 @@ struct mdnl_h5md_reader {
     bool skip_finite; /* the caller checks every coordinate (mdnl_h5md_set_finite_check) */
 
     td_elem pos;
-    int threads;                /* mdnl_h5md_set_threads */
-    struct pos_direct *direct;  /* positions from the file's bytes; NULL: H5Dread */
+    int threads;               /* mdnl_h5md_set_threads */
+    struct pos_direct *direct; /* positions from the file's bytes; NULL: H5Dread */
 
     bool pbc[3];
     bool has_edges;
@@ -1459,7 +1459,8 @@ static bool direct_make(void *ctx, int64_t k, mdnl_pool_buf *b)
             const size_t nx = x0 + cc > 3 ? 3 - x0 : cc;
             for (int64_t t = 0; t < rows; ++t)
                 for (size_t ia = 0; ia < na; ++ia) {
-                    const size_t from = ((size_t)t * cn + ia) * cc, to = ((size_t)t * (size_t)d->natoms + a0 + ia) * 3 + x0;
+                    const size_t from = ((size_t)t * cn + ia) * cc;
+                    const size_t to = ((size_t)t * (size_t)d->natoms + a0 + ia) * 3 + x0;
                     if (d->es == 8)
                         memcpy(dst + to, src + 8 * from, 8 * nx);
                     else
@@ -1486,7 +1487,8 @@ static void direct_gather(pos_direct *d, direct_job *j)
     if (d->contiguous)
         return;
     for (int64_t c = 0; c < d->nc1 * d->nc2; ++c) {
-        hsize_t off[3] = {(hsize_t)j->row * d->cd[0], (hsize_t)(c / d->nc2) * d->cd[1], (hsize_t)(c % d->nc2) * d->cd[2]};
+        hsize_t off[3] = {(hsize_t)j->row * d->cd[0], (hsize_t)(c / d->nc2) * d->cd[1],
+                          (hsize_t)(c % d->nc2) * d->cd[2]};
         unsigned mask = 0;
         haddr_t addr = HADDR_UNDEF;
         hsize_t size = 0;
@@ -1515,20 +1517,30 @@ static void direct_fill(pos_direct *d)
 }
 
 /* The jobs' window, at the first read (the thread count is known then):
- * two jobs a thread, within 512 MiB of decoded frames. */
+ * two jobs a thread, within 256 MiB of frames and scratch (a filtered or
+ * rearranged chunk needs two scratch buffers beside its frames). */
 static mdnl_status direct_size(mdnl_h5md_reader *r)
 {
     pos_direct *d = r->direct;
     d->threads = r->threads;
     const double job_bytes = (double)d->rf * (double)d->natoms * 3 * sizeof(double);
-    int cap = (int)fmax(2.0, 512.0 * 1048576.0 / job_bytes);
+    const bool scratch =
+        d->filt.n > 0 || d->es != 8 || (!d->contiguous && d->cd[1] * d->cd[2] != (hsize_t)d->natoms * 3);
+    int cap = (int)fmax(2.0, 256.0 * 1048576.0 / (scratch ? 3 * job_bytes : job_bytes));
     d->window = d->threads > 1 ? (2 * d->threads < cap ? 2 * d->threads : cap) : 1;
     d->jobs = mdnl_calloc((size_t)d->window, sizeof *d->jobs, "H5MD position jobs");
     if (!d->jobs)
         return MDNL_ERR_RESOURCE;
-    for (int i = 0; !d->contiguous && i < d->window; ++i)
-        if (!(d->jobs[i].chunks = mdnl_calloc((size_t)(d->nc1 * d->nc2), sizeof *d->jobs[i].chunks, "H5MD chunk list")))
+    for (int i = 0; !d->contiguous && i < d->window; ++i) {
+        d->jobs[i].chunks = mdnl_calloc((size_t)(d->nc1 * d->nc2), sizeof *d->jobs[i].chunks, "H5MD chunk list");
+        if (!d->jobs[i].chunks) {
+            for (int h = 0; h < i; ++h)
+                free(d->jobs[h].chunks);
+            free(d->jobs);
+            d->jobs = NULL;
             return MDNL_ERR_RESOURCE;
+        }
+    }
     return MDNL_OK;
 }
 
@@ -1561,12 +1573,16 @@ static mdnl_status direct_read(mdnl_h5md_reader *r, int64_t k, double (*pos)[3],
         direct_fill(d);
         mdnl_pool_buf *b;
         st = mdnl_pool_wait(d->pool, &d->held_seq, &b);
+        d->last_row = row;
+        if (st != MDNL_OK) { /* out of memory: nothing held, start again next time */
+            mdnl_pool_release(d->pool);
+            mdnl_pool_stop(d->pool);
+            d->pool = NULL;
+            return st;
+        }
         d->holding = true;
         d->held = b;
         d->held_row = row;
-        d->last_row = row;
-        if (st != MDNL_OK)
-            return st;
     }
     const direct_job *j = &d->jobs[d->held_seq % d->window];
     if (j->status != MDNL_RAW_OK)

@@ -239,8 +239,8 @@ static const struct option_help {
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per\n"
      "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"threads",
-     "  --threads N               CPU threads for the CPU backend, the output writers and the H5MD\n"
-     "                            reader (default: the cores this process may use)\n"},
+     "  --threads N               CPU threads for the CPU backend, the output writers and the H5MD and\n"
+     "                            XTC readers (default: the cores this process may use)\n"},
     {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
                "                            file's; a selection with no frame is an error (exit 2)\n"},
     {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"

@@ -22,7 +22,8 @@ best:
                 way: GPU neighbor lists by NVIDIA ALCHEMI Toolkit-Ops, histogram
                 in PyTorch; its default wrap transformation), r 0..4, 200 bins;
                 without matplotlib (peers_pack.sh leaves it out) an empty
-                curdf.plotting stands in (cuRDF uses it only to plot)
+                curdf.plotting stands in (cuRDF uses it only to plot); timed
+                after one untimed frame (Warp's kernel cache warm)
   LAMMPS        `rerun` of the dump (`mdnl convert`) with pair lj/cut 2.5
                 (energy, thermo pe each frame) and `compute rdf 200 cutoff
                 4.0` through fix ave/time; 1 rank
@@ -63,14 +64,16 @@ def python_env(sites):
     return env
 
 
-def python_with(env, *modules):
-    """The first interpreter that imports every module, or None."""
+def python_with(env, *modules, finds=()):
+    """The first interpreter that imports every module (and finds the
+    packages in finds, without importing them), or None."""
     seen = set()
     for py in PYTHONS:
         if py in seen or not os.path.exists(py):
             continue
         seen.add(py)
-        code = "import " + ", ".join(modules)
+        code = "import importlib.util, " + ", ".join(modules) + "".join(
+            "; assert importlib.util.find_spec(%r)" % m for m in finds)
         if subprocess.run([py, "-c", code], capture_output=True, env=env).returncode == 0:
             return py
     return None
@@ -316,9 +319,14 @@ def main():
             else:
                 notes.append("freud: not installed (skipped; pip install freud-analysis, or peers_pack.sh)")
     if "curdf" not in skip:
-        py = python_with(env, "curdf", "MDAnalysis", "torch", "nvalchemiops.torch.neighbors")
+        py = python_with(env, "MDAnalysis", "torch", "tqdm", "nvalchemiops.torch.neighbors", finds=("curdf",))
         if py:
-            add("cuRDF (MDAnalysis feed)", "XTC", "RDF", [py, "-c", CURDF, xtc] + budget)
+            cmd = [py, "-c", CURDF, xtc]
+            try:  # Warp compiles its kernels on first use and caches them: one untimed frame first
+                run_once(cmd + [str(natoms), "1", "0"], work, env)
+            except RuntimeError as e:
+                notes.append("cuRDF warm-up: %s" % e)
+            add("cuRDF (MDAnalysis feed)", "XTC", "RDF", cmd + budget)
         else:
             notes.append("cuRDF: no interpreter imports curdf, MDAnalysis, torch and nvalchemiops (skipped; "
                          "peers_pack.sh and alchemi_pack.sh, --site)")

@@ -13,7 +13,8 @@ best:
 
   mdnl run      H5MD: -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 4 --bins 200
                 -o RES.h5 (RDF and energy in one pass), every frame
-  MDAnalysis    InterRDF(all, all, nbins=200, range=(0, 4)) on the XTC
+  MDAnalysis    InterRDF(all, all, nbins=200, range=(0, 4), exclusion_block=(1, 1):
+                no self pairs) on the XTC
                 (MDAnalysis has no LJ energy: RDF only)
   freud         density.RDF(bins=200, r_max=4) fed by MDAnalysis (XTC) when
                 one interpreter has both, else by frames parsed with numpy
@@ -36,7 +37,8 @@ chunk one frame, each next one sized from the rate so far) until
 and gmx read the first --peer-frames (default all). Each tool's time is the
 wall time of its whole process (start-up, reading, computing), frames/s is
 its frames over that time, the median of --repeat runs; "mdnl x" is mdnl's
-frames/s over the tool's. --site DIR (repeatable) is put first on the
+frames/s over the tool's; "g(r) max" (the peak of its last run's g(r); the
+Python peers': of their last chunk) checks that all compute the same. --site DIR (repeatable) is put first on the
 Python peers' PYTHONPATH: the unpacked tools/bench/peers_pack.sh and
 alchemi_pack.sh archives on a host without those packages. Tools that are
 absent are skipped and said so. Python tools run under the first interpreter
@@ -80,7 +82,8 @@ def python_with(env, *modules, finds=()):
 
 
 def run_once(cmd, cwd, env):
-    """(wall s, frames the tool reported on its last stdout line "frames N", or None)."""
+    """(wall s, frames the tool reported on its last stdout line "frames N"
+    or None, the stdout)."""
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
@@ -88,7 +91,43 @@ def run_once(cmd, cwd, env):
         raise RuntimeError("%s failed (%d): %s" % (os.path.basename(cmd[0]), r.returncode,
                                                    (r.stderr or r.stdout)[-2000:]))
     last = (r.stdout.strip().splitlines() or [""])[-1].split()
-    return wall, (int(last[1]) if len(last) == 2 and last[0] == "frames" else None)
+    return wall, (int(last[1]) if len(last) == 2 and last[0] == "frames" else None), r.stdout
+
+
+def gmax_printed(out):
+    """The "g(r) max X" line of a Python peer."""
+    for line in out.splitlines():
+        if line.startswith("g(r) max "):
+            return float(line.split()[2])
+    return None
+
+
+def gmax_lammps(work):
+    """The last frame's largest g in fix ave/time's rdf.out (rows: bin r g coord)."""
+    g = []
+    with open(os.path.join(work, "rdf.out")) as f:
+        for line in f:
+            v = line.split()
+            if len(v) == 2:
+                g = []
+            elif len(v) == 4 and not line.startswith("#"):
+                g.append(float(v[2]))
+    return max(g) if g else None
+
+
+def gmax_gmx(work):
+    with open(os.path.join(work, "gmx_rdf.xvg")) as f:
+        return max(float(line.split()[1]) for line in f if line.strip() and line[0] not in "#@")
+
+
+def gmax_mdnl(env, res):
+    """The largest g of mdnl's /rdf/total/g, read by an interpreter with h5py."""
+    py = python_with(env, "h5py")
+    if not py:
+        return None
+    out = subprocess.run([py, "-c", "import sys, h5py; print(h5py.File(sys.argv[1], 'r')['rdf/total/g'][()].max())",
+                          res], capture_output=True, text=True, env=env).stdout.split()
+    return float(out[0]) if out else None
 
 
 def first_frame(path):
@@ -162,7 +201,7 @@ from MDAnalysis.analysis.rdf import InterRDF
 u = mda.Universe.empty(int(sys.argv[2]), trajectory=True)
 u.load_new(sys.argv[1])
 def chunk(start, stop):
-    r = InterRDF(u.atoms, u.atoms, nbins=200, range=(0.0, 4.0)).run(start=start, stop=stop)
+    r = InterRDF(u.atoms, u.atoms, nbins=200, range=(0.0, 4.0), exclusion_block=(1, 1)).run(start=start, stop=stop)
     return float(r.results.rdf.max())
 budgeted(chunk, int(sys.argv[3]), float(sys.argv[4]))
 """
@@ -283,24 +322,26 @@ def main():
         subprocess.run([py_mda, "-c", "import sys, MDAnalysis as m; m.Universe.empty(int(sys.argv[2]), "
                         "trajectory=True).load_new(sys.argv[1])", xtc, str(natoms)], env=env, capture_output=True)
 
-    def add(tool, fmt, computes, cmd, frames=None):
+    def add(tool, fmt, computes, cmd, frames=None, gmax=gmax_printed):
         runs = []
         try:
             for _ in range(a.repeat):
-                wall, got = run_once(cmd, work, env)
+                wall, got, out = run_once(cmd, work, env)
                 runs.append((wall, got if got is not None else frames))
-        except RuntimeError as e:
+            g = gmax(out)
+        except (RuntimeError, OSError, ValueError) as e:
             notes.append("%s: %s" % (tool, e))
             return
         wall, got = sorted(runs, key=lambda r: r[0] / r[1])[len(runs) // 2]
         rows.append({"tool": tool, "input": fmt, "computes": computes, "frames": got, "seconds": wall,
-                     "frames_per_s": got / wall})
+                     "frames_per_s": got / wall, "g_max": g})
         print("%s: %d frames in %.2f s" % (tool, got, wall), file=sys.stderr, flush=True)
 
     if "mdnl" not in skip:
         add("mdnl run (%s)" % a.backend, "H5MD", "RDF + LJ energy",
             [mdnl, "run", h5, "-c", "2.5", "--pair", "lj:epsilon=1,sigma=1", "--rmax", "4", "--bins", "200",
-             "--backend", a.backend, "-o", os.path.join(work, "mdnl_res.h5"), "--quiet", "--no-progress"], nframes)
+             "--backend", a.backend, "-o", os.path.join(work, "mdnl_res.h5"), "--quiet", "--no-progress"], nframes,
+            lambda _: gmax_mdnl(env, os.path.join(work, "mdnl_res.h5")))
     budget = [str(natoms), str(nframes), str(a.peer_seconds)]
     if "mdanalysis" not in skip:
         if py_mda:
@@ -335,7 +376,8 @@ def main():
         if lmp:
             write_lammps_inputs(box, pos, work, peer_frames)
             add("LAMMPS rerun", "dump", "RDF + LJ energy",
-                [lmp, "-in", "rerun.in", "-log", "rerun.log", "-screen", "none"], peer_frames)
+                [lmp, "-in", "rerun.in", "-log", "rerun.log", "-screen", "none"], peer_frames,
+                lambda _: gmax_lammps(work))
         else:
             notes.append("LAMMPS: lmp not found (skipped)")
     if "gmx" not in skip:
@@ -348,7 +390,7 @@ def main():
                 subprocess.run([mdnl, "convert", xtc, gxtc, "--frames", "0:%d" % peer_frames, "--quiet"], check=True)
             add("gmx rdf", "XTC", "RDF", [gmx, "-quiet", "rdf", "-f", gxtc, "-s", "first.gro", "-ref", "all",
                                           "-sel", "all", "-bin", "0.002", "-rmax", "0.4", "-o", "gmx_rdf.xvg",
-                                          "-xvg", "none"], peer_frames)
+                                          "-xvg", "none"], peer_frames, lambda _: gmax_gmx(work))
         else:
             notes.append("gmx: not installed (skipped; apt-get install gromacs)")
 
@@ -357,11 +399,12 @@ def main():
     lines = ["%d frames x %d atoms, RDF to 4 sigma (200 bins) and LJ energy (cutoff 2.5); wall seconds of each "
              "whole process, median of %d; Python peers stop after %g s, LAMMPS and gmx read %d frames"
              % (nframes, natoms, a.repeat, a.peer_seconds, peer_frames), "",
-             "| tool | input | computes | frames | wall s | frames/s | mdnl x |", "|---|---|---|---:|---:|---:|---:|"]
+             "| tool | input | computes | frames | wall s | frames/s | mdnl x | g(r) max |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append("| %s | %s | %s | %d | %.2f | %.2f | %s |" % (
+        lines.append("| %s | %s | %s | %d | %.2f | %.2f | %s | %s |" % (
             r["tool"], r["input"], r["computes"], r["frames"], r["seconds"], r["frames_per_s"],
-            "%.1f" % (base / r["frames_per_s"]) if base else "-"))
+            "%.1f" % (base / r["frames_per_s"]) if base else "-", "-" if r["g_max"] is None else "%.3f" % r["g_max"]))
     if base and peers:
         lines += ["", "mdnl against the fastest peer: %.1fx" % (base / max(peers))]
     lines += [""] + ["- " + n for n in notes]

@@ -369,7 +369,7 @@ def main():
                 notes.append("cuRDF warm-up: %s" % e)
             add("cuRDF (MDAnalysis feed)", "XTC", "RDF", cmd + budget)
         else:
-            notes.append("cuRDF: no interpreter imports curdf, MDAnalysis, torch and nvalchemiops (skipped; "
+            notes.append("cuRDF: no interpreter imports MDAnalysis, torch and nvalchemiops and finds curdf (skipped; "
                          "peers_pack.sh and alchemi_pack.sh, --site)")
     if "lammps" not in skip:
         lmp = shutil.which("lmp") or shutil.which("lmp_serial")

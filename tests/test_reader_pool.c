@@ -254,3 +254,77 @@ Test(reader_pool, bad_line_inside_a_split_frame_is_reported_exactly, .timeout = 
                   NULL,
               "%s", err_text);
 }
+
+/* ---- LAMMPS dump ---- */
+
+/* `frames` frames of `dump custom id type x y z` (ids shuffled, changing
+ * counts); bad_frame gets bad_line as its atom line 3 (-1: none); the last
+ * frame ends after `last_lines` of its lines when >= 0. */
+static void write_dump(const char *name, int frames, int bad_frame, const char *bad_line, int last_lines)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    uint64_t seed = 3;
+    for (int k = 0; k < frames; ++k) {
+        const int n = 40 + 13 * k;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&buf, &len);
+        cr_assert_not_null(mem);
+        fprintf(mem, "ITEM: TIMESTEP\n%d\n%sITEM: NUMBER OF ATOMS\n%d\nITEM: BOX BOUNDS pp pp pp\n0 10\n0 11\n0 12\n",
+                100 * k, k % 2 ? "ITEM: TIME\n0.5\n" : "", n);
+        fprintf(mem, "ITEM: ATOMS id type x y z\n");
+        for (int i = 0; i < n; ++i) {
+            if (k == bad_frame && i == 3)
+                fprintf(mem, "%s\n", bad_line);
+            else
+                fprintf(mem, "%d %d %.5f %.5f %.5f\n", (i * 17) % n + 1, 1 + i % 3, (double)(lcg(&seed) % 10000) * 1e-3,
+                        (double)(lcg(&seed) % 11000) * 1e-3, (double)(lcg(&seed) % 12000) * 1e-3);
+        }
+        fclose(mem);
+        size_t keep = len;
+        if (k == frames - 1 && last_lines >= 0) {
+            keep = 0;
+            for (int l = 0; l < last_lines && keep < len; ++keep)
+                l += buf[keep] == '\n';
+        }
+        fwrite(buf, 1, keep, fp);
+        free(buf);
+    }
+    fclose(fp);
+}
+
+Test(reader_pool, lammps_dump_matches_one_thread)
+{
+    write_dump("t.lammpstrj", 9, -1, NULL, -1);
+    expect_threads_agree("convert t.lammpstrj out.extxyz -q --types 1=Cu,2=O,3=H", "out.extxyz");
+    expect_threads_agree("convert t.lammpstrj out.extxyz -q --frames 2::3", "out.extxyz");
+    cr_assert_eq(sh("gzip -k t.lammpstrj"), 0);
+    cr_assert_eq(mdnl("convert t.lammpstrj ref.xyz -q --threads 1"), 0, "%s", err_text);
+    for (int q = 0; q < NTHREADS; ++q) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "cat t.lammpstrj.gz | MDNL_DATA='%s' '%s' convert - out.xyz -q --threads %d",
+                 MDNL_DATA_DIR, MDNL_BINARY, thread_counts[q]);
+        cr_assert_eq(run_in_tmpdir(cmd), 0, "%s", err_text);
+        cr_expect_eq(sh("cmp ref.xyz out.xyz"), 0, "stdin --threads %d", thread_counts[q]);
+    }
+}
+
+Test(reader_pool, lammps_dump_errors_match_one_thread)
+{
+    const int frames[] = {0, 4, 8};
+    for (int i = 0; i < 3; ++i) {
+        write_dump("bad.lammpstrj", 9, frames[i], "4 1 1.0 zz 3.0", -1);
+        expect_threads_agree("convert bad.lammpstrj out.xyz -q", "out.xyz");
+        cr_expect(strstr(err_text, "expected a finite number for coordinate y of atom 3") != NULL, "%s", err_text);
+        write_dump("bad.lammpstrj", 9, frames[i], "ITEM: ATOMS id type x y z", -1);
+        expect_threads_agree("convert bad.lammpstrj out.xyz -q", "out.xyz");
+    }
+    for (int cut = 1; cut < 14; cut += 3) { /* inside the header, and inside the atoms */
+        write_dump("cut.lammpstrj", 5, -1, NULL, cut);
+        expect_threads_agree("convert cut.lammpstrj out.xyz -q", "out.xyz");
+        expect_threads_agree("convert cut.lammpstrj out.xyz -q --frames ::3", "out.xyz");
+    }
+}

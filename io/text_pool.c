@@ -40,7 +40,7 @@ typedef struct slot {
     mdnl_status end_status;
     char end_message[MSG];
     void *state;
-    mdnl_frame f;
+    mdnl_frame *f; /* the parsed frame: from the pool's spares while the slot holds a frame to parse */
     mdnl_status st;
     char msg[MSG];
     int ntasks, taken, done;
@@ -68,6 +68,9 @@ struct mdnl_text_pool {
     bool stop;
     int64_t sel_start, sel_stop, sel_step;
     const mdnl_frame_allocator *alloc;
+    /* frames not in a slot: as many frames exist as were ever in flight at once */
+    mdnl_frame **spare;
+    int nspare;
     slot *last; /* delivered, released at the next call */
     /* the scanner's */
     void *scan_state;
@@ -182,7 +185,7 @@ static mdnl_status split(mdnl_text_pool *p, slot *s, int64_t nlines)
     }
     mdnl_text_frame t = text_of(s);
     t.len = hb;
-    if (p->ops->header(s->state, &t, s->natoms, &s->f) != MDNL_OK) {
+    if (p->ops->header(s->state, &t, s->natoms, s->f) != MDNL_OK) {
         mdnl_clear_error();
         return MDNL_OK;
     }
@@ -324,6 +327,14 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
         mdnl_status st = p->ops->skip(p->scan_state, &t);
         return st == MDNL_OK ? K_SKIPPED : scan_error(s, st);
     }
+    if (!s->f) {
+        pthread_mutex_lock(&p->mu);
+        s->f = p->nspare ? p->spare[--p->nspare] : NULL;
+        pthread_mutex_unlock(&p->mu);
+        if (!s->f && !(s->f = mdnl_calloc(1, sizeof *s->f, "reader pool frame")))
+            return scan_error(s, MDNL_ERR_RESOURCE);
+        s->f->pos_alloc = p->alloc;
+    }
     if (want_split && !s->truncated) {
         mdnl_status st = split(p, s, nlines);
         if (st != MDNL_OK)
@@ -366,7 +377,7 @@ static void run_task(mdnl_text_pool *p, slot *s, int task)
 {
     if (!s->npieces) {
         mdnl_text_frame t = text_of(s);
-        s->st = p->ops->parse(s->state, &t, &s->f);
+        s->st = p->ops->parse(s->state, &t, s->f);
         if (s->st != MDNL_OK)
             keep_message(s->msg, mdnl_last_error());
         return;
@@ -378,7 +389,7 @@ static void run_task(mdnl_text_pool *p, slot *s, int task)
     }
     mdnl_text_frame t = {.text = s->text + q->b, .len = q->e - q->b, .line = q->line, .index = s->index};
     q->tab.nspecies = 0;
-    q->st = p->ops->piece(q->state, s->state, &t, q->i0, q->i1, &s->f, &q->tab);
+    q->st = p->ops->piece(q->state, s->state, &t, q->i0, q->i1, s->f, &q->tab);
 }
 
 static void *worker_main(void *arg)
@@ -446,8 +457,9 @@ static mdnl_status start(mdnl_text_pool *p, const mdnl_frame_allocator *alloc)
         !(p->thr = mdnl_calloc((size_t)p->workers, sizeof *p->thr, "reader pool")) ||
         !(p->scan_state = p->ops->state_new(p->ctx)))
         return MDNL_ERR_RESOURCE;
+    if (!(p->spare = mdnl_calloc((size_t)p->nslots + 1, sizeof *p->spare, "reader pool")))
+        return MDNL_ERR_RESOURCE;
     for (int k = 0; k < p->nslots; ++k) {
-        p->slots[k].f.pos_alloc = alloc;
         if (!(p->slots[k].state = p->ops->state_new(p->ctx)))
             return MDNL_ERR_RESOURCE;
     }
@@ -464,6 +476,9 @@ static mdnl_status start(mdnl_text_pool *p, const mdnl_frame_allocator *alloc)
 static void release(mdnl_text_pool *p, slot *s)
 {
     pthread_mutex_lock(&p->mu);
+    if (s->f)
+        p->spare[p->nspare++] = s->f;
+    s->f = NULL;
     s->kind = K_EMPTY;
     p->head++;
     p->bytes -= s->len;
@@ -502,7 +517,7 @@ static mdnl_status oldest(mdnl_text_pool *p, const mdnl_frame_allocator *alloc, 
  * file order (the order of first appearance, as one thread finds it). */
 static mdnl_status assemble(slot *s)
 {
-    mdnl_frame *f = &s->f;
+    mdnl_frame *f = s->f;
     for (int j = 0; j < s->npieces; ++j)
         if (s->pieces[j].st != MDNL_OK)
             return s->pieces[j].st;
@@ -527,7 +542,7 @@ static mdnl_status assemble(slot *s)
 /* The slot's parsed frame into the caller's f. */
 static mdnl_status hand_over(slot *s, mdnl_frame *f)
 {
-    mdnl_frame *g = &s->f;
+    mdnl_frame *g = s->f;
     if (f->pos_alloc == g->pos_alloc) {
         const double mf = f->max_pairs, mg = g->max_pairs;
         mdnl_frame t = *f;
@@ -576,7 +591,7 @@ mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f)
             if (assemble(s) != MDNL_OK) { /* the exact error, from the whole frame on one thread */
                 mdnl_clear_error();
                 s->npieces = 0;
-                s->st = p->ops->parse(s->state, &t, &s->f);
+                s->st = p->ops->parse(s->state, &t, s->f);
                 if (s->st != MDNL_OK)
                     keep_message(s->msg, mdnl_last_error());
             }
@@ -636,8 +651,14 @@ void mdnl_text_pool_close(mdnl_text_pool *p)
         free(s->text);
         if (s->state)
             p->ops->state_free(s->state);
-        mdnl_frame_free(&s->f);
+        mdnl_frame_free(s->f);
+        free(s->f);
     }
+    for (int k = 0; k < p->nspare; ++k) {
+        mdnl_frame_free(p->spare[k]);
+        free(p->spare[k]);
+    }
+    free(p->spare);
     if (p->scan_state)
         p->ops->state_free(p->scan_state);
     free(p->slots);

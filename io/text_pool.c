@@ -10,6 +10,11 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h> /* SSE2 always, AVX2 when the CPU has it (find_newlines) */
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,26 +112,71 @@ static void keep_message(char *dst, const char *what)
 
 /* ---- the scanner ---- */
 
+/* Newlines in the 64 bytes at b. */
+static inline unsigned newlines64(const char *b)
+{
+#ifdef __SSE2__
+    const __m128i nl = _mm_set1_epi8('\n');
+    uint64_t m = 0;
+    for (int k = 0; k < 4; ++k) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + 16 * k));
+        m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) << (16 * k);
+    }
+    m -= (m >> 1) & 0x5555555555555555ull; /* a popcount without -mpopcnt */
+    m = (m & 0x3333333333333333ull) + ((m >> 2) & 0x3333333333333333ull);
+    m = (m + (m >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((m * 0x0101010101010101ull) >> 56);
+#else
+    unsigned c = 0;
+    for (int j = 0; j < 64; ++j)
+        c += b[j] == '\n';
+    return c;
+#endif
+}
+
 /* The offset behind the want-th newline of [b, b + n) with *got = want, or
- * n with *got the newlines there are. 64 bytes at a time (vectorised). */
+ * n with *got the newlines there are. 64 bytes at a time (NL64 counts
+ * them); the bytes of the block that holds the want-th one by one. */
+#define FIND_NEWLINES(NAME, NL64)                                                                                      \
+    static size_t NAME(const char *b, size_t n, int64_t want, int64_t *got)                                            \
+    {                                                                                                                  \
+        int64_t k = 0;                                                                                                 \
+        size_t i = 0;                                                                                                  \
+        while (k < want && i + 64 <= n) {                                                                              \
+            const unsigned c = NL64(b + i);                                                                            \
+            if (k + (int64_t)c >= want)                                                                                \
+                break;                                                                                                 \
+            k += c;                                                                                                    \
+            i += 64;                                                                                                   \
+        }                                                                                                              \
+        for (; i < n && k < want; ++i)                                                                                 \
+            k += b[i] == '\n';                                                                                         \
+        *got = k;                                                                                                      \
+        return i;                                                                                                      \
+    }
+FIND_NEWLINES(find_newlines_base, newlines64)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,popcnt"))) static inline unsigned newlines64_avx2(const char *b)
+{
+    const __m256i nl = _mm256_set1_epi8('\n');
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)b);
+    const __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32));
+    const uint64_t m = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, nl)) |
+                       (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, nl)) << 32;
+    return (unsigned)__builtin_popcountll(m);
+}
+__attribute__((target("avx2,popcnt"))) FIND_NEWLINES(find_newlines_avx2, newlines64_avx2)
+
 static size_t find_newlines(const char *b, size_t n, int64_t want, int64_t *got)
 {
-    int64_t k = 0;
-    size_t i = 0;
-    while (k < want && i + 64 <= n) {
-        unsigned c = 0;
-        for (int j = 0; j < 64; ++j)
-            c += b[i + j] == '\n';
-        if (k + (int64_t)c >= want)
-            break;
-        k += c;
-        i += 64;
-    }
-    for (; i < n && k < want; ++i)
-        k += b[i] == '\n';
-    *got = k;
-    return i;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"))
+        return find_newlines_avx2(b, n, want, got);
+    return find_newlines_base(b, n, want, got);
 }
+#else
+#define find_newlines find_newlines_base
+#endif
 
 /* Appends up to `want` bytes of the stream to s's text (about what the
  * frame still needs, so that little is read past it and carried to the next
@@ -431,7 +481,7 @@ mdnl_status mdnl_text_pool_open(const mdnl_text_ops *ops, void *ctx, mdnl_stream
         return MDNL_ERR_RESOURCE;
     p->ops = ops, p->ctx = ctx, p->in = in;
     p->workers = workers < 1 ? 1 : workers;
-    p->nslots = 2 * p->workers + 2 > MAX_SLOTS ? MAX_SLOTS : 2 * p->workers + 2;
+    p->nslots = p->workers + 2 > MAX_SLOTS ? MAX_SLOTS : p->workers + 2;
     p->sel_stop = -1, p->sel_step = 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->room, NULL);

@@ -6,7 +6,7 @@
  * own single-thread parser over a memory stream (mdnl_stream_set_memory),
  * so there is one parser; frames come out strictly in file order.
  *
- * Frames in flight: at most 2 N + 2 (and at most 64), and the scanner
+ * Frames in flight: at most N + 2 (and at most 64), and the scanner
  * holds no more than 256 MiB of text beyond the oldest frame not yet
  * delivered (one frame is always allowed, whatever its size): memory does
  * not depend on the trajectory's length. A frame of 262,144 atoms or more

@@ -618,9 +618,11 @@ static mdnl_status hand_over(slot *s, mdnl_frame *f)
 }
 
 /* Keeps the frame's error for every later call. */
-static mdnl_status sticky(slot *s, mdnl_status st)
+static mdnl_status sticky(mdnl_text_pool *p, slot *s, mdnl_status st)
 {
+    pthread_mutex_lock(&p->mu); /* the workers look at every slot's kind */
     s->kind = K_ERROR;
+    pthread_mutex_unlock(&p->mu);
     s->st = st;
     keep_message(s->msg, mdnl_last_error());
     return st;
@@ -635,7 +637,7 @@ mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f)
     mdnl_text_frame t = text_of(s);
     if (s->kind == K_SKIPPED) { /* not selected, yet asked for: parsed here */
         if ((st = p->ops->parse(s->state, &t, f)) != MDNL_OK)
-            return sticky(s, st);
+            return sticky(p, s, st);
     } else {
         if (s->npieces) {
             if (assemble(s) != MDNL_OK) { /* the exact error, from the whole frame on one thread */
@@ -648,10 +650,10 @@ mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f)
         }
         if (s->st != MDNL_OK) {
             mdnl_error(s->st, "%s", s->msg);
-            return sticky(s, s->st);
+            return sticky(p, s, s->st);
         }
         if ((st = hand_over(s, f)) != MDNL_OK)
-            return sticky(s, st);
+            return sticky(p, s, st);
     }
     if (p->ops->delivered)
         p->ops->delivered(p->ctx, s->state);
@@ -668,7 +670,7 @@ mdnl_status mdnl_text_pool_skip(mdnl_text_pool *p)
     if (s->truncated) { /* the error skipping gives, which differs from parsing's */
         mdnl_text_frame t = text_of(s);
         if ((st = p->ops->skip(s->state, &t)) != MDNL_OK)
-            return sticky(s, st);
+            return sticky(p, s, st);
     }
     release(p, s);
     return MDNL_OK;

@@ -1,4 +1,5 @@
-/* text_pool.h — the reader pool of the text formats (issue 59): one scanner
+/* text_pool.h — the reader pool of the text formats (issue 59; XYZ / extended
+ * XYZ, LAMMPS dump and GRO use it when --threads > 1): one scanner
  * thread reads the stream (io/stream.h: a file, standard input, gzip / xz /
  * zstd content) in large blocks and cuts it into frames without parsing a
  * number (the format's head() reads only a frame's count); N worker threads

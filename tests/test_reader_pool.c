@@ -328,3 +328,24 @@ Test(reader_pool, lammps_dump_errors_match_one_thread)
         expect_threads_agree("convert cut.lammpstrj out.xyz -q --frames ::3", "out.xyz");
     }
 }
+
+/* ---- GRO ---- */
+
+Test(reader_pool, gro_matches_one_thread)
+{
+    cr_assert_eq(sh("cp '%s/gro/liquid-4frames.gro' t.gro && gzip -k t.gro", MDNL_DATA_DIR), 0, "%s", err_text);
+    expect_threads_agree("convert t.gro out.extxyz -q", "out.extxyz");
+    expect_threads_agree("convert t.gro.gz out.extxyz -q --frames 1::2", "out.extxyz");
+    /* a bad atom line in frame 2 (and one in frame 3), a bad count in frame 1, a cut last frame */
+    cr_assert_eq(sh("(n=$(sed -n 2p t.gro | tr -d ' '); a=$((2 * (n + 3) + 10)); b=$((3 * (n + 3) + 7)); "
+                    "sed -e \"${a}s/\\./x/\" -e \"${b}s/\\./x/\" t.gro > bad.gro)"),
+                 0, "%s", err_text);
+    expect_threads_agree("convert bad.gro out.extxyz -q", "out.extxyz");
+    cr_expect(strstr(err_text, "frame 2") != NULL, "%s", err_text);
+    cr_assert_eq(sh("(n=$(sed -n 2p t.gro | tr -d ' '); sed -e \"$((n + 5))s/.*/ 12x/\" t.gro > count.gro)"), 0);
+    expect_threads_agree("convert count.gro out.extxyz -q", "out.extxyz");
+    cr_expect(strstr(err_text, "frame 1: expected the number of atoms") != NULL, "%s", err_text);
+    cr_assert_eq(sh("(head -n -5 t.gro > cut.gro)"), 0);
+    expect_threads_agree("convert cut.gro out.extxyz -q", "out.extxyz");
+    expect_threads_agree("convert cut.gro out.extxyz -q --frames ::2", "out.extxyz");
+}

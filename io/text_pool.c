@@ -281,7 +281,8 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
         return K_END;
     if (grow(&s->text, &s->cap, p->carry_len + 1) < 0)
         return scan_error(s, MDNL_ERR_RESOURCE);
-    memcpy(s->text, p->carry, p->carry_len);
+    if (p->carry_len)
+        memcpy(s->text, p->carry, p->carry_len);
     s->len = p->carry_len;
     p->carry_len = 0;
     int64_t nlines, natoms;
@@ -604,8 +605,10 @@ static mdnl_status hand_over(slot *s, mdnl_frame *f)
     mdnl_status st = mdnl_frame_reserve(f, g->natoms);
     if (st != MDNL_OK)
         return st;
-    memcpy(f->pos, g->pos, (size_t)g->natoms * sizeof *f->pos);
-    memcpy(f->species, g->species, (size_t)g->natoms * sizeof *f->species);
+    if (g->natoms) {
+        memcpy(f->pos, g->pos, (size_t)g->natoms * sizeof *f->pos);
+        memcpy(f->species, g->species, (size_t)g->natoms * sizeof *f->species);
+    }
     memcpy(f->symbols, g->symbols, (size_t)g->nspecies * sizeof *f->symbols);
     f->nspecies = g->nspecies;
     f->species_tag = 0;

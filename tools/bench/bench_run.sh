@@ -13,8 +13,8 @@
 #   1. tools/gen_lj_trajectory.py: FRAMES frames of a jittered FCC LJ system
 #      at density 0.8442 (ATOMS rounded to 4n^3), a different seed per frame,
 #      as extended XYZ; `mdnl convert` makes the H5MD copy, h5py a copy of
-#      that with the positions deflate-compressed (gzip level 1, one chunk a
-#      frame); BIG_FRAMES frames of BIG_ATOMS atoms (defaults 20 and 1000000;
+#      that with the positions shuffled and deflate-compressed (gzip level 4,
+#      one chunk a frame, as bench_read_threads.sh); BIG_FRAMES frames of BIG_ATOMS atoms (defaults 20 and 1000000;
 #      BIG_FRAMES=0 skips them) as extended XYZ. All are reused when they
 #      exist with the same sizes.
 #   2. For each input: a warm-up read (page cache), then
@@ -28,7 +28,7 @@
 #   3. The bare HDF5 floor of the H5MD file (build/bench_h5md_read --bare).
 #   4. A table (frames/s, busy seconds per stage, peak RSS) and one line per
 #      target of issue 59 (item 6; on a 2-core machine see
-#      bench_read_threads.sh):
+#      bench_xyz_threads.sh):
 #        xyz end to end >= 700 frames/s (steady state: first frame out to
 #        last), aggregate parse >= 2.5 GB/s (file bytes / read-only wall);
 #        BIG_ATOMS-atom frames end to end >= 60 frames/s (steady);
@@ -67,26 +67,29 @@ if [ ! -s "$h5" ]; then
     rm -f "$gz"
 fi
 if [ ! -s "$gz" ]; then
-    # the same file, its positions deflate-compressed one frame a chunk
+    # the same file, its positions shuffled and deflate-compressed one frame
+    # a chunk, as bench_read_threads.sh makes it (same path): a fresh file
+    # (HDF5 keeps the space of a deleted dataset), every object copied but
+    # position/value rewritten
     "$h5py_python" - "$h5" "$gz.part" <<'EOF' && mv "$gz.part" "$gz" || { rm -f "$gz.part"; echo "bench_run.sh: no h5py: the deflate row is skipped" >&2; }
 import sys
 import h5py
 src, dst = sys.argv[1], sys.argv[2]
-with h5py.File(src, "r") as a, h5py.File(dst, "w") as b:
-    for k, v in a.attrs.items():
-        b.attrs[k] = v
-    for name in a:
-        a.copy(a[name], b, name=name)
-    p = b["particles/all/position"]
-    v = a["particles/all/position/value"]
-    attrs = dict(p["value"].attrs)
-    del p["value"]
-    d = p.create_dataset("value", shape=v.shape, dtype=v.dtype, chunks=(1,) + v.shape[1:], compression="gzip",
-                         compression_opts=1)
-    for k in range(v.shape[0]):
-        d[k] = v[k]
-    for k, x in attrs.items():
-        d.attrs[k] = x
+with h5py.File(src, "r") as s, h5py.File(dst, "w") as d:
+    def walk(sg, dg):
+        for k, v in sg.attrs.items():
+            dg.attrs[k] = v
+        for name, obj in sg.items():
+            if isinstance(obj, h5py.Group):
+                walk(obj, dg.create_group(name))
+            elif obj.name.endswith("position/value"):
+                ds = dg.create_dataset(name, shape=obj.shape, dtype=obj.dtype, chunks=(1,) + obj.shape[1:],
+                                       compression="gzip", compression_opts=4, shuffle=True)
+                for i in range(obj.shape[0]):
+                    ds[i] = obj[i]
+            else:
+                sg.copy(obj, dg, name=name)
+    walk(s, d)
 EOF
 fi
 if [ "$big_frames" -gt 0 ] && [ ! -s "$big" ]; then

@@ -238,14 +238,17 @@ static void window_line(const double *a, double *out, int64_t n, int64_t stride,
                         double *pre)
 {
     pre[0] = 0;
-    for (int64_t j = 0; j < 2 * n; ++j)
-        pre[j + 1] = pre[j] + a[(j % n) * stride];
+    for (int64_t j = 0; j < n; ++j)
+        pre[j + 1] = pre[j] + a[j * stride];
+    for (int64_t j = n; j < 2 * n; ++j)
+        pre[j + 1] = pre[j] + a[(j - n) * stride];
     const double total = pre[n];
+    /* no division in the loop: this runs over every cell three times */
+    const int64_t len = 2 * s + 1, full = len / n, rem = len % n, s_mod = s % n;
     for (int64_t i = 0; i < n; ++i) {
         double v;
         if (periodic) {
-            const int64_t len = 2 * s + 1, full = len / n, rem = len % n;
-            const int64_t start = (((i - s) % n) + n) % n;
+            const int64_t start = i - s_mod < 0 ? i - s_mod + n : i - s_mod;
             v = (double)full * total + (pre[start + rem] - pre[start]);
         } else {
             const int64_t lo = i - s < 0 ? 0 : i - s, hi = i + s > n - 1 ? n - 1 : i + s;
@@ -258,9 +261,8 @@ static void window_line(const double *a, double *out, int64_t n, int64_t stride,
 /* The cell of atom i on g's grid: from the wrapped float positions (the
  * binning's own arithmetic, mdnl_cell_coord), or from the frame's double
  * positions wrapped here (a device run keeps its wrapped positions there). */
-static int64_t cell_of(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], int64_t i)
+static void cell_coords(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], int64_t i, int c[3])
 {
-    int c[3];
     if (pos4) {
         for (int k = 0; k < 3; ++k)
             c[k] = mdnl_cell_coord(g, pos4[i][0], pos4[i][1], pos4[i][2], k);
@@ -268,12 +270,32 @@ static int64_t cell_of(const mdnl_geom *g, const float (*pos4)[4], const double 
         for (int k = 0; k < 3; ++k) {
             double t = pos[i][0] * g->tmat[0][k] + pos[i][1] * g->tmat[1][k] + pos[i][2] * g->tmat[2][k];
             if (g->pbc[k] && g->width[k] > 0)
-                t -= g->width[k] * floor(t / g->width[k]);
-            const double x = floor((t - g->t0[k]) * g->inv_cell[k]);
+                t -= g->width[k] * mdnl_floor_exact(t / g->width[k]);
+            const double x = mdnl_floor_exact((t - g->t0[k]) * g->inv_cell[k]);
             c[k] = !(x >= 0) ? 0 : x >= g->ncell[k] - 1 ? g->ncell[k] - 1 : (int)x;
         }
     }
+}
+
+static int64_t cell_of(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], int64_t i)
+{
+    int c[3];
+    cell_coords(g, pos4, pos, i, c);
     return ((int64_t)c[0] * g->ncell[1] + c[1]) * g->ncell[2] + c[2];
+}
+
+/* A cell's volume: the cell spans 1/inv_cell along each t axis, and t is a
+ * skewed frame (see mdnl_work_estimate). */
+static double cell_volume(const mdnl_geom *g)
+{
+    double wprod = 1, cellv = 1;
+    for (int k = 0; k < 3; ++k) {
+        wprod *= g->width[k];
+        cellv *= 1.0 / (double)g->inv_cell[k];
+    }
+    if (g->volume > 0 && wprod > 0)
+        cellv *= g->volume / wprod;
+    return cellv;
 }
 
 /* splitmix64: the sample's atom indices. */
@@ -285,10 +307,8 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* The occupancy of `m` atoms: all of them (m = n, exact) or a random sample
- * of m drawn with `seed`, its counts scaled by n / m. */
-static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], int64_t m,
-                             uint64_t seed, mdnl_occupancy *o)
+/* The exact occupancy: every atom counted in its cell. */
+static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3], mdnl_occupancy *o)
 {
     memset(o, 0, sizeof *o);
     o->densest = -1;
@@ -299,39 +319,30 @@ static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const d
     int64_t nmax = 0;
     for (int k = 0; k < 3; ++k)
         nmax = g->ncell[k] > nmax ? g->ncell[k] : nmax;
-    double *a = mdnl_malloc((size_t)nc * sizeof *a, "cell occupancy");
-    double *w = mdnl_malloc((size_t)nc * sizeof *w, "cell occupancy");
-    double *pre = mdnl_malloc((size_t)(2 * nmax + 1) * sizeof *pre, "cell occupancy");
+    /* one block: the counts (a), two window buffers (w, tmp), the prefix sums */
+    double *a = mdnl_malloc(((size_t)nc * 3 + (size_t)(2 * nmax + 1)) * sizeof *a, "cell occupancy");
     int32_t *count = mdnl_calloc((size_t)nc, sizeof *count, "cell occupancy");
-    if (!a || !w || !pre || !count) {
-        free(a), free(w), free(pre), free(count);
+    if (!a || !count) {
+        free(a), free(count);
         return MDNL_ERR_RESOURCE;
     }
+    double *w = a + nc, *tmp = w + nc, *pre = tmp + nc;
     /* OpenMP over atoms as mdnl_geom_prepare's wrap (at 1M atoms the count
      * is ~15 ms of one core); the atomics contend only when atoms are
      * stacked, which is what this refuses. */
-    if (m <= 0 || m > n)
-        m = n;
-#pragma omp parallel for schedule(static) if (m > 20000)
-    for (int64_t k = 0; k < m; ++k) {
-        const int64_t i = m == n ? k : (int64_t)(mix64(seed + (uint64_t)k) % (uint64_t)n);
+#pragma omp parallel for schedule(static) if (n > 20000)
+    for (int64_t i = 0; i < n; ++i) {
         const int64_t c = cell_of(g, pos4, pos, i);
 #pragma omp atomic
         count[c] += 1;
     }
-    const double scale = (double)n / (double)m;
     for (int64_t c = 0; c < nc; ++c)
-        a[c] = (double)count[c] * scale;
+        a[c] = (double)count[c];
     free(count);
     /* The stencil window is a box -s..s on each axis: its sum is three
      * passes of a one-dimensional window, O(cells) whatever the stencil. */
     const int64_t nx = g->ncell[0], ny = g->ncell[1], nz = g->ncell[2];
     memcpy(w, a, (size_t)nc * sizeof *w);
-    double *tmp = mdnl_malloc((size_t)nc * sizeof *tmp, "cell occupancy");
-    if (!tmp) {
-        free(a), free(w), free(pre);
-        return MDNL_ERR_RESOURCE;
-    }
     for (int64_t x = 0; x < nx; ++x)
         for (int64_t y = 0; y < ny; ++y)
             window_line(w + (x * ny + y) * nz, tmp + (x * ny + y) * nz, nz, 1, g->stencil[2], g->pbc[2], pre);
@@ -341,15 +352,6 @@ static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const d
     for (int64_t y = 0; y < ny; ++y)
         for (int64_t z = 0; z < nz; ++z)
             window_line(w + y * nz + z, tmp + y * nz + z, nx, ny * nz, g->stencil[0], g->pbc[0], pre);
-    /* A cell's volume: the cell spans 1/inv_cell along each t axis, and t
-     * is a skewed frame (see mdnl_work_estimate). */
-    double wprod = 1, cellv = 1;
-    for (int k = 0; k < 3; ++k) {
-        wprod *= g->width[k];
-        cellv *= 1.0 / (double)g->inv_cell[k];
-    }
-    if (g->volume > 0 && wprod > 0)
-        cellv *= g->volume / wprod;
     const double rc = (double)g->cutoff, sphere = 4.18879020478639098 * rc * rc * rc;
     for (int64_t c = 0; c < nc; ++c) {
         o->candidates += a[c] * tmp[c];
@@ -359,8 +361,125 @@ static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const d
             o->densest = c;
         }
     }
-    o->pairs *= sphere / cellv;
-    free(a), free(w), free(tmp), free(pre);
+    o->pairs *= sphere / cell_volume(g);
+    free(a);
+    return MDNL_OK;
+}
+
+/* Atoms a sample holds before the exact count (mdnl_work_check_cells). */
+#define WORK_SAMPLE 2048
+/* The sample's coarse grid: at most this many cells per axis. */
+#define COARSE_CELLS 16
+/* Slots of the sample's hash of occupied cells (a power of 2, >= 2 WORK_SAMPLE). */
+#define SAMPLE_SLOTS 4096
+/* How many draws ahead the sample's positions are prefetched. */
+#define SAMPLE_PREFETCH 16
+
+/* The coarse grid's index of fine coordinate x (any integer: the unwrapped
+ * cell of an offset) on an axis of n fine cells merged b at a time into nb:
+ * periodic, the cell of x mod n plus nb per period; open, clamped. Monotone
+ * in x. */
+static int64_t coarse_of(int64_t x, int64_t n, int64_t b, int64_t nb, bool periodic)
+{
+    if (!periodic)
+        return (x < 0 ? 0 : x > n - 1 ? n - 1 : x) / b;
+    const int64_t q = x >= 0 ? x / n : -((-x + n - 1) / n);
+    return (x - q * n) / b + q * nb;
+}
+
+/* The sampled estimate of the occupancy (geometry.h), from WORK_SAMPLE
+ * atoms: one drawn at random from each of WORK_SAMPLE equal strata of the
+ * atoms (index order), standing for its stratum's atoms, so the draw is unbiased and
+ * reads the positions in increasing order. No array of the grid's size:
+ *
+ *   pairs       sum over the fine cells of (sampled weight)^2, from a hash
+ *               of the occupied cells (O(sample));
+ *   candidates  an upper bound, from a coarse grid of at most COARSE_CELLS
+ *               cells per axis (b fine cells each): every fine offset
+ *               -s..s from a fine cell lands, unwrapped, within S coarse
+ *               cells of its coarse cell, S the largest such distance over
+ *               the axis (coarse_of is monotone), and distinct images stay
+ *               distinct, so a coarse cell's window holds every fine window
+ *               inside it, with multiplicity. */
+mdnl_status mdnl_work_occupancy_sampled(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
+                                        uint64_t seed, mdnl_occupancy *o)
+{
+    memset(o, 0, sizeof *o);
+    o->densest = o->atom = -1;
+    double *pairs = &o->pairs, *candidates = &o->candidates;
+    const int64_t n = g->natoms, m = n < WORK_SAMPLE ? n : WORK_SAMPLE;
+    if (n <= 0 || g->ncells <= 0)
+        return MDNL_OK;
+    int64_t b[3], nb[3], S[3];
+    for (int k = 0; k < 3; ++k) {
+        const int64_t nk = g->ncell[k], s = g->stencil[k];
+        b[k] = (nk + COARSE_CELLS - 1) / COARSE_CELLS;
+        nb[k] = (nk + b[k] - 1) / b[k];
+        S[k] = 0;
+        for (int64_t i = 0; i < nk; ++i) {
+            const int64_t ci = coarse_of(i, nk, b[k], nb[k], g->pbc[k]);
+            const int64_t up = coarse_of(i + s, nk, b[k], nb[k], g->pbc[k]) - ci;
+            const int64_t down = ci - coarse_of(i - s, nk, b[k], nb[k], g->pbc[k]);
+            S[k] = up > S[k] ? up : S[k];
+            S[k] = down > S[k] ? down : S[k];
+        }
+    }
+    const int64_t ncoarse = nb[0] * nb[1] * nb[2];
+    /* coarse weights, two window buffers, prefix sums; the hash's keys and weights */
+    const size_t doubles = (size_t)ncoarse * 3 + (2 * COARSE_CELLS + 1) + SAMPLE_SLOTS;
+    double *A = mdnl_calloc(doubles, sizeof *A, "cell occupancy sample");
+    int64_t *key = mdnl_malloc(SAMPLE_SLOTS * sizeof *key, "cell occupancy sample");
+    if (!A || !key) {
+        free(A), free(key);
+        return MDNL_ERR_RESOURCE;
+    }
+    double *W = A + ncoarse, *tmp = W + ncoarse, *pre = tmp + ncoarse, *hw = pre + 2 * COARSE_CELLS + 1;
+    for (int h = 0; h < SAMPLE_SLOTS; ++h)
+        key[h] = -1;
+    /* The draws first, so that the positions can be prefetched: each is a
+     * cache miss, and the loop below holds few in flight on its own. */
+    int64_t draw[WORK_SAMPLE];
+    for (int64_t k = 0; k < m; ++k) {
+        const int64_t lo = k * n / m, hi = (k + 1) * n / m;
+        draw[k] = lo + (int64_t)(mix64(seed + (uint64_t)k) % (uint64_t)(hi - lo));
+    }
+    for (int64_t k = 0; k < m; ++k) {
+        if (k + SAMPLE_PREFETCH < m) {
+            if (pos4)
+                __builtin_prefetch(pos4[draw[k + SAMPLE_PREFETCH]], 0);
+            else
+                __builtin_prefetch(pos[draw[k + SAMPLE_PREFETCH]], 0);
+        }
+        const int64_t i = draw[k];
+        const double weight = (double)((k + 1) * n / m - k * n / m);
+        int c[3];
+        cell_coords(g, pos4, pos, i, c);
+        const int64_t fine = ((int64_t)c[0] * g->ncell[1] + c[1]) * g->ncell[2] + c[2];
+        uint64_t h = mix64((uint64_t)fine) & (SAMPLE_SLOTS - 1);
+        while (key[h] >= 0 && key[h] != fine)
+            h = (h + 1) & (SAMPLE_SLOTS - 1);
+        key[h] = fine;
+        hw[h] += weight;
+        A[((c[0] / b[0]) * nb[1] + c[1] / b[1]) * nb[2] + c[2] / b[2]] += weight;
+    }
+    for (int h = 0; h < SAMPLE_SLOTS; ++h)
+        *pairs += hw[h] * hw[h];
+    const double rc = (double)g->cutoff;
+    *pairs *= 4.18879020478639098 * rc * rc * rc / cell_volume(g);
+    const int64_t nx = nb[0], ny = nb[1], nz = nb[2];
+    memcpy(W, A, (size_t)ncoarse * sizeof *W);
+    for (int64_t x = 0; x < nx; ++x)
+        for (int64_t y = 0; y < ny; ++y)
+            window_line(W + (x * ny + y) * nz, tmp + (x * ny + y) * nz, nz, 1, S[2], g->pbc[2], pre);
+    for (int64_t x = 0; x < nx; ++x)
+        for (int64_t z = 0; z < nz; ++z)
+            window_line(tmp + x * ny * nz + z, W + x * ny * nz + z, ny, nz, S[1], g->pbc[1], pre);
+    for (int64_t y = 0; y < ny; ++y)
+        for (int64_t z = 0; z < nz; ++z)
+            window_line(W + y * nz + z, tmp + y * nz + z, nx, ny * nz, S[0], g->pbc[0], pre);
+    for (int64_t c = 0; c < ncoarse; ++c)
+        *candidates += A[c] * tmp[c];
+    free(A), free(key);
     return MDNL_OK;
 }
 
@@ -376,22 +495,18 @@ static int64_t atom_in(const mdnl_geom *g, const float (*pos4)[4], const double 
 mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
                                 mdnl_occupancy *o)
 {
-    return occupancy(g, pos4, pos, g->natoms, 0, o);
+    return occupancy(g, pos4, pos, o);
 }
-
-/* Atoms a sample holds before the exact count (mdnl_work_check_cells). */
-#define WORK_SAMPLE 2048
 
 mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3])
 {
     const double limit = limit_of(g);
     mdnl_occupancy o;
     mdnl_status st;
-    /* Counting every atom costs more than a large frame's GPU kernels (the
-     * GPU pipeline counts from the frame's doubles on its compute thread),
-     * so a large frame is sampled first: WORK_SAMPLE atoms drawn at random
-     * (a seed new to each process and frame, so no file can be shaped around
-     * the draw). Only a frame whose estimate comes within 1/8 of a limit is
+    /* Counting every atom costs more than a large frame's GPU kernels, so
+     * a large frame is sampled first (mdnl_work_occupancy_sampled): WORK_SAMPLE atoms
+     * drawn at random (a seed new to each process and frame, so no file can
+     * be shaped around the draw). Only a frame whose estimate comes within 1/8 of a limit is
      * counted exactly, and only the exact count refuses. Stacking that could
      * reach the limits (over ~10^4 atoms in one cell's window) puts dozens
      * or more of the sampled atoms there, which multiplies the estimate far
@@ -401,7 +516,7 @@ mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], co
         static uint64_t process_seed;
         if (!process_seed)
             process_seed = mix64((uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&process_seed) | 1;
-        if ((st = occupancy(g, pos4, pos, WORK_SAMPLE, process_seed ^ mix64((uint64_t)g->frame), &o)) != MDNL_OK)
+        if ((st = mdnl_work_occupancy_sampled(g, pos4, pos, process_seed ^ mix64((uint64_t)g->frame), &o)) != MDNL_OK)
             return st;
         if (o.pairs <= limit / 8 && o.candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit / 8)
             return MDNL_OK;
@@ -495,17 +610,16 @@ mdnl_status mdnl_geom_finish(const mdnl_frame *f, double cutoff, mdnl_geom *g, c
     return check_images(g, w, cutoff, prefix);
 }
 
-mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4])
+/* Wraps every atom (mdnl_wrap_atom, geometry.h) into pos4 (or only
+ * computes its t when pos4 is NULL) and gives the t-range of the finite
+ * atoms and the first atom with a non-finite coordinate (natoms when none).
+ * OpenMP over atoms: at 100k atoms this is most of a frame's host time. */
+static void wrap_all(const mdnl_frame *f, const mdnl_wrap_params *wp, float (*pos4)[4], double tlo[3], double thi[3],
+                     int64_t *bad)
 {
-    mdnl_wrap_params wp;
-    mdnl_status st = mdnl_geom_begin(f, cutoff, g, &wp);
-    if (st != MDNL_OK)
-        return st;
-    /* Wrap every atom (mdnl_wrap_atom, geometry.h) and track the t-range.
-     * OpenMP over atoms: at 100k atoms this is most of a frame's host time.
-     * The parameters are a local copy: through f or g the compiler would
+    /* The parameters are a local copy: through f or g the compiler would
      * have to reload them after every store to pos4. */
-    const mdnl_wrap_params w = wp;
+    const mdnl_wrap_params w = *wp;
     const int64_t n = f->natoms;
     double tmin0 = INFINITY, tmin1 = INFINITY, tmin2 = INFINITY;
     double tmax0 = -INFINITY, tmax1 = -INFINITY, tmax2 = -INFINITY;
@@ -522,15 +636,51 @@ mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, 
             first_bad = i < first_bad ? i : first_bad;
             continue;
         }
-        pos4[i][0] = p[0], pos4[i][1] = p[1], pos4[i][2] = p[2], pos4[i][3] = 0.0f;
+        if (pos4)
+            pos4[i][0] = p[0], pos4[i][1] = p[1], pos4[i][2] = p[2], pos4[i][3] = 0.0f;
         tmin0 = t[0] < tmin0 ? t[0] : tmin0, tmin1 = t[1] < tmin1 ? t[1] : tmin1, tmin2 = t[2] < tmin2 ? t[2] : tmin2;
         tmax0 = t[0] > tmax0 ? t[0] : tmax0, tmax1 = t[1] > tmax1 ? t[1] : tmax1, tmax2 = t[2] > tmax2 ? t[2] : tmax2;
     }
-    const double tlo[3] = {tmin0, tmin1, tmin2}, thi[3] = {tmax0, tmax1, tmax2};
+    tlo[0] = tmin0, tlo[1] = tmin1, tlo[2] = tmin2;
+    thi[0] = tmax0, thi[1] = tmax1, thi[2] = tmax2;
+    *bad = first_bad;
+}
+
+mdnl_status mdnl_geom_prepare(const mdnl_frame *f, double cutoff, mdnl_geom *g, float (*pos4)[4])
+{
+    mdnl_wrap_params wp;
+    mdnl_status st = mdnl_geom_begin(f, cutoff, g, &wp);
+    if (st != MDNL_OK)
+        return st;
+    double tlo[3], thi[3];
+    int64_t first_bad;
+    wrap_all(f, &wp, pos4, tlo, thi, &first_bad);
     st = mdnl_geom_finish(f, cutoff, g, tlo, thi, first_bad);
     /* The grid and the positions are both known: the occupancy guard, before
      * any pair work on every backend that wraps on the host. */
     return st == MDNL_OK ? mdnl_work_check_cells(g, (const float(*)[4])pos4, NULL) : st;
+}
+
+mdnl_status mdnl_geom_layout(const mdnl_frame *f, double cutoff, mdnl_geom *g, double cutoff2, mdnl_geom *g2)
+{
+    mdnl_wrap_params wp;
+    mdnl_status st = mdnl_geom_begin(f, cutoff, g, &wp);
+    if (st != MDNL_OK)
+        return st;
+    /* the device wrap's early grid (geometry.cu), and the pipeline's r_max grid from it */
+    const double bound = mdnl_geom_tabs_bound(g, &wp);
+    if (bound > 0 && mdnl_geom_finish_early(cutoff, g, bound)) {
+        if (!(cutoff2 > 0))
+            return MDNL_OK;
+        if ((st = mdnl_geom_regrid(g, cutoff2, g2)) != MDNL_OK || mdnl_geom_early_certain(g2, cutoff2, bound))
+            return st;
+    }
+    double tlo[3], thi[3];
+    int64_t first_bad;
+    wrap_all(f, &wp, NULL, tlo, thi, &first_bad);
+    if ((st = mdnl_geom_finish(f, cutoff, g, tlo, thi, first_bad)) != MDNL_OK || !(cutoff2 > 0))
+        return st;
+    return mdnl_geom_regrid(g, cutoff2, g2);
 }
 
 mdnl_status mdnl_geom_regrid(const mdnl_geom *src, double cutoff, mdnl_geom *g)

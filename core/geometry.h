@@ -114,6 +114,18 @@ bool mdnl_geom_early_certain(const mdnl_geom *g, double cutoff, double tabs_boun
 mdnl_status mdnl_geom_settle(const mdnl_frame *f, double cutoff, mdnl_geom *g, const double tlo[3], const double thi[3],
                              int64_t first_bad);
 
+/* The grid mdnl_geom_prepare lays out for `cutoff` (and the device wrap,
+ * geometry_cuda.h, bit for bit), without writing any positions: into g and,
+ * when cutoff2 > 0, into g2 the grid for cutoff2 that mdnl_geom_regrid gives
+ * from it once the frame is wrapped. On a frame periodic on every axis from
+ * the box alone when the grids cannot depend on the atoms' t-range (as the
+ * device wrap does: mdnl_geom_finish_early, mdnl_geom_early_certain), else
+ * from the t-range computed here (mdnl_wrap_atom over every atom, OpenMP).
+ * Errors as mdnl_geom_prepare's but the occupancy guard's, which needs the
+ * positions: `mdnl run` on CUDA runs it on these grids from the frame's
+ * doubles, on a thread of its own, while the device works. */
+mdnl_status mdnl_geom_layout(const mdnl_frame *f, double cutoff, mdnl_geom *g, double cutoff2, mdnl_geom *g2);
+
 /* The same frame's geometry for another cutoff, without touching the
  * positions: `g` becomes exactly what mdnl_geom_prepare(f, cutoff, ...)
  * would give for the frame `src` was prepared from (the positions it wrote
@@ -215,6 +227,18 @@ typedef struct mdnl_occupancy {
 mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
                                 mdnl_occupancy *o);
 mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3]);
+
+/* The screen mdnl_work_check_cells runs first on a frame of more than 8192
+ * atoms, from min(natoms, 2048) of them (one drawn with `seed` from each
+ * equal stratum of the atoms, weighted by its stratum's size), with no
+ * array of the grid's size: `pairs` as mdnl_work_occupancy's for the sampled
+ * weights, `candidates` an upper bound of theirs (from a grid of at most 16
+ * cells per axis, each cell a block of the fine grid's, its stencil widened
+ * to hold every fine window); densest and atom are not set (-1). With every
+ * atom sampled (natoms <= 2048): pairs equal to the exact count's, and
+ * candidates at least its. */
+mdnl_status mdnl_work_occupancy_sampled(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
+                                        uint64_t seed, mdnl_occupancy *o);
 
 /* ---- shared host/device arithmetic: the single definition of a pair ---- */
 

@@ -117,6 +117,14 @@ typedef struct slot {
     int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS]; /* the frame's A and B atoms per histogram */
     double volume;                                         /* its RDF volume (0: open) */
     bool wrap_pending; /* CUDA: grids laid out before the wrap's t-range, settled when collected */
+    /* The reader's and the prepare stage's verdict on the frame (a read
+     * error; CPU: the wrap and the grids; CUDA: the occupancy guard), which
+     * the compute stage raises when it reaches the slot, after every earlier
+     * frame's own errors: errors come in frame order. */
+    mdnl_status verdict;
+    char verdict_message[2048];
+    bool early_checked; /* the guard ran during the backend's start-up (check_early) */
+    mdnl_status early_verdict;
 } slot;
 
 #define MAX_SLOTS 4
@@ -133,6 +141,12 @@ typedef struct ring {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_mutex_t io; /* serialize_io: around reads and sink calls */
+    bool dev_check; /* CUDA: the prepare thread runs the occupancy guard only (check_slot) */
+    /* Set (under mu) once the engine is up: where the reader allocates
+     * frame positions from then on (engine_ready false: malloc). */
+    bool engine_ready;
+    const mdnl_frame_allocator *frame_alloc;
+    bool speculate; /* a CUDA start-up thread runs: check_early */
     bool abort;
     mdnl_status status;
     char message[2048];
@@ -184,6 +198,16 @@ static void *reader_main(void *arg)
             return NULL;
         double t0 = mdnl_now();
         p->t_read_blocked += t0 - tw;
+        /* A slot filled during the backend's start-up holds malloc'ed
+         * positions; once the engine is up, it moves to the engine's memory. */
+        pthread_mutex_lock(&p->mu);
+        const bool ready = p->engine_ready;
+        const mdnl_frame_allocator *alloc = p->frame_alloc;
+        pthread_mutex_unlock(&p->mu);
+        if (ready && s->f.pos_alloc != alloc) {
+            mdnl_frame_free(&s->f);
+            s->f.pos_alloc = alloc;
+        }
         if (p->c->serialize_io)
             pthread_mutex_lock(&p->io);
         mdnl_status st = mdnl_frames_next(p->fs, &s->f);
@@ -194,11 +218,12 @@ static void *reader_main(void *arg)
             set_slot(p, s, SLOT_END);
             return NULL;
         }
-        if (st != MDNL_OK) {
-            fail(p, st);
-            return NULL;
-        }
+        s->verdict = st;
+        if (st != MDNL_OK)
+            snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
         set_slot(p, s, SLOT_READ);
+        if (st != MDNL_OK)
+            return NULL;
     }
 }
 
@@ -238,11 +263,77 @@ static mdnl_status prepare_slot(ring *p, slot *s)
         s->pos_cap = f->natoms + 1;
     }
     const bool cut = c->neighbors || c->energy;
-    return grids_done(c, s, mdnl_geom_prepare(f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, s->pos4));
+    mdnl_status st =
+        grids_done(c, s, mdnl_geom_prepare(f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, s->pos4));
+    /* mdnl_geom_prepare guarded its own grid; the r_max grid regridded from it is guarded here */
+    if (st == MDNL_OK && cut && c->hist)
+        st = input_prefixed(c, mdnl_work_check_cells(&s->g_rmax, (const float(*)[4])s->pos4, NULL));
+    return st;
 }
 
-/* The prepare thread runs on the CPU backend only: on CUDA the compute
- * stage wraps each frame on the device (mdnl_engine_prepare_device). */
+/* CUDA: the occupancy guard (geometry.h) of the grids the compute stage
+ * will lay out on the device, from the frame's own doubles, here on the
+ * prepare thread while the device works on earlier frames (on the compute
+ * thread it cost more than the frame's kernels). mdnl_geom_layout gives the
+ * grids the device wrap gives; a frame it cannot lay out (a bad cell, a
+ * non-finite coordinate) is left to the compute stage, which reports it. */
+static mdnl_status check_slot(ring *p, slot *s)
+{
+    const mdnl_pipeline_config *c = p->c;
+    const mdnl_frame *f = &s->f;
+    const bool cut = c->neighbors || c->energy;
+    mdnl_geom g_cut, g_rmax;
+    if (mdnl_geom_layout(f, cut ? c->cutoff : c->rmax, cut ? &g_cut : &g_rmax, cut && c->hist ? c->rmax : 0,
+                         &g_rmax) != MDNL_OK)
+        return MDNL_OK;
+    mdnl_status st = MDNL_OK;
+    if (cut)
+        st = mdnl_work_check_cells(&g_cut, NULL, (const double(*)[3])f->pos);
+    if (st == MDNL_OK && c->hist)
+        st = mdnl_work_check_cells(&g_rmax, NULL, (const double(*)[3])f->pos);
+    return input_prefixed(c, st);
+}
+
+/* During the backend's start-up (a CUDA start-up thread is running, so the
+ * backend is likely CUDA): the occupancy guard of the frames the reader has
+ * read meanwhile (at most the ring's first nslots frames: none is freed
+ * before the writer runs), so that the first frame is launched as soon as
+ * the device is up. The verdict is kept apart (early_verdict; a refusal's
+ * message already in verdict_message) and used only if the backend is
+ * CUDA; on the CPU prepare_slot guards the frame itself. */
+static void check_early(ring *p)
+{
+    if (!p->speculate)
+        return;
+    pthread_mutex_lock(&p->mu);
+    for (int64_t k = 0; k < p->nslots && !p->abort && !p->engine_ready;) {
+        slot *s = &p->slots[k];
+        if (s->state == SLOT_END)
+            break;
+        if (s->state != SLOT_READ) {
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (s->verdict == MDNL_OK) {
+            const double t0 = mdnl_now();
+            s->early_verdict = check_slot(p, s);
+            if (s->early_verdict != MDNL_OK)
+                snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
+            s->early_checked = true;
+            p->t_prepare += mdnl_now() - t0;
+        }
+        pthread_mutex_lock(&p->mu);
+        ++k;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The prepare thread: on the CPU backend it wraps each frame (prepare_slot);
+ * on CUDA, where the compute stage wraps each frame on the device
+ * (mdnl_engine_prepare_device), it runs the occupancy guard (check_slot).
+ * Its verdict stays in the slot (the compute stage raises it); after a
+ * failure it stops. */
 static void *prepare_main(void *arg)
 {
     ring *p = arg;
@@ -255,21 +346,37 @@ static void *prepare_main(void *arg)
     /* OMP_NUM_THREADS caps it (MPI ranks sharing a node's cores set it) */
     omp_set_num_threads(team < omp_get_max_threads() ? team : omp_get_max_threads());
 #endif
-    const bool work = !p->c->read_only && (p->c->neighbors || p->c->energy || p->c->hist);
-    for (int64_t k = 0;; ++k) {
+    check_early(p);
+    /* which stage this is depends on the backend */
+    pthread_mutex_lock(&p->mu);
+    while (!p->abort && !p->engine_ready)
+        pthread_cond_wait(&p->cv, &p->mu);
+    const bool go = !p->abort;
+    pthread_mutex_unlock(&p->mu);
+    for (int64_t k = 0; go; ++k) {
         slot *s = &p->slots[k % p->nslots];
         int seen = wait_slot(p, s, SLOT_READ, true);
         if (seen < 0 || seen == SLOT_END)
             return NULL;
         double t0 = mdnl_now();
-        mdnl_status st = work ? prepare_slot(p, s) : MDNL_OK;
-        p->t_prepare += mdnl_now() - t0;
-        if (st != MDNL_OK) {
-            fail(p, st);
-            return NULL;
+        if (s->verdict == MDNL_OK) { /* else the reader's error, passed on */
+            if (p->dev_check && s->early_checked)
+                s->verdict = s->early_verdict; /* its message is in place */
+            else if (p->dev_check)
+                s->verdict = check_slot(p, s);
+            else
+                s->verdict = prepare_slot(p, s);
+            if (s->verdict != MDNL_OK && !(p->dev_check && s->early_checked))
+                snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
         }
+        s->early_checked = false;
+        p->t_prepare += mdnl_now() - t0;
+        const bool stop = s->verdict != MDNL_OK;
         set_slot(p, s, SLOT_PREPARED);
+        if (stop)
+            return NULL;
     }
+    return NULL;
 }
 
 static void *writer_main(void *arg)
@@ -414,14 +521,6 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     }
     /* NULL: the device positions of prepare_device */
     const float(*pos4)[4] = cs->dev_wrap ? NULL : (const float(*)[4])s->pos4;
-    /* The occupancy guard (geometry.h) for the grids mdnl_geom_prepare did
-     * not check: a device-wrapped frame's (from the frame's own positions),
-     * and the r_max grid regridded from the cutoff's. */
-    const bool cut = c->neighbors || c->energy;
-    if (cs->dev_wrap && cut && (st = mdnl_work_check_cells(&s->g_cut, NULL, f->pos)) != MDNL_OK)
-        return input_prefixed(c, st);
-    if (c->hist && (cs->dev_wrap || cut) && (st = mdnl_work_check_cells(&s->g_rmax, pos4, f->pos)) != MDNL_OK)
-        return input_prefixed(c, st);
     if (c->neighbors) {
         if ((st = mdnl_check_list_memory(c->input, &s->g_cut, c->list, c->nslots > 1 ? c->nslots : 2)) != MDNL_OK ||
             (st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK ||
@@ -496,22 +595,10 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     compute cs;
     memset(&cs, 0, sizeof cs);
     mdnl_status st = MDNL_OK;
-    if (c->starter) /* the CUDA start-up began on a thread of its own while the caller opened the input */
-        mdnl_engine_start_join(c->starter);
-    if (!c->read_only && (st = mdnl_engine_init(&cs.eng, c->opts)) != MDNL_OK)
-        return st;
-    stats->t_init = mdnl_now() - t_start;
-    stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
-    const bool work = !c->read_only && (c->neighbors || c->energy || c->hist);
-    cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA;
-    const bool host_wrap = work && !cs.dev_wrap; /* the prepare thread and its OpenMP team */
-    stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
-    if (c->hist)
-        cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};
-
     ring *p = mdnl_calloc(1, sizeof *p, "pipeline");
     if (!p) {
-        mdnl_engine_free(&cs.eng);
+        if (c->starter)
+            mdnl_engine_start_join(c->starter);
         return MDNL_ERR_RESOURCE;
     }
     p->c = c;
@@ -525,26 +612,54 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_mutex_init(&p->io, NULL);
-    /* CUDA: the reader reads straight into pinned memory, which the wrap
-     * uploads by DMA. */
-    for (int k = 0; k < MAX_SLOTS; ++k)
-        p->slots[k].f.pos_alloc = cs.dev_wrap ? mdnl_engine_frame_allocator(&cs.eng) : NULL;
 
+    /* The reader and the prepare thread start first: the reader fills the
+     * ring while the backend starts (the CUDA start-up, begun by the caller
+     * on a thread of its own, and the engine), into ordinary memory until the
+     * engine says where frames go (reader_main: pinned memory on CUDA, which
+     * needs the context); the prepare thread guards those frames meanwhile
+     * (check_early). */
+    const bool work = !c->read_only && (c->neighbors || c->energy || c->hist);
+    /* the prepare thread and its OpenMP team: the wrap on the CPU, the
+     * occupancy guard on CUDA (which it begins during the start-up) */
+    const bool prepare = work;
+    p->speculate = work && c->starter && c->starter->thread;
     pthread_t reader, preparer, writer;
     bool have_reader = false, have_preparer = false, have_writer = false;
     if (pthread_create(&reader, NULL, reader_main, p) != 0) {
         fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the reader thread"));
     } else {
         have_reader = true;
-        if (host_wrap && pthread_create(&preparer, NULL, prepare_main, p) != 0) {
+        if (prepare && pthread_create(&preparer, NULL, prepare_main, p) != 0)
             fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the prepare thread"));
-        } else {
-            have_preparer = host_wrap;
-            if (pthread_create(&writer, NULL, writer_main, p) != 0)
-                fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the writer thread"));
-            else
-                have_writer = true;
-        }
+        else
+            have_preparer = prepare;
+    }
+    if (c->starter)
+        mdnl_engine_start_join(c->starter);
+    if (!c->read_only && (st = mdnl_engine_init(&cs.eng, c->opts)) != MDNL_OK)
+        fail(p, st);
+    const bool engine_up = !c->read_only && st == MDNL_OK;
+    stats->t_init = mdnl_now() - t_start;
+    stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
+    cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA;
+    stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
+    if (c->hist)
+        cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};
+    /* CUDA: from now on the reader reads straight into pinned memory, which
+     * the wrap uploads by DMA. */
+    pthread_mutex_lock(&p->mu);
+    p->dev_check = cs.dev_wrap;
+    p->frame_alloc = cs.dev_wrap ? mdnl_engine_frame_allocator(&cs.eng) : NULL;
+    p->engine_ready = true;
+    pthread_cond_broadcast(&p->cv);
+    const bool started = !p->abort;
+    pthread_mutex_unlock(&p->mu);
+    if (started) {
+        if (pthread_create(&writer, NULL, writer_main, p) != 0)
+            fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the writer thread"));
+        else
+            have_writer = true;
     }
 
     /* The compute stage, on this thread (it owns the engine). */
@@ -563,7 +678,9 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         t_starved += t0 - tw;
         const int ticket = (int)(k % MDNL_ENGINE_TICKETS);
         mdnl_status cst = MDNL_OK;
-        if (seen != SLOT_END && !c->read_only)
+        if (seen != SLOT_END && s->verdict != MDNL_OK) /* the reader's or the prepare stage's, in frame order */
+            cst = mdnl_error(s->verdict, "%s", s->verdict_message);
+        else if (seen != SLOT_END && !c->read_only)
             cst = launch_frame(c, &cs, s, ticket, stats, &t_dev_prepare);
         if (pend) {
             /* Frame k-1 is collected even when frame k failed to launch: its
@@ -600,7 +717,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
             break; /* the writer sees the end in the same slot after it drained the earlier ones */
     }
     /* A failure may leave device work queued that writes into slot buffers. */
-    if (p->abort && !c->read_only)
+    if (p->abort && !c->read_only && engine_up)
         mdnl_engine_quiesce(&cs.eng);
     if (have_reader)
         pthread_join(reader, NULL);

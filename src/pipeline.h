@@ -3,21 +3,22 @@
  *
  * Threads share a ring of `nslots` (2 to 4) slots, each owning one
  * mdnl_frame, its float positions and one neighbor list, so memory is
- * bounded by the largest frame, never by the number of frames. CUDA backend
- * (three threads):
+ * bounded by the largest frame, never by the number of frames. Four threads:
  *
  *   reader  (a pthread)      FREE     -> READ      mdnl_frames_next into the slot's frame
- *                                                  (positions in pinned host memory)
- *   compute (calling thread) READ     -> COMPUTED  upload and wrap on the device, grids for
- *                                                  the cutoff and r_max; neighbors, energy,
- *                                                  histogram
+ *                                                  (CUDA: positions in pinned host memory)
+ *   prepare (a pthread with  READ     -> PREPARED  CPU: wraps the frame once into the slot's
+ *            an OpenMP team)                       float positions and lays out the grids for
+ *                                                  the cutoff and r_max (mdnl_geom_prepare);
+ *                                                  CUDA: the occupancy guard of the grids the
+ *                                                  device will use, from the frame's doubles
+ *                                                  (mdnl_geom_layout, mdnl_work_check_cells)
+ *   compute (calling thread) PREPARED -> COMPUTED  CUDA: upload and wrap on the device, the
+ *                                                  grids; both: neighbors, energy, histogram
  *   writer  (a pthread)      COMPUTED -> FREE      the sink: energy values, CSR copies
  *
- * CPU backend (four threads): a prepare thread (with an OpenMP team) sits
- * between reader and compute, READ -> PREPARED, wrapping each frame once
- * into the slot's float positions (mdnl_geom_prepare) and laying out the
- * grids; compute then takes PREPARED slots. With --read-only there is no
- * prepare stage and compute only counts the frames.
+ * With --read-only there is no prepare stage and compute only counts the
+ * frames it takes from the reader.
  *
  * Slots are visited in ring order by every stage, so frames stay in order.
  * One mutex and one condition variable guard the slot states; a stage waits
@@ -26,10 +27,14 @@
  * the pipeline starts; the sink runs on the writer thread only. The histogram
  * accumulator and the energy statistics belong to the compute stage.
  *
- * Errors: the first failing stage records its status and message and raises
- * `abort`; every wait also wakes on abort, so the other stages stop at their
- * next wait, the threads are joined, and mdnl_pipeline_run returns that
- * status with the message re-recorded on the calling thread.
+ * Errors come in frame order: the reader and the prepare stage keep a
+ * frame's error (a read error, a non-finite coordinate, stacked atoms) in its
+ * slot and stop; the compute stage raises it when it reaches that slot, after
+ * the earlier frames' own errors. A failing compute or writer stage records
+ * its status and message and raises `abort`; every wait also wakes on abort,
+ * so the other stages stop at their next wait, the threads are joined, and
+ * mdnl_pipeline_run returns that status with the message re-recorded on the
+ * calling thread.
  */
 #ifndef MDNL_PIPELINE_H
 #define MDNL_PIPELINE_H
@@ -81,7 +86,9 @@ typedef struct mdnl_pipeline_config {
     int nslots;                   /* 2 to 4 (4: full four-stage overlap) */
     bool serialize_io;            /* hold one lock around reads and sink calls (HDF5 in both) */
     /* The backend's start-up, begun early by the caller (engine.h
-     * mdnl_engine_start_begin) or NULL; joined before the engine is made. */
+     * mdnl_engine_start_begin) or NULL; joined before the engine is made,
+     * while the reader thread already fills the ring (in malloc'ed memory
+     * until the engine is up: pinned memory needs the CUDA context). */
     struct mdnl_engine_starter *starter;
 } mdnl_pipeline_config;
 
@@ -113,7 +120,9 @@ typedef struct mdnl_pipeline_stats {
     mdnl_atoms_range atoms;        /* atoms per frame */
     uint64_t pairs_counted;        /* histogrammed distances */
     double e_first, e_last, e_sum, e_min, e_max;
-    double t_read, t_prepare, t_compute, t_write, t_wall; /* busy seconds per stage; wall of the whole run */
+    /* busy seconds per stage (prepare on CUDA: the device wrap's launch on the compute thread and the
+     * occupancy guard on the prepare thread); wall of the whole run */
+    double t_read, t_prepare, t_compute, t_write, t_wall;
     double t_init;    /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall: what was
                          left of it when the pipeline started when the caller began it early */
     double t_startup; /* the whole backend start-up, begun early or not (wall seconds) */

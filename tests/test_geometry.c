@@ -201,6 +201,64 @@ static void set_box(mdnl_frame *f, int box)
     f->box.pbc[2] = box == 2;
 }
 
+/* Whether two grids agree in every field but the t-range bookkeeping
+ * (tlo/thi: zero in a grid laid out before the t-range). */
+static bool same_grid_but_trange(const mdnl_geom *a, const mdnl_geom *b)
+{
+    mdnl_geom x = *a, y = *b;
+    memset(x.tlo, 0, sizeof x.tlo), memset(x.thi, 0, sizeof x.thi);
+    memset(y.tlo, 0, sizeof y.tlo), memset(y.thi, 0, sizeof y.thi);
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+/* mdnl_geom_layout (the run pipeline's guard on CUDA lays out the device's
+ * grids without the positions) gives mdnl_geom_prepare's grid for the first
+ * cutoff and its regrid for the second, on every kind of box (the periodic
+ * triclinic one from the box alone, the others from the t-range), and
+ * mdnl_geom_prepare's errors. */
+Test(geometry, layout_gives_the_grids_of_prepare_and_regrid_on_every_box)
+{
+    mdnl_work_set_limit(1e15); /* compared, never traversed (as above) */
+    enum { N = 600 };
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, N), MDNL_OK);
+    f.natoms = N;
+    srand(59);
+    for (int i = 0; i < N; ++i)
+        for (int a = 0; a < 3; ++a)
+            f.pos[i][a] = 40.0 * rand() / RAND_MAX - 14.0;
+    float(*pos4)[4] = malloc(sizeof(float[N][4]));
+    cr_assert_not_null(pos4);
+    const double cutoffs[][2] = {{2.5, 4.0}, {4.0, 2.5}, {0.7, 9.0}, {9.0, 0}};
+    for (int box = 0; box < 4; ++box) {
+        set_box(&f, box);
+        for (size_t k = 0; k < sizeof cutoffs / sizeof *cutoffs; ++k) {
+            mdnl_geom want, want2, got, got2;
+            cr_assert_eq(mdnl_geom_prepare(&f, cutoffs[k][0], &want, pos4), MDNL_OK, "%s", mdnl_last_error());
+            cr_assert_eq(mdnl_geom_layout(&f, cutoffs[k][0], &got, cutoffs[k][1], &got2), MDNL_OK);
+            cr_expect(same_grid_but_trange(&want, &got), "box %d cutoff %g: layout differs from prepare", box,
+                      cutoffs[k][0]);
+            if (cutoffs[k][1] > 0) {
+                cr_assert_eq(mdnl_geom_regrid(&want, cutoffs[k][1], &want2), MDNL_OK);
+                cr_expect(same_grid_but_trange(&want2, &got2), "box %d cutoff %g: the second grid differs", box,
+                          cutoffs[k][1]);
+            }
+        }
+    }
+    /* a non-finite coordinate, and a singular cell */
+    set_box(&f, 1);
+    f.pos[17][1] = NAN;
+    mdnl_geom g, g2;
+    cr_expect_eq(mdnl_geom_layout(&f, 2.5, &g, 4.0, &g2), MDNL_ERR_INPUT);
+    cr_expect(strstr(mdnl_last_error(), "atom 17 has a non-finite coordinate") != NULL, "%s", mdnl_last_error());
+    f.pos[17][1] = 1.0;
+    f.box.h[1][0] = 12, f.box.h[1][1] = 0;
+    cr_expect_eq(mdnl_geom_layout(&f, 2.5, &g, 0, NULL), MDNL_ERR_INPUT);
+    mdnl_work_set_limit(0);
+    free(pos4);
+    mdnl_frame_free(&f);
+}
+
 /* mdnl_geom_prepare is begin + mdnl_wrap_atom per atom + finish; the device
  * wrap (geometry.cu) relies on exactly that split. Atoms lie up to two boxes
  * outside the cell, so every periodic axis really wraps. */

@@ -648,6 +648,60 @@ Test(guard, occupancy_counts_exactly_the_candidates_of_the_traversal)
     mdnl_frame_free(&f);
 }
 
+/* The sampled screen with every atom in the sample (strata of one atom):
+ * its pairs are the exact count's and its candidates bound the exact ones
+ * from above, in a clumped triclinic cell (stencils 1 to more than the
+ * grid) and in a long cell whose 50 to 100 cells along x are merged into
+ * at most 16, periodic or open. */
+Test(guard, sampled_screen_of_every_atom_bounds_the_exact_count)
+{
+    const int64_t n = 2048;
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, n), MDNL_OK);
+    f.natoms = n;
+    f.box.has_lattice = true;
+    float(*pos4)[4] = malloc((size_t)n * sizeof *pos4);
+    cr_assert_not_null(pos4);
+    const double cells[2][3][3] = {{{20, 0, 0}, {3, 18, 0}, {-2, 4, 16}}, {{200, 0, 0}, {0, 12, 0}, {1, 0, 11}}};
+    const double cutoffs[] = {2.0, 3.0, 4.0, 7.0, 25.0};
+    for (int shape = 0; shape < 2; ++shape) {
+        memcpy(f.box.h, cells[shape], sizeof cells[shape]);
+        unsigned seed = 59;
+        for (int64_t i = 0; i < n; ++i)
+            for (int k = 0; k < 3; ++k) {
+                seed = seed * 1103515245u + 12345u;
+                const double u = (double)(seed >> 8) / 16777216.0;
+                /* a quarter of the atoms in a clump, the rest anywhere along the cell's diagonal */
+                f.pos[i][k] = i < n / 4 ? 5.0 + 0.3 * u : -10.0 + (cells[shape][0][k] + 40.0) * u;
+            }
+        for (int open = 0; open < 2; ++open) {
+            f.box.pbc[1] = f.box.pbc[2] = true;
+            f.box.pbc[0] = !open;
+            for (size_t c = 0; c < sizeof cutoffs / sizeof *cutoffs; ++c) {
+                mdnl_geom g;
+                mdnl_work_set_limit(1e12);
+                cr_assert_eq(mdnl_geom_prepare(&f, cutoffs[c], &g, pos4), MDNL_OK, "%s", mdnl_last_error());
+                mdnl_work_set_limit(0);
+                for (int from_doubles = 0; from_doubles < 2; ++from_doubles) {
+                    const float(*p4)[4] = from_doubles ? NULL : (const float(*)[4])pos4;
+                    const double(*pd)[3] = from_doubles ? (const double(*)[3])f.pos : NULL;
+                    mdnl_occupancy exact, sampled;
+                    cr_assert_eq(mdnl_work_occupancy(&g, p4, pd, &exact), MDNL_OK);
+                    cr_assert_eq(mdnl_work_occupancy_sampled(&g, p4, pd, 12345u + c, &sampled), MDNL_OK);
+                    cr_expect(sampled.pairs == exact.pairs && sampled.candidates >= exact.candidates,
+                              "shape %d, open x %d, cutoff %g (grid %dx%dx%d, stencil %d %d %d), doubles %d: sampled "
+                              "%g pairs %g candidates, exact %g %g",
+                              shape, open, cutoffs[c], g.ncell[0], g.ncell[1], g.ncell[2], g.stencil[0], g.stencil[1],
+                              g.stencil[2], from_doubles, sampled.pairs, sampled.candidates, exact.pairs,
+                              exact.candidates);
+                }
+            }
+        }
+    }
+    free(pos4);
+    mdnl_frame_free(&f);
+}
+
 /* Runs every computing command on `input`; each must be refused with exit 3
  * within `limit` s, naming the input, the densest cell and its count. */
 static void expect_stacked_refused(const char *input, const char *count)

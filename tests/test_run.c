@@ -538,3 +538,97 @@ Test(run, rdf_per_frame_rows_are_the_single_frame_results)
     cr_expect_eq(mdnl("rdf %s/rdf/lj_mixture.xyz --rmax 2.5 --bins 25 --per-frame -o t.tsv", MDNL_DATA_DIR), 2);
     expect_one_error_line();
 }
+
+/* ---- errors in frame order, whichever stage finds them (issue 59) ---- */
+
+/* Three frames of 64 atoms (species A and B) in a periodic 10 A box, one
+ * atom per 2.5 A cell, except: frame `nob` has no B atom (a compute-stage
+ * error under --pairs A-B), frame `stacked` holds 56 atoms at the origin (the
+ * occupancy guard refuses it under --max-pairs 4000: the prepare stage on the
+ * CPU, the check stage on CUDA), frame `bad` has a malformed coordinate (the
+ * reader's error, on line 66 * bad + 6). -1: none. */
+static void write_three_frames(const char *name, int nob, int stacked, int bad)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    for (int k = 0; k < 3; ++k) {
+        fprintf(fp, "64\nLattice=\"10 0 0 0 10 0 0 0 10\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n");
+        for (int a = 0; a < 64; ++a) {
+            double r[3] = {1.25 + 2.5 * (a / 16), 1.25 + 2.5 * (a / 4 % 4), 1.25 + 2.5 * (a % 4)};
+            if (k == stacked)
+                for (int d = 0; d < 3; ++d)
+                    r[d] = a < 56 ? 0.0 : 3.75 + 5.0 * ((a - 56) >> (2 - d) & 1);
+            const char *sp = a % 2 && k != nob ? "B" : "A";
+            if (k == bad && a == 3)
+                fprintf(fp, "%s %.6f oops %.6f\n", sp, r[0], r[2]);
+            else
+                fprintf(fp, "%s %.6f %.6f %.6f\n", sp, r[0], r[1], r[2]);
+        }
+    }
+    fclose(fp);
+}
+
+/* Frame 1's error is reported, whatever frame 2 holds: the reader and the
+ * prepare (CPU) or check (CUDA) stage run ahead of the compute stage, so
+ * frame 2's read error or stacked atoms are found first, but wait in their
+ * slot until the compute stage has reached them. Each case runs ten times:
+ * before the errors were kept in the slots, the stage ahead often won. */
+Test(run, an_earlier_frame_error_comes_first_whichever_stage_finds_a_later_one)
+{
+    const char *stacked = "56 of 64 atoms are in one cell";
+    const struct {
+        int nob, stacked, bad;
+        const char *want;
+    } cases[] = {
+        {1, 2, -1, "frame 1: expected species B"}, /* compute, then prepare/check */
+        {1, -1, 2, "frame 1: expected species B"}, /* compute, then reader */
+        {-1, 1, 2, stacked},                       /* prepare/check, then reader */
+        {2, 1, -1, stacked},                       /* prepare/check, then compute */
+        {-1, 2, 1, "f.xyz:72"},                    /* reader, then prepare/check */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
+        write_three_frames("f.xyz", cases[c].nob, cases[c].stacked, cases[c].bad);
+        for (int rep = 0; rep < 10; ++rep) {
+            cr_expect_eq(mdnl("run f.xyz -c 2 --pair lj:epsilon=1,sigma=1 --rmax 2 --bins 10 --pairs A-B "
+                              "--max-pairs 4000 -o out.h5"),
+                         3, "case %zu: %s", c, err_text);
+            expect_one_error_line();
+            cr_expect(strstr(err_text, cases[c].want) != NULL, "case %zu: expected \"%s\" in: %s", c, cases[c].want,
+                      err_text);
+            if (cases[c].want == stacked)
+                cr_expect(strstr(err_text, "frame 1: ") != NULL, "case %zu: %s", c, err_text);
+        }
+        cr_expect_eq(dir_entries(), 1, "case %zu: only f.xyz may remain", c);
+    }
+}
+
+/* A non-finite coordinate (H5MD: found by the wrap, on the host or the
+ * device) and stacked atoms (the occupancy guard) in frames 1 and 2, each
+ * order: frame 1's is reported, with every combination of grids the guard
+ * checks (cutoff and r_max, cutoff only, r_max only). */
+Test(run, non_finite_and_stacked_frames_are_reported_in_frame_order)
+{
+    const char *cases[][2] = {{"bad_nan_then_stacked.h5md", "frame 1: atom 5 has a non-finite coordinate"},
+                              {"bad_stacked_then_nan.h5md", "frame 1: 56 of 64 atoms are in one cell"}};
+    const char *work[] = {"-c 2 --pair lj:epsilon=1,sigma=1 --rmax 2 --bins 10", "-c 2 --neighbors",
+                          "--rmax 2 --bins 10"};
+    for (int c = 0; c < 2; ++c)
+        for (size_t w = 0; w < sizeof work / sizeof *work; ++w) {
+            char in[512];
+            snprintf(in, sizeof in, "%s/h5md/%s", MDNL_DATA_DIR, cases[c][0]);
+            cr_expect_eq(mdnl("run %s %s --max-pairs 4000 -o out.h5", in, work[w]), 3, "%s %s: %s", cases[c][0],
+                         work[w], err_text);
+            expect_one_error_line();
+            cr_expect(strstr(err_text, cases[c][0]) && strstr(err_text, cases[c][1]), "%s %s: expected \"%s\" in: %s",
+                      cases[c][0], work[w], cases[c][1], err_text);
+            cr_expect_eq(dir_entries(), 0, "a failed run must leave nothing");
+            /* frame 0 alone runs */
+            cr_expect_eq(mdnl("run %s %s --max-pairs 4000 --frames 0 -o out.h5", in, work[w]), 0, "%s %s: %s",
+                         cases[c][0], work[w], err_text);
+            char out[512];
+            snprintf(out, sizeof out, "%s/out.h5", tmpdir);
+            cr_expect_eq(unlink(out), 0);
+        }
+}

@@ -322,6 +322,24 @@ with new_file("bad_zeros_2m_gzip.h5md") as f:
     p.create_dataset("value", data=np.zeros((1, 2000000, 3)), compression="gzip", compression_opts=9,
                      chunks=(1, 2000000, 3))
     p.create_dataset("step", data=np.array([0], dtype=np.int64))
+# bad_nan_then_stacked / bad_stacked_then_nan: 3 frames of 64 atoms in a
+# periodic 10 A box, one atom per 2.5 A cell (frame 0); frame 1 has a NaN
+# (atom 5) or 56 atoms stacked at the origin beside 8 spread ones, frame 2
+# the other. With --max-pairs 4000 (cutoff 2) the stacked frame passes the
+# extent estimate and is refused from the cells' occupancy: the pipeline
+# must report frame 1's error whichever stage finds frame 2's first.
+lattice64 = np.array([[1.25 + 2.5 * i, 1.25 + 2.5 * j, 1.25 + 2.5 * k]
+                      for i in range(4) for j in range(4) for k in range(4)])
+nan64 = lattice64.copy()
+nan64[5, 1] = np.nan
+stacked64 = np.zeros((64, 3))
+stacked64[56:] = [[3.75 + 5 * i, 3.75 + 5 * j, 3.75 + 5 * k] for i in range(2) for j in range(2) for k in range(2)]
+for name, frames in (("bad_nan_then_stacked.h5md", (lattice64, nan64, stacked64)),
+                     ("bad_stacked_then_nan.h5md", (lattice64, stacked64, nan64))):
+    with new_file(name) as f:
+        g = f.create_group("particles/all")
+        add_box(g, ["periodic"] * 3, edges=np.array([10.0, 10.0, 10.0]))
+        add_td(g, "position", np.stack(frames), np.array([0, 1, 2], dtype=np.int64))
 # --- positions read from the file's bytes in worker threads (issue 59) --
 # Seven frames of 40 atoms stored every way the parallel reader decodes
 # (io/h5_raw.c) and one it leaves to H5Dread (big-endian); all hold the

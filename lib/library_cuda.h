@@ -36,6 +36,18 @@ mdnl_status mdnl_lib_cuda_shifts(mdnl_lib_cuda *c, void *stream, const mdnl_geom
                                  const mdnl_nlist_dev *l, int half, const void *d_xyz, int xyz_float32, int want_D,
                                  const int32_t **d_S, const double **d_D);
 
+/* The occupancy guard of device positions (geometry.h,
+ * mdnl_work_check_cells, without copying the positions to the host): the
+ * atoms of d_pos4 ([g->natoms] float4, wrapped, complete before `stream`'s
+ * queued work) counted per cell of g's grid with the binning's arithmetic
+ * (mdnl_cell_coord), the stencil windows summed, then reduced to
+ * o->candidates, o->pairs, o->densest and o->densest_count, which are read
+ * back (a synchronisation of `stream`). When the result is beyond the
+ * limits (mdnl_work_cells_within) the first atom of the densest cell and
+ * its wrapped position are looked for too, and the call returns
+ * mdnl_work_refuse_cells' MDNL_ERR_INPUT; else MDNL_OK. */
+mdnl_status mdnl_lib_cuda_check_cells(mdnl_lib_cuda *c, void *stream, const mdnl_geom *g, const float *d_pos4);
+
 /* Makes `device` the calling thread's current CUDA device and returns the
  * one it replaces (-1 when it cannot: then nothing changed), so that a
  * library call runs on its context's device and restores the caller's. */

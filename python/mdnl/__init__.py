@@ -158,7 +158,7 @@ def _system(positions, cell, pbc):
 
 
 class _DeviceView:
-    """A borrowed device array (the library's), for CuPy/PyTorch to copy."""
+    """A borrowed device array (the library's), for PyTorch to read in place."""
 
     def __init__(self, ptr, shape, typestr, device):
         self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr or 0, False),
@@ -166,19 +166,11 @@ class _DeviceView:
         self.device = device
 
 
-def _device_copy(kind, ptr, shape, typestr, device):
-    view = _DeviceView(ptr, shape, typestr, device)
-    if kind == "torch":
-        import torch
-        if int(np.prod(shape)) == 0:
-            dt = {"<i8": torch.int64, "<i4": torch.int32, "<f4": torch.float32, "<f8": torch.float64}[typestr]
-            return torch.empty(shape, dtype=dt, device=f"cuda:{device}")
-        return torch.as_tensor(view, device=f"cuda:{device}").clone()
-    import cupy
-    with cupy.cuda.Device(device):
-        if int(np.prod(shape)) == 0:
-            return cupy.empty(shape, dtype=np.dtype(typestr))
-        return cupy.asarray(view).copy()
+class _HostView:
+    """A borrowed host array (the library's), for NumPy to read in place."""
+
+    def __init__(self, ptr, shape, typestr):
+        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, True), "version": 3}
 
 
 def _current_stream(kind, device):
@@ -186,8 +178,115 @@ def _current_stream(kind, device):
         import torch
         return torch.cuda.current_stream(device).cuda_stream
     import cupy
-    with cupy.cuda.Device(device):
-        return cupy.cuda.get_current_stream().ptr
+    return cupy.cuda.get_current_stream().ptr  # the caller made `device` current
+
+
+# The rows of a CSR list, i and j (widened to int64) in one pass: a thread
+# per entry k finds its row by a binary search of the offsets (which stay
+# in L2). Compiled by CuPy on first use (then cached on disk); None when it
+# cannot be, and the searchsorted below is used instead.
+_cupy_rows = None
+_CUPY_ROWS_SOURCE = """
+long long lo = 0, hi = nrows - 1;
+while (lo < hi) {
+    const long long mid = lo + (hi - lo + 1) / 2;
+    if (off[mid] <= (long long)i) lo = mid; else hi = mid - 1;
+}
+row = lo;
+col = jin;
+"""
+
+
+def _cupy_results(cupy, out, quantities, dev):
+    """CuPy arrays of `quantities` from the library's device list: each read
+    in place (no pointer query: the device is known) and written once into
+    its own array of ASE's dtype."""
+    global _cupy_rows
+    n, m = out.n, out.npairs
+
+    def view(ptr, shape, dtype):
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        mem = cupy.cuda.UnownedMemory(ptr, nbytes, None, dev)
+        return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(mem, 0))
+
+    empty = {"i": ((0,), np.int64), "j": ((0,), np.int64), "d": ((0,), np.float64), "S": ((0, 3), np.int64),
+             "D": ((0, 3), np.float64)}
+    if m == 0:
+        return {q: cupy.empty(*empty[q]) for q in quantities}
+    j = view(out.indices, (m,), np.int32)
+    res = {}
+    if "i" in quantities:
+        offsets = view(out.offsets, (n + 1,), np.int64)
+        if _cupy_rows is None:
+            try:
+                _cupy_rows = cupy.ElementwiseKernel("int32 jin, raw int64 off, int64 nrows", "int64 row, int64 col",
+                                                    _CUPY_ROWS_SOURCE, "mdnl_csr_rows")
+                _cupy_rows(j, offsets, n)  # compiles now, so that a failure falls back here
+            except Exception:  # no NVRTC, or an old CuPy: the generic way
+                _cupy_rows = False
+        if _cupy_rows:
+            res["i"], res["j"] = _cupy_rows(j, offsets, n)
+        else:
+            res["i"] = cupy.searchsorted(offsets[1:], cupy.arange(m, dtype=cupy.int64), side="right")
+    if "j" in quantities and "j" not in res:
+        res["j"] = j.astype(cupy.int64)
+    if "d" in quantities:
+        res["d"] = view(out.distances, (m,), np.float32).astype(cupy.float64)
+    if "S" in quantities:
+        res["S"] = view(out.shifts, (m, 3), np.int32).astype(cupy.int64)
+    if "D" in quantities:
+        res["D"] = view(out.vectors, (m, 3), np.float64).copy()
+    return res
+
+
+def _torch_results(torch, out, quantities, dev):
+    """PyTorch tensors of `quantities` from the library's device list, each
+    read in place and written once into its own tensor of ASE's dtype."""
+    n, m = out.n, out.npairs
+    device = torch.device("cuda", dev)
+    dtypes = {"i": torch.int64, "j": torch.int64, "d": torch.float64, "S": torch.int64, "D": torch.float64}
+    if m == 0:
+        return {q: torch.empty((0, 3) if q in "SD" else (0,), dtype=dtypes[q], device=device) for q in quantities}
+
+    def view(ptr, shape, typestr):
+        return torch.as_tensor(_DeviceView(ptr, shape, typestr, dev), device=device)
+
+    res = {}
+    if "j" in quantities:
+        res["j"] = view(out.indices, (m,), "<i4").to(torch.int64)
+    if "i" in quantities:  # row r repeated by its length: one pass, no host synchronisation (output_size)
+        res["i"] = torch.repeat_interleave(torch.diff(view(out.offsets, (n + 1,), "<i8")), output_size=m)
+    if "d" in quantities:
+        res["d"] = view(out.distances, (m,), "<f4").to(torch.float64)
+    if "S" in quantities:
+        res["S"] = view(out.shifts, (m, 3), "<i4").to(torch.int64)
+    if "D" in quantities:
+        res["D"] = view(out.vectors, (m, 3), "<f8").clone()
+    return res
+
+
+def _host_results(out, quantities):
+    """NumPy arrays of `quantities` from the library's host list, each read in
+    place and written once into its own array of ASE's dtype."""
+    n, m = out.n, out.npairs
+
+    def view(ptr, shape, typestr):
+        if int(np.prod(shape)) == 0:
+            return np.empty(shape, dtype=typestr)
+        return np.asarray(_HostView(ptr, shape, typestr))
+
+    res = {}
+    if "j" in quantities:
+        res["j"] = view(out.indices, (m,), "<i4").astype(np.int64)
+    if "i" in quantities:
+        res["i"] = np.repeat(np.arange(n, dtype=np.int64), np.diff(view(out.offsets, (n + 1,), "<i8")))
+    if "d" in quantities:
+        res["d"] = view(out.distances, (m,), "<f4").astype(np.float64)
+    if "S" in quantities:
+        res["S"] = view(out.shifts, (m, 3), "<i4").astype(np.int64)
+    if "D" in quantities:
+        res["D"] = view(out.vectors, (m, 3), "<f8").copy()
+    return res
 
 
 # ---- neighbor lists ----
@@ -225,56 +324,21 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
             raise ValueError("mdnl: positions are on a CUDA device, but libmdnl has no CUDA device "
                              "(built without CUDA, or no driver)")
         ctx = _context("cuda", dev)
-        _check(lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys), cutoff, flags,
-                                         ctypes.c_void_p(_current_stream(kind, dev)), ctypes.byref(out)))
-        n, m = out.n, out.npairs
-        offsets = _device_copy(kind, out.offsets, (n + 1,), "<i8", dev)
-        res = {"j": _device_copy(kind, out.indices, (m,), "<i4", dev)}
-        if "d" in quantities:
-            res["d"] = _device_copy(kind, out.distances, (m,), "<f4", dev)
-        if "S" in quantities:
-            res["S"] = _device_copy(kind, out.shifts, (m, 3), "<i4", dev)
-        if "D" in quantities:
-            res["D"] = _device_copy(kind, out.vectors, (m, 3), "<f8", dev)
         if kind == "torch":
             import torch
-            k = torch.arange(m, device=offsets.device, dtype=torch.int64)
-            res["i"] = torch.searchsorted(offsets, k, right=True) - 1
-            res["j"] = res["j"].to(torch.int64)
-            if "d" in res:
-                res["d"] = res["d"].to(torch.float64)
-            if "S" in res:
-                res["S"] = res["S"].to(torch.int64)
+            _check(lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys), cutoff, flags,
+                                             _current_stream(kind, dev), ctypes.byref(out)))
+            res = _torch_results(torch, out, quantities, dev)
         else:
             import cupy
             with cupy.cuda.Device(dev):
-                k = cupy.arange(m, dtype=cupy.int64)
-                res["i"] = cupy.searchsorted(offsets, k, side="right") - 1
-                res["j"] = res["j"].astype(cupy.int64)
-                if "d" in res:
-                    res["d"] = res["d"].astype(cupy.float64)
-                if "S" in res:
-                    res["S"] = res["S"].astype(cupy.int64)
+                _check(lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys), cutoff, flags,
+                                                 _current_stream(kind, dev), ctypes.byref(out)))
+                res = _cupy_results(cupy, out, quantities, dev)
     else:
         ctx = _context(backend)
         _check(lib.mdnl_neighbors(ctx.handle, ctypes.byref(sys), cutoff, flags, ctypes.byref(out)))
-        n, m = out.n, out.npairs
-
-        def host(ptr, shape, ctype, dtype):
-            if int(np.prod(shape)) == 0:
-                return np.empty(shape, dtype=dtype)
-            buf = (ctype * int(np.prod(shape))).from_address(ptr)
-            return np.frombuffer(buf, dtype=ctype).reshape(shape).astype(dtype)  # astype copies
-
-        offsets = host(out.offsets, (n + 1,), ctypes.c_int64, np.int64)
-        res = {"i": np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets)),
-               "j": host(out.indices, (m,), ctypes.c_int32, np.int64)}
-        if "d" in quantities:
-            res["d"] = host(out.distances, (m,), ctypes.c_float, np.float64)
-        if "S" in quantities:
-            res["S"] = host(out.shifts, (m, 3), ctypes.c_int32, np.int64)
-        if "D" in quantities:
-            res["D"] = host(out.vectors, (m, 3), ctypes.c_double, np.float64)
+        res = _host_results(out, quantities)
     del keep
     result = tuple(res[q] for q in quantities)
     return result[0] if len(result) == 1 else result

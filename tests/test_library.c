@@ -547,6 +547,20 @@ Test(library, device_positions_stacked_are_refused_as_on_the_host)
     cr_assert_eq(nl.npairs, np);
     cr_assert_eq(cudaMemcpy(j2, nl.indices, (size_t)np * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     cr_assert_arr_eq(j, j2, (size_t)np * 4);
+    /* half of them in a clump across the periodic corner (-3..3 on each
+     * axis, some 10 cells): the windows wrap, and the device's candidates,
+     * pairs and densest cell are the host's, word for word */
+    for (int64_t i = 0; i < n / 2; ++i)
+        for (int a = 0; a < 3; ++a)
+            r[i][a] = r[i][a] / 5.0 - 3.0;
+    liquid.positions = r;
+    cr_assert_eq(mdnl_neighbors(counted, &liquid, 2.5, 0, &nl), MDNL_ERR_INPUT);
+    cr_assert(strstr(mdnl_last_error(), "atoms are in one cell"), "%s", mdnl_last_error());
+    snprintf(host, sizeof host, "%s", mdnl_last_error() + strlen("mdnl_neighbors: "));
+    cr_assert_eq(cudaMemcpy(d_r, r, (size_t)n * sizeof *r, cudaMemcpyHostToDevice), cudaSuccess);
+    liquid.positions = d_r;
+    cr_assert_eq(mdnl_neighbors_device(counted, &liquid, 2.5, 0, NULL, &nl), MDNL_ERR_INPUT);
+    cr_assert_str_eq(mdnl_last_error() + strlen("mdnl_neighbors_device: "), host);
     /* the same atoms stacked, against that limit: refused on the device too */
     cr_assert_eq(cudaMemset(d_r, 0, (size_t)n * sizeof *r), cudaSuccess);
     cr_assert_eq(mdnl_neighbors_device(counted, &liquid, 2.5, 0, NULL, &nl), MDNL_ERR_INPUT);

@@ -32,7 +32,9 @@ class MdnlError(RuntimeError):
 
 def _check(status):
     if status != _clib.OK:
-        raise MdnlError(status, lib.mdnl_last_error().decode(errors="replace"))
+        # the work guard names the C option; here it is a keyword argument
+        message = lib.mdnl_last_error().decode(errors="replace")
+        raise MdnlError(status, message.replace("mdnl_context_options.max_pairs", "max_pairs=N"))
 
 
 def cuda_devices():
@@ -47,8 +49,8 @@ _BACKENDS = {"auto": _clib.COMPUTE_AUTO, "cpu": _clib.COMPUTE_CPU, "cuda": _clib
 
 
 class _Context:
-    def __init__(self, backend, device):
-        opts = _clib.ContextOptions(_BACKENDS[backend], device, 0.0, 0)
+    def __init__(self, backend, device, max_pairs):
+        opts = _clib.ContextOptions(_BACKENDS[backend], device, max_pairs, 0)
         handle = ctypes.c_void_p()
         _check(lib.mdnl_context_create(ctypes.byref(opts), ctypes.byref(handle)))
         self.handle = handle
@@ -60,15 +62,20 @@ class _Context:
             self.handle = None
 
 
-def _context(backend, device=0):
+def _context(backend, device=0, max_pairs=None):
     if backend not in _BACKENDS:
         raise ValueError(f"mdnl: backend must be one of auto, cpu, cuda, not {backend!r}")
+    limit = 0.0 if max_pairs is None else float(max_pairs)
+    if not limit >= 0 or limit == float("inf"):
+        raise ValueError(f"mdnl: max_pairs must be a finite number >= 0 (0 or None: the default), got {max_pairs!r}")
     cache = getattr(_local, "contexts", None)
     if cache is None:
         cache = _local.contexts = {}
-    key = (backend, device)
+    key = (backend, device, limit)
     if key not in cache:
-        cache[key] = _Context(backend, device)
+        if len(cache) >= 8:  # a sweep over limits keeps a few contexts, not one each
+            del cache[next(iter(cache))]
+        cache[key] = _Context(backend, device, limit)
     return cache[key]
 
 
@@ -291,7 +298,8 @@ def _host_results(out, quantities):
 
 # ---- neighbor lists ----
 
-def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=True, backend="auto"):
+def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=True, backend="auto",
+                  max_pairs=None):
     """The pairs within `cutoff`, as ASE's neighbor_list(quantities, atoms, cutoff) gives them.
 
     quantities: letters of i (first atom), j (second atom), d (distance), D
@@ -302,7 +310,8 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
     lengths, or None; pbc: three booleans (default: periodic when a cell is
     given). full: each pair in both directions (ASE's default); False: once.
     backend: "auto" (CUDA when there is a device, for host arrays too), "cpu"
-    or "cuda". Pairs are sorted by i, then j, then distance.
+    or "cuda". max_pairs: the work limit (the library's work guard; None:
+    its default, 1e5 per atom). Pairs are sorted by i, then j, then distance.
     """
     if not isinstance(quantities, str) or not quantities or any(q not in "ijdDS" for q in quantities):
         raise ValueError(f"mdnl: quantities must be letters of 'ijdDS', got {quantities!r}")
@@ -323,7 +332,7 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
         if cuda_devices() < 1:
             raise ValueError("mdnl: positions are on a CUDA device, but libmdnl has no CUDA device "
                              "(built without CUDA, or no driver)")
-        ctx = _context("cuda", dev)
+        ctx = _context("cuda", dev, max_pairs)
         if kind == "torch":
             import torch
             _check(lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys), cutoff, flags,
@@ -336,7 +345,7 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
                                                  _current_stream(kind, dev), ctypes.byref(out)))
                 res = _cupy_results(cupy, out, quantities, dev)
     else:
-        ctx = _context(backend)
+        ctx = _context(backend, 0, max_pairs)
         _check(lib.mdnl_neighbors(ctx.handle, ctypes.byref(sys), cutoff, flags, ctypes.byref(out)))
         res = _host_results(out, quantities)
     del keep
@@ -347,11 +356,12 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
 # ---- energies ----
 
 def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom=False, shift=True, backend="auto",
-           **params):
+           max_pairs=None, **params):
     """The pair energy of a frame: potential "lj" (epsilon, sigma) or "morse"
     (d0, alpha, r0), every pair within `cutoff` once, U(cutoff) subtracted
     when shift. Returns the total (float), or (total, per-atom energies) with
-    per_atom=True (half of each pair's energy to each atom). Host arrays."""
+    per_atom=True (half of each pair's energy to each atom). Host arrays.
+    max_pairs: the work limit, as in neighbor_list."""
     if cutoff is None:
         raise TypeError("mdnl: energy needs a cutoff")
     names = {"lj": ("epsilon", "sigma"), "morse": ("d0", "alpha", "r0")}
@@ -371,7 +381,7 @@ def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom
                           float(params.get("r0", 0)), 1 if shift else 0)
     total = ctypes.c_double()
     pa = np.zeros(sys.n, dtype=np.float64) if per_atom else None
-    _check(lib.mdnl_energy(_context(backend).handle, ctypes.byref(sys), ctypes.byref(pp), float(cutoff),
+    _check(lib.mdnl_energy(_context(backend, 0, max_pairs).handle, ctypes.byref(sys), ctypes.byref(pp), float(cutoff),
                            ctypes.byref(total), pa.ctypes.data if per_atom else None))
     del keep
     return (total.value, pa) if per_atom else total.value
@@ -382,10 +392,12 @@ def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom
 class RDF:
     """An RDF accumulated over frames (`mdnl rdf`): bins uniform bins on
     [0, r_max); pairs=None for the total RDF, or a list of (A, B) species ids
-    for partial ones; volume overrides the cells' volume."""
+    for partial ones; volume overrides the cells' volume; max_pairs: the work
+    limit, as in neighbor_list."""
 
-    def __init__(self, r_max, bins, pairs=None, volume=None, backend="auto"):
+    def __init__(self, r_max, bins, pairs=None, volume=None, backend="auto", max_pairs=None):
         self._backend = backend
+        self._max_pairs = max_pairs
         pa = None if not pairs else np.ascontiguousarray(np.asarray(pairs, dtype=np.int32))
         if pa is not None and (pa.ndim != 2 or pa.shape[1] != 2):
             raise ValueError(f"mdnl: pairs must be a list of (A, B) species ids, got shape {pa.shape}")
@@ -414,7 +426,7 @@ class RDF:
             sp = sp.astype(np.int32)
         elif self.npairs:
             raise ValueError("mdnl: this RDF has species pairs; pass species=")
-        _check(lib.mdnl_rdf_add(_context(self._backend).handle, self._h, ctypes.byref(sys),
+        _check(lib.mdnl_rdf_add(_context(self._backend, 0, self._max_pairs).handle, self._h, ctypes.byref(sys),
                                 sp.ctypes.data if sp is not None else None))
         del keep
 
@@ -432,11 +444,11 @@ class RDF:
         return {"r": r, "g": g if lib.mdnl_rdf_g_defined(self._h) else None, "count_per_atom": cpa, "n": n}
 
 
-def rdf(frames, r_max, bins, pairs=None, volume=None, backend="auto"):
+def rdf(frames, r_max, bins, pairs=None, volume=None, backend="auto", max_pairs=None):
     """The RDF over `frames`: ASE Atoms (or objects with get_positions,
     get_cell, get_pbc) or (positions, cell, pbc[, species]) tuples; species of
     Atoms are their atomic numbers. Returns RDF.result()."""
-    acc = RDF(r_max, bins, pairs, volume, backend)
+    acc = RDF(r_max, bins, pairs, volume, backend, max_pairs)
     for f in frames:
         if hasattr(f, "get_positions"):
             acc.add(f.get_positions(), np.asarray(f.get_cell()), f.get_pbc(),

@@ -204,6 +204,23 @@ col = jin;
 """
 
 
+# The per-pair arrays of a list: (letter, field of NeighborList, columns,
+# the library's type, ASE's type: None means a plain copy).
+_PAIR_FIELDS = (("j", "indices", 1, "<i4", "int64"), ("d", "distances", 1, "<f4", "float64"),
+                ("S", "shifts", 3, "<i4", "int64"), ("D", "vectors", 3, "<f8", None))
+
+
+def _pair_arrays(out, quantities, view, convert, res):
+    """res with each requested per-pair array not in it yet: view(ptr, shape,
+    typestr) reads the library's array in place, convert(array, type) writes
+    it once into a new array of ASE's type (type None: a copy)."""
+    m = out.npairs
+    for q, field, cols, typestr, to in _PAIR_FIELDS:
+        if q in quantities and q not in res:
+            res[q] = convert(view(getattr(out, field), (m,) if cols == 1 else (m, cols), typestr), to)
+    return res
+
+
 def _cupy_results(cupy, out, quantities, dev):
     """CuPy arrays of `quantities` from the library's device list: each read
     in place (no pointer query: the device is known) and written once into
@@ -211,8 +228,9 @@ def _cupy_results(cupy, out, quantities, dev):
     global _cupy_rows
     n, m = out.n, out.npairs
 
-    def view(ptr, shape, dtype):
-        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    def view(ptr, shape, typestr):
+        dtype = np.dtype(typestr)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
         mem = cupy.cuda.UnownedMemory(ptr, nbytes, None, dev)
         return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(mem, 0))
 
@@ -220,10 +238,10 @@ def _cupy_results(cupy, out, quantities, dev):
              "D": ((0, 3), np.float64)}
     if m == 0:
         return {q: cupy.empty(*empty[q]) for q in quantities}
-    j = view(out.indices, (m,), np.int32)
+    j = view(out.indices, (m,), "<i4")
     res = {}
     if "i" in quantities:
-        offsets = view(out.offsets, (n + 1,), np.int64)
+        offsets = view(out.offsets, (n + 1,), "<i8")
         if _cupy_rows is None:
             try:
                 _cupy_rows = cupy.ElementwiseKernel("int32 jin, raw int64 off, int64 nrows", "int64 row, int64 col",
@@ -235,15 +253,7 @@ def _cupy_results(cupy, out, quantities, dev):
             res["i"], res["j"] = _cupy_rows(j, offsets, n)
         else:
             res["i"] = cupy.searchsorted(offsets[1:], cupy.arange(m, dtype=cupy.int64), side="right")
-    if "j" in quantities and "j" not in res:
-        res["j"] = j.astype(cupy.int64)
-    if "d" in quantities:
-        res["d"] = view(out.distances, (m,), np.float32).astype(cupy.float64)
-    if "S" in quantities:
-        res["S"] = view(out.shifts, (m, 3), np.int32).astype(cupy.int64)
-    if "D" in quantities:
-        res["D"] = view(out.vectors, (m, 3), np.float64).copy()
-    return res
+    return _pair_arrays(out, quantities, view, lambda a, to: a.astype(to) if to else a.copy(), res)
 
 
 def _torch_results(torch, out, quantities, dev):
@@ -259,17 +269,9 @@ def _torch_results(torch, out, quantities, dev):
         return torch.as_tensor(_DeviceView(ptr, shape, typestr, dev), device=device)
 
     res = {}
-    if "j" in quantities:
-        res["j"] = view(out.indices, (m,), "<i4").to(torch.int64)
     if "i" in quantities:  # row r repeated by its length: one pass, no host synchronisation (output_size)
         res["i"] = torch.repeat_interleave(torch.diff(view(out.offsets, (n + 1,), "<i8")), output_size=m)
-    if "d" in quantities:
-        res["d"] = view(out.distances, (m,), "<f4").to(torch.float64)
-    if "S" in quantities:
-        res["S"] = view(out.shifts, (m, 3), "<i4").to(torch.int64)
-    if "D" in quantities:
-        res["D"] = view(out.vectors, (m, 3), "<f8").clone()
-    return res
+    return _pair_arrays(out, quantities, view, lambda a, to: a.to(getattr(torch, to)) if to else a.clone(), res)
 
 
 def _host_results(out, quantities):
@@ -283,17 +285,9 @@ def _host_results(out, quantities):
         return np.asarray(_HostView(ptr, shape, typestr))
 
     res = {}
-    if "j" in quantities:
-        res["j"] = view(out.indices, (m,), "<i4").astype(np.int64)
     if "i" in quantities:
         res["i"] = np.repeat(np.arange(n, dtype=np.int64), np.diff(view(out.offsets, (n + 1,), "<i8")))
-    if "d" in quantities:
-        res["d"] = view(out.distances, (m,), "<f4").astype(np.float64)
-    if "S" in quantities:
-        res["S"] = view(out.shifts, (m, 3), "<i4").astype(np.int64)
-    if "D" in quantities:
-        res["D"] = view(out.vectors, (m, 3), "<f8").copy()
-    return res
+    return _pair_arrays(out, quantities, view, lambda a, to: a.astype(to) if to else a.copy(), res)
 
 
 # ---- neighbor lists ----

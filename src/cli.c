@@ -134,6 +134,25 @@ static mdnl_status parse_box(const char *s, mdnl_box *box)
     return MDNL_OK;
 }
 
+/* --with shift,vector: the comma-separated extra columns of a neighbor list. */
+static mdnl_status parse_with(const char *value, mdnl_opts *o)
+{
+    const char *p = value;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 5 && strncmp(p, "shift", 5) == 0)
+            o->with_shift = true;
+        else if (n == 6 && strncmp(p, "vector", 6) == 0)
+            o->with_vector = true;
+        else
+            return mdnl_error(MDNL_ERR_USAGE, "--with: expected shift, vector or shift,vector, got \"%s\"", value);
+        if (!end)
+            return MDNL_OK;
+        p = end + 1;
+    }
+}
+
 /* ---- the option table ---- */
 
 enum { MAX_THREADS = 1024 }; /* --threads */
@@ -171,6 +190,7 @@ static const opt_def defs[] = {
     {"output", 'o', STRING, OFF(output), NONE},
     {"cutoff", 'c', DOUBLE_POS, OFF(cutoff), OFF(has_cutoff)},
     {"list", 0, SPECIAL, 0, NONE},
+    {"with", 0, SPECIAL, 0, NONE},
     {"pair", 0, STRING, OFF(pair), NONE},
     {"pair-coeff", 0, SPECIAL, 0, NONE},
     {"per-atom", 0, FLAG, OFF(per_atom), NONE},
@@ -202,9 +222,9 @@ static const opt_def defs[] = {
 static const struct command_options {
     const char *command, *options;
 } command_options[] = {
-    {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,method,frames,box,no-pbc,"
+    {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,with,read-only,output,backend,method,frames,box,no-pbc,"
             "group,topology,format,types,atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
-    {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,format,types,atom-style,"
+    {"neighbors", "cutoff,list,with,output,backend,method,frames,box,no-pbc,group,topology,format,types,atom-style,"
                   "units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,format,types,"
                "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
@@ -215,7 +235,7 @@ static const struct command_options {
     {"info", "json,group,box,no-pbc,topology,format,types,atom-style,units,quiet"},
     {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},
     {"convert", "to,frames,box,no-pbc,group,topology,format,types,atom-style,units,quiet,json,progress,"
-                "no-progress"},
+                "no-progress,threads"},
     {"bench", "sizes,json,quiet,data"},
 };
 
@@ -239,8 +259,8 @@ static const struct option_help {
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per\n"
      "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"threads",
-     "  --threads N               CPU threads for the CPU backend and the output writers (default: the\n"
-     "                            cores this process may use)\n"},
+     "  --threads N               CPU threads for the CPU backend, the output writers and the H5MD and\n"
+     "                            XTC readers (default: the cores this process may use)\n"},
     {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
                "                            file's; a selection with no frame is an error (exit 2)\n"},
     {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"
@@ -408,6 +428,8 @@ static mdnl_status set_option(const opt_def *d, const char *value, mdnl_opts *o)
             else
                 return mdnl_error(MDNL_ERR_USAGE, "--list: expected half or full, got \"%s\"", value);
             o->has_list = true;
+        } else if (strcmp(d->name, "with") == 0) {
+            st = parse_with(value, o);
         } else if (strcmp(d->name, "units") == 0) {
             if (strcmp(value, "native") != 0 && strcmp(value, "angstrom") != 0)
                 return mdnl_error(MDNL_ERR_USAGE, "--units: expected native or angstrom, got \"%s\"", value);
@@ -723,7 +745,8 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
                             .types = o->types,
                             .atom_style = o->atom_style,
                             .units_native = o->units_native,
-                            .keep_extras = o->keep_extras};
+                            .keep_extras = o->keep_extras,
+                            .threads = mdnl_threads(o)};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);

@@ -62,6 +62,9 @@ typedef struct mdnl_frame {
      * > 0 overrides the process-wide one; 0 (a zeroed frame): that one. A
      * library context sets its own here, so that contexts share no state. */
     double max_pairs;
+    /* How a refusal tells the reader to raise that limit (static storage;
+     * NULL: the command line's "--max-pairs N"). */
+    const char *limit_option;
 } mdnl_frame;
 
 /* Makes room for n atoms (keeps the frame's content up to the old size).

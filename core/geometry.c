@@ -201,6 +201,9 @@ static double limit_of(const mdnl_geom *g)
 
 static bool limit_explicit(const mdnl_geom *g) { return g->max_pairs > 0 || work_limit > 0; }
 
+/* The option that raises the limit, as the refusals name it. */
+static const char *limit_option(const mdnl_geom *g) { return g->limit_option ? g->limit_option : "--max-pairs N"; }
+
 static bool work_within(const mdnl_geom *g, const mdnl_work *w)
 {
     const double limit = limit_of(g);
@@ -220,12 +223,12 @@ mdnl_status mdnl_work_check(const mdnl_geom *g)
                       "frame %lld: cell a=(%g %g %g) b=(%g %g %g) c=(%g %g %g) (widths %.3g %.3g %.3g, pbc %d%d%d) "
                       "with %lld atoms and cutoff %g (%.3g widths): estimated %.3g pairs, %.3g image shifts per atom "
                       "and %.3g candidate pairs, beyond the limit of %.3g pairs (as many atom-shift visits, %.0f times "
-                      "as many candidates%s); check the Lattice, or raise the limit with --max-pairs N",
+                      "as many candidates%s); check the Lattice, or raise the limit with %s",
                       (long long)g->frame, g->h[0][0], g->h[0][1], g->h[0][2], g->h[1][0], g->h[1][1], g->h[1][2],
                       g->h[2][0], g->h[2][1], g->h[2][2], g->width[0], g->width[1], g->width[2], g->pbc[0], g->pbc[1],
                       g->pbc[2], (long long)g->natoms, (double)g->cutoff, cutoff_widths(g), w.pairs, w.shifts,
                       w.candidates, limit, MDNL_WORK_CANDIDATES_PER_PAIR,
-                      !limit_explicit(g) ? ", a cutoff of at most 100 periodic widths" : "");
+                      !limit_explicit(g) ? ", a cutoff of at most 100 periodic widths" : "", limit_option(g));
 }
 
 /* ---- the work guard from the cells' occupancy (geometry.h) ---- */
@@ -352,7 +355,6 @@ static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const d
     for (int64_t y = 0; y < ny; ++y)
         for (int64_t z = 0; z < nz; ++z)
             window_line(w + y * nz + z, tmp + y * nz + z, nx, ny * nz, g->stencil[0], g->pbc[0], pre);
-    const double rc = (double)g->cutoff, sphere = 4.18879020478639098 * rc * rc * rc;
     for (int64_t c = 0; c < nc; ++c) {
         o->candidates += a[c] * tmp[c];
         o->pairs += a[c] * a[c];
@@ -361,7 +363,7 @@ static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const d
             o->densest = c;
         }
     }
-    o->pairs *= sphere / cell_volume(g);
+    o->pairs *= mdnl_work_cell_pair_factor(g);
     free(a);
     return MDNL_OK;
 }
@@ -464,8 +466,7 @@ mdnl_status mdnl_work_occupancy_sampled(const mdnl_geom *g, const float (*pos4)[
     }
     for (int h = 0; h < SAMPLE_SLOTS; ++h)
         *pairs += hw[h] * hw[h];
-    const double rc = (double)g->cutoff;
-    *pairs *= 4.18879020478639098 * rc * rc * rc / cell_volume(g);
+    *pairs *= mdnl_work_cell_pair_factor(g);
     const int64_t nx = nb[0], ny = nb[1], nz = nb[2];
     memcpy(W, A, (size_t)ncoarse * sizeof *W);
     for (int64_t x = 0; x < nx; ++x)
@@ -481,6 +482,46 @@ mdnl_status mdnl_work_occupancy_sampled(const mdnl_geom *g, const float (*pos4)[
         *candidates += A[c] * tmp[c];
     free(A), free(key);
     return MDNL_OK;
+}
+
+double mdnl_work_cell_pair_factor(const mdnl_geom *g)
+{
+    const double rc = (double)g->cutoff;
+    return 4.18879020478639098 * rc * rc * rc / cell_volume(g); /* 4/3 pi r^3 */
+}
+
+bool mdnl_work_cells_bounded(const mdnl_geom *g)
+{
+    /* A cell's stencil window holds each atom at most once per pass of the
+     * window around a periodic axis: candidates <= n^2 x that product, and
+     * the sum of squared counts <= n^2. */
+    const double n = (double)g->natoms, limit = limit_of(g);
+    double laps = 1;
+    for (int k = 0; k < 3; ++k)
+        if (g->pbc[k] && g->ncell[k] > 0)
+            laps *= ceil((2.0 * (double)g->stencil[k] + 1.0) / (double)g->ncell[k]);
+    return n * n * mdnl_work_cell_pair_factor(g) <= limit && n * n * laps <= MDNL_WORK_CANDIDATES_PER_PAIR * limit;
+}
+
+bool mdnl_work_cells_within(const mdnl_geom *g, const mdnl_occupancy *o)
+{
+    const double limit = limit_of(g);
+    return o->pairs <= limit && o->candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit;
+}
+
+mdnl_status mdnl_work_refuse_cells(const mdnl_geom *g, const mdnl_occupancy *o, const float xyz[3])
+{
+    const int64_t yz = (int64_t)g->ncell[1] * g->ncell[2];
+    return mdnl_error(MDNL_ERR_INPUT,
+                      "frame %lld: %lld of %lld atoms are in one cell of the %dx%dx%d grid for cutoff %g (cell (%lld %lld "
+                      "%lld), atom %lld at %g %g %g): estimated %.3g pairs from the cells' occupancy and %.3g "
+                      "candidate pairs, beyond the limit of %.3g pairs (%.0f times as many candidates); are atoms "
+                      "stacked at one point? Raise the limit with %s",
+                      (long long)g->frame, (long long)o->densest_count, (long long)g->natoms, g->ncell[0], g->ncell[1],
+                      g->ncell[2], (double)g->cutoff, (long long)(o->densest / yz),
+                      (long long)(o->densest / g->ncell[2] % g->ncell[1]), (long long)(o->densest % g->ncell[2]),
+                      (long long)o->atom, (double)xyz[0], (double)xyz[1], (double)xyz[2], o->pairs, o->candidates,
+                      limit_of(g), MDNL_WORK_CANDIDATES_PER_PAIR, limit_option(g));
 }
 
 /* The first atom in cell `cell` (for the message only: a second pass). */
@@ -500,6 +541,8 @@ mdnl_status mdnl_work_occupancy(const mdnl_geom *g, const float (*pos4)[4], cons
 
 mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3])
 {
+    if (mdnl_work_cells_bounded(g))
+        return MDNL_OK;
     const double limit = limit_of(g);
     mdnl_occupancy o;
     mdnl_status st;
@@ -523,25 +566,13 @@ mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], co
     }
     if ((st = mdnl_work_occupancy(g, pos4, pos, &o)) != MDNL_OK)
         return st;
-    if (o.pairs <= limit && o.candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit)
+    if (mdnl_work_cells_within(g, &o))
         return MDNL_OK;
-    const int64_t yz = (int64_t)g->ncell[1] * g->ncell[2];
     o.atom = atom_in(g, pos4, pos, o.densest);
-    float x = 0, y = 0, z = 0;
-    if (pos4)
-        x = pos4[o.atom][0], y = pos4[o.atom][1], z = pos4[o.atom][2];
-    else
-        x = (float)pos[o.atom][0], y = (float)pos[o.atom][1], z = (float)pos[o.atom][2];
-    return mdnl_error(MDNL_ERR_INPUT,
-                      "frame %lld: %lld of %lld atoms are in one cell of the %dx%dx%d grid for cutoff %g (cell (%lld %lld "
-                      "%lld), atom %lld at %g %g %g): estimated %.3g pairs from the cells' occupancy and %.3g "
-                      "candidate pairs, beyond the limit of %.3g pairs (%.0f times as many candidates); are atoms "
-                      "stacked at one point? Raise the limit with --max-pairs N",
-                      (long long)g->frame, (long long)o.densest_count, (long long)g->natoms, g->ncell[0], g->ncell[1],
-                      g->ncell[2], (double)g->cutoff, (long long)(o.densest / yz),
-                      (long long)(o.densest / g->ncell[2] % g->ncell[1]), (long long)(o.densest % g->ncell[2]),
-                      (long long)o.atom, (double)x, (double)y, (double)z, o.pairs, o.candidates, limit,
-                      MDNL_WORK_CANDIDATES_PER_PAIR);
+    float xyz[3];
+    for (int k = 0; k < 3; ++k)
+        xyz[k] = pos4 ? pos4[o.atom][k] : (float)pos[o.atom][k];
+    return mdnl_work_refuse_cells(g, &o, xyz);
 }
 
 mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, mdnl_wrap_params *wp)
@@ -554,6 +585,7 @@ mdnl_status mdnl_geom_begin(const mdnl_frame *f, double cutoff, mdnl_geom *g, md
     g->natoms = f->natoms;
     g->frame = f->index;
     g->max_pairs = f->max_pairs > 0 ? f->max_pairs : 0;
+    g->limit_option = f->limit_option;
     g->cutoff = (float)cutoff;
     g->cutoff2 = (float)(cutoff * cutoff);
 

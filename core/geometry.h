@@ -52,6 +52,7 @@ typedef struct mdnl_geom {
     double tlo[3], thi[3]; /* t-range of the atoms (host bookkeeping for mdnl_geom_regrid) */
     int64_t frame;         /* the frame's index, for messages (the work guard) */
     double max_pairs;      /* the frame's own work limit (mdnl_frame.max_pairs); 0: the process-wide one */
+    const char *limit_option; /* mdnl_frame.limit_option, for the work guard's messages */
 } mdnl_geom;
 
 /* Prepares `g` for the frame's box and `cutoff` (> 0, finite) and writes the
@@ -239,6 +240,22 @@ mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], co
  * candidates at least its. */
 mdnl_status mdnl_work_occupancy_sampled(const mdnl_geom *g, const float (*pos4)[4], const double (*pos)[3],
                                         uint64_t seed, mdnl_occupancy *o);
+
+/* The pieces of mdnl_work_check_cells, for an occupancy counted elsewhere
+ * (on the device: lib/library_cuda.h):
+ *   mdnl_work_cell_pair_factor  4/3 pi r^3 over a cell's volume: pairs =
+ *                               this x the sum of squared cell counts;
+ *   mdnl_work_cells_bounded     true when no placement of g's atoms can
+ *                               reach the limits (n^2 x that factor, and n^2
+ *                               x the laps of the stencil windows around the
+ *                               periodic axes): the count can be skipped;
+ *   mdnl_work_cells_within      o within the limits;
+ *   mdnl_work_refuse_cells      MDNL_ERR_INPUT with the refusal's message
+ *                               (o->atom set, xyz its wrapped position). */
+double mdnl_work_cell_pair_factor(const mdnl_geom *g);
+bool mdnl_work_cells_bounded(const mdnl_geom *g);
+bool mdnl_work_cells_within(const mdnl_geom *g, const mdnl_occupancy *o);
+mdnl_status mdnl_work_refuse_cells(const mdnl_geom *g, const mdnl_occupancy *o, const float xyz[3]);
 
 /* ---- shared host/device arithmetic: the single definition of a pair ---- */
 

@@ -182,6 +182,9 @@ mdnl_compute mdnl_context_backend(const mdnl_context *ctx) { return ctx ? ctx->b
 
 /* ---- systems ---- */
 
+/* The work guard's refusals name the context's option, not the CLI's. */
+#define MDNL_LIMIT_OPTION "mdnl_context_options.max_pairs"
+
 /* Grows *p to n elements of `size` bytes (contents dropped). */
 static mdnl_status grow(void **p, int64_t *cap, int64_t n, size_t size, const char *what)
 {
@@ -211,6 +214,7 @@ static mdnl_status system_frame(mdnl_context *ctx, const mdnl_system *sys, int d
         return mdnl_error(MDNL_ERR_USAGE, "positions are NULL for %lld atoms", (long long)sys->n);
     f->natoms = f->capacity = sys->n;
     f->max_pairs = ctx->max_pairs;
+    f->limit_option = MDNL_LIMIT_OPTION;
     f->box.has_lattice = sys->cell != NULL;
     for (int k = 0; k < 3; ++k) {
         f->box.pbc[k] = sys->pbc[k] != 0;
@@ -341,7 +345,9 @@ static mdnl_status neighbors_device(mdnl_context *ctx, const mdnl_system *sys, d
     const mdnl_list_kind kind = flags & MDNL_NEIGHBORS_FULL ? MDNL_LIST_FULL : MDNL_LIST_HALF;
     void *lstream = mdnl_cuda_ctx_stream(ctx->cuda);
     mdnl_nlist_dev dev;
+    /* the occupancy guard of mdnl_geom_prepare, on the device, before any pair work */
     if ((st = mdnl_cuda_stream_wait(lstream, mdnl_wrap_cuda_ready(ctx->wrap))) != MDNL_OK ||
+        (st = mdnl_lib_cuda_check_cells(ctx->post, lstream, &g, mdnl_wrap_cuda_positions(ctx->wrap))) != MDNL_OK ||
         (st = mdnl_nlist_build_cuda_devpos(ctx->cuda, &g, mdnl_wrap_cuda_positions(ctx->wrap), MDNL_METHOD_AUTO,
                                            kind, &dev)) != MDNL_OK ||
         (st = mdnl_lib_cuda_sync(lstream)) != MDNL_OK)

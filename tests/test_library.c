@@ -370,6 +370,10 @@ ParameterizedTest(mdnl_compute *b, library, work_limit_is_the_contexts_own)
     mdnl_neighbor_list nl;
     cr_assert_eq(mdnl_neighbors(tight, &sys, 2.0, 0, &nl), MDNL_ERR_INPUT);
     cr_assert(strstr(mdnl_last_error(), "limit of 100 pairs"), "%s", mdnl_last_error());
+    /* the refusal names the context's option, not the command line's */
+    cr_assert(strstr(mdnl_last_error(), "raise the limit with mdnl_context_options.max_pairs"), "%s",
+              mdnl_last_error());
+    cr_assert_null(strstr(mdnl_last_error(), "--max-pairs"), "%s", mdnl_last_error());
     cr_assert_eq(mdnl_neighbors(loose, &sys, 2.0, 0, &nl), MDNL_OK, "%s", mdnl_last_error());
     cr_assert_eq(mdnl_neighbors(tight, &sys, 2.0, 0, &nl), MDNL_ERR_INPUT); /* still its own */
     /* the default refuses 3 atoms in a 1e-3 cell (billions of images) */
@@ -378,6 +382,33 @@ ParameterizedTest(mdnl_compute *b, library, work_limit_is_the_contexts_own)
     cr_assert_eq(mdnl_neighbors(loose, &dense, 1.0, 0, &nl), MDNL_ERR_INPUT);
     mdnl_context_free(tight);
     mdnl_context_free(loose);
+}
+
+/* 100,000 atoms at one point of a 100 A periodic box (docs/robustness.md):
+ * the extent estimate sees a full box; the cells' occupancy refuses it. */
+#define STACKED 100000
+static const double stacked_cell[9] = {100, 0, 0, 0, 100, 0, 0, 0, 100};
+
+ParameterizedTestParameters(library, stacked_atoms_are_refused_naming_the_cell_and_the_option)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, stacked_atoms_are_refused_naming_the_cell_and_the_option)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    double(*r)[3] = calloc(STACKED, sizeof *r);
+    mdnl_system sys = {STACKED, r, MDNL_FLOAT64, stacked_cell, {1, 1, 1}};
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 3.0, MDNL_NEIGHBORS_FULL, &nl), MDNL_ERR_INPUT);
+    const char *e = mdnl_last_error();
+    cr_assert(strstr(e, "100000 of 100000 atoms are in one cell") && strstr(e, "cell (0 0 0), atom 0 at 0 0 0"), "%s",
+              e);
+    cr_assert(strstr(e, "stacked at one point? Raise the limit with mdnl_context_options.max_pairs"), "%s", e);
+    cr_assert_null(strstr(e, "--max-pairs"), "%s", e);
+    cr_assert_eq(nl.npairs, 0);
+    free(r);
+    mdnl_context_free(ctx);
 }
 
 Test(library, context_options_are_checked)
@@ -463,6 +494,80 @@ Test(library, device_positions_give_the_host_calls_bytes)
     cudaFree(d_r);
     free(off), free(j), free(S), free(d), free(D), free(off2), free(j2), free(S2), free(d2), free(D2), free(r32),
         free(j32);
+    mdnl_context_free(ctx);
+#else
+    cr_skip_test("built without CUDA");
+#endif
+}
+
+/* The occupancy guard on device positions (no host copy): stacked atoms are
+ * refused with the host call's message, word for word; a liquid the guard
+ * counts (a context limit low enough that the count is not skipped) gives
+ * the host call's list (CUDA only). */
+Test(library, device_positions_stacked_are_refused_as_on_the_host)
+{
+#ifdef MDNL_HAVE_CUDA
+    mdnl_context *ctx = context_for(MDNL_COMPUTE_CUDA, 0);
+    double(*r)[3] = calloc(STACKED, sizeof *r);
+    void *d_r = NULL;
+    cr_assert_eq(cudaMalloc(&d_r, STACKED * sizeof *r), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(d_r, r, STACKED * sizeof *r, cudaMemcpyHostToDevice), cudaSuccess);
+    mdnl_system sys = {STACKED, r, MDNL_FLOAT64, stacked_cell, {1, 1, 1}};
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 3.0, MDNL_NEIGHBORS_FULL, &nl), MDNL_ERR_INPUT);
+    char host[2048];
+    snprintf(host, sizeof host, "%s", mdnl_last_error() + strlen("mdnl_neighbors: "));
+    sys.positions = d_r;
+    cr_assert_eq(mdnl_neighbors_device(ctx, &sys, 3.0, MDNL_NEIGHBORS_FULL, NULL, &nl), MDNL_ERR_INPUT);
+    const char *e = mdnl_last_error();
+    cr_assert(strstr(e, "mdnl_neighbors_device: ") == e, "%s", e);
+    cr_assert_str_eq(e + strlen("mdnl_neighbors_device: "), host);
+    cr_assert(strstr(e, "in one cell") && strstr(e, "cell (0 0 0)") && strstr(e, "mdnl_context_options.max_pairs"),
+              "%s", e);
+    cr_assert_eq(nl.npairs, 0);
+    cr_assert_null(nl.offsets);
+    /* a liquid: 20,000 atoms spread evenly, judged against a limit of 1e7 */
+    mdnl_context *counted = context_for(MDNL_COMPUTE_CUDA, 1e7);
+    const int64_t n = 20000;
+    uint64_t x = 58;
+    for (int64_t i = 0; i < 3 * n; ++i) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        r[i / 3][i % 3] = 30.0 * (double)(x >> 11) / 9007199254740992.0;
+    }
+    const double box[9] = {30, 0, 0, 0, 30, 0, 0, 0, 30};
+    mdnl_system liquid = {n, r, MDNL_FLOAT64, box, {1, 1, 1}};
+    cr_assert_eq(mdnl_neighbors(counted, &liquid, 2.5, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK, "%s", mdnl_last_error());
+    const int64_t np = nl.npairs;
+    int32_t *j = malloc((size_t)np * 4), *j2 = malloc((size_t)np * 4);
+    memcpy(j, nl.indices, (size_t)np * 4);
+    cr_assert_eq(cudaMemcpy(d_r, r, (size_t)n * sizeof *r, cudaMemcpyHostToDevice), cudaSuccess);
+    liquid.positions = d_r;
+    cr_assert_eq(mdnl_neighbors_device(counted, &liquid, 2.5, MDNL_NEIGHBORS_FULL, NULL, &nl), MDNL_OK, "%s",
+                 mdnl_last_error());
+    cr_assert_eq(nl.npairs, np);
+    cr_assert_eq(cudaMemcpy(j2, nl.indices, (size_t)np * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    cr_assert_arr_eq(j, j2, (size_t)np * 4);
+    /* half of them in a clump across the periodic corner (-3..3 on each
+     * axis, some 10 cells): the windows wrap, and the device's candidates,
+     * pairs and densest cell are the host's, word for word */
+    for (int64_t i = 0; i < n / 2; ++i)
+        for (int a = 0; a < 3; ++a)
+            r[i][a] = r[i][a] / 5.0 - 3.0;
+    liquid.positions = r;
+    cr_assert_eq(mdnl_neighbors(counted, &liquid, 2.5, 0, &nl), MDNL_ERR_INPUT);
+    cr_assert(strstr(mdnl_last_error(), "atoms are in one cell"), "%s", mdnl_last_error());
+    snprintf(host, sizeof host, "%s", mdnl_last_error() + strlen("mdnl_neighbors: "));
+    cr_assert_eq(cudaMemcpy(d_r, r, (size_t)n * sizeof *r, cudaMemcpyHostToDevice), cudaSuccess);
+    liquid.positions = d_r;
+    cr_assert_eq(mdnl_neighbors_device(counted, &liquid, 2.5, 0, NULL, &nl), MDNL_ERR_INPUT);
+    cr_assert_str_eq(mdnl_last_error() + strlen("mdnl_neighbors_device: "), host);
+    /* the same atoms stacked, against that limit: refused on the device too */
+    cr_assert_eq(cudaMemset(d_r, 0, (size_t)n * sizeof *r), cudaSuccess);
+    cr_assert_eq(mdnl_neighbors_device(counted, &liquid, 2.5, 0, NULL, &nl), MDNL_ERR_INPUT);
+    cr_assert(strstr(mdnl_last_error(), "20000 of 20000 atoms are in one cell"), "%s", mdnl_last_error());
+    free(j), free(j2), free(r);
+    cudaFree(d_r);
+    mdnl_context_free(counted);
     mdnl_context_free(ctx);
 #else
     cr_skip_test("built without CUDA");

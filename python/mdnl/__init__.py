@@ -32,7 +32,9 @@ class MdnlError(RuntimeError):
 
 def _check(status):
     if status != _clib.OK:
-        raise MdnlError(status, lib.mdnl_last_error().decode(errors="replace"))
+        # the work guard names the C option; here it is a keyword argument
+        message = lib.mdnl_last_error().decode(errors="replace")
+        raise MdnlError(status, message.replace("mdnl_context_options.max_pairs", "max_pairs=N"))
 
 
 def cuda_devices():
@@ -47,8 +49,8 @@ _BACKENDS = {"auto": _clib.COMPUTE_AUTO, "cpu": _clib.COMPUTE_CPU, "cuda": _clib
 
 
 class _Context:
-    def __init__(self, backend, device):
-        opts = _clib.ContextOptions(_BACKENDS[backend], device, 0.0, 0)
+    def __init__(self, backend, device, max_pairs):
+        opts = _clib.ContextOptions(_BACKENDS[backend], device, max_pairs, 0)
         handle = ctypes.c_void_p()
         _check(lib.mdnl_context_create(ctypes.byref(opts), ctypes.byref(handle)))
         self.handle = handle
@@ -60,15 +62,20 @@ class _Context:
             self.handle = None
 
 
-def _context(backend, device=0):
+def _context(backend, device=0, max_pairs=None):
     if backend not in _BACKENDS:
         raise ValueError(f"mdnl: backend must be one of auto, cpu, cuda, not {backend!r}")
+    limit = 0.0 if max_pairs is None else float(max_pairs)
+    if not limit >= 0 or limit == float("inf"):
+        raise ValueError(f"mdnl: max_pairs must be a finite number >= 0 (0 or None: the default), got {max_pairs!r}")
     cache = getattr(_local, "contexts", None)
     if cache is None:
         cache = _local.contexts = {}
-    key = (backend, device)
+    key = (backend, device, limit)
     if key not in cache:
-        cache[key] = _Context(backend, device)
+        if len(cache) >= 8:  # a sweep over limits keeps a few contexts, not one each
+            del cache[next(iter(cache))]
+        cache[key] = _Context(backend, device, limit)
     return cache[key]
 
 
@@ -158,7 +165,7 @@ def _system(positions, cell, pbc):
 
 
 class _DeviceView:
-    """A borrowed device array (the library's), for CuPy/PyTorch to copy."""
+    """A borrowed device array (the library's), for PyTorch to read in place."""
 
     def __init__(self, ptr, shape, typestr, device):
         self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr or 0, False),
@@ -166,19 +173,11 @@ class _DeviceView:
         self.device = device
 
 
-def _device_copy(kind, ptr, shape, typestr, device):
-    view = _DeviceView(ptr, shape, typestr, device)
-    if kind == "torch":
-        import torch
-        if int(np.prod(shape)) == 0:
-            dt = {"<i8": torch.int64, "<i4": torch.int32, "<f4": torch.float32, "<f8": torch.float64}[typestr]
-            return torch.empty(shape, dtype=dt, device=f"cuda:{device}")
-        return torch.as_tensor(view, device=f"cuda:{device}").clone()
-    import cupy
-    with cupy.cuda.Device(device):
-        if int(np.prod(shape)) == 0:
-            return cupy.empty(shape, dtype=np.dtype(typestr))
-        return cupy.asarray(view).copy()
+class _HostView:
+    """A borrowed host array (the library's), for NumPy to read in place."""
+
+    def __init__(self, ptr, shape, typestr):
+        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, True), "version": 3}
 
 
 def _current_stream(kind, device):
@@ -186,13 +185,115 @@ def _current_stream(kind, device):
         import torch
         return torch.cuda.current_stream(device).cuda_stream
     import cupy
-    with cupy.cuda.Device(device):
-        return cupy.cuda.get_current_stream().ptr
+    return cupy.cuda.get_current_stream().ptr  # the caller made `device` current
+
+
+# The rows of a CSR list, i and j (widened to int64) in one pass: a thread
+# per entry k finds its row by a binary search of the offsets (which stay
+# in L2). Compiled by CuPy on first use (then cached on disk); None when it
+# cannot be, and the searchsorted below is used instead.
+_cupy_rows = None
+_CUPY_ROWS_SOURCE = """
+long long lo = 0, hi = nrows - 1;
+while (lo < hi) {
+    const long long mid = lo + (hi - lo + 1) / 2;
+    if (off[mid] <= (long long)i) lo = mid; else hi = mid - 1;
+}
+row = lo;
+col = jin;
+"""
+
+
+# The per-pair arrays of a list: (letter, field of NeighborList, columns,
+# the library's type, ASE's type: None means a plain copy).
+_PAIR_FIELDS = (("j", "indices", 1, "<i4", "int64"), ("d", "distances", 1, "<f4", "float64"),
+                ("S", "shifts", 3, "<i4", "int64"), ("D", "vectors", 3, "<f8", None))
+
+
+def _pair_arrays(out, quantities, view, convert, res):
+    """res with each requested per-pair array not in it yet: view(ptr, shape,
+    typestr) reads the library's array in place, convert(array, type) writes
+    it once into a new array of ASE's type (type None: a copy)."""
+    m = out.npairs
+    for q, field, cols, typestr, to in _PAIR_FIELDS:
+        if q in quantities and q not in res:
+            res[q] = convert(view(getattr(out, field), (m,) if cols == 1 else (m, cols), typestr), to)
+    return res
+
+
+def _cupy_results(cupy, out, quantities, dev):
+    """CuPy arrays of `quantities` from the library's device list: each read
+    in place (no pointer query: the device is known) and written once into
+    its own array of ASE's dtype."""
+    global _cupy_rows
+    n, m = out.n, out.npairs
+
+    def view(ptr, shape, typestr):
+        dtype = np.dtype(typestr)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        mem = cupy.cuda.UnownedMemory(ptr, nbytes, None, dev)
+        return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(mem, 0))
+
+    empty = {"i": ((0,), np.int64), "j": ((0,), np.int64), "d": ((0,), np.float64), "S": ((0, 3), np.int64),
+             "D": ((0, 3), np.float64)}
+    if m == 0:
+        return {q: cupy.empty(*empty[q]) for q in quantities}
+    j = view(out.indices, (m,), "<i4")
+    res = {}
+    if "i" in quantities:
+        offsets = view(out.offsets, (n + 1,), "<i8")
+        if _cupy_rows is None:
+            try:
+                _cupy_rows = cupy.ElementwiseKernel("int32 jin, raw int64 off, int64 nrows", "int64 row, int64 col",
+                                                    _CUPY_ROWS_SOURCE, "mdnl_csr_rows")
+                _cupy_rows(j, offsets, n)  # compiles now, so that a failure falls back here
+            except Exception:  # no NVRTC, or an old CuPy: the generic way
+                _cupy_rows = False
+        if _cupy_rows:
+            res["i"], res["j"] = _cupy_rows(j, offsets, n)
+        else:
+            res["i"] = cupy.searchsorted(offsets[1:], cupy.arange(m, dtype=cupy.int64), side="right")
+    return _pair_arrays(out, quantities, view, lambda a, to: a.astype(to) if to else a.copy(), res)
+
+
+def _torch_results(torch, out, quantities, dev):
+    """PyTorch tensors of `quantities` from the library's device list, each
+    read in place and written once into its own tensor of ASE's dtype."""
+    n, m = out.n, out.npairs
+    device = torch.device("cuda", dev)
+    dtypes = {"i": torch.int64, "j": torch.int64, "d": torch.float64, "S": torch.int64, "D": torch.float64}
+    if m == 0:
+        return {q: torch.empty((0, 3) if q in "SD" else (0,), dtype=dtypes[q], device=device) for q in quantities}
+
+    def view(ptr, shape, typestr):
+        return torch.as_tensor(_DeviceView(ptr, shape, typestr, dev), device=device)
+
+    res = {}
+    if "i" in quantities:  # row r repeated by its length: one pass, no host synchronisation (output_size)
+        res["i"] = torch.repeat_interleave(torch.diff(view(out.offsets, (n + 1,), "<i8")), output_size=m)
+    return _pair_arrays(out, quantities, view, lambda a, to: a.to(getattr(torch, to)) if to else a.clone(), res)
+
+
+def _host_results(out, quantities):
+    """NumPy arrays of `quantities` from the library's host list, each read in
+    place and written once into its own array of ASE's dtype."""
+    n, m = out.n, out.npairs
+
+    def view(ptr, shape, typestr):
+        if int(np.prod(shape)) == 0:
+            return np.empty(shape, dtype=typestr)
+        return np.asarray(_HostView(ptr, shape, typestr))
+
+    res = {}
+    if "i" in quantities:
+        res["i"] = np.repeat(np.arange(n, dtype=np.int64), np.diff(view(out.offsets, (n + 1,), "<i8")))
+    return _pair_arrays(out, quantities, view, lambda a, to: a.astype(to) if to else a.copy(), res)
 
 
 # ---- neighbor lists ----
 
-def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=True, backend="auto"):
+def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=True, backend="auto",
+                  max_pairs=None):
     """The pairs within `cutoff`, as ASE's neighbor_list(quantities, atoms, cutoff) gives them.
 
     quantities: letters of i (first atom), j (second atom), d (distance), D
@@ -203,7 +304,8 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
     lengths, or None; pbc: three booleans (default: periodic when a cell is
     given). full: each pair in both directions (ASE's default); False: once.
     backend: "auto" (CUDA when there is a device, for host arrays too), "cpu"
-    or "cuda". Pairs are sorted by i, then j, then distance.
+    or "cuda". max_pairs: the work limit (the library's work guard; None:
+    its default, 1e5 per atom). Pairs are sorted by i, then j, then distance.
     """
     if not isinstance(quantities, str) or not quantities or any(q not in "ijdDS" for q in quantities):
         raise ValueError(f"mdnl: quantities must be letters of 'ijdDS', got {quantities!r}")
@@ -224,57 +326,22 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
         if cuda_devices() < 1:
             raise ValueError("mdnl: positions are on a CUDA device, but libmdnl has no CUDA device "
                              "(built without CUDA, or no driver)")
-        ctx = _context("cuda", dev)
-        _check(lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys), cutoff, flags,
-                                         ctypes.c_void_p(_current_stream(kind, dev)), ctypes.byref(out)))
-        n, m = out.n, out.npairs
-        offsets = _device_copy(kind, out.offsets, (n + 1,), "<i8", dev)
-        res = {"j": _device_copy(kind, out.indices, (m,), "<i4", dev)}
-        if "d" in quantities:
-            res["d"] = _device_copy(kind, out.distances, (m,), "<f4", dev)
-        if "S" in quantities:
-            res["S"] = _device_copy(kind, out.shifts, (m, 3), "<i4", dev)
-        if "D" in quantities:
-            res["D"] = _device_copy(kind, out.vectors, (m, 3), "<f8", dev)
+        ctx = _context("cuda", dev, max_pairs)
         if kind == "torch":
             import torch
-            k = torch.arange(m, device=offsets.device, dtype=torch.int64)
-            res["i"] = torch.searchsorted(offsets, k, right=True) - 1
-            res["j"] = res["j"].to(torch.int64)
-            if "d" in res:
-                res["d"] = res["d"].to(torch.float64)
-            if "S" in res:
-                res["S"] = res["S"].to(torch.int64)
+            _check(lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys), cutoff, flags,
+                                             _current_stream(kind, dev), ctypes.byref(out)))
+            res = _torch_results(torch, out, quantities, dev)
         else:
             import cupy
             with cupy.cuda.Device(dev):
-                k = cupy.arange(m, dtype=cupy.int64)
-                res["i"] = cupy.searchsorted(offsets, k, side="right") - 1
-                res["j"] = res["j"].astype(cupy.int64)
-                if "d" in res:
-                    res["d"] = res["d"].astype(cupy.float64)
-                if "S" in res:
-                    res["S"] = res["S"].astype(cupy.int64)
+                _check(lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys), cutoff, flags,
+                                                 _current_stream(kind, dev), ctypes.byref(out)))
+                res = _cupy_results(cupy, out, quantities, dev)
     else:
-        ctx = _context(backend)
+        ctx = _context(backend, 0, max_pairs)
         _check(lib.mdnl_neighbors(ctx.handle, ctypes.byref(sys), cutoff, flags, ctypes.byref(out)))
-        n, m = out.n, out.npairs
-
-        def host(ptr, shape, ctype, dtype):
-            if int(np.prod(shape)) == 0:
-                return np.empty(shape, dtype=dtype)
-            buf = (ctype * int(np.prod(shape))).from_address(ptr)
-            return np.frombuffer(buf, dtype=ctype).reshape(shape).astype(dtype)  # astype copies
-
-        offsets = host(out.offsets, (n + 1,), ctypes.c_int64, np.int64)
-        res = {"i": np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets)),
-               "j": host(out.indices, (m,), ctypes.c_int32, np.int64)}
-        if "d" in quantities:
-            res["d"] = host(out.distances, (m,), ctypes.c_float, np.float64)
-        if "S" in quantities:
-            res["S"] = host(out.shifts, (m, 3), ctypes.c_int32, np.int64)
-        if "D" in quantities:
-            res["D"] = host(out.vectors, (m, 3), ctypes.c_double, np.float64)
+        res = _host_results(out, quantities)
     del keep
     result = tuple(res[q] for q in quantities)
     return result[0] if len(result) == 1 else result
@@ -283,11 +350,12 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
 # ---- energies ----
 
 def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom=False, shift=True, backend="auto",
-           **params):
+           max_pairs=None, **params):
     """The pair energy of a frame: potential "lj" (epsilon, sigma) or "morse"
     (d0, alpha, r0), every pair within `cutoff` once, U(cutoff) subtracted
     when shift. Returns the total (float), or (total, per-atom energies) with
-    per_atom=True (half of each pair's energy to each atom). Host arrays."""
+    per_atom=True (half of each pair's energy to each atom). Host arrays.
+    max_pairs: the work limit, as in neighbor_list."""
     if cutoff is None:
         raise TypeError("mdnl: energy needs a cutoff")
     names = {"lj": ("epsilon", "sigma"), "morse": ("d0", "alpha", "r0")}
@@ -307,7 +375,7 @@ def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom
                           float(params.get("r0", 0)), 1 if shift else 0)
     total = ctypes.c_double()
     pa = np.zeros(sys.n, dtype=np.float64) if per_atom else None
-    _check(lib.mdnl_energy(_context(backend).handle, ctypes.byref(sys), ctypes.byref(pp), float(cutoff),
+    _check(lib.mdnl_energy(_context(backend, 0, max_pairs).handle, ctypes.byref(sys), ctypes.byref(pp), float(cutoff),
                            ctypes.byref(total), pa.ctypes.data if per_atom else None))
     del keep
     return (total.value, pa) if per_atom else total.value
@@ -318,10 +386,12 @@ def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom
 class RDF:
     """An RDF accumulated over frames (`mdnl rdf`): bins uniform bins on
     [0, r_max); pairs=None for the total RDF, or a list of (A, B) species ids
-    for partial ones; volume overrides the cells' volume."""
+    for partial ones; volume overrides the cells' volume; max_pairs: the work
+    limit, as in neighbor_list."""
 
-    def __init__(self, r_max, bins, pairs=None, volume=None, backend="auto"):
+    def __init__(self, r_max, bins, pairs=None, volume=None, backend="auto", max_pairs=None):
         self._backend = backend
+        self._max_pairs = max_pairs
         pa = None if not pairs else np.ascontiguousarray(np.asarray(pairs, dtype=np.int32))
         if pa is not None and (pa.ndim != 2 or pa.shape[1] != 2):
             raise ValueError(f"mdnl: pairs must be a list of (A, B) species ids, got shape {pa.shape}")
@@ -350,7 +420,7 @@ class RDF:
             sp = sp.astype(np.int32)
         elif self.npairs:
             raise ValueError("mdnl: this RDF has species pairs; pass species=")
-        _check(lib.mdnl_rdf_add(_context(self._backend).handle, self._h, ctypes.byref(sys),
+        _check(lib.mdnl_rdf_add(_context(self._backend, 0, self._max_pairs).handle, self._h, ctypes.byref(sys),
                                 sp.ctypes.data if sp is not None else None))
         del keep
 
@@ -368,11 +438,11 @@ class RDF:
         return {"r": r, "g": g if lib.mdnl_rdf_g_defined(self._h) else None, "count_per_atom": cpa, "n": n}
 
 
-def rdf(frames, r_max, bins, pairs=None, volume=None, backend="auto"):
+def rdf(frames, r_max, bins, pairs=None, volume=None, backend="auto", max_pairs=None):
     """The RDF over `frames`: ASE Atoms (or objects with get_positions,
     get_cell, get_pbc) or (positions, cell, pbc[, species]) tuples; species of
     Atoms are their atomic numbers. Returns RDF.result()."""
-    acc = RDF(r_max, bins, pairs, volume, backend)
+    acc = RDF(r_max, bins, pairs, volume, backend, max_pairs)
     for f in frames:
         if hasattr(f, "get_positions"):
             acc.add(f.get_positions(), np.asarray(f.get_cell()), f.get_pbc(),

@@ -139,6 +139,65 @@ def test_device_errors_are_exceptions():
     run_skipping(_errors)
 
 
+def _subsets_and_empty_rows():
+    """Each quantity alone and together, rows left empty (an open frame with
+    atoms far apart) and a list with no pair at all: the device results are
+    the host's."""
+    cp = need("cupy")
+    torch = need("torch")
+    rng = np.random.default_rng(5)
+    pos = np.concatenate([rng.uniform(0, 6, (300, 3)), rng.uniform(40, 400, (200, 3))])
+    for cell, pbc in ((None, False), (np.diag([401.0, 402.0, 403.0]), [True, False, True])):
+        for full in (True, False):
+            for q in ("i", "j", "d", "S", "D", "ij", "ji", "ijdDS", "Sdi"):
+                ref = mdnl.neighbor_list(q, pos, cell, pbc, 1.7, full=full, backend="cpu")
+                ref = ref if isinstance(ref, tuple) else (ref,)
+                for kind, dev, to_host in (("cupy", cp.asarray(pos), cp.asnumpy),
+                                           ("torch", torch.from_numpy(pos).to("cuda"), lambda a: a.cpu().numpy())):
+                    got = mdnl.neighbor_list(q, dev, cell, pbc, 1.7, full=full)
+                    got = got if isinstance(got, tuple) else (got,)
+                    assert len(got) == len(ref), (kind, q)
+                    for name, a, b in zip(q, got, ref):
+                        a = to_host(a)
+                        assert a.dtype == b.dtype and a.shape == b.shape, (kind, q, name, a.dtype, a.shape, b.shape)
+                        assert np.array_equal(a, b) if name != "D" else np.allclose(a, b, rtol=0, atol=1e-12), \
+                            f"{kind} {q} {name} full={full} cell={cell is not None}"
+    for kind, dev in (("cupy", cp.asarray(pos)), ("torch", torch.from_numpy(pos).to("cuda"))):
+        i, j, d, D, S = mdnl.neighbor_list("ijdDS", dev, None, False, 1e-3)
+        assert all(a.shape[0] == 0 for a in (i, j, d, D, S)), kind
+        assert D.shape == (0, 3) and S.shape == (0, 3), kind
+
+
+def test_quantity_subsets_and_empty_rows_on_the_device():
+    run_skipping(_subsets_and_empty_rows)
+
+
+def _stacked():
+    """100,000 atoms at one point of a periodic box, already on the device:
+    the library's occupancy guard refuses them before any pair work, and the
+    refusal is a Python exception naming the densest cell."""
+    cp = need("cupy")
+    torch = need("torch")
+    cell = np.diag([100.0, 100.0, 100.0])
+    for what, pos in (("cupy", cp.zeros((100000, 3))),
+                      ("torch", torch.zeros((100000, 3), dtype=torch.float32, device="cuda"))):
+        try:
+            mdnl.neighbor_list("ij", pos, cell, True, 3.0)
+            raise AssertionError(f"{what}: stacked atoms were accepted")
+        except mdnl.MdnlError as e:
+            assert e.status == 3, f"{what}: {e}"
+            assert "100000 of 100000 atoms are in one cell" in str(e) and "cell (0 0 0)" in str(e), f"{what}: {e}"
+    # the same context goes on with a liquid
+    pos = np.random.default_rng(2).uniform(0, 30, (20000, 3))
+    ref = mdnl.neighbor_list("ij", pos, np.diag([30.0] * 3), True, 2.5, backend="cpu")
+    got = mdnl.neighbor_list("ij", cp.asarray(pos), np.diag([30.0] * 3), True, 2.5)
+    assert all(np.array_equal(cp.asnumpy(a), b) for a, b in zip(got, ref))
+
+
+def test_stacked_device_positions_raise_the_library_error():
+    run_skipping(_stacked)
+
+
 def _energy_rdf():
     need("numpy")
     pos = np.mod(system(3000, 9), 9.0)

@@ -227,3 +227,25 @@ def test_cuda_backend_without_a_device_is_a_resource_error():
 def test_empty_system_gives_empty_arrays():
     i, j, d, D, S = mdnl.neighbor_list("ijdDS", np.zeros((0, 3)), np.eye(3) * 3, True, 1.0, backend="cpu")
     assert i.shape == (0,) and D.shape == (0, 3) and S.shape == (0, 3)
+
+
+def test_work_limit_is_a_keyword_and_its_refusal_names_it():
+    """The library's work guard: max_pairs= lowers (or raises) the limit of
+    the call's context, and the refusal names the keyword, not the command
+    line's --max-pairs nor the C struct's field."""
+    side = np.arange(8) * 1.1
+    pos = np.stack(np.meshgrid(side, side, side, indexing="ij"), axis=-1).reshape(-1, 3)
+    cell = np.diag([8.8] * 3)
+    with pytest.raises(mdnl.MdnlError) as e:
+        mdnl.neighbor_list("ij", pos, cell, True, 2.0, backend="cpu", max_pairs=100)
+    assert e.value.status == 3 and "limit of 100 pairs" in str(e.value), str(e.value)
+    assert "raise the limit with max_pairs=N" in str(e.value), str(e.value)
+    assert "--max-pairs" not in str(e.value) and "mdnl_context_options" not in str(e.value), str(e.value)
+    i, j = mdnl.neighbor_list("ij", pos, cell, True, 2.0, backend="cpu")  # the default context is its own
+    assert len(i) > 0
+    stacked = np.zeros((20000, 3))
+    with pytest.raises(mdnl.MdnlError, match=r"in one cell .*Raise the limit with max_pairs=N"):
+        mdnl.energy(stacked, np.diag([100.0] * 3), True, 3.0, "lj", backend="cpu", max_pairs=1e6, epsilon=1.0,
+                    sigma=1.0)
+    with pytest.raises(ValueError, match="max_pairs"):
+        mdnl.neighbor_list("ij", pos, cell, True, 2.0, backend="cpu", max_pairs=-1)

@@ -8,7 +8,8 @@ in BUILD), with NumPy, CuPy, PyTorch and vesin importable (and, with
 archive unpacked there):
 
     MDNL_LIBRARY=build/libmdnl.so PYTHONPATH=python \\
-        tools/bench/python_side_by_side.py --data DIR [--out DIR] [--reps 15] [--alchemi DIR]
+        tools/bench/python_side_by_side.py --data DIR [--out DIR] [--reps 15] [--alchemi DIR] \\
+        [--mdnl "BUNDLE/run BUNDLE/bin/mdnl" | --mdnl-json FILE]
 
 The frames are side_by_side.py's (lj-1m-liquid shuffled and sorted,
 cu-131k), whose helpers this script reuses. Rows, full and half lists:
@@ -23,6 +24,10 @@ cu-131k), whose helpers this script reuses. Rows, full and half lists:
    pair list (return_neighbor_list=True: mdnl's "ij"), timed as mdnl's; its
    pair count is checked against mdnl's torch call (a difference is listed
    under the table: pairs within float rounding of the cutoff).
+Each mdnl (CuPy) row also gives its C call alone (mdnl_neighbors_device
+through ctypes, without the conversions into CuPy arrays) and, with --mdnl
+or --mdnl-json, the kernel-only time of `mdnl bench` for the same list, so
+that the Python call's overhead reads off the row.
 Call overhead: a 1,000-atom frame (the LJ liquid's first 1,000 atoms in a
 box scaled to their density), median µs over --overhead-reps calls of
 mdnl.neighbor_list("ij") on NumPy (CPU and CUDA contexts), CuPy and torch,
@@ -58,6 +63,49 @@ def run_mdnl(pos, box, rc, full, reps, kind):
 
     ms = sbs.median_ms(once, reps)
     return ms, int(res["ij"][0].shape[0])
+
+
+def library_call(p, cell, rc, full):
+    """The Python call's C part alone, as a function: mdnl_neighbors_device
+    through ctypes on the CuPy array p (wrap, guard, build, and their
+    synchronisations), none of the conversions into CuPy arrays after it."""
+    import ctypes
+
+    import cupy as cp
+    ctx = mdnl._context("cuda", 0)
+    sys_, keep, _, _ = mdnl._system(p, cell, True)
+    out = mdnl._clib.NeighborList()
+    flags = mdnl._clib.NEIGHBORS_FULL if full else 0
+    stream = cp.cuda.get_current_stream().ptr
+
+    def once():
+        mdnl._check(mdnl.lib.mdnl_neighbors_device(ctx.handle, ctypes.byref(sys_), rc, flags, stream,
+                                                   ctypes.byref(out)))
+        return keep  # alive as long as the function
+
+    return once
+
+
+def run_library_call(pos, box, rc, full, reps):
+    import cupy as cp
+    return sbs.median_ms(library_call(cp.asarray(pos), np.diag(box), rc, full), reps)
+
+
+def kernel_figures(a):
+    """{(system, list): ms} of `mdnl bench`'s default cell path (device time
+    from the uploaded positions to the CSR), from --mdnl-json or --mdnl; {}
+    without either."""
+    if a.mdnl_json:
+        with open(a.mdnl_json) as f:
+            doc = json.load(f)
+    elif a.mdnl:
+        import shlex
+        import subprocess
+        cmd = shlex.split(a.mdnl) + ["bench", "--json", "--sizes", a.systems, "--data", a.data]
+        doc = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    else:
+        return {}
+    return {k: v[0] for k, v in sbs.mdnl_figures(doc).items()}
 
 
 def fail(msg):
@@ -129,8 +177,12 @@ def main():
     ap.add_argument("--overhead-reps", type=int, default=2000)
     ap.add_argument("--systems", default=",".join(sbs.SYSTEMS))
     ap.add_argument("--alchemi", metavar="DIR", help="nvalchemiops + warp-lang (alchemi_pack.sh, unpacked)")
+    ap.add_argument("--mdnl", help="command that runs mdnl (split like a shell), for the kernel-only column "
+                                   "(`mdnl bench --json`)")
+    ap.add_argument("--mdnl-json", help="a `mdnl bench --json` output to read instead of running --mdnl")
     a = ap.parse_args()
     alchemi_nl = alchemi_import(a.alchemi) if a.alchemi else None
+    kernel = kernel_figures(a)
     import cupy as cp
     import torch
     from vesin import NeighborList
@@ -141,6 +193,8 @@ def main():
         for full in (True, False):
             row = {"system": name, "list": "full" if full else "half", "natoms": len(pos), "cutoff": rc}
             row["mdnl_cupy_ms"], row["mdnl_cupy_pairs"] = run_mdnl(pos, box, rc, full, a.reps, "cupy")
+            row["mdnl_c_call_ms"] = run_library_call(pos, box, rc, full, a.reps)
+            row["mdnl_kernel_ms"] = kernel.get((name, row["list"]))
             row["mdnl_torch_ms"], row["mdnl_torch_pairs"] = run_mdnl(pos, box, rc, full, a.reps, "torch")
             row["vesin_ms"], row["vesin_pairs"] = sbs.run_vesin_gpu(pos, box, rc, full, a.reps)
             if alchemi_nl and full:
@@ -158,6 +212,7 @@ def main():
         "mdnl numpy (cpu context)": lambda: mdnl.neighbor_list("ij", pos, cell, True, rc, backend="cpu"),
         "mdnl numpy (cuda context)": lambda: mdnl.neighbor_list("ij", pos, cell, True, rc, backend="cuda"),
         "mdnl cupy": lambda: mdnl.neighbor_list("ij", p_cp, cell, True, rc),
+        "mdnl cupy, its C call only": library_call(p_cp, cell, rc, True),
         "mdnl torch": lambda: mdnl.neighbor_list("ij", p_t, cell, True, rc),
         "vesin cupy": lambda: nl.compute(points=p_cp, box=cp.asarray(cell), periodic=True, quantities="ij",
                                          copy=False),
@@ -190,11 +245,12 @@ def main():
 
     lines = [f"device: {torch.cuda.get_device_name()}; median wall ms of one Python call on arrays already on "
              f"the device, synchronised, quantities \"ij\" ({a.reps} calls after 3 warm-ups)", "",
-             "| system | list | pairs | mdnl CuPy f64 ms | mdnl torch f32 ms | vesin CuPy f64 ms | vesin/mdnl |"
-             + (" ALCHEMI torch f32 ms | ALCHEMI/mdnl torch |" if a.alchemi else ""),
-             "|---|---|---|---|---|---|---|" + ("---|---|" if a.alchemi else "")]
+             "| system | list | pairs | mdnl CuPy f64 ms | its C call ms | kernel ms | mdnl torch f32 ms | "
+             "vesin CuPy f64 ms | vesin/mdnl |" + (" ALCHEMI torch f32 ms | ALCHEMI/mdnl torch |" if a.alchemi else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if a.alchemi else "")]
     for r in rows:
         lines.append(f"| {r['system']} | {r['list']} | {r['mdnl_cupy_pairs']} | {fmt(r['mdnl_cupy_ms'])} | "
+                     f"{fmt(r['mdnl_c_call_ms'])} | {fmt(r['mdnl_kernel_ms'])} | "
                      f"{fmt(r['mdnl_torch_ms'])} | {fmt(r['vesin_ms'])} | {ratio(r['vesin_ms'], r['mdnl_cupy_ms'])} |"
                      + (f" {fmt(r.get('alchemi_ms'))} | {ratio(r.get('alchemi_ms'), r['mdnl_torch_ms'])} |"
                         if a.alchemi else ""))
@@ -207,6 +263,9 @@ def main():
                 d = r["alchemi_pairs"] - r["mdnl_torch_pairs"]
                 lines.append(f"- ALCHEMI {r['system']} {r['list']}: {r['alchemi_pairs']} pairs, "
                              + ("the same as mdnl's torch call" if d == 0 else f"{d:+d} against mdnl's torch call"))
+    lines += ["", "Python call (mdnl CuPy) = its C call (mdnl_neighbors_device through ctypes: wrap, guard, build, "
+                  "synchronisations) + the conversions into CuPy arrays; kernel = `mdnl bench`'s device time for "
+                  "the same list (— without --mdnl/--mdnl-json)."]
     lines += ["", f"Call overhead, a {len(pos)}-atom periodic frame (rc {rc}), median µs of {a.overhead_reps} calls "
                   "(synchronised):", "", "| call | µs |", "|---|---|"]
     lines += [f"| {k} | {v:.1f} |" for k, v in overhead.items()]

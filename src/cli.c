@@ -202,7 +202,7 @@ static const opt_def defs[] = {
 static const struct command_options {
     const char *command, *options;
 } command_options[] = {
-    {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,method,frames,box,no-pbc,"
+    {"run", "cutoff,pair,pair-coeff,rmax,bins,pairs,volume,per-frame,plot,neighbors,list,read-only,output,backend,method,frames,box,no-pbc,"
             "group,topology,format,types,atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,format,types,atom-style,"
                   "units,quiet,json,progress,no-progress,max-pairs,threads"},

@@ -108,6 +108,8 @@ typedef struct slot {
     mdnl_geom g_rmax; /* the grid for r_max (when hist) */
     mdnl_nlist list;  /* filled by compute, drained by the writer */
     double *e_host;   /* deferred frames: the energy total and the counts land here (engine host memory) */
+    int32_t *types;   /* config.table: the atoms' pair types */
+    int64_t types_cap;
     uint64_t *counts_host;
     bool has_energy;
     double energy;
@@ -366,6 +368,24 @@ static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, sl
     return settle_wrap(c, cs, s, ticket, false);
 }
 
+/* --pair-coeff: the frame's energy with per-pair parameters, now, into
+ * e_host (host positions: the table runs without a device wrap). */
+static mdnl_status table_energy(const mdnl_pipeline_config *c, compute *cs, slot *s, const float (*pos4)[4])
+{
+    const mdnl_frame *f = &s->f;
+    if (s->types_cap < f->natoms + 1) {
+        free(s->types);
+        s->types_cap = 0;
+        if (!(s->types = mdnl_malloc((size_t)(f->natoms + 1) * sizeof *s->types, "pair types")))
+            return MDNL_ERR_RESOURCE;
+        s->types_cap = f->natoms + 1;
+    }
+    mdnl_status st = mdnl_pair_table_types(c->table, c->input, f, s->types);
+    if (st == MDNL_OK)
+        st = mdnl_engine_energy_table(&cs->eng, &s->g_cut, pos4, s->types, c->table, s->e_host, NULL);
+    return st;
+}
+
 /* Frames are deferred by one: launch_frame wraps frame k on the device (on
  * CUDA), builds its list (when asked; synchronous) and queues its energy and histogram, collect_frame
  * waits for them and books the results, so the device works on frame k
@@ -411,8 +431,10 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     }
     if (c->energy && !s->e_host && !(s->e_host = mdnl_engine_host_alloc(&cs->eng, sizeof *s->e_host, "energy")))
         return MDNL_ERR_RESOURCE;
-    return mdnl_engine_launch(&cs->eng, ticket, pos4, &s->g_cut, c->energy ? &c->pot : NULL, s->e_host, &s->g_rmax,
-                              f->species, c->hist ? &cs->spec : NULL, s->counts_host);
+    if (c->energy && c->table && (st = table_energy(c, cs, s, pos4)) != MDNL_OK)
+        return st;
+    return mdnl_engine_launch(&cs->eng, ticket, pos4, &s->g_cut, c->energy && !c->table ? &c->pot : NULL, s->e_host,
+                              &s->g_rmax, f->species, c->hist ? &cs->spec : NULL, s->counts_host);
 }
 
 static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, mdnl_rdf_accum *acc,
@@ -423,7 +445,8 @@ static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slo
     /* the frame's own input error first (a non-finite coordinate) */
     if (s->wrap_pending && (st = settle_wrap(c, cs, s, ticket, true)) != MDNL_OK)
         return st;
-    if ((c->energy || c->hist) && (st = mdnl_engine_collect(&cs->eng, ticket, c->energy, c->hist)) != MDNL_OK)
+    if ((c->energy || c->hist) &&
+        (st = mdnl_engine_collect(&cs->eng, ticket, c->energy && !c->table, c->hist)) != MDNL_OK)
         return st;
     s->has_energy = c->energy;
     if (c->energy) {
@@ -472,7 +495,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     stats->t_init = mdnl_now() - t_start;
     stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
     const bool work = !c->read_only && (c->neighbors || c->energy || c->hist);
-    cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA;
+    cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA && !c->table;
     const bool host_wrap = work && !cs.dev_wrap; /* the prepare thread and its OpenMP team */
     stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
     if (c->hist)
@@ -603,6 +626,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         mdnl_engine_host_free(&cs.eng, p->slots[k].e_host);
         mdnl_engine_host_free(&cs.eng, p->slots[k].counts_host);
         mdnl_nlist_free(&p->slots[k].list);
+        free(p->slots[k].types);
     }
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);

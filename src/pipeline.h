@@ -73,6 +73,11 @@ typedef struct mdnl_pipeline_config {
     double cutoff; /* neighbors and energy */
     bool energy;
     mdnl_potential pot;
+    /* NULL, or per-pair parameters (--pair-coeff; ntypes > 1) in place of
+     * pot: the energy by mdnl_engine_energy_table at cutoff = its
+     * max_cutoff, synchronously, from positions wrapped on the host (on
+     * CUDA too: no device wrap then). */
+    const mdnl_pair_table *table;
     bool hist;
     double rmax;
     int32_t bins;

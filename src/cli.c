@@ -183,6 +183,7 @@ static const opt_def defs[] = {
     {"plot", 0, STRING, OFF(plot), NONE},
     {"per-frame", 0, FLAG, OFF(per_frame), NONE},
     {"histogram", 0, STRING, OFF(histogram), NONE},
+    {"pair-cut", 0, STRING, OFF(pair_cut), NONE},
     {"to", 0, STRING, OFF(to), NONE},
     {"nx", 0, INT_POS, OFF(nx), NONE},
     {"ny", 0, INT_POS, OFF(ny), NONE},
@@ -208,7 +209,7 @@ static const struct command_options {
                   "units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,format,types,"
                "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
-    {"coord", "cutoff,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,format,types,atom-style,"
+    {"coord", "cutoff,pair-cut,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,format,types,atom-style,"
               "units,quiet,json,progress,no-progress,max-pairs"},
     {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,format,types,"
             "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},

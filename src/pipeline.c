@@ -19,19 +19,20 @@
 
 mdnl_status mdnl_pair_names_parse(const char *s, mdnl_pair_names *p)
 {
+    const char *opt = p->option ? p->option : "--pairs";
     p->n = 0;
     while (*s) {
         const char *comma = strchr(s, ',');
         size_t len = comma ? (size_t)(comma - s) : strlen(s);
         const char *dash = memchr(s, '-', len);
         if (!dash || dash == s || dash == s + len - 1 || memchr(dash + 1, '-', len - (size_t)(dash - s) - 1))
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: expected A-B species pairs separated by commas, got \"%.*s\"",
-                              (int)len, s);
+            return mdnl_error(MDNL_ERR_USAGE, "%s: expected A-B species pairs separated by commas, got \"%.*s\"",
+                              opt, (int)len, s);
         size_t la = (size_t)(dash - s), lb = len - la - 1;
         if (la >= MDNL_SYMBOL_LEN || lb >= MDNL_SYMBOL_LEN)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: species name too long in \"%.*s\"", (int)len, s);
+            return mdnl_error(MDNL_ERR_USAGE, "%s: species name too long in \"%.*s\"", opt, (int)len, s);
         if (p->n == MDNL_MAX_RDF_PAIRS)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: at most %d pairs", MDNL_MAX_RDF_PAIRS);
+            return mdnl_error(MDNL_ERR_USAGE, "%s: at most %d pairs", opt, MDNL_MAX_RDF_PAIRS);
         memcpy(p->a[p->n], s, la);
         p->a[p->n][la] = '\0';
         memcpy(p->b[p->n], dash + 1, lb);
@@ -42,7 +43,7 @@ mdnl_status mdnl_pair_names_parse(const char *s, mdnl_pair_names *p)
         p->n++;
         s += len + (comma ? 1 : 0);
         if (comma && !*s)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: trailing comma");
+            return mdnl_error(MDNL_ERR_USAGE, "%s: trailing comma", opt);
     }
     return MDNL_OK;
 }
@@ -67,8 +68,9 @@ mdnl_status mdnl_pair_names_resolve(const mdnl_pair_names *pn, const char *input
             for (int32_t s = 0; s < f->nspecies && len < sizeof present; ++s)
                 len += (size_t)snprintf(present + len, sizeof present - len, "%s%s", s ? ", " : "", f->symbols[s]);
             return mdnl_error(MDNL_ERR_INPUT,
-                              "%s: frame %lld: expected species %s for --pairs %s, found none (the frame has %s)",
-                              input, (long long)f->index, ids[p][0] < 0 ? pn->a[p] : pn->b[p], pn->labels[p],
+                              "%s: frame %lld: expected species %s for %s %s, found none (the frame has %s)",
+                              input, (long long)f->index, ids[p][0] < 0 ? pn->a[p] : pn->b[p],
+                              pn->option ? pn->option : "--pairs", pn->labels[p],
                               f->nspecies ? present : "no atoms");
         }
     }

@@ -51,6 +51,7 @@ typedef struct mdnl_pair_names {
     char a[MDNL_MAX_RDF_PAIRS][MDNL_SYMBOL_LEN], b[MDNL_MAX_RDF_PAIRS][MDNL_SYMBOL_LEN];
     char label[MDNL_MAX_RDF_PAIRS][2 * MDNL_SYMBOL_LEN + 1];
     const char *labels[MDNL_MAX_RDF_PAIRS];
+    const char *option; /* the option its messages name (NULL: "--pairs"), set before parsing */
 } mdnl_pair_names;
 
 /* "C-C,C-H" -> symbol pairs (MDNL_ERR_USAGE on a malformed list). */

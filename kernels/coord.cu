@@ -6,10 +6,11 @@
  * (energy.cu energy_walk_kernel) with an integer increment in place of the
  * pair energy: a warp per home cell meets each pair once and adds 1 to both
  * atoms (per column: to the atom whose species is the column's A, when the
- * other's is its B). The home atoms' counts are summed by ballot in the
- * warp's shared memory, each candidate's in its lane over the take, then
- * added to a slot-ordered array with one atomicAdd each (integers: the sum
- * is exact in any order), scattered to original order at the end.
+ * other's is its B). A home atom's count is summed by ballot into the
+ * register of the lane that loaded it, each candidate's in its lane over
+ * the take; both are added to a slot-ordered array with one atomicAdd each
+ * (integers: the sum is exact in any order), scattered to original order at
+ * the end.
  * Elsewhere (small boxes, a cutoff beyond half the box) a thread per sorted
  * slot walks the pruned full stencil (mdnl_for_each_pair_pruned_part) and
  * counts its own row. Per-pair cutoffs (coord.h mdnl_coord_cuts) test each
@@ -93,16 +94,14 @@ __global__ void __launch_bounds__(CBLOCK)
 
 #define NCOL(COLS) ((COLS) ? MDNL_COORD_MAX_COLS : 1)
 
-/* A warp's home atoms (32 at a time): their counts, species, types, slots. */
-template <bool COLS> struct CoordHome {
-    int hc[32][NCOL(COLS)];
+/* A warp's home atoms (32 at a time): their species and types (times nt). */
+struct CoordHome {
     int hs[32], ht[32];
-    int hslot[32]; /* -1: no home atom in the lane yet */
 };
 
 template <bool COLS> struct CoordWalkShared {
     mdnl_walk_warp<true> w[CWARPS];
-    CoordHome<COLS> h[CWARPS];
+    CoordHome h[CWARPS];
     float4 sh[27];
     float cut2[MDNL_COORD_MAX_TYPES * MDNL_COORD_MAX_TYPES];
 };
@@ -112,36 +111,37 @@ template <bool COLS> struct CoordWalkShared {
 template <bool COLS, bool CUTS> struct WalkCoord {
     static constexpr bool kPayload = true;
     const mdnl_geom &g;
-    CoordHome<COLS> &H;
+    CoordHome &H;
     const float *cut2; /* shared, [nt * nt] */
     int nt;
     const int32_t *sp, *ty;
     const coord_cols &cols;
     int *cnt; /* [natoms * nc] */
     int nc;
+    int hslot;            /* this lane's home atom (-1: none yet) */
+    int hown[NCOL(COLS)]; /* and its counts so far */
     __device__ float cand(int k, float4) { return __int_as_float(k); }
     /* the lane's home atom's counts into cnt (once: before the lane takes the next one, or at the end) */
-    __device__ void flush(int lane)
+    __device__ void flush()
     {
-        const int s = H.hslot[lane];
-        if (s < 0)
+        if (hslot < 0)
             return;
 #pragma unroll
         for (int p = 0; p < NCOL(COLS); ++p)
-            if (p < nc && H.hc[lane][p])
-                atomicAdd(cnt + (int64_t)s * nc + p, H.hc[lane][p]);
+            if (p < nc && hown[p])
+                atomicAdd(cnt + (int64_t)hslot * nc + p, hown[p]);
     }
     __device__ void home(int lane, int slot, float4)
     {
-        flush(lane);
-        H.hslot[lane] = slot;
+        flush();
+        hslot = slot;
         if (COLS)
             H.hs[lane] = __ldg(sp + slot);
         if (CUTS)
             H.ht[lane] = __ldg(ty + slot) * nt;
 #pragma unroll
         for (int p = 0; p < NCOL(COLS); ++p)
-            H.hc[lane][p] = 0;
+            hown[p] = 0;
     }
     __device__ void take(int nh, const float4 *home, const float4 (&pj)[2], const float4 (&pv)[2], bool z)
     {
@@ -163,8 +163,8 @@ template <bool COLS, bool CUTS> struct WalkCoord {
                 hit = hit && d2 < cut2[H.ht[ia] + tj[cc]];
             if (!COLS) {
                 const unsigned m = __ballot_sync(FULLMASK, hit);
-                if (lane == 0)
-                    H.hc[ia][0] += __popc(m);
+                if (lane == ia)
+                    hown[0] += __popc(m);
                 n[cc][0] += hit;
                 return;
             }
@@ -173,8 +173,8 @@ template <bool COLS, bool CUTS> struct WalkCoord {
             for (int p = 0; p < NCOL(COLS); ++p)
                 if (p < cols.n) { /* uniform */
                     const unsigned m = __ballot_sync(FULLMASK, hit && si == cols.a[p] && sj[cc] == cols.b[p]);
-                    if (lane == 0)
-                        H.hc[ia][p] += __popc(m);
+                    if (lane == ia)
+                        hown[p] += __popc(m);
                     n[cc][p] += hit && sj[cc] == cols.a[p] && si == cols.b[p];
                 }
         };
@@ -205,15 +205,13 @@ __global__ void __launch_bounds__(CBLOCK)
     if (CUTS)
         for (int t = threadIdx.x; t < cuts.nt * cuts.nt; t += CBLOCK)
             S.cut2[t] = cuts.cut2[t];
-    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    S.h[w].hslot[lane] = -1;
     __syncthreads();
-    WalkCoord<COLS, CUTS> visit{g, S.h[w], S.cut2, cuts.nt, sp, ty, cols, cnt, COLS ? cols.n : 1};
+    const int w = threadIdx.x >> 5;
+    WalkCoord<COLS, CUTS> visit{g, S.h[w], S.cut2, cuts.nt, sp, ty, cols, cnt, COLS ? cols.n : 1, -1, {}};
     const int cell = blockIdx.x * CWARPS + w; /* uniform a warp */
     if (cell < c.ncells)
         mdnl_walk_half_cell(g, c, d, cell, S.w[w], S.sh, visit);
-    __syncwarp(); /* the last take's counts before the lanes read them */
-    visit.flush(lane);
+    visit.flush();
 }
 
 /* sp[s], ty[s] of sorted slot s (either may be NULL). */

@@ -1,5 +1,6 @@
 /* cmd_neighbors.c — `mdnl neighbors`: the neighbor list of every selected
- * frame as a TSV table (# frame i j distance). */
+ * frame as a TSV table (# frame i j distance, and with --with shift,vector
+ * S0 S1 S2 Dx Dy Dz) or HDF5 CSR. */
 #include "cli.h"
 #include "engine.h"
 #include "chunk_pool.h"
@@ -28,12 +29,14 @@ static char *put_int(char *p, int64_t v)
 
 /* Rows are formatted in blocks of about TSV_BLOCK pairs by the writer
  * workers (chunk_pool.h) and written in order: the bytes one thread writes. */
-enum { TSV_BLOCK = 65536, TSV_LINE = 96 };
+enum { TSV_BLOCK = 65536, TSV_LINE = 96, TSV_EXTRA = 3 * 12 + 3 * 32 };
 
 typedef struct tsv_job {
     FILE *fp;
     int64_t frame, rows_per_block;
     const mdnl_nlist *l;
+    const int32_t (*S)[3]; /* NULL, or an image shift per entry */
+    const double (*D)[3];  /* NULL, or a vector per entry */
 } tsv_job;
 
 static bool tsv_make(void *ctx, int64_t k, mdnl_pool_buf *b)
@@ -46,7 +49,7 @@ static bool tsv_make(void *ctx, int64_t k, mdnl_pool_buf *b)
     b->len = 0;
     for (int64_t i = i0; i < i1; ++i)
         for (int64_t n = l->offsets[i]; n < l->offsets[i + 1]; ++n) {
-            if (!mdnl_pool_buf_reserve(b, b->len + TSV_LINE))
+            if (!mdnl_pool_buf_reserve(b, b->len + TSV_LINE + TSV_EXTRA))
                 return false;
             char *line = (char *)b->data + b->len, *p = put_int(line, t->frame);
             *p++ = '\t';
@@ -55,6 +58,12 @@ static bool tsv_make(void *ctx, int64_t k, mdnl_pool_buf *b)
             p = put_int(p, l->j[n]);
             *p++ = '\t';
             p += snprintf(p, 32, "%.9g", (double)l->d[n]);
+            for (int a = 0; t->S && a < 3; ++a) {
+                *p++ = '\t';
+                p = put_int(p, t->S[n][a]);
+            }
+            for (int a = 0; t->D && a < 3; ++a)
+                p += snprintf(p, 32, "\t%.17g", t->D[n][a]);
             *p++ = '\n';
             b->len += (size_t)(p - line);
         }
@@ -70,7 +79,21 @@ static mdnl_status tsv_take(void *ctx, int64_t k, const mdnl_pool_buf *b)
     return MDNL_OK;
 }
 
+const char *mdnl_neighbors_tsv_header(bool shifts, bool vectors)
+{
+    static const char *const h[4] = {"# frame\ti\tj\tdistance\n", "# frame\ti\tj\tdistance\tS0\tS1\tS2\n",
+                                     "# frame\ti\tj\tdistance\tDx\tDy\tDz\n",
+                                     "# frame\ti\tj\tdistance\tS0\tS1\tS2\tDx\tDy\tDz\n"};
+    return h[(shifts ? 1 : 0) + (vectors ? 2 : 0)];
+}
+
 mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l, int threads)
+{
+    return mdnl_neighbors_tsv_rows_with(fp, frame, l, NULL, NULL, threads);
+}
+
+mdnl_status mdnl_neighbors_tsv_rows_with(FILE *fp, int64_t frame, const mdnl_nlist *l, const int32_t (*S)[3],
+                                         const double (*D)[3], int threads)
 {
     if (l->natoms <= 0)
         return MDNL_OK;
@@ -80,7 +103,7 @@ mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l
         per = 1;
     if (per > l->natoms)
         per = l->natoms;
-    tsv_job t = {fp, frame, per, l};
+    tsv_job t = {fp, frame, per, l, S, D};
     return mdnl_pool_map(threads, (l->natoms + per - 1) / per, &t, tsv_make, tsv_take, "neighbor rows");
 }
 
@@ -111,6 +134,10 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     mdnl_nlist list = {0};
     float(*pos4)[4] = NULL;
     int64_t pos_cap = 0;
+    int32_t(*shifts)[3] = NULL; /* --with shift,vector: S (also needed for D) and D per entry */
+    double(*vectors)[3] = NULL;
+    int64_t shift_cap = 0;
+    const bool with_S = o.with_shift || o.with_vector;
     mdnl_ofile out = {0};
     int64_t nframes = 0, total_pairs = 0;
     mdnl_atoms_range atoms = {0};
@@ -131,7 +158,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     } else if (outpath) {
         if ((st = mdnl_ofile_open(&out, outpath)) != MDNL_OK)
             goto done;
-        if (fputs("# frame\ti\tj\tdistance\n", out.fp) < 0) {
+        if (fputs(mdnl_neighbors_tsv_header(o.with_shift, o.with_vector), out.fp) < 0) {
             st = mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", outpath);
             goto done;
         }
@@ -155,12 +182,32 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         if ((st = mdnl_check_list_memory(input, &g, kind, 1)) != MDNL_OK ||
             (st = mdnl_engine_nlist(&eng, &g, (const float(*)[4])pos4, o.method, kind, &list)) != MDNL_OK)
             goto done;
+        if (with_S && (!shifts || list.npairs > shift_cap)) {
+            const int64_t n = list.npairs > 0 ? list.npairs : 1;
+            free(shifts);
+            free(vectors);
+            vectors = NULL;
+            shift_cap = 0;
+            if (!(shifts = mdnl_malloc((size_t)n * sizeof *shifts, "image shifts")) ||
+                (o.with_vector && !(vectors = mdnl_malloc((size_t)n * sizeof *vectors, "pair vectors")))) {
+                st = MDNL_ERR_RESOURCE;
+                goto done;
+            }
+            shift_cap = n;
+        }
+        if (with_S && (st = mdnl_engine_shifts(&eng, &f, &g, (const float(*)[4])pos4, kind, &list, shifts,
+                                               vectors)) != MDNL_OK)
+            goto done;
+        const int32_t(*S)[3] = o.with_shift ? (const int32_t(*)[3])shifts : NULL;
+        const double(*D)[3] = (const double(*)[3])vectors;
         double t2 = mdnl_now();
         if (h5) {
             if ((st = mdnl_h5md_results_write_neighbors(res, f.index, list.natoms, list.offsets, list.j, list.d,
-                                                         list.npairs)) != MDNL_OK)
+                                                         list.npairs)) != MDNL_OK ||
+                (with_S && (st = mdnl_h5md_results_write_neighbor_shifts(res, list.npairs, S ? &S[0][0] : NULL,
+                                                                         D ? &D[0][0] : NULL)) != MDNL_OK))
                 goto done;
-        } else if (outpath && (st = mdnl_neighbors_tsv_rows(out.fp, f.index, &list, threads)) != MDNL_OK) {
+        } else if (outpath && (st = mdnl_neighbors_tsv_rows_with(out.fp, f.index, &list, S, D, threads)) != MDNL_OK) {
             st = mdnl_error(st, "%s: write failed", outpath);
             goto done;
         }
@@ -221,6 +268,8 @@ done:
     mdnl_frame_free(&f);
     mdnl_nlist_free(&list);
     free(pos4);
+    free(shifts);
+    free(vectors);
     mdnl_engine_free(&eng);
     return st;
 }

@@ -72,12 +72,21 @@ static mdnl_status xyz_open(const mdnl_format_input *in, void **state)
         return st;
     }
     mdnl_xyz_keep_extras(x->r, in->opt->keep_extras);
+    if ((st = mdnl_xyz_set_threads(x->r, in->opt->threads)) != MDNL_OK) {
+        mdnl_xyz_close(x->r);
+        free(x);
+        return st;
+    }
     *state = x;
     return MDNL_OK;
 }
 
 static mdnl_status xyz_next(void *s, mdnl_frame *f) { return mdnl_xyz_next(((xyz_state *)s)->r, f); }
 static mdnl_status xyz_skip(void *s) { return mdnl_xyz_skip(((xyz_state *)s)->r); }
+static void xyz_select(void *s, int64_t start, int64_t stop, int64_t step)
+{
+    mdnl_xyz_select(((xyz_state *)s)->r, start, stop, step);
+}
 static const char *xyz_name(void *s)
 {
     const xyz_state *x = s; /* the first comment, or any frame read so far, had extended-XYZ keys */
@@ -94,11 +103,11 @@ static void xyz_close(void *s)
 
 static const mdnl_format format_xyz = {
     .name = "xyz", .extensions = ".xyz", .stream = true, .sniff = sniff_xyz, .open = xyz_open,
-    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close,
+    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close, .select = xyz_select,
 };
 static const mdnl_format format_extxyz = {
     .name = "extxyz", .extensions = ".extxyz", .stream = true, .open = xyz_open,
-    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close,
+    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close, .select = xyz_select,
 };
 
 /* ---- H5MD ---- */
@@ -116,6 +125,7 @@ static mdnl_status h5_open(const mdnl_format_input *in, void **state)
         return st;
     if (in->opt->coords_checked)
         mdnl_h5md_set_finite_check(r, false);
+    mdnl_h5md_set_threads(r, in->opt->threads);
     *state = r;
     return MDNL_OK;
 }
@@ -140,6 +150,11 @@ static const mdnl_format format_h5md = {
  * they read regular files only; sniffing them looks at the stream's buffered
  * head and consumes none of a pipe's bytes. */
 
+/* What a format takes from the options beyond units (before its first read). */
+static void xtc_configure(mdnl_xtc_reader *r, const mdnl_read_options *o) { mdnl_xtc_set_threads(r, o->threads); }
+static void trr_configure(mdnl_trr_reader *r, const mdnl_read_options *o) { (void)r, (void)o; }
+static void dcd_configure(mdnl_dcd_reader *r, const mdnl_read_options *o) { (void)r, (void)o; }
+
 #define BINARY_FORMAT(NAME, EXT, NM)                                                                             \
     static int NAME##_sniff(const unsigned char *h, size_t n)                                                    \
     {                                                                                                            \
@@ -149,6 +164,8 @@ static const mdnl_format format_h5md = {
     {                                                                                                            \
         mdnl_##NAME##_reader *r = NULL;                                                                          \
         mdnl_status st = mdnl_##NAME##_open(in->path, in->opt->units_native, &r);                                \
+        if (st == MDNL_OK)                                                                                       \
+            NAME##_configure(r, in->opt);                                                                        \
         *state = r;                                                                                              \
         return st;                                                                                               \
     }                                                                                                            \
@@ -315,6 +332,12 @@ fail:
 mdnl_status mdnl_reader_next(mdnl_reader *r, mdnl_frame *f) { return r->fmt->next(r->state, f); }
 
 mdnl_status mdnl_reader_skip(mdnl_reader *r) { return r->fmt->skip(r->state); }
+
+void mdnl_reader_select(mdnl_reader *r, int64_t start, int64_t stop, int64_t step)
+{
+    if (r->fmt->select)
+        r->fmt->select(r->state, start, stop, step);
+}
 
 mdnl_status mdnl_reader_count(mdnl_reader *r, int64_t *nframes)
 {

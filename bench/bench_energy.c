@@ -153,12 +153,14 @@ mdnl_status mdnl_bench_energy_system(FILE *out, int json, const char *name)
 
 /* The fused coordination count (coord.h, mdnl coord) at the same cutoff: a
  * row per backend, checked against the full list (its neighbors sum to
- * twice the half list's pairs). CPU: wall clock; GPU: CUDA events around
- * upload, cell build and count. */
+ * twice the half list's pairs) and, on the GPU, atom by atom against the
+ * CPU twin. CPU: wall clock; GPU: CUDA events around upload, cell build and
+ * count (coord.cu: the energy's warp walk where it fits). */
 typedef struct coord_row {
     const char *backend;
     double ms;
     int64_t neighbors;
+    bool equals_cpu;
 } coord_row;
 
 static int64_t sum_counts(const int32_t *c, int64_t n)
@@ -172,30 +174,36 @@ static int64_t sum_counts(const int32_t *c, int64_t n)
 static mdnl_status bench_coord(const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4], coord_row *rows,
                                int *nrows)
 {
-    int32_t *c = mdnl_malloc((size_t)(f->natoms > 0 ? f->natoms : 1) * sizeof *c, "bench coordination");
+    const size_t nat = (size_t)(f->natoms > 0 ? f->natoms : 1);
+    int32_t *c = mdnl_malloc(nat * sizeof *c, "bench coordination");
     if (!c)
         return MDNL_ERR_RESOURCE;
     mdnl_status st = MDNL_OK;
     double t[8];
     for (int r = 0; r < 3 && st == MDNL_OK; ++r) {
         double t0 = now_ms();
-        st = mdnl_coord_frame_cpu(g, pos4, f->species, 0, NULL, c);
+        st = mdnl_coord_frame_cpu(g, pos4, f->species, 0, NULL, NULL, c);
         t[r] = now_ms() - t0;
     }
     if (st == MDNL_OK)
-        rows[(*nrows)++] = (coord_row){"cpu", mdnl_bench_median(t, 3), sum_counts(c, f->natoms)};
+        rows[(*nrows)++] = (coord_row){"cpu", mdnl_bench_median(t, 3), sum_counts(c, f->natoms), true};
 #if defined(MDNL_HAVE_CUDA)
     if (st == MDNL_OK && mdnl_cuda_device_count() > 0) {
         mdnl_coord_cuda *cc = NULL;
-        if ((st = mdnl_coord_cuda_create(NULL, &cc)) == MDNL_OK) {
+        int32_t *d = mdnl_malloc(nat * sizeof *d, "bench coordination");
+        if (!d)
+            st = MDNL_ERR_RESOURCE;
+        else if ((st = mdnl_coord_cuda_create(NULL, &cc)) == MDNL_OK) {
             mdnl_coord_cuda_set_timing(cc, 1);
             for (int r = 0; r < 6 && st == MDNL_OK; ++r) /* the first run warms up */
-                if ((st = mdnl_coord_frame_cuda(cc, g, pos4, f->species, 0, NULL, c)) == MDNL_OK && r > 0)
+                if ((st = mdnl_coord_frame_cuda(cc, g, pos4, f->species, 0, NULL, NULL, d)) == MDNL_OK && r > 0)
                     st = mdnl_coord_cuda_last_ms(cc, &t[r - 1]);
             if (st == MDNL_OK)
-                rows[(*nrows)++] = (coord_row){"cuda", mdnl_bench_median(t, 5), sum_counts(c, f->natoms)};
+                rows[(*nrows)++] = (coord_row){"cuda", mdnl_bench_median(t, 5), sum_counts(d, f->natoms),
+                                               memcmp(c, d, (size_t)f->natoms * sizeof *c) == 0};
         }
         mdnl_coord_cuda_free(cc);
+        free(d);
     }
 #endif
     free(c);
@@ -277,9 +285,10 @@ static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_
             fprintf(out, "], \"coord\": [");
             for (int k = 0; k < ncrows; ++k)
                 fprintf(out, "%s{\"backend\": \"%s\", \"ms\": %.6f, \"atoms_per_s\": %.6g, \"neighbors\": %lld, "
-                             "\"equals_list\": %s}",
+                             "\"equals_list\": %s, \"equals_cpu\": %s}",
                         k ? ", " : "", crows[k].backend, crows[k].ms, n / (crows[k].ms * 1e-3),
-                        (long long)crows[k].neighbors, crows[k].neighbors == 2 * half.npairs ? "true" : "false");
+                        (long long)crows[k].neighbors, crows[k].neighbors == 2 * half.npairs ? "true" : "false",
+                        crows[k].equals_cpu ? "true" : "false");
             fprintf(out, "]}\n");
         } else {
             fprintf(out, "# energy benchmark: %s, %lld atoms, rc %g, %lld half-list pairs; device: %s\n",
@@ -293,12 +302,18 @@ static mdnl_status bench_energy_frame(FILE *out, int json, mdnl_frame *fp, mdnl_
             for (int k = 0; k < ncrows; ++k)
                 fprintf(out, "%-22s %-7s %-8s %12.4f %14.4g %26lld  %s\n", "coord (neighbors)", crows[k].backend, "-",
                         crows[k].ms, n / (crows[k].ms * 1e-3), (long long)crows[k].neighbors,
-                        crows[k].neighbors == 2 * half.npairs ? "ok" : "DIFFERS FROM LIST");
+                        crows[k].neighbors != 2 * half.npairs ? "DIFFERS FROM LIST"
+                        : crows[k].equals_cpu                 ? "ok"
+                                                              : "DIFFERS FROM CPU");
         }
         for (int k = 0; k < ncrows && st == MDNL_OK; ++k)
             if (crows[k].neighbors != 2 * half.npairs)
                 st = mdnl_error(MDNL_ERR_INTERNAL, "bench coord: %s counts %lld neighbors, the list %lld",
                                 crows[k].backend, (long long)crows[k].neighbors, (long long)(2 * half.npairs));
+        for (int k = 0; k < ncrows && st == MDNL_OK; ++k)
+            if (!crows[k].equals_cpu)
+                st = mdnl_error(MDNL_ERR_INTERNAL, "bench coord: the %s counts differ from the CPU twin's",
+                                crows[k].backend);
         /* Every row against the CPU twin's fused total (1e-9 relative, the
          * tolerance of tests/test_energy_gpu.c). */
         for (int k = 0; k < nrows && st == MDNL_OK; ++k)

@@ -203,6 +203,7 @@ static const opt_def defs[] = {
     {"plot", 0, STRING, OFF(plot), NONE},
     {"per-frame", 0, FLAG, OFF(per_frame), NONE},
     {"histogram", 0, STRING, OFF(histogram), NONE},
+    {"pair-cut", 0, STRING, OFF(pair_cut), NONE},
     {"to", 0, STRING, OFF(to), NONE},
     {"nx", 0, INT_POS, OFF(nx), NONE},
     {"ny", 0, INT_POS, OFF(ny), NONE},
@@ -222,14 +223,14 @@ static const opt_def defs[] = {
 static const struct command_options {
     const char *command, *options;
 } command_options[] = {
-    {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,with,read-only,output,backend,method,frames,box,no-pbc,"
+    {"run", "cutoff,pair,pair-coeff,rmax,bins,pairs,volume,per-frame,plot,neighbors,list,with,read-only,output,backend,method,frames,box,no-pbc,"
             "group,topology,format,types,atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"neighbors", "cutoff,list,with,output,backend,method,frames,box,no-pbc,group,topology,format,types,atom-style,"
                   "units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,format,types,"
                "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
-    {"coord", "cutoff,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,format,types,atom-style,"
-              "units,quiet,json,progress,no-progress,max-pairs,threads"},
+    {"coord", "cutoff,pair-cut,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,format,types,"
+              "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,format,types,"
             "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"info", "json,group,box,no-pbc,topology,format,types,atom-style,units,quiet,threads"},

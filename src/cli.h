@@ -64,6 +64,7 @@ typedef struct mdnl_opts {
     const char *plot;
     bool per_frame; /* rdf --per-frame: every frame's g(r) and counts too */
     const char *histogram; /* coord --histogram FILE */
+    const char *pair_cut;  /* coord --pair-cut A-B=R,... */
     /* convert */
     const char *to;
     /* gen */

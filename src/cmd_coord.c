@@ -9,8 +9,111 @@
 #include "output_file.h"
 #include "pipeline.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --pair-cut A-B=R,...: each named pair's cutoff. The species named are
+ * types 1.., every other species type 0; a pair not named has -c (none
+ * without it: ASE's cutoff dict). */
+typedef struct pair_cuts {
+    mdnl_pair_names pn; /* the pairs, resolved per frame as --pairs */
+    int32_t ta[MDNL_MAX_RDF_PAIRS], tb[MDNL_MAX_RDF_PAIRS];
+    char names[MDNL_COORD_MAX_TYPES][MDNL_SYMBOL_LEN];
+    double max_cut;       /* the traversal's cutoff */
+    mdnl_coord_cuts cuts; /* ntypes and cut2; types set per frame */
+} pair_cuts;
+
+static int32_t cut_type(pair_cuts *pc, const char *name)
+{
+    for (int32_t t = 1; t < pc->cuts.ntypes; ++t)
+        if (strcmp(pc->names[t], name) == 0)
+            return t;
+    if (pc->cuts.ntypes == MDNL_COORD_MAX_TYPES)
+        return -1;
+    snprintf(pc->names[pc->cuts.ntypes], MDNL_SYMBOL_LEN, "%s", name);
+    return pc->cuts.ntypes++;
+}
+
+static mdnl_status pair_cuts_parse(const char *spec, bool has_c, double c, pair_cuts *pc)
+{
+    memset(pc, 0, sizeof *pc);
+    pc->pn.option = "--pair-cut";
+    char names[1024];
+    double cut[MDNL_MAX_RDF_PAIRS];
+    size_t len = 0;
+    int n = 0;
+    for (const char *s = spec; *s;) {
+        const char *comma = strchr(s, ',');
+        const size_t l = comma ? (size_t)(comma - s) : strlen(s);
+        const char *eq = memchr(s, '=', l);
+        char num[64], *end = NULL;
+        double r = 0;
+        if (eq && (size_t)(s + l - eq - 1) < sizeof num) {
+            memcpy(num, eq + 1, (size_t)(s + l - eq - 1));
+            num[s + l - eq - 1] = '\0';
+            r = strtod(num, &end);
+        }
+        if (!eq || eq == s || !end || end == num || *end || !isfinite(r) || r <= 0)
+            return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: expected A-B=R (R > 0) separated by commas, got \"%.*s\"",
+                              (int)l, s);
+        if (n == MDNL_MAX_RDF_PAIRS || len + (size_t)(eq - s) + 2 > sizeof names)
+            return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: at most %d pairs", MDNL_MAX_RDF_PAIRS);
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%.*s", n ? "," : "", (int)(eq - s), s);
+        cut[n++] = r;
+        s += l + (comma ? 1 : 0);
+        if (comma && !*s)
+            return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: trailing comma");
+    }
+    if (n == 0)
+        return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: expected A-B=R (R > 0) separated by commas");
+    names[len] = '\0';
+    mdnl_status st = mdnl_pair_names_parse(names, &pc->pn);
+    if (st != MDNL_OK)
+        return st;
+    pc->cuts.ntypes = 1;
+    const float dflt = has_c ? (float)(c * c) : 0.0f;
+    for (int k = 0; k < MDNL_COORD_MAX_TYPES * MDNL_COORD_MAX_TYPES; ++k)
+        pc->cuts.cut2[k] = dflt;
+    bool set[MDNL_COORD_MAX_TYPES][MDNL_COORD_MAX_TYPES] = {{false}};
+    pc->max_cut = has_c ? c : 0.0;
+    for (int p = 0; p < n; ++p) {
+        const int32_t a = cut_type(pc, pc->pn.a[p]), b = cut_type(pc, pc->pn.b[p]);
+        if (a < 0 || b < 0)
+            return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: at most %d species can be named", MDNL_COORD_MAX_TYPES - 1);
+        if (set[a][b])
+            return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: pair %s given twice", pc->pn.labels[p]);
+        set[a][b] = set[b][a] = true;
+        pc->ta[p] = a, pc->tb[p] = b;
+        pc->cuts.cut2[a * MDNL_COORD_MAX_TYPES + b] = pc->cuts.cut2[b * MDNL_COORD_MAX_TYPES + a] =
+            (float)(cut[p] * cut[p]);
+        pc->max_cut = cut[p] > pc->max_cut ? cut[p] : pc->max_cut;
+    }
+    /* packed to ntypes x ntypes, as coord.h reads it */
+    const int32_t nt = pc->cuts.ntypes;
+    for (int32_t a = 0; a < nt; ++a)
+        for (int32_t b = 0; b < nt; ++b)
+            pc->cuts.cut2[a * nt + b] = pc->cuts.cut2[a * MDNL_COORD_MAX_TYPES + b];
+    return MDNL_OK;
+}
+
+/* The frame's atom types into types[natoms] (a named species the frame lacks: MDNL_ERR_INPUT). */
+static mdnl_status pair_cuts_types(const pair_cuts *pc, const char *input, const mdnl_frame *f, int32_t *types)
+{
+    int32_t ids[MDNL_MAX_RDF_PAIRS][2];
+    mdnl_status st = mdnl_pair_names_resolve(&pc->pn, input, f, ids);
+    if (st != MDNL_OK)
+        return st;
+    int32_t *map = mdnl_calloc((size_t)(f->nspecies > 0 ? f->nspecies : 1), sizeof *map, "pair-cut types");
+    if (!map)
+        return MDNL_ERR_RESOURCE;
+    for (int p = 0; p < pc->pn.n; ++p)
+        map[ids[p][0]] = pc->ta[p], map[ids[p][1]] = pc->tb[p];
+    for (int64_t i = 0; i < f->natoms; ++i)
+        types[i] = map[f->species[i]];
+    free(map);
+    return MDNL_OK;
+}
 
 /* hist[p][c]: atoms (of A for a pair column) with c neighbors, over frames. */
 typedef struct coord_hist {
@@ -53,8 +156,12 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
         return st;
     if (o.npositional != 1)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl coord: expected one INPUT file, got %d", o.npositional);
-    if (!o.has_cutoff)
-        return mdnl_error(MDNL_ERR_USAGE, "mdnl coord: the cutoff -c CUT is required");
+    if (!o.has_cutoff && !o.pair_cut)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl coord: the cutoff -c CUT (or --pair-cut A-B=R,...) is required");
+    pair_cuts pc;
+    if (o.pair_cut && (st = pair_cuts_parse(o.pair_cut, o.has_cutoff, o.cutoff, &pc)) != MDNL_OK)
+        return st;
+    const double cutoff = o.pair_cut ? pc.max_cut : o.cutoff; /* the traversal's */
     mdnl_pair_names pn = {0};
     if (o.pairs && (st = mdnl_pair_names_parse(o.pairs, &pn)) != MDNL_OK)
         return st;
@@ -80,7 +187,7 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
     mdnl_frame f = {0};
     float(*pos4)[4] = NULL;
     int64_t pos_cap = 0, cnt_cap = 0, nframes = 0;
-    int32_t *counts = NULL, *col = NULL;
+    int32_t *counts = NULL, *col = NULL, *types = NULL;
     coord_hist H = {0};
     mdnl_ofile out = {0}, hout = {0};
     mdnl_h5md_results *res = NULL;
@@ -116,20 +223,25 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
         if (pn.n && (st = mdnl_pair_names_resolve(&pn, input, &f, ids)) != MDNL_OK)
             goto done;
         mdnl_geom g;
-        if ((st = mdnl_prepare_frame(input, &f, o.cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
+        if ((st = mdnl_prepare_frame(input, &f, cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
             goto done;
         if (cnt_cap < f.natoms + 1) {
-            free(counts), free(col);
+            free(counts), free(col), free(types);
             cnt_cap = f.natoms + 1;
             counts = mdnl_malloc((size_t)cnt_cap * (size_t)nc * sizeof *counts, "coordination numbers");
             col = mdnl_malloc((size_t)cnt_cap * sizeof *col, "coordination column");
-            if (!counts || !col) {
+            types = mdnl_malloc((size_t)cnt_cap * sizeof *types, "pair-cut types");
+            if (!counts || !col || !types) {
                 st = MDNL_ERR_RESOURCE;
                 goto done;
             }
         }
-        if ((st = mdnl_engine_coord(&eng, &g, (const float(*)[4])pos4, f.species, pn.n,
-                                    (const int32_t(*)[2])ids, counts)) != MDNL_OK)
+        if (o.pair_cut && (st = pair_cuts_types(&pc, input, &f, types)) != MDNL_OK)
+            goto done;
+        if (o.pair_cut)
+            pc.cuts.types = types;
+        if ((st = mdnl_engine_coord(&eng, &g, (const float(*)[4])pos4, f.species, pn.n, (const int32_t(*)[2])ids,
+                                    o.pair_cut ? &pc.cuts : NULL, counts)) != MDNL_OK)
             goto done;
         double t2 = mdnl_now();
         if ((st = hist_add(&H, nc, counts, f.natoms, f.species, (const int32_t(*)[2])ids, pn.n > 0)) != MDNL_OK)
@@ -202,7 +314,11 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
     if (o.json) {
         printf("{\"command\":\"coord\",\"input\":");
         mdnl_json_string(stdout, input);
-        printf(",\"cutoff\":%.15g,\"frames\":%lld", o.cutoff, (long long)nframes);
+        printf(",\"cutoff\":%.15g,\"frames\":%lld", cutoff, (long long)nframes);
+        if (o.pair_cut) {
+            printf(",\"pair_cut\":");
+            mdnl_json_string(stdout, o.pair_cut);
+        }
         mdnl_atoms_range_json(stdout, &atoms);
         printf(",\"backend\":\"%s\"", mdnl_backend_name(eng.backend));
         if (outpath) {
@@ -217,7 +333,7 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
         fprintf(stderr,
                 "mdnl coord: %lld frame(s) of %s below %g, %s; mean %.6g, max %lld; read %.3f s, count %.3f s, "
                 "write %.3f s",
-                (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), o.cutoff,
+                (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), cutoff,
                 mdnl_backend_name(eng.backend), nsum > 0 ? sum / nsum : 0.0, (long long)(H.top > 0 ? H.top - 1 : 0),
                 t_read, t_count, t_write);
         if (strcmp(outpath, "-") != 0)
@@ -233,7 +349,7 @@ done:
     }
     mdnl_frames_close(fs);
     mdnl_frame_free(&f);
-    free(pos4), free(counts), free(col), free(H.h);
+    free(pos4), free(counts), free(col), free(types), free(H.h);
     mdnl_engine_free(&eng);
     return st;
 }

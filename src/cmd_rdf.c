@@ -6,64 +6,13 @@
 #include "h5md_writer.h"
 #include "output_file.h"
 #include "pipeline.h"
+#include "rdf_frames.h"
 #include "rdf_table.h"
-#include "svg_plot.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 
 #define MAX_PAIRS MDNL_MAX_RDF_PAIRS
-
-/* --plot writes SVG only: any other extension is refused rather than an SVG
- * written under a name that says otherwise; and never onto the -o table. */
-static mdnl_status check_plot_path(const char *plot)
-{
-    struct stat sb;
-    if (stat(plot, &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)))
-        return MDNL_OK; /* a stream (/dev/null, a FIFO): written in place, any name */
-    const char *dot = strrchr(plot, '.');
-    const char *slash = strrchr(plot, '/');
-    if (!dot || (slash && dot < slash) || strcasecmp(dot, ".svg") != 0)
-        return mdnl_error(MDNL_ERR_USAGE,
-                          "--plot %s: expected an .svg file (mdnl writes SVG only; rsvg-convert "
-                          "makes a PNG of it)",
-                          plot);
-    return MDNL_OK;
-}
-
-/* The plot's title: the input's base name. */
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash && slash[1] ? slash + 1 : path;
-}
-
-/* --per-frame: the frame's own g (NaN without a volume) from a one-frame
- * accumulator, appended to /rdf/<name>/ when res and to the heat map when
- * it is set up. */
-static mdnl_status per_frame_rows(mdnl_rdf_accum *acc1, const mdnl_pair_names *pn, mdnl_h5md_results *res,
-                                  mdnl_rdf_heat *heat, const mdnl_frame *f, const uint64_t *counts, const int64_t *na,
-                                  const int64_t *nb, double volume, double *g1)
-{
-    mdnl_rdf_accum_reset(acc1);
-    mdnl_status st = mdnl_rdf_accum_add(acc1, counts, na, nb, volume);
-    if (st != MDNL_OK)
-        return st;
-    const size_t n = (size_t)acc1->nhist * (size_t)acc1->bins;
-    mdnl_rdf_result(acc1, g1, NULL, NULL);
-    if (!mdnl_rdf_has_g(acc1))
-        for (size_t s = 0; s < n; ++s)
-            g1[s] = NAN;
-    for (int32_t h = 0; res && h < acc1->nhist && st == MDNL_OK; ++h)
-        st = mdnl_h5md_results_write_rdf_frame(res, pn->n ? pn->labels[h] : "total", acc1->bins, f->index, f->step,
-                                               g1 + (size_t)h * acc1->bins, counts + (size_t)h * acc1->bins);
-    if (st == MDNL_OK && heat->rows)
-        mdnl_rdf_heat_add(heat, f->index, g1);
-    return st;
-}
 
 mdnl_status mdnl_cmd_rdf(int argc, char **argv)
 {
@@ -87,7 +36,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     const mdnl_output_kind kinds[2] = {h5 ? MDNL_OUTPUT_HDF5 : MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT};
     if ((st = mdnl_output_check(input, 2, outs, kinds)) != MDNL_OK)
         return st;
-    if (o.plot && (st = check_plot_path(o.plot)) != MDNL_OK)
+    if (o.plot && (st = mdnl_rdf_plot_check(o.plot)) != MDNL_OK)
         return st;
     if (o.per_frame && !h5 && !o.plot)
         return mdnl_error(MDNL_ERR_USAGE, "--per-frame: needs -o FILE.h5 (per-frame datasets) or --plot FILE.svg "
@@ -105,9 +54,8 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     int64_t pos_cap = 0, nframes = 0;
     mdnl_atoms_range atoms = {0};
     uint64_t *counts = NULL, pairs_counted = 0;
-    mdnl_rdf_accum acc = {0}, acc1 = {0}; /* acc1: the current frame alone (--per-frame) */
-    double *g1 = NULL;
-    mdnl_rdf_heat heat = {0};
+    mdnl_rdf_accum acc = {0};
+    mdnl_rdf_frames pf = {0}; /* --per-frame */
     mdnl_ofile out = {0}, plot = {0};
     mdnl_h5md_results *res = NULL;
     mdnl_progress prog = {0};
@@ -116,13 +64,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     if ((st = mdnl_rdf_accum_init(&acc, &spec, o.has_volume ? o.volume : 0)) != MDNL_OK)
         goto done;
     if (o.per_frame) {
-        if ((st = mdnl_rdf_accum_init(&acc1, &spec, o.has_volume ? o.volume : 0)) != MDNL_OK)
-            goto done;
-        if (!(g1 = mdnl_malloc((size_t)nh * (size_t)spec.bins * sizeof *g1, "per-frame g"))) {
-            st = MDNL_ERR_RESOURCE;
-            goto done;
-        }
-        if (o.plot && (st = mdnl_rdf_heat_init(&heat, nh, spec.bins)) != MDNL_OK)
+        if ((st = mdnl_rdf_frames_init(&pf, &spec, o.has_volume ? o.volume : 0, &pn, o.plot != NULL)) != MDNL_OK)
             goto done;
         if (h5 && (st = mdnl_h5md_results_create(outpath, &res)) != MDNL_OK)
             goto done;
@@ -158,7 +100,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
         double volume = f.box.has_lattice && (f.box.pbc[0] || f.box.pbc[1] || f.box.pbc[2]) ? g.volume : 0.0;
         if ((st = mdnl_rdf_accum_add(&acc, counts, na, nb, volume)) != MDNL_OK)
             goto done;
-        if (o.per_frame && (st = per_frame_rows(&acc1, &pn, res, &heat, &f, counts, na, nb, volume, g1)) != MDNL_OK)
+        if (o.per_frame && (st = mdnl_rdf_frames_add(&pf, res, f.index, f.step, counts, na, nb, volume)) != MDNL_OK)
             goto done;
         for (int64_t k = 0; k < (int64_t)nh * spec.bins; ++k)
             pairs_counted += counts[k];
@@ -182,8 +124,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
         }
         if (o.plot) {
             if ((st = mdnl_ofile_open(&plot, o.plot)) != MDNL_OK ||
-                (st = mdnl_svg_rdf_frames(plot.fp, &acc, o.per_frame ? &heat : NULL, names, base_name(input),
-                                          "r (input length unit)")) != MDNL_OK)
+                (st = mdnl_rdf_plot_write(plot.fp, &acc, &pf, names, input)) != MDNL_OK)
                 goto done;
         }
         /* Commit only when everything is written: a failure leaves nothing. */
@@ -247,9 +188,7 @@ done:
         mdnl_h5md_results_abort(res);
     }
     mdnl_rdf_accum_free(&acc);
-    mdnl_rdf_accum_free(&acc1);
-    mdnl_rdf_heat_free(&heat);
-    free(g1);
+    mdnl_rdf_frames_free(&pf);
     free(counts);
     free(pos4);
     mdnl_frames_close(fs);

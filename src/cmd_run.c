@@ -13,6 +13,7 @@
 #include "mpi_split.h"
 #include "output_file.h"
 #include "pipeline.h"
+#include "rdf_frames.h"
 #include "rdf_table.h"
 
 #include <errno.h>
@@ -32,12 +33,20 @@ typedef struct run_out {
     char *file[NOUT];  /* DIR/name, owned */
     mdnl_ofile tsv[NOUT];
     int threads; /* the writer's workers */
+    const char *plot; /* --plot FILE.svg, or NULL */
+    mdnl_ofile svg;
+    bool per_frame;     /* --per-frame: every frame's g(r) and counts */
+    mdnl_rdf_frames pf; /* its writer (rdf_frames.h), shared with mdnl rdf */
 } run_out;
 
 static mdnl_status sink(void *user, const mdnl_frame_result *r)
 {
     run_out *o = user;
     mdnl_status st;
+    if (o->per_frame && r->counts &&
+        (st = mdnl_rdf_frames_add(&o->pf, o->h5 ? o->res : NULL, r->index, r->step, r->counts, r->na, r->nb,
+                                  r->volume)) != MDNL_OK)
+        return st;
     if (o->h5) {
         if (r->has_energy && (st = mdnl_h5md_results_write_energy(o->res, r->step, r->time, r->energy)) != MDNL_OK)
             return st;
@@ -74,11 +83,13 @@ static bool is_dir_path(const char *path)
 static mdnl_status check_outputs(run_out *o, const char *input)
 {
     if (o->h5) {
-        const mdnl_output_kind kind = MDNL_OUTPUT_HDF5;
-        return mdnl_output_check(input, 1, &o->path, &kind);
+        const char *paths[2] = {o->path, o->plot};
+        const mdnl_output_kind kinds[2] = {MDNL_OUTPUT_HDF5, MDNL_OUTPUT_TEXT};
+        return mdnl_output_check(input, o->plot ? 2 : 1, paths, kinds);
     }
-    const char *paths[1 + NOUT] = {o->path};
-    mdnl_output_kind kinds[1 + NOUT] = {MDNL_OUTPUT_DIR, MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT};
+    const char *paths[2 + NOUT] = {o->path};
+    mdnl_output_kind kinds[2 + NOUT] = {MDNL_OUTPUT_DIR, MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT, MDNL_OUTPUT_TEXT,
+                                        MDNL_OUTPUT_TEXT};
     size_t n = strlen(o->path);
     bool slash = o->path[n - 1] == '/';
     for (int k = 0; k < NOUT; ++k) {
@@ -89,7 +100,8 @@ static mdnl_status check_outputs(run_out *o, const char *input)
         sprintf(o->file[k], "%s%s%s", o->path, slash ? "" : "/", out_names[k]);
         paths[1 + k] = o->file[k];
     }
-    return mdnl_output_check(input, 1 + NOUT, paths, kinds);
+    paths[1 + NOUT] = o->plot;
+    return mdnl_output_check(input, o->plot ? 2 + NOUT : 1 + NOUT, paths, kinds);
 }
 
 /* Creates the temporary outputs. */
@@ -126,7 +138,7 @@ static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff, 
 /* Renames every output into place, or none: all files are flushed first so
  * that a full disk fails before the first rename; a rename that still fails
  * takes back the ones already made. */
-static mdnl_status commit_outputs(run_out *o)
+static mdnl_status commit_tables(run_out *o)
 {
     if (o->h5) {
         mdnl_status st = mdnl_h5md_results_commit(o->res); /* frees res */
@@ -152,12 +164,22 @@ static mdnl_status commit_outputs(run_out *o)
     return MDNL_OK;
 }
 
+/* The results, then the plot (written in full before: only its rename is left). */
+static mdnl_status commit_outputs(run_out *o)
+{
+    mdnl_status st = commit_tables(o);
+    if (st == MDNL_OK && o->plot)
+        st = mdnl_ofile_commit(&o->svg);
+    return st;
+}
+
 static void abort_outputs(run_out *o)
 {
     mdnl_h5md_results_abort(o->res);
     o->res = NULL;
     for (int k = 0; k < NOUT; ++k)
         mdnl_ofile_abort(&o->tsv[k]);
+    mdnl_ofile_abort(&o->svg);
     if (o->made_dir) {
         rmdir(o->path);
         mdnl_temp_dir_forget(o->path);
@@ -168,6 +190,7 @@ static void free_outputs(run_out *o)
 {
     for (int k = 0; k < NOUT; ++k)
         free(o->file[k]);
+    mdnl_rdf_frames_free(&o->pf);
 }
 
 mdnl_status mdnl_cmd_run(int argc, char **argv)
@@ -205,6 +228,8 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl run: %s needs --rmax R --bins B", o.pairs ? "--pairs" : "--volume");
     if (o.has_list && !o.neighbors)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl run: --list needs --neighbors");
+    if ((o.per_frame || o.plot) && !hist)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl run: %s needs --rmax R --bins B", o.plot ? "--plot" : "--per-frame");
     if ((o.with_shift || o.with_vector) && !o.neighbors)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl run: --with needs --neighbors");
 
@@ -222,7 +247,14 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         if (!out.dir && !out.h5)
             return mdnl_error(MDNL_ERR_USAGE,
                               "mdnl run: -o %s: expected RESULTS.h5 (.h5/.h5md/.hdf5) or a directory DIR/", o.output);
+        if (o.per_frame && !out.h5 && !o.plot)
+            return mdnl_error(MDNL_ERR_USAGE, "--per-frame: needs -o RESULTS.h5 (per-frame datasets) or --plot "
+                                              "FILE.svg (a heat map); rdf.tsv holds the mean only");
     }
+    if (o.plot && (st = mdnl_rdf_plot_check(o.plot)) != MDNL_OK)
+        return st;
+    out.plot = o.plot;
+    out.per_frame = o.per_frame;
     out.want[OUT_ENERGY] = o.pair != NULL;
     out.want[OUT_NEIGHBORS] = o.neighbors;
     out.want[OUT_RDF] = hist;
@@ -247,8 +279,25 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         .pairs = &pn,
         .nslots = 4,
     };
-    if (o.pair && (st = mdnl_potential_parse(o.pair, o.cutoff, &cfg.pot)) != MDNL_OK)
-        return st;
+    /* --pair and --pair-coeff as mdnl energy takes them: one pair type runs
+     * the deferred single-potential path, more the per-pair table */
+    mdnl_pair_table tab;
+    if (o.npair_coeff && !o.pair)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl run: --pair-coeff needs --pair SPEC");
+    if (o.pair) {
+        if ((st = mdnl_pair_table_parse(o.pair, o.pair_coeff, o.npair_coeff, o.cutoff, &tab)) != MDNL_OK)
+            return st;
+        cfg.pot = tab.p[0];
+        cfg.table = tab.ntypes > 1 ? &tab : NULL;
+        if (tab.max_cutoff != o.cutoff) {
+            if (o.neighbors)
+                return mdnl_error(MDNL_ERR_USAGE,
+                                  "mdnl run: --neighbors at -c %g with pair cutoffs up to %g: the list and the "
+                                  "energy share one cutoff here (give cut= only to pairs below -c)",
+                                  o.cutoff, tab.max_cutoff);
+            cfg.cutoff = tab.max_cutoff;
+        }
+    }
     if (o.output && (st = check_outputs(&out, cfg.input)) != MDNL_OK) {
         free_outputs(&out);
         return st;
@@ -274,6 +323,9 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     }
     double t_open = mdnl_now();
     if (hist && (st = mdnl_rdf_accum_init(&acc, &spec, o.has_volume ? o.volume : 0)) != MDNL_OK)
+        goto done;
+    if (o.per_frame && mdnl_mpi_root() &&
+        (st = mdnl_rdf_frames_init(&out.pf, &spec, o.has_volume ? o.volume : 0, &pn, o.plot != NULL)) != MDNL_OK)
         goto done;
     /* every frame of a run with work is wrapped by mdnl_geom_prepare (CPU) or
      * the device wrap (CUDA), which reject a non-finite coordinate naming the
@@ -315,6 +367,9 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
             st = mdnl_rdf_write_h5(out.res, &acc, &pn);
         else
             st = mdnl_rdf_table_write(out.tsv[OUT_RDF].fp, &acc, pn.n ? pn.labels : NULL);
+        if (st == MDNL_OK && o.plot && (st = mdnl_ofile_open(&out.svg, o.plot)) == MDNL_OK)
+            st = mdnl_rdf_plot_write(out.svg.fp, &acc, o.per_frame ? &out.pf : NULL, pn.n ? pn.labels : NULL,
+                                     cfg.input);
         if (st != MDNL_OK)
             goto done;
         stats.t_write += mdnl_now() - t0;
@@ -343,8 +398,12 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
                 printf(",\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.15g", (long long)stats.pairs,
                        cfg.list == MDNL_LIST_FULL ? "full" : "half", o.cutoff);
             if (hist)
-                printf(",\"rmax\":%.15g,\"bins\":%lld,\"pairs_counted\":%llu", o.rmax, o.bins,
-                       (unsigned long long)stats.pairs_counted);
+                printf(",\"rmax\":%.15g,\"bins\":%lld,\"pairs_counted\":%llu,\"per_frame\":%s", o.rmax, o.bins,
+                       (unsigned long long)stats.pairs_counted, o.per_frame ? "true" : "false");
+            if (o.plot) {
+                printf(",\"plot\":");
+                mdnl_json_string(stdout, o.plot);
+            }
             if (o.pair && stats.nframes)
                 printf(",\"energy\":{\"first\":%.17g,\"last\":%.17g,\"mean\":%.17g,\"min\":%.17g,\"max\":%.17g}",
                        stats.e_first, stats.e_last, stats.e_sum / (double)stats.nframes, stats.e_min, stats.e_max);
@@ -382,6 +441,8 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
                     stats.t_read, stats.t_prepare, stats.t_compute, stats.t_write, stats.t_wall, fps);
             if (o.output)
                 fprintf(stderr, "; written to %s", o.output);
+            if (o.plot)
+                fprintf(stderr, "; plot %s", o.plot);
             fputc('\n', stderr);
         }
     }

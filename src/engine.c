@@ -274,7 +274,7 @@ mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (
 }
 
 mdnl_status mdnl_engine_coord(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
-                              int32_t ncols, const int32_t (*pairs)[2], int32_t *counts)
+                              int32_t ncols, const int32_t (*pairs)[2], const mdnl_coord_cuts *cuts, int32_t *counts)
 {
 #ifdef MDNL_HAVE_CUDA
     if (e->backend == MDNL_BACKEND_CUDA) {
@@ -285,10 +285,10 @@ mdnl_status mdnl_engine_coord(mdnl_engine *e, const mdnl_geom *g, const float (*
                 return st;
             e->coord_cuda = cc;
         }
-        return mdnl_coord_frame_cuda(e->coord_cuda, g, pos4, species, ncols, pairs, counts);
+        return mdnl_coord_frame_cuda(e->coord_cuda, g, pos4, species, ncols, pairs, cuts, counts);
     }
 #endif
-    return mdnl_coord_frame_cpu(g, pos4, species, ncols, pairs, counts);
+    return mdnl_coord_frame_cpu(g, pos4, species, ncols, pairs, cuts, counts);
 }
 
 mdnl_status mdnl_engine_energy_table(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],

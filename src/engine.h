@@ -5,6 +5,7 @@
 #define MDNL_ENGINE_H
 
 #include "cli.h"
+#include "coord.h"
 #include "nlist.h"
 #include "potential.h"
 #include "rdf.h"
@@ -79,9 +80,10 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
 mdnl_status mdnl_engine_shifts(mdnl_engine *e, const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4],
                                mdnl_list_kind kind, const mdnl_nlist *l, int32_t (*S)[3], double (*D)[3]);
 
-/* Coordination numbers of a frame (coord.h): counts[natoms * max(1, ncols)]. */
+/* Coordination numbers of a frame (coord.h): counts[natoms * max(1, ncols)];
+ * cuts: per-pair cutoffs or NULL. */
 mdnl_status mdnl_engine_coord(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
-                              int32_t ncols, const int32_t (*pairs)[2], int32_t *counts);
+                              int32_t ncols, const int32_t (*pairs)[2], const mdnl_coord_cuts *cuts, int32_t *counts);
 
 /* The same with per-pair parameters (potential.h mdnl_pair_table) and the
  * atoms' types (mdnl_pair_table_types); g prepared at t->max_cutoff. */

@@ -19,19 +19,20 @@
 
 mdnl_status mdnl_pair_names_parse(const char *s, mdnl_pair_names *p)
 {
+    const char *opt = p->option ? p->option : "--pairs";
     p->n = 0;
     while (*s) {
         const char *comma = strchr(s, ',');
         size_t len = comma ? (size_t)(comma - s) : strlen(s);
         const char *dash = memchr(s, '-', len);
         if (!dash || dash == s || dash == s + len - 1 || memchr(dash + 1, '-', len - (size_t)(dash - s) - 1))
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: expected A-B species pairs separated by commas, got \"%.*s\"",
-                              (int)len, s);
+            return mdnl_error(MDNL_ERR_USAGE, "%s: expected A-B species pairs separated by commas, got \"%.*s\"",
+                              opt, (int)len, s);
         size_t la = (size_t)(dash - s), lb = len - la - 1;
         if (la >= MDNL_SYMBOL_LEN || lb >= MDNL_SYMBOL_LEN)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: species name too long in \"%.*s\"", (int)len, s);
+            return mdnl_error(MDNL_ERR_USAGE, "%s: species name too long in \"%.*s\"", opt, (int)len, s);
         if (p->n == MDNL_MAX_RDF_PAIRS)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: at most %d pairs", MDNL_MAX_RDF_PAIRS);
+            return mdnl_error(MDNL_ERR_USAGE, "%s: at most %d pairs", opt, MDNL_MAX_RDF_PAIRS);
         memcpy(p->a[p->n], s, la);
         p->a[p->n][la] = '\0';
         memcpy(p->b[p->n], dash + 1, lb);
@@ -42,7 +43,7 @@ mdnl_status mdnl_pair_names_parse(const char *s, mdnl_pair_names *p)
         p->n++;
         s += len + (comma ? 1 : 0);
         if (comma && !*s)
-            return mdnl_error(MDNL_ERR_USAGE, "--pairs: trailing comma");
+            return mdnl_error(MDNL_ERR_USAGE, "%s: trailing comma", opt);
     }
     return MDNL_OK;
 }
@@ -67,8 +68,9 @@ mdnl_status mdnl_pair_names_resolve(const mdnl_pair_names *pn, const char *input
             for (int32_t s = 0; s < f->nspecies && len < sizeof present; ++s)
                 len += (size_t)snprintf(present + len, sizeof present - len, "%s%s", s ? ", " : "", f->symbols[s]);
             return mdnl_error(MDNL_ERR_INPUT,
-                              "%s: frame %lld: expected species %s for --pairs %s, found none (the frame has %s)",
-                              input, (long long)f->index, ids[p][0] < 0 ? pn->a[p] : pn->b[p], pn->labels[p],
+                              "%s: frame %lld: expected species %s for %s %s, found none (the frame has %s)",
+                              input, (long long)f->index, ids[p][0] < 0 ? pn->a[p] : pn->b[p],
+                              pn->option ? pn->option : "--pairs", pn->labels[p],
                               f->nspecies ? present : "no atoms");
         }
     }
@@ -111,6 +113,8 @@ typedef struct slot {
     double (*D)[3];   /* and config.vectors its vectors, by compute */
     int64_t sd_cap;   /* entries S and D hold */
     double *e_host;   /* deferred frames: the energy total and the counts land here (engine host memory) */
+    int32_t *types;   /* config.table: the atoms' pair types */
+    int64_t types_cap;
     uint64_t *counts_host;
     bool has_energy;
     double energy;
@@ -478,6 +482,24 @@ static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, sl
     return settle_wrap(c, cs, s, ticket, false);
 }
 
+/* --pair-coeff: the frame's energy with per-pair parameters, now, into
+ * e_host (host positions: the table runs without a device wrap). */
+static mdnl_status table_energy(const mdnl_pipeline_config *c, compute *cs, slot *s, const float (*pos4)[4])
+{
+    const mdnl_frame *f = &s->f;
+    if (s->types_cap < f->natoms + 1) {
+        free(s->types);
+        s->types_cap = 0;
+        if (!(s->types = mdnl_malloc((size_t)(f->natoms + 1) * sizeof *s->types, "pair types")))
+            return MDNL_ERR_RESOURCE;
+        s->types_cap = f->natoms + 1;
+    }
+    mdnl_status st = mdnl_pair_table_types(c->table, c->input, f, s->types);
+    if (st == MDNL_OK)
+        st = mdnl_engine_energy_table(&cs->eng, &s->g_cut, pos4, s->types, c->table, s->e_host, NULL);
+    return st;
+}
+
 /* The image shifts and vectors of the slot's list (config.shifts or
  * vectors), right after its build: on CUDA they come from the list's device
  * copy, which the next frame's build replaces. A frame laid out before its
@@ -541,8 +563,10 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
     }
     if (c->energy && !s->e_host && !(s->e_host = mdnl_engine_host_alloc(&cs->eng, sizeof *s->e_host, "energy")))
         return MDNL_ERR_RESOURCE;
-    return mdnl_engine_launch(&cs->eng, ticket, pos4, &s->g_cut, c->energy ? &c->pot : NULL, s->e_host, &s->g_rmax,
-                              f->species, c->hist ? &cs->spec : NULL, s->counts_host);
+    if (c->energy && c->table && (st = table_energy(c, cs, s, pos4)) != MDNL_OK)
+        return st;
+    return mdnl_engine_launch(&cs->eng, ticket, pos4, &s->g_cut, c->energy && !c->table ? &c->pot : NULL, s->e_host,
+                              &s->g_rmax, f->species, c->hist ? &cs->spec : NULL, s->counts_host);
 }
 
 static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, mdnl_rdf_accum *acc,
@@ -553,7 +577,8 @@ static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slo
     /* the frame's own input error first (a non-finite coordinate) */
     if (s->wrap_pending && (st = settle_wrap(c, cs, s, ticket, true)) != MDNL_OK)
         return st;
-    if ((c->energy || c->hist) && (st = mdnl_engine_collect(&cs->eng, ticket, c->energy, c->hist)) != MDNL_OK)
+    if ((c->energy || c->hist) &&
+        (st = mdnl_engine_collect(&cs->eng, ticket, c->energy && !c->table, c->hist)) != MDNL_OK)
         return st;
     s->has_energy = c->energy;
     if (c->energy) {
@@ -642,7 +667,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     const bool engine_up = !c->read_only && st == MDNL_OK;
     stats->t_init = mdnl_now() - t_start;
     stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
-    cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA;
+    cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA && !c->table;
     stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
     if (c->hist)
         cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};
@@ -751,6 +776,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         mdnl_engine_host_free(&cs.eng, p->slots[k].e_host);
         mdnl_engine_host_free(&cs.eng, p->slots[k].counts_host);
         mdnl_nlist_free(&p->slots[k].list);
+        free(p->slots[k].types);
         free(p->slots[k].S);
         free(p->slots[k].D);
     }

@@ -56,6 +56,7 @@ typedef struct mdnl_pair_names {
     char a[MDNL_MAX_RDF_PAIRS][MDNL_SYMBOL_LEN], b[MDNL_MAX_RDF_PAIRS][MDNL_SYMBOL_LEN];
     char label[MDNL_MAX_RDF_PAIRS][2 * MDNL_SYMBOL_LEN + 1];
     const char *labels[MDNL_MAX_RDF_PAIRS];
+    const char *option; /* the option its messages name (NULL: "--pairs"), set before parsing */
 } mdnl_pair_names;
 
 /* "C-C,C-H" -> symbol pairs (MDNL_ERR_USAGE on a malformed list). */
@@ -79,6 +80,11 @@ typedef struct mdnl_pipeline_config {
     double cutoff; /* neighbors and energy */
     bool energy;
     mdnl_potential pot;
+    /* NULL, or per-pair parameters (--pair-coeff; ntypes > 1) in place of
+     * pot: the energy by mdnl_engine_energy_table at cutoff = its
+     * max_cutoff, synchronously, from positions wrapped on the host (on
+     * CUDA too: no device wrap then). */
+    const mdnl_pair_table *table;
     bool hist;
     double rmax;
     int32_t bins;

@@ -26,13 +26,13 @@ static void ka_counts(double cutoff, int32_t *total, int32_t *pairs, mdnl_frame 
 {
     float(*pos4)[4];
     mdnl_geom g = fixture_prepare(f, cutoff, &pos4);
-    cr_assert_eq(mdnl_coord_frame_cpu(&g, (const float(*)[4])pos4, f->species, 0, NULL, total), MDNL_OK);
+    cr_assert_eq(mdnl_coord_frame_cpu(&g, (const float(*)[4])pos4, f->species, 0, NULL, NULL, total), MDNL_OK);
     const int32_t a = 0, b = 1; /* A first, then B (fixture_load's order of appearance) */
     cr_assert(strcmp(f->symbols[0], "A") == 0 || strcmp(f->symbols[0], "B") == 0);
     const int32_t A = strcmp(f->symbols[0], "A") == 0 ? a : b, B = A == a ? b : a;
     const int32_t cols[3][2] = {{A, B}, {B, A}, {B, B}};
     if (pairs)
-        cr_assert_eq(mdnl_coord_frame_cpu(&g, (const float(*)[4])pos4, f->species, 3, cols, pairs), MDNL_OK);
+        cr_assert_eq(mdnl_coord_frame_cpu(&g, (const float(*)[4])pos4, f->species, 3, cols, NULL, pairs), MDNL_OK);
     free(pos4);
 }
 
@@ -69,12 +69,12 @@ Test(coord_cpu, counts_are_the_full_list_rows_and_the_brute_force_count)
         const float(*cp)[4] = (const float(*)[4])pos4;
         int32_t *c = malloc((size_t)f.natoms * sizeof *c), *b = malloc((size_t)f.natoms * sizeof *b);
         int32_t *cab = malloc((size_t)f.natoms * 2 * sizeof *cab);
-        cr_assert_eq(mdnl_coord_frame_cpu(&g, cp, f.species, 0, NULL, c), MDNL_OK);
+        cr_assert_eq(mdnl_coord_frame_cpu(&g, cp, f.species, 0, NULL, NULL, c), MDNL_OK);
         coord_brute(&g, cp, b);
         mdnl_nlist full = {0};
         cr_assert_eq(mdnl_nlist_build_cpu(&g, cp, MDNL_METHOD_CELL, MDNL_LIST_FULL, &full), MDNL_OK);
         const int32_t cols[2][2] = {{0, 1}, {1, 1}};
-        cr_assert_eq(mdnl_coord_frame_cpu(&g, cp, f.species, 2, cols, cab), MDNL_OK);
+        cr_assert_eq(mdnl_coord_frame_cpu(&g, cp, f.species, 2, cols, NULL, cab), MDNL_OK);
         for (int64_t i = 0; i < f.natoms; ++i) {
             cr_expect_eq(c[i], b[i], "box %d atom %lld: cells %d brute %d", kind, (long long)i, c[i], b[i]);
             cr_expect_eq(c[i], full.offsets[i + 1] - full.offsets[i], "box %d atom %lld: the full row", kind,
@@ -100,7 +100,7 @@ Test(coord_cpu, too_many_columns_is_a_usage_error)
     int32_t cols[MDNL_COORD_MAX_COLS + 1][2] = {{0}};
     int32_t *c = malloc((size_t)f.natoms * (MDNL_COORD_MAX_COLS + 1) * sizeof *c);
     cr_expect_eq(mdnl_coord_frame_cpu(&g, (const float(*)[4])pos4, f.species, MDNL_COORD_MAX_COLS + 1,
-                                      (const int32_t(*)[2])cols, c),
+                                      (const int32_t(*)[2])cols, NULL, c),
                  MDNL_ERR_USAGE);
     free(c), free(pos4);
     mdnl_frame_free(&f);
@@ -108,7 +108,162 @@ Test(coord_cpu, too_many_columns_is_a_usage_error)
 
 /* ---- the command ---- */
 
+/* Per-pair cutoffs by species id (types = species): cut[a][b]. */
+static mdnl_coord_cuts species_cuts(const mdnl_frame *f, const double cut[2][2])
+{
+    mdnl_coord_cuts c;
+    memset(&c, 0, sizeof c);
+    c.ntypes = 2;
+    c.types = f->species;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b)
+            c.cut2[a * 2 + b] = (float)(cut[a][b] * cut[a][b]);
+    return c;
+}
+
+/* --pair-cut's counts on the KA fixture: ASE's cutoff dict and freud
+ * (data/coord/ka-pair-cut.tsv), total and the three columns. */
+Test(coord_cpu, pair_cuts_match_ase_and_freud)
+{
+    mdnl_frame f = fixture_load("ka_mixture");
+    const int32_t A = strcmp(f.symbols[0], "A") == 0 ? 0 : 1, B = 1 - A;
+    double cut[2][2];
+    cut[A][A] = 1.5, cut[A][B] = cut[B][A] = 1.3, cut[B][B] = 1.1;
+    const mdnl_coord_cuts cuts = species_cuts(&f, (const double(*)[2])cut);
+    float(*pos4)[4];
+    mdnl_geom g = fixture_prepare(&f, 1.5, &pos4);
+    int32_t *total = malloc((size_t)f.natoms * sizeof *total), *pairs = malloc((size_t)f.natoms * 3 * sizeof *pairs);
+    const int32_t cols[3][2] = {{A, B}, {B, A}, {B, B}};
+    cr_assert_eq(mdnl_coord_frame_cpu(&g, (const float(*)[4])pos4, f.species, 0, NULL, &cuts, total), MDNL_OK);
+    cr_assert_eq(mdnl_coord_frame_cpu(&g, (const float(*)[4])pos4, f.species, 3, cols, &cuts, pairs), MDNL_OK);
+    int nc = 0;
+    const int64_t n = coord_reference("ka-pair-cut", ref, 4 * 1024, &nc);
+    cr_assert_eq(n, f.natoms);
+    cr_assert_eq(nc, 4);
+    for (int64_t i = 0; i < n; ++i) {
+        cr_expect_eq(total[i], ref[i * 4], "atom %lld: mdnl %d, ASE %d", (long long)i, total[i], ref[i * 4]);
+        for (int p = 0; p < 3; ++p)
+            cr_expect_eq(pairs[i * 3 + p], ref[i * 4 + 1 + p], "atom %lld column %d", (long long)i, p);
+    }
+    free(total), free(pairs), free(pos4);
+    mdnl_frame_free(&f);
+}
+
+/* Per-pair cutoffs count what the full neighbor lists at each pair's own
+ * cutoff hold for that pair, in every kind of box (the traversal runs at the
+ * largest; a cutoff of 0 counts nothing). */
+Test(coord_cpu, pair_cuts_are_the_full_list_rows_at_each_pairs_cutoff)
+{
+    const double sets[2][2][2] = {{{2.2, 1.7}, {1.7, 1.3}}, {{0.0, 2.4}, {2.4, 0.0}}};
+    for (int kind = 0; kind < 4; ++kind)
+        for (int set = 0; set < 2; ++set) {
+            mdnl_frame f;
+            rdf_random(&f, 700, kind, 8.0, 0);
+            cr_assert_eq(f.nspecies, 2);
+            const mdnl_coord_cuts cuts = species_cuts(&f, sets[set]);
+            double rmax = 0;
+            for (int k = 0; k < 4; ++k)
+                rmax = sets[set][k / 2][k % 2] > rmax ? sets[set][k / 2][k % 2] : rmax;
+            float(*pos4)[4];
+            mdnl_geom g = fixture_prepare(&f, rmax, &pos4);
+            int32_t *c = malloc((size_t)f.natoms * sizeof *c), *want = calloc((size_t)f.natoms, sizeof *want);
+            cr_assert_eq(mdnl_coord_frame_cpu(&g, (const float(*)[4])pos4, f.species, 0, NULL, &cuts, c), MDNL_OK);
+            for (int a = 0; a < 2; ++a)
+                for (int b = 0; b < 2; ++b) {
+                    if (sets[set][a][b] <= 0)
+                        continue;
+                    float(*p2)[4];
+                    mdnl_geom g2 = fixture_prepare(&f, sets[set][a][b], &p2);
+                    mdnl_nlist full = {0};
+                    cr_assert_eq(mdnl_nlist_build_cpu(&g2, (const float(*)[4])p2, MDNL_METHOD_CELL, MDNL_LIST_FULL,
+                                                      &full),
+                                 MDNL_OK);
+                    for (int64_t i = 0; i < f.natoms; ++i)
+                        if (f.species[i] == a)
+                            for (int64_t e = full.offsets[i]; e < full.offsets[i + 1]; ++e)
+                                want[i] += f.species[full.j[e]] == b;
+                    mdnl_nlist_free(&full);
+                    free(p2);
+                }
+            for (int64_t i = 0; i < f.natoms; ++i)
+                cr_expect_eq(c[i], want[i], "box %d set %d atom %lld: coord %d, lists %d", kind, set, (long long)i,
+                             c[i], want[i]);
+            free(c), free(want), free(pos4);
+            mdnl_frame_free(&f);
+        }
+}
+
 TestSuite(coord_cli, .init = make_tmpdir, .fini = remove_tmpdir);
+
+/* --pair-cut through the binary: the reference's table; -c for the pairs
+ * not named, none without it; bad specs and absent species refused. */
+Test(coord_cli, pair_cut_counts_each_pair_at_its_cutoff)
+{
+    cr_assert_eq(mdnl("coord %s/energy/ka_mixture.xyz --pair-cut A-A=1.5,B-A=1.3,B-B=1.1 --pairs A-B,B-A,B-B "
+                      "-o c.tsv --json",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    cr_expect(strstr(out_text, "\"cutoff\":1.5") != NULL, "%s", out_text);
+    char path[512];
+    snprintf(path, sizeof path, "%s/c.tsv", tmpdir);
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp);
+    int nc = 0;
+    const int64_t n = coord_reference("ka-pair-cut", ref, 4 * 1024, &nc);
+    char line[256];
+    cr_assert_not_null(fgets(line, sizeof line, fp));
+    cr_expect_str_eq(line, "# frame\ti\tcount:A-B\tcount:B-A\tcount:B-B\n");
+    for (int64_t i = 0; i < n; ++i) {
+        long long fr, k;
+        int v[3];
+        cr_assert_eq(fscanf(fp, "%lld %lld %d %d %d", &fr, &k, &v[0], &v[1], &v[2]), 5);
+        for (int p = 0; p < 3; ++p)
+            cr_expect_eq(v[p], ref[i * 4 + 1 + p], "atom %lld column %d", (long long)i, p);
+    }
+    fclose(fp);
+    /* -c for the pairs not named: A-A and B-B at 1.5 as the one cutoff gives */
+    cr_assert_eq(mdnl("coord %s/energy/ka_mixture.xyz -c 1.5 --pair-cut A-B=1.5 -o d.tsv", MDNL_DATA_DIR), 0, "%s",
+                 err_text);
+    cr_assert_eq(mdnl("coord %s/energy/ka_mixture.xyz -c 1.5 -o e.tsv", MDNL_DATA_DIR), 0, "%s", err_text);
+    char d[65536], e[65536];
+    snprintf(path, sizeof path, "%s/d.tsv", tmpdir);
+    slurp(path, d, sizeof d);
+    snprintf(path, sizeof path, "%s/e.tsv", tmpdir);
+    slurp(path, e, sizeof e);
+    cr_expect_str_eq(d, e);
+    /* without -c a pair not named has no neighbors: A-B alone is the A-B and B-A columns */
+    cr_assert_eq(mdnl("coord %s/energy/ka_mixture.xyz --pair-cut A-B=1.3 -o f.tsv", MDNL_DATA_DIR), 0, "%s",
+                 err_text);
+    cr_assert_eq(mdnl("coord %s/energy/ka_mixture.xyz -c 1.3 --pairs A-B,B-A -o g.tsv", MDNL_DATA_DIR), 0, "%s",
+                 err_text);
+    snprintf(path, sizeof path, "%s/f.tsv", tmpdir);
+    FILE *ff = fopen(path, "r");
+    snprintf(path, sizeof path, "%s/g.tsv", tmpdir);
+    FILE *fg = fopen(path, "r");
+    cr_assert(ff && fg);
+    cr_assert_not_null(fgets(line, sizeof line, ff));
+    cr_assert_not_null(fgets(line, sizeof line, fg));
+    for (int64_t i = 0; i < n; ++i) {
+        long long a, b, c, x, y;
+        int t, u, w;
+        cr_assert_eq(fscanf(ff, "%lld %lld %d", &a, &b, &t), 3);
+        cr_assert_eq(fscanf(fg, "%lld %lld %d %d", &x, &y, &u, &w), 4);
+        c = u + w;
+        cr_expect_eq(t, c, "atom %lld: %d A-B neighbors, the columns say %lld", (long long)i, t, c);
+    }
+    fclose(ff), fclose(fg);
+    cr_expect_eq(mdnl("coord %s/energy/ka_mixture.xyz --pair-cut A-C=1.2 -o h.tsv", MDNL_DATA_DIR), 3);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "--pair-cut A-C") != NULL, "%s", err_text);
+    snprintf(path, sizeof path, "%s/h.tsv", tmpdir);
+    cr_expect_eq(access(path, F_OK), -1, "no output after an input error");
+    const char *bad[] = {"A-B", "A-B=0", "A-B=-1", "A-B=x", "A-B=1,", "=1", "A-B=1,B-A=2", "AB=1", "A-B=nan",
+                         "A-B=1,C-D=1,E-F=1,G-H=1", "A-B=1e999"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
+        cr_expect_eq(mdnl("coord %s/energy/ka_mixture.xyz --pair-cut '%s'", MDNL_DATA_DIR, bad[k]), 2, "%s", bad[k]);
+        expect_one_error_line();
+    }
+}
 
 Test(coord_cli, tsv_histogram_and_hdf5_agree_with_the_reference)
 {

@@ -214,6 +214,22 @@ Test(mpi, shifts_and_vectors_same_as_one_process) { same_as_one_process("traj.ex
 /* More ranks than frames: the empty ranks take part and add nothing. */
 Test(mpi, more_ranks_than_frames) { same_as_one_process("traj.extxyz", "--frames 4:6"); }
 
+/* --per-frame rows (written by rank 0 in frame order) and --pair-coeff
+ * energies: the file one process writes. */
+Test(mpi, per_frame_and_pair_coeff_same_as_one_process)
+{
+    fixtures();
+    const char *x = "--per-frame --pairs Ar-Ar,Ar-Kr --pair-coeff Ar-Kr:epsilon=1.5,sigma=0.8";
+    cr_assert_eq(sh("'%s' run traj.h5 %s %s -o one.h5 --quiet", MDNL_BINARY, WORK, x), 0, "%s", err_text);
+    for (int p = 2; p <= 3; ++p) {
+        cr_assert_eq(sh("%s %d '%s' run traj.h5 %s %s -o p%d.h5 --quiet", MPIRUN, p, MDNL_BINARY, WORK, x, p), 0,
+                     "%d ranks: %s", p, err_text);
+        char name[32];
+        snprintf(name, sizeof name, "p%d.h5", p);
+        expect_same_h5("one.h5", name);
+    }
+}
+
 /* The frames_per_rank member of the JSON line (integers). */
 static void frames_per_rank(const char *json, long long *v, int *n)
 {

@@ -632,3 +632,95 @@ Test(run, non_finite_and_stacked_frames_are_reported_in_frame_order)
             cr_expect_eq(unlink(out), 0);
         }
 }
+
+/* run --per-frame stores what rdf --per-frame stores: the same per-frame
+ * rows (bit for bit) and the same mean, whatever the pipeline's threads. */
+Test(run, per_frame_rdf_equals_rdf_per_frame)
+{
+    const char *h = "--rmax 2.5 --bins 25 --pairs A-B,B-B --frames 0:4 --per-frame";
+    cr_assert_eq(mdnl("rdf %s/rdf/lj_mixture.xyz %s -o rdf.h5 --plot rdf.svg", MDNL_DATA_DIR, h), 0, "%s", err_text);
+    cr_assert_eq(mdnl("run %s/rdf/lj_mixture.xyz %s -o run.h5 --plot run.svg", MDNL_DATA_DIR, h), 0, "%s", err_text);
+    static double a[64 * 25], b[64 * 25];
+    const char *dsets[] = {"g_frames", "counts_frames", "frame", "step", "g", "counts", "n"};
+    const char *names[] = {"A-B", "B-B"};
+    for (int p = 0; p < 2; ++p)
+        for (size_t k = 0; k < sizeof dsets / sizeof *dsets; ++k) {
+            char ds[64];
+            snprintf(ds, sizeof ds, "/rdf/%s/%s", names[p], dsets[k]);
+            hsize_t da[2] = {0, 0}, db[2] = {0, 0};
+            const int ra = read_nd("rdf.h5", ds, a, 64 * 25, da), rb = read_nd("run.h5", ds, b, 64 * 25, db);
+            cr_assert(ra >= 1 && ra == rb && da[0] == db[0] && da[1] == db[1], "%s: rank %d vs %d", ds, ra, rb);
+            const size_t n = (size_t)da[0] * (ra == 2 ? (size_t)da[1] : 1);
+            if (strcmp(dsets[k], "g_frames") == 0)
+                cr_expect_eq(da[0], 4, "%s: one row a frame", ds);
+            cr_expect_eq(memcmp(a, b, n * sizeof *a), 0, "%s differs between rdf and run", ds);
+        }
+    /* the mean is today's: a run without --per-frame gives the same g */
+    cr_assert_eq(mdnl("run %s/rdf/lj_mixture.xyz --rmax 2.5 --bins 25 --pairs A-B,B-B --frames 0:4 -o mean.h5",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    hsize_t da[2], db[2];
+    read_nd("mean.h5", "/rdf/A-B/g", a, 25, da);
+    read_nd("run.h5", "/rdf/A-B/g", b, 25, db);
+    cr_expect_eq(memcmp(a, b, 25 * sizeof *a), 0);
+    expect_same_file("rdf.svg", "run.svg");
+    /* a directory of tables holds the mean only: --per-frame needs HDF5 or a plot */
+    cr_expect_eq(mdnl("run %s/rdf/lj_mixture.xyz %s -o tabs/", MDNL_DATA_DIR, h), 2);
+    expect_one_error_line();
+    cr_expect_eq(mdnl("run %s/rdf/lj_mixture.xyz %s -o tabs/ --plot tabs.svg", MDNL_DATA_DIR, h), 0, "%s", err_text);
+    char *svg = read_all("tabs.svg");
+    cr_expect(strstr(svg, "g(r) per frame, A-B") != NULL);
+    free(svg);
+    cr_expect_eq(mdnl("run %s/rdf/lj_mixture.xyz -c 2 --pair lj:epsilon=1,sigma=1 --per-frame -o x.h5", MDNL_DATA_DIR),
+                 2);
+    expect_one_error_line();
+    cr_expect_eq(mdnl("run %s/rdf/lj_mixture.xyz %s -o y.h5 --plot y.png", MDNL_DATA_DIR, h), 2);
+    expect_one_error_line();
+    cr_expect(!exists("y.h5") && !exists("x.h5"));
+}
+
+/* run --pair-coeff: the energies mdnl energy gives with the same options
+ * (its parser and kernels), on the Kob-Andersen fixture and on every frame
+ * of a trajectory, with the histogram beside them. */
+Test(run, pair_coeff_energies_equal_mdnl_energy)
+{
+    const char *ka = "--pair lj:epsilon=1,sigma=1 --pair-coeff A-B:epsilon=1.5,sigma=0.8,cut=2.0 "
+                     "--pair-coeff B-B:epsilon=0.5,sigma=0.88,cut=2.2";
+    const char *in[] = {"energy/ka_mixture.xyz", "rdf/lj_mixture.xyz"};
+    for (int k = 0; k < 2; ++k) {
+        cr_assert_eq(mdnl("energy %s/%s -c 2.5 %s -o e%d.tsv", MDNL_DATA_DIR, in[k], ka, k), 0, "%s", err_text);
+        cr_assert_eq(mdnl("run %s/%s -c 2.5 %s --rmax 3 --bins 30 -o r%d/", MDNL_DATA_DIR, in[k], ka, k), 0, "%s",
+                     err_text);
+        char e[32], r[32];
+        snprintf(e, sizeof e, "e%d.tsv", k);
+        snprintf(r, sizeof r, "r%d/energy.tsv", k);
+        expect_same_file(r, e);
+    }
+    char *t = read_all("e0.tsv");
+    double v = 0;
+    cr_expect_eq(sscanf(t, "# frame\tstep\tenergy\n0\t0\t%lf", &v), 1, "%s", t);
+    cr_expect(fabs(v - -2305.798279308217) < 1e-3, "KA energy %.12f", v); /* LAMMPS: data/energy/ka_reference.txt */
+    free(t);
+    /* the pairs' largest cutoff above -c: the traversal's, as in mdnl energy */
+    cr_assert_eq(mdnl("energy %s/rdf/lj_mixture.xyz -c 2.0 --pair lj:epsilon=1,sigma=1,cut=2.5 "
+                      "--pair-coeff B-B:epsilon=0.5,sigma=0.88 -o e2.tsv",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    cr_assert_eq(mdnl("run %s/rdf/lj_mixture.xyz -c 2.0 --pair lj:epsilon=1,sigma=1,cut=2.5 "
+                      "--pair-coeff B-B:epsilon=0.5,sigma=0.88 -o r2/",
+                      MDNL_DATA_DIR),
+                 0, "%s", err_text);
+    expect_same_file("r2/energy.tsv", "e2.tsv");
+    /* a species the frame lacks: exit 3, nothing written */
+    cr_expect_eq(mdnl("run %s/rdf/lj_mixture.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 --pair-coeff A-C:epsilon=1,sigma=1 "
+                      "-o bad.h5",
+                      MDNL_DATA_DIR),
+                 3);
+    expect_one_error_line();
+    cr_expect(!exists("bad.h5"));
+    /* one list and one energy cutoff: the list's -c below the pairs' largest is refused */
+    cr_expect_eq(mdnl("run %s/rdf/lj_mixture.xyz -c 2.0 --neighbors --pair lj:epsilon=1,sigma=1,cut=2.5 -o nb.h5",
+                      MDNL_DATA_DIR),
+                 2);
+    expect_one_error_line();
+}

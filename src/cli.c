@@ -46,18 +46,7 @@ mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cu
 
 mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies)
 {
-    mdnl_work w;
-    mdnl_work_estimate(g, &w);
-    const double pairs = kind == MDNL_LIST_FULL ? w.pairs : 0.5 * w.pairs;
-    const double bytes = (pairs * (sizeof(int32_t) + sizeof(float)) + (double)g->natoms * sizeof(int64_t)) * copies;
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
-    if (memory > 0 && bytes > memory)
-        return mdnl_error(MDNL_ERR_RESOURCE,
-                          "%s: frame %lld: the neighbor list would take an estimated %.3g GB (%.3g pairs, %d held at "
-                          "once), more than the %.3g GB of memory",
-                          input, (long long)g->frame, bytes / 1e9, pairs, copies, memory / 1e9);
-    return MDNL_OK;
+    return mdnl_work_check_list_memory(input, g, kind == MDNL_LIST_FULL, copies);
 }
 
 /* ---- option values ---- */

@@ -198,6 +198,10 @@ mdnl_status mdnl_context_set_frame(mdnl_context *ctx, const char *source, int64_
     if (!ctx)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_set_frame: the context is NULL");
     char *copy = NULL;
+    if (source && ctx->source && strcmp(source, ctx->source) == 0) { /* the next frame of the same source */
+        ctx->frame = index;
+        return MDNL_OK;
+    }
     if (source) {
         const size_t len = strlen(source);
         if (!(copy = malloc(len + 1)))

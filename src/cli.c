@@ -528,6 +528,46 @@ mdnl_status mdnl_choose_backend(const mdnl_opts *o, mdnl_backend *out)
     return MDNL_OK;
 }
 
+mdnl_status mdnl_context_of(const mdnl_opts *o, mdnl_context **out)
+{
+    *out = NULL;
+    mdnl_backend b;
+    mdnl_status st = mdnl_choose_backend(o, &b);
+    if (st != MDNL_OK)
+        return st;
+    const mdnl_context_options co = {
+        .backend = b == MDNL_BACKEND_CUDA ? MDNL_COMPUTE_CUDA : MDNL_COMPUTE_CPU,
+        .device = b == MDNL_BACKEND_CUDA ? mdnl_cuda_device_index() : 0,
+        .max_pairs = o->max_pairs,
+        .threads = o->has_threads ? (int)o->threads : 0,
+    };
+    if ((st = mdnl_context_create(&co, out)) != MDNL_OK)
+        return st;
+    if (o->method != MDNL_METHOD_AUTO && (st = mdnl_context_set_method(*out, mdnl_method_name(o->method))) != MDNL_OK) {
+        mdnl_context_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+mdnl_backend mdnl_backend_of(const mdnl_context *ctx)
+{
+    return mdnl_context_backend(ctx) == MDNL_COMPUTE_CUDA ? MDNL_BACKEND_CUDA : MDNL_BACKEND_CPU;
+}
+
+mdnl_status mdnl_frame_system(mdnl_context *ctx, const char *input, const mdnl_frame *f, mdnl_system *sys)
+{
+    const bool lattice = f->box.has_lattice;
+    *sys = (mdnl_system){
+        .n = f->natoms,
+        .positions = f->pos,
+        .dtype = MDNL_FLOAT64,
+        .cell = lattice ? &f->box.h[0][0] : NULL,
+        .pbc = {lattice && f->box.pbc[0], lattice && f->box.pbc[1], lattice && f->box.pbc[2]},
+    };
+    return mdnl_context_set_frame(ctx, input, f->index);
+}
+
 bool mdnl_is_hdf5_path(const char *path)
 {
     const char *dot = strrchr(path, '.');

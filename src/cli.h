@@ -11,6 +11,8 @@
 #include "nlist.h"
 #include "reader.h"
 
+#include <mdnl/mdnl.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -140,6 +142,18 @@ double mdnl_now(void);
  * MDNL_ERR_RESOURCE; auto falls back to the CPU. */
 mdnl_status mdnl_choose_backend(const mdnl_opts *o, mdnl_backend *out);
 const char *mdnl_backend_name(mdnl_backend b);
+
+/* The commands compute through libmdnl (include/mdnl/mdnl.h). The context
+ * of a command's options: --backend (mdnl_choose_backend), the process's
+ * device, --max-pairs, --threads and --method. Freed with
+ * mdnl_context_free. */
+mdnl_status mdnl_context_of(const mdnl_opts *o, mdnl_context **out);
+/* The backend a context computes on, as the summaries name it. */
+mdnl_backend mdnl_backend_of(const mdnl_context *ctx);
+/* Frame f as the library's system: borrowed, valid while f is unchanged.
+ * Messages of the calls on it name `input` and the frame's index
+ * (mdnl_context_set_frame); MDNL_ERR_RESOURCE when that fails. */
+mdnl_status mdnl_frame_system(mdnl_context *ctx, const char *input, const mdnl_frame *f, mdnl_system *sys);
 
 /* Whether a path names an HDF5 output (.h5, .h5md, .hdf5). */
 bool mdnl_is_hdf5_path(const char *path);

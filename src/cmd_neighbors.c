@@ -1,7 +1,6 @@
 /* cmd_neighbors.c — `mdnl neighbors`: the neighbor list of every selected
  * frame as a TSV table (# frame i j distance). */
 #include "cli.h"
-#include "engine.h"
 #include "chunk_pool.h"
 #include "h5md_writer.h"
 #include "output_file.h"
@@ -103,14 +102,11 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         return st;
     mdnl_h5md_results *res = NULL;
 
-    mdnl_engine eng;
-    if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
+    mdnl_context *ctx = NULL;
+    if ((st = mdnl_context_of(&o, &ctx)) != MDNL_OK)
         return st;
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
-    mdnl_nlist list = {0};
-    float(*pos4)[4] = NULL;
-    int64_t pos_cap = 0;
     mdnl_ofile out = {0};
     int64_t nframes = 0, total_pairs = 0;
     mdnl_atoms_range atoms = {0};
@@ -148,13 +144,16 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         if (st != MDNL_OK)
             goto done;
         double t1 = mdnl_now();
-        mdnl_geom g;
-        if ((st = mdnl_prepare_frame(input, &f, o.cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
-            goto done;
         mdnl_list_kind kind = o.has_list ? o.list : MDNL_LIST_HALF;
-        if ((st = mdnl_check_list_memory(input, &g, kind, 1)) != MDNL_OK ||
-            (st = mdnl_engine_nlist(&eng, &g, (const float(*)[4])pos4, o.method, kind, &list)) != MDNL_OK)
+        mdnl_system sys;
+        mdnl_neighbor_list nl;
+        if ((st = mdnl_frame_system(ctx, input, &f, &sys)) != MDNL_OK ||
+            (st = mdnl_neighbors(ctx, &sys, o.cutoff, kind == MDNL_LIST_FULL ? MDNL_NEIGHBORS_FULL : MDNL_NEIGHBORS_HALF,
+                                 &nl)) != MDNL_OK)
             goto done;
+        /* borrowed from the context until its next call: no copy */
+        const mdnl_nlist list = {nl.n, nl.npairs, (int64_t *)nl.offsets, (int32_t *)nl.indices, (float *)nl.distances,
+                                 0, 0};
         double t2 = mdnl_now();
         if (h5) {
             if ((st = mdnl_h5md_results_write_neighbors(res, f.index, list.natoms, list.offsets, list.j, list.d,
@@ -182,7 +181,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     mdnl_progress_end(&prog);
     progress_started = false;
     {
-        mdnl_method used = eng.last_method;
+        const char *used = mdnl_context_method(ctx);
         const char *kind = (o.has_list ? o.list : MDNL_LIST_HALF) == MDNL_LIST_FULL ? "full" : "half";
         if (o.json) {
             printf("{\"command\":\"neighbors\",\"input\":");
@@ -195,7 +194,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
             }
             printf(",\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.15g,\"backend\":\"%s\",\"method\":\"%s\","
                    "\"seconds\":{\"read\":%.6f,\"neighbors\":%.6f,\"write\":%.6f}}\n",
-                   (long long)total_pairs, kind, o.cutoff, mdnl_backend_name(eng.backend), mdnl_method_name(used),
+                   (long long)total_pairs, kind, o.cutoff, mdnl_backend_name(mdnl_backend_of(ctx)), used,
                    t_read, t_nl, t_write);
         } else if (!o.quiet) {
             mdnl_frames_note(fs);
@@ -204,7 +203,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
                     "mdnl neighbors: %lld frame(s) of %s, %lld pairs (%s list) below %g, %s/%s, "
                     "read %.3f s, neighbors %.3f s, write %.3f s",
                     (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), (long long)total_pairs, kind,
-                    o.cutoff, mdnl_backend_name(eng.backend), mdnl_method_name(used), t_read, t_nl, t_write);
+                    o.cutoff, mdnl_backend_name(mdnl_backend_of(ctx)), used, t_read, t_nl, t_write);
             if (strcmp(outpath, "-") != 0)
                 fprintf(stderr, "; written to %s", outpath);
             fputc('\n', stderr);
@@ -219,8 +218,6 @@ done:
     }
     mdnl_frames_close(fs);
     mdnl_frame_free(&f);
-    mdnl_nlist_free(&list);
-    free(pos4);
-    mdnl_engine_free(&eng);
+    mdnl_context_free(ctx);
     return st;
 }

@@ -570,7 +570,10 @@ static mdnl_status energy_types_body(mdnl_context *ctx, const mdnl_system *sys, 
             if (params[k].style != params[0].style)
                 return mdnl_error(MDNL_ERR_USAGE, "params[%d] has style %d, params[0] %d: one style throughout", k,
                                   (int)params[k].style, (int)params[0].style);
-            if (memcmp(&params[k], &params[kt], sizeof params[k]) != 0 || cutoffs[k] != cutoffs[kt])
+            const mdnl_pair_params *x = &params[k], *y = &params[kt];
+            if (x->style != y->style || x->epsilon != y->epsilon || x->sigma != y->sigma || x->d0 != y->d0 ||
+                x->alpha != y->alpha || x->r0 != y->r0 || (x->shift != 0) != (y->shift != 0) ||
+                cutoffs[k] != cutoffs[kt])
                 return mdnl_error(MDNL_ERR_USAGE, "pair (%d, %d) differs from pair (%d, %d): the table must be "
                                   "symmetric", a, b, b, a);
             if ((st = potential_of(&params[k], cutoffs[k], &t.p[k])) != MDNL_OK)
@@ -613,6 +616,9 @@ mdnl_status mdnl_energy_types(mdnl_context *ctx, const mdnl_system *sys, int32_t
 }
 
 /* ---- coordination numbers ---- */
+
+_Static_assert(MDNL_COORDINATION_MAX_PAIRS == MDNL_COORD_MAX_COLS, "the header's limit is the kernels'");
+_Static_assert(MDNL_ENERGY_MAX_TYPES == MDNL_PAIR_TYPES_MAX, "the header's limit is the table's");
 
 /* Species ids >= 0 when pairs are asked for (NULL only without atoms). */
 static mdnl_status check_species(const int32_t *species, int64_t n, int32_t npairs)

@@ -3,8 +3,6 @@
  * while traversing the cells (coord.h: no list stored), with the histogram
  * of the counts; TSV or HDF5. */
 #include "cli.h"
-#include "coord.h"
-#include "engine.h"
 #include "h5md_writer.h"
 #include "output_file.h"
 #include "pipeline.h"
@@ -58,8 +56,8 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
     mdnl_pair_names pn = {0};
     if (o.pairs && (st = mdnl_pair_names_parse(o.pairs, &pn)) != MDNL_OK)
         return st;
-    if (pn.n > MDNL_COORD_MAX_COLS)
-        return mdnl_error(MDNL_ERR_USAGE, "--pairs: mdnl coord takes at most %d pairs, got %d", MDNL_COORD_MAX_COLS,
+    if (pn.n > MDNL_COORDINATION_MAX_PAIRS)
+        return mdnl_error(MDNL_ERR_USAGE, "--pairs: mdnl coord takes at most %d pairs, got %d", MDNL_COORDINATION_MAX_PAIRS,
                           pn.n);
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
@@ -73,13 +71,12 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
 
     const int32_t nc = pn.n > 0 ? pn.n : 1;
     int32_t ids[MDNL_MAX_RDF_PAIRS][2] = {{0}};
-    mdnl_engine eng;
-    if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
+    mdnl_context *ctx = NULL;
+    if ((st = mdnl_context_of(&o, &ctx)) != MDNL_OK)
         return st;
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
-    float(*pos4)[4] = NULL;
-    int64_t pos_cap = 0, cnt_cap = 0, nframes = 0;
+    int64_t cnt_cap = 0, nframes = 0;
     int32_t *counts = NULL, *col = NULL;
     coord_hist H = {0};
     mdnl_ofile out = {0}, hout = {0};
@@ -115,8 +112,8 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
         double t1 = mdnl_now();
         if (pn.n && (st = mdnl_pair_names_resolve(&pn, input, &f, ids)) != MDNL_OK)
             goto done;
-        mdnl_geom g;
-        if ((st = mdnl_prepare_frame(input, &f, o.cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
+        mdnl_system sys;
+        if ((st = mdnl_frame_system(ctx, input, &f, &sys)) != MDNL_OK)
             goto done;
         if (cnt_cap < f.natoms + 1) {
             free(counts), free(col);
@@ -128,8 +125,8 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
                 goto done;
             }
         }
-        if ((st = mdnl_engine_coord(&eng, &g, (const float(*)[4])pos4, f.species, pn.n,
-                                    (const int32_t(*)[2])ids, counts)) != MDNL_OK)
+        if ((st = mdnl_coordination(ctx, &sys, o.cutoff, f.species, pn.n, (const int32_t(*)[2])ids, counts)) !=
+            MDNL_OK)
             goto done;
         double t2 = mdnl_now();
         if ((st = hist_add(&H, nc, counts, f.natoms, f.species, (const int32_t(*)[2])ids, pn.n > 0)) != MDNL_OK)
@@ -204,7 +201,7 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
         mdnl_json_string(stdout, input);
         printf(",\"cutoff\":%.15g,\"frames\":%lld", o.cutoff, (long long)nframes);
         mdnl_atoms_range_json(stdout, &atoms);
-        printf(",\"backend\":\"%s\"", mdnl_backend_name(eng.backend));
+        printf(",\"backend\":\"%s\"", mdnl_backend_name(mdnl_backend_of(ctx)));
         if (outpath) {
             printf(",\"output\":");
             mdnl_json_string(stdout, outpath);
@@ -218,7 +215,7 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
                 "mdnl coord: %lld frame(s) of %s below %g, %s; mean %.6g, max %lld; read %.3f s, count %.3f s, "
                 "write %.3f s",
                 (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), o.cutoff,
-                mdnl_backend_name(eng.backend), nsum > 0 ? sum / nsum : 0.0, (long long)(H.top > 0 ? H.top - 1 : 0),
+                mdnl_backend_name(mdnl_backend_of(ctx)), nsum > 0 ? sum / nsum : 0.0, (long long)(H.top > 0 ? H.top - 1 : 0),
                 t_read, t_count, t_write);
         if (strcmp(outpath, "-") != 0)
             fprintf(stderr, "; written to %s", outpath);
@@ -233,7 +230,7 @@ done:
     }
     mdnl_frames_close(fs);
     mdnl_frame_free(&f);
-    free(pos4), free(counts), free(col), free(H.h);
-    mdnl_engine_free(&eng);
+    free(counts), free(col), free(H.h);
+    mdnl_context_free(ctx);
     return st;
 }

@@ -25,25 +25,6 @@ double mdnl_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cutoff, mdnl_geom *g,
-                               float (**pos4)[4], int64_t *cap)
-{
-    if (*cap < f->natoms + 1) {
-        free(*pos4);
-        *cap = 0;
-        if (!(*pos4 = mdnl_malloc((size_t)(f->natoms + 1) * sizeof **pos4, "float positions")))
-            return MDNL_ERR_RESOURCE;
-        *cap = f->natoms + 1;
-    }
-    mdnl_status st = mdnl_geom_prepare(f, cutoff, g, *pos4);
-    if (st == MDNL_ERR_INPUT) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
-        st = mdnl_error(st, "%s: %s", input, msg);
-    }
-    return st;
-}
-
 mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies)
 {
     return mdnl_work_check_list_memory(input, g, kind == MDNL_LIST_FULL, copies);

@@ -122,17 +122,8 @@ void mdnl_progress_start(mdnl_progress *p, const mdnl_opts *o, mdnl_frames *fs);
 void mdnl_progress_step(mdnl_progress *p);
 void mdnl_progress_end(mdnl_progress *p);
 
-/* Prepares frame f for the kernels with `cutoff`: grows *pos4 (capacity in
- * *cap atoms, freed by the caller) and fills g. Input errors are prefixed
- * with the input path. */
-mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cutoff, mdnl_geom *g,
-                               float (**pos4)[4], int64_t *cap);
-
-/* The work guard's memory half (geometry.h has the pair limit): the bytes
- * a stored neighbor list of grid g is estimated to take (8 per pair of the
- * `kind` list, pairs from mdnl_work_estimate), against `copies` lists held at
- * once and the host's physical memory. MDNL_ERR_RESOURCE naming the input,
- * the frame and the estimate when it does not fit. */
+/* The work guard's memory half for `mdnl run`'s lists
+ * (geometry.h mdnl_work_check_list_memory, naming the input). */
 mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies);
 
 /* Wall-clock seconds (monotonic). */

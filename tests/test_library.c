@@ -471,6 +471,20 @@ Test(library, device_positions_give_the_host_calls_bytes)
 
 /* ---- the calls the command line computes through ---- */
 
+/* The 512-atom periodic lattice of lattice_frame as a system. */
+static mdnl_system lattice_system(double (*r)[3], double h[3][3])
+{
+    lattice_frame(r, 8, 1.1, h);
+    return (mdnl_system){512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+}
+
+/* Species 0, 1, 2, 0, ... of the 512 atoms (171 of species 0). */
+static void three_species(int32_t *species)
+{
+    for (int i = 0; i < 512; ++i)
+        species[i] = i % 3;
+}
+
 ParameterizedTestParameters(library, coordination_counts_the_full_lists_rows)
 {
     return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
@@ -481,11 +495,9 @@ ParameterizedTest(mdnl_compute *b, library, coordination_counts_the_full_lists_r
     mdnl_context *ctx = context_for(*b, 0);
     static double r[512][3];
     double h[3][3];
-    lattice_frame(r, 8, 1.1, h);
-    mdnl_system sys = {512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+    const mdnl_system sys = lattice_system(r, h);
     int32_t species[512], pairs[2][2] = {{0, 1}, {1, 1}};
-    for (int i = 0; i < 512; ++i)
-        species[i] = i % 3;
+    three_species(species);
     static int32_t total[512], cols[512][2];
     cr_assert_eq(mdnl_coordination(ctx, &sys, 1.7, NULL, 0, NULL, total), MDNL_OK, "%s", mdnl_last_error());
     cr_assert_eq(mdnl_coordination(ctx, &sys, 1.7, species, 2, (const int32_t(*)[2])pairs, &cols[0][0]), MDNL_OK,
@@ -519,8 +531,7 @@ ParameterizedTest(mdnl_compute *b, library, energy_types_is_the_pair_sum_at_each
     mdnl_context *ctx = context_for(*b, 0);
     static double r[512][3];
     double h[3][3];
-    lattice_frame(r, 8, 1.1, h);
-    mdnl_system sys = {512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+    const mdnl_system sys = lattice_system(r, h);
     int32_t types[512];
     for (int i = 0; i < 512; ++i)
         types[i] = i % 5 == 0; /* one atom in five of type 1 */
@@ -578,11 +589,9 @@ ParameterizedTest(mdnl_compute *b, library, histogram_is_what_rdf_add_accumulate
     mdnl_context *ctx = context_for(*b, 0);
     static double r[512][3];
     double h[3][3];
-    lattice_frame(r, 8, 1.1, h);
-    mdnl_system sys = {512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+    const mdnl_system sys = lattice_system(r, h);
     int32_t species[512], pairs[1][2] = {{0, 1}};
-    for (int i = 0; i < 512; ++i)
-        species[i] = i % 3;
+    three_species(species);
     uint64_t counts[30];
     double volume = -1;
     cr_assert_eq(mdnl_histogram(ctx, &sys, 3.0, 30, species, 1, (const int32_t(*)[2])pairs, counts, &volume),
@@ -641,8 +650,7 @@ ParameterizedTest(mdnl_compute *b, library, method_is_chosen_and_reported)
     mdnl_context *ctx = context_for(*b, 0);
     static double r[512][3];
     double h[3][3];
-    lattice_frame(r, 8, 1.1, h);
-    mdnl_system sys = {512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+    const mdnl_system sys = lattice_system(r, h);
     cr_assert_str_eq(mdnl_context_method(ctx), "auto");
     mdnl_neighbor_list nl;
     cr_assert_eq(mdnl_neighbors(ctx, &sys, 2.0, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK);

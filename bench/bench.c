@@ -16,6 +16,8 @@
 #ifdef MDNL_HAVE_CUDA
 #include "nlist_cuda.h"
 #include "nlist_cuda_hooks.h"
+#include "pair_shift.h"
+#include "pair_shift_cuda.h"
 #endif
 
 /* Bytes per second the floors assume where the runtime does not report the
@@ -24,6 +26,9 @@
 #define BENCH_BANDWIDTH_ASSUMED 3.0e12
 #define BENCH_WARMUP 3
 #define BENCH_REPEATS 15
+/* The system whose lists are also timed with their image shifts and vectors
+ * (neighbors --with shift,vector). */
+#define BENCH_SHIFT_SYSTEM "lj-1m-liquid"
 /* Brute force is timed only when N^2/2 * images is below this. */
 #define BENCH_BRUTE_MAX_WORK 2.0e11
 
@@ -90,9 +95,9 @@ typedef struct method_result {
     int walk_rows; /* mdnl_cuda_ctx_walk_rows after the build */
 } method_result;
 
-static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_geom *gp, const float (*pos4)[4],
-                              mdnl_list_kind kind, const bench_bandwidth *bw, int json, int first, FILE *out,
-                              int *all_valid);
+static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_frame *f, const mdnl_geom *gp,
+                              const float (*pos4)[4], mdnl_list_kind kind, const bench_bandwidth *bw, int json,
+                              int first, FILE *out, int *all_valid);
 
 static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, const bench_bandwidth *bw, int json, int first, FILE *out,
                                 int *all_valid)
@@ -113,19 +118,85 @@ static mdnl_status bench_system(mdnl_cuda_ctx *ctx, int sys, const bench_bandwid
     }
     mdnl_geom g;
     if ((st = mdnl_geom_prepare(&f, cutoff, &g, pos4)) == MDNL_OK)
-        st = bench_list(ctx, name, &g, (const float(*)[4])pos4, MDNL_LIST_FULL, bw, json, first, out, all_valid);
+        st = bench_list(ctx, name, &f, &g, (const float(*)[4])pos4, MDNL_LIST_FULL, bw, json, first, out, all_valid);
     if (st == MDNL_OK)
-        st = bench_list(ctx, name, &g, (const float(*)[4])pos4, MDNL_LIST_HALF, bw, json, 0, out, all_valid);
+        st = bench_list(ctx, name, &f, &g, (const float(*)[4])pos4, MDNL_LIST_HALF, bw, json, 0, out, all_valid);
     free(pos4);
     mdnl_frame_free(&f);
     return st;
 }
 
+/* The list with its image shifts and vectors (pair_shift.h), the default
+ * cell build: S and D validated against the CPU twin over the oracle list,
+ * then timed: the device pass alone (pass_ms: the list and the positions
+ * already on the device, as the library's device call has them) and what
+ * `neighbors --with shift,vector` adds on the CUDA backend (host_ms: the
+ * positions as given uploaded, the pass, S and D downloaded to pageable
+ * memory). Floor of the pass: 16 B/atom read (positions as given, wrapped),
+ * CSR read (8 B/row, 8 B/pair), S and D written (36 B/pair). */
+typedef struct shift_result {
+    int valid;
+    double list_ms, pass_ms, host_ms, bytes_written, floor_ms;
+} shift_result;
+
+static mdnl_status bench_shifts(mdnl_cuda_ctx *ctx, const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4],
+                                mdnl_list_kind kind, const mdnl_nlist *oracle, double list_ms,
+                                const bench_bandwidth *bw, shift_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->list_ms = list_ms;
+    const int64_t np = oracle->npairs, n = g->natoms;
+    const int half = kind == MDNL_LIST_HALF;
+    mdnl_shift_cuda *sc = NULL;
+    int32_t(*S)[3] = mdnl_malloc((size_t)(np + 1) * sizeof *S, "benchmark shifts");
+    int32_t(*gS)[3] = mdnl_malloc((size_t)(np + 1) * sizeof *gS, "benchmark shifts");
+    double(*D)[3] = mdnl_malloc((size_t)(np + 1) * sizeof *D, "benchmark vectors");
+    double(*gD)[3] = mdnl_malloc((size_t)(np + 1) * sizeof *gD, "benchmark vectors");
+    mdnl_status st = S && gS && D && gD ? mdnl_shift_cuda_create(&sc) : MDNL_ERR_RESOURCE;
+    if (st == MDNL_OK)
+        st = mdnl_pair_shifts_cpu(f, g, pos4, oracle, half, S, D);
+    mdnl_nlist_dev dev;
+    void *stream = mdnl_cuda_ctx_stream(ctx);
+    if (st == MDNL_OK && (st = mdnl_nlist_build_cuda_dev(ctx, g, pos4, MDNL_METHOD_CELL, kind, &dev)) == MDNL_OK &&
+        (st = mdnl_pair_shifts_cuda_host(sc, stream, f, g, &dev, half, gS, gD)) == MDNL_OK)
+        r->valid = dev.npairs == np && memcmp(S, gS, (size_t)np * sizeof *S) == 0 &&
+                   memcmp(D, gD, (size_t)np * sizeof *D) == 0;
+    /* The handle's upload buffer: the host call below uploads into it again
+     * (the same size, so the same address) before each device-only pass. */
+    const void *d_xyz = NULL;
+    if (st == MDNL_OK)
+        st = mdnl_pair_shifts_cuda_upload(sc, stream, f, &d_xyz);
+    double pass[BENCH_REPEATS], host[BENCH_REPEATS];
+    for (int rep = 0; rep < BENCH_WARMUP + BENCH_REPEATS && st == MDNL_OK; ++rep) {
+        const int32_t *d_S;
+        const double *d_D;
+        double t0 = wall_seconds();
+        if ((st = mdnl_pair_shifts_cuda_host(sc, stream, f, g, &dev, half, gS, gD)) != MDNL_OK)
+            break;
+        double t1 = wall_seconds();
+        if ((st = mdnl_pair_shifts_cuda(sc, stream, f, g, &dev, half, d_xyz, 0, 1, &d_S, &d_D)) != MDNL_OK)
+            break;
+        double t2 = wall_seconds();
+        if (rep >= BENCH_WARMUP)
+            host[rep - BENCH_WARMUP] = 1e3 * (t1 - t0), pass[rep - BENCH_WARMUP] = 1e3 * (t2 - t1);
+    }
+    if (st == MDNL_OK) {
+        r->pass_ms = mdnl_bench_median(pass, BENCH_REPEATS);
+        r->host_ms = mdnl_bench_median(host, BENCH_REPEATS);
+        r->bytes_written = 36.0 * (double)np;
+        const double bytes = 16.0 * (double)n + 8.0 * (double)(n + 1) + 8.0 * (double)np + r->bytes_written;
+        r->floor_ms = 1e3 * bytes / bw->bps;
+    }
+    mdnl_shift_cuda_free(sc);
+    free(S), free(gS), free(D), free(gD);
+    return st;
+}
+
 /* One list kind of one system: the CPU oracle, then every method validated
  * and timed. */
-static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_geom *gp, const float (*pos4)[4],
-                              mdnl_list_kind kind, const bench_bandwidth *bw, int json, int first, FILE *out,
-                              int *all_valid)
+static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_frame *f, const mdnl_geom *gp,
+                              const float (*pos4)[4], mdnl_list_kind kind, const bench_bandwidth *bw, int json,
+                              int first, FILE *out, int *all_valid)
 {
     const mdnl_geom g = *gp;
     const int64_t n = g.natoms;
@@ -206,6 +277,14 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
             r->stage_ms[s] = mdnl_bench_median(stages[s], BENCH_REPEATS);
     }
 
+    shift_result sr = {0};
+    const int with_shifts = strcmp(name, BENCH_SHIFT_SYSTEM) == 0 && !res[2].skipped;
+    if (with_shifts) {
+        if ((st = bench_shifts(ctx, f, &g, pos4, kind, &oracle, res[2].ms, bw, &sr)) != MDNL_OK)
+            goto done;
+        if (!sr.valid)
+            *all_valid = 0;
+    }
     /* Napkin floor: positions read once (16 B/atom), CSR written once
      * (8 B/row offset, 4 B j + 4 B d per pair). */
     const double bytes_written = 8.0 * (double)(n + 1) + 8.0 * (double)oracle.npairs;
@@ -237,7 +316,13 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
                 fprintf(out, ",\"walk_rows\":\"%s\"", r->walk_rows ? "packed" : "gathered");
             fprintf(out, "}");
         }
-        fprintf(out, "]}");
+        fprintf(out, "]");
+        if (with_shifts)
+            fprintf(out, ",\"with_shift_vector\":{\"valid\":%s,\"list_ms\":%.5f,\"pass_ms\":%.5f,\"ms\":%.5f,"
+                         "\"host_ms\":%.5f,\"bytes_written\":%.0f,\"pass_floor_ms\":%.5f}",
+                    sr.valid ? "true" : "false", sr.list_ms, sr.pass_ms, sr.list_ms + sr.pass_ms, sr.host_ms,
+                    sr.bytes_written, sr.floor_ms);
+        fprintf(out, "}");
     } else {
         for (int m = 0; m < NMETHODS; ++m) {
             const method_result *r = &res[m];
@@ -259,6 +344,11 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_g
                 fprintf(out, " (dense-walk rows %s)", r->walk_rows ? "packed" : "gathered");
             fprintf(out, "\n");
         }
+        if (with_shifts)
+            fprintf(out, "%-13s %-15s %9.4f   list with shift,vector: cell %.4f + S/D pass %.4f (%.1fx its floor "
+                         "%.4f, %.0f B out); with the upload and the download to the host %.4f  %s\n",
+                    name, "+shift,vector", sr.list_ms + sr.pass_ms, sr.list_ms, sr.pass_ms, sr.pass_ms / sr.floor_ms,
+                    sr.floor_ms, sr.bytes_written, sr.list_ms + sr.host_ms, sr.valid ? "ok" : "MISMATCH vs CPU");
         fprintf(out, "%-13s %lld atoms, cutoff %g, %s list, %lld pairs (%.1f per atom); CPU %s oracle %.0f ms\n", name,
                 (long long)n, cutoff, kind_name, (long long)oracle.npairs, (double)oracle.npairs / (double)n,
                 mdnl_method_name(oracle_method), cpu_ms);

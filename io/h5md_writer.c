@@ -748,6 +748,7 @@ struct mdnl_h5md_results {
     hid_t nb;
     app nb_frame, nb_natoms, nb_npairs, nb_row_start, nb_pair_start, nb_offsets, nb_j, nb_d;
     int64_t nb_rows, nb_pairs; /* running totals */
+    app nb_shift, nb_vector;   /* --with shift,vector: created by the first write of each */
     hid_t rdf;
     /* per-frame RDF rows (mdnl_h5md_results_write_rdf_frame), one per name */
     int rf_n;
@@ -769,7 +770,8 @@ static void results_close_objects(mdnl_h5md_results *w)
 {
     app *all[] = {&w->e_step,   &w->e_time,        &w->e_value,       &w->pa_step,       &w->pa_time,
                   &w->pa_value, &w->nb_frame,      &w->nb_natoms,     &w->nb_npairs,     &w->nb_row_start,
-                  &w->nb_pair_start, &w->nb_offsets, &w->nb_j,        &w->nb_d};
+                  &w->nb_pair_start, &w->nb_offsets, &w->nb_j,        &w->nb_d,
+                  &w->nb_shift,      &w->nb_vector};
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k)
         app_close(all[k]);
     for (int k = 0; k < w->rf_n; ++k) {
@@ -809,7 +811,8 @@ mdnl_status mdnl_h5md_results_create(const char *path, mdnl_h5md_results **out)
     w->threads = 1;
     app *all[] = {&w->e_step,   &w->e_time,        &w->e_value,       &w->pa_step,       &w->pa_time,
                   &w->pa_value, &w->nb_frame,      &w->nb_natoms,     &w->nb_npairs,     &w->nb_row_start,
-                  &w->nb_pair_start, &w->nb_offsets, &w->nb_j,        &w->nb_d};
+                  &w->nb_pair_start, &w->nb_offsets, &w->nb_j,        &w->nb_d,
+                  &w->nb_shift,      &w->nb_vector};
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k)
         all[k]->ds = H5I_INVALID_HID;
     w->path = strdup(path);
@@ -1006,6 +1009,31 @@ mdnl_status mdnl_h5md_results_write_neighbors(mdnl_h5md_results *w, int64_t fram
     return MDNL_OK;
 }
 
+mdnl_status mdnl_h5md_results_write_neighbor_shifts(mdnl_h5md_results *w, int64_t npairs, const int32_t *S,
+                                                    const double *D)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
+    const char *path = w->path;
+    mdnl_status st = MDNL_OK;
+    /* Rows of 3 (12 and 24 bytes): 32768 rows a chunk, near the 65536
+     * elements of j's. Small integers gain from shuffling before deflate,
+     * like offsets and j; the vectors' doubles hardly do (deflate made the
+     * write ~9x slower for a few percent), so they stay raw like distance. */
+    const hsize_t row[1] = {3}, chunk = 32768;
+    if (!w->nb_started || (S && w->nb_shift.ds < 0 && w->nb_pairs != npairs) ||
+        (D && w->nb_vector.ds < 0 && w->nb_pairs != npairs))
+        return mdnl_error(MDNL_ERR_INTERNAL, "%s: image shifts or vectors not written with every list", path);
+    if (S && w->nb_shift.ds < 0)
+        st = app_create(path, w->nb, "shift", H5T_STD_I32LE, 1, row, chunk, 1, w->threads, &w->nb_shift);
+    if (st == MDNL_OK && D && w->nb_vector.ds < 0)
+        st = app_create(path, w->nb, "vector", H5T_IEEE_F64LE, 1, row, chunk, 0, w->threads, &w->nb_vector);
+    if (st == MDNL_OK && S)
+        st = app_write(path, &w->nb_shift, H5T_NATIVE_INT32, S, (hsize_t)npairs);
+    if (st == MDNL_OK && D)
+        st = app_write(path, &w->nb_vector, H5T_NATIVE_DOUBLE, D, (hsize_t)npairs);
+    return st;
+}
+
 mdnl_status mdnl_h5md_results_write_rdf(mdnl_h5md_results *w, const char *name, int bins, const double *r_lo,
                                         const double *r_hi, const double *r, const double *g, const double *n,
                                         const uint64_t *counts)
@@ -1163,7 +1191,7 @@ mdnl_status mdnl_h5md_results_commit(mdnl_h5md_results *w)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the writer may run on a pipeline thread */
     mdnl_status st = w->e_pending ? flush_energy(w) : MDNL_OK;
-    app *all[] = {&w->pa_value, &w->nb_offsets, &w->nb_j, &w->nb_d};
+    app *all[] = {&w->pa_value, &w->nb_offsets, &w->nb_j, &w->nb_d, &w->nb_shift, &w->nb_vector};
     for (size_t k = 0; k < sizeof all / sizeof *all && st == MDNL_OK; ++k)
         st = app_finish(w->path, all[k]);
     if (st != MDNL_OK) {

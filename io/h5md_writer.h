@@ -101,6 +101,8 @@ void mdnl_h5md_traj_abort(mdnl_h5md_traj *w);
  *       offsets [sum(natoms+1)] int64       per frame: 0, ..., npairs (row i is offsets[i]:offsets[i+1])
  *       j [sum(npairs)] int32               neighbor index, rows sorted by j
  *       distance [sum(npairs)] float32
+ *       shift [sum(npairs)][3] int32        image shift S of each pair (--with shift), D = r_j - r_i + S·cell
+ *       vector [sum(npairs)][3] float64     D of each pair (--with vector); both relative to the positions as given
  *   /rdf/<name>/                            name "total" or "A-B"
  *       r_lo, r_hi, r [bins] float64, g [bins] float64 (when given),
  *       n [bins] float64 (when given), counts [bins] uint64
@@ -131,6 +133,13 @@ mdnl_status mdnl_h5md_results_write_energy(mdnl_h5md_results *w, int64_t step, d
  * first call (MDNL_ERR_INPUT when it changes). */
 mdnl_status mdnl_h5md_results_write_per_atom_energy(mdnl_h5md_results *w, int64_t step, double time,
                                                     int64_t natoms, const double *e);
+
+/* After each frame's mdnl_h5md_results_write_neighbors, with S and/or D not
+ * NULL (--with shift,vector; the same ones every frame): that frame's image
+ * shifts S [npairs][3] and vectors D [npairs][3], appended to
+ * /neighbors/shift and /neighbors/vector (created by the first call). */
+mdnl_status mdnl_h5md_results_write_neighbor_shifts(mdnl_h5md_results *w, int64_t npairs, const int32_t *S,
+                                                    const double *D);
 
 /* Optional attributes of /neighbors: the list kind and the cutoff. */
 mdnl_status mdnl_h5md_results_set_neighbors_info(mdnl_h5md_results *w, const char *list, double cutoff);

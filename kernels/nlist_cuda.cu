@@ -473,6 +473,7 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
                                                     mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out)
 {
     memset(out, 0, sizeof *out);
+    ctx->has_built = 0;
     const int64_t n64 = g->natoms;
     if (n64 > INT32_MAX - 1)
         return mdnl_error(MDNL_ERR_INPUT, "%lld atoms in one frame: at most %d are supported", (long long)n64,
@@ -554,6 +555,16 @@ extern "C" mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const md
     out->d_j = (const int32_t *)ctx->j.ptr;
     out->d_d = (const float *)ctx->d.ptr;
     out->d_pos4 = d_pos4;
+    ctx->built = *out;
+    ctx->has_built = 1;
+    return MDNL_OK;
+}
+
+extern "C" mdnl_status mdnl_nlist_cuda_last(mdnl_cuda_ctx *ctx, mdnl_nlist_dev *out)
+{
+    if (!ctx->has_built)
+        return mdnl_error(MDNL_ERR_INTERNAL, "mdnl_nlist_cuda_last: no list was built on this context");
+    *out = ctx->built;
     return MDNL_OK;
 }
 

@@ -85,6 +85,12 @@ mdnl_status mdnl_nlist_build_cuda_dev(mdnl_cuda_ctx *ctx, const mdnl_geom *g, co
 mdnl_status mdnl_nlist_build_cuda_devpos(mdnl_cuda_ctx *ctx, const mdnl_geom *g, const float *d_pos4,
                                          mdnl_method method, mdnl_list_kind kind, mdnl_nlist_dev *out);
 
+/* The device list of the context's last successful build (any of the three
+ * calls above; mdnl_nlist_build_cuda keeps it after the download), with the
+ * same lifetime: until the next build or free, and the positions it names
+ * only while the caller keeps them. MDNL_ERR_INTERNAL when there is none. */
+mdnl_status mdnl_nlist_cuda_last(mdnl_cuda_ctx *ctx, mdnl_nlist_dev *out);
+
 /* The method AUTO resolves to for this geometry. */
 mdnl_method mdnl_nlist_cuda_auto(const mdnl_geom *g);
 

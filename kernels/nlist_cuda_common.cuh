@@ -336,6 +336,8 @@ struct mdnl_cuda_ctx {
     int smem_budget; /* the brute rows kernel's shared memory, bytes; -1: default */
     int cell_path;   /* mdnl_cell_path forced; AUTO: by density */
     const nl_path *last; /* the path the last build took; null before the first */
+    mdnl_nlist_dev built; /* the last successful build's list (mdnl_nlist_cuda_last) */
+    int has_built;        /* `built` is valid: set by a build's success, cleared at its start */
     /* the unstable binning (nl_bin_unstable) and the cell list it gives */
     mdnl_dbuf tcount, tstart, tslot, tpos, torder, ttemp;
     int tcount_dirty; /* tcount not all zero (a build stopped between its bin and its scan) */

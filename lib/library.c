@@ -26,6 +26,7 @@
 #include "geometry_cuda.h"
 #include "library_cuda.h"
 #include "nlist_cuda.h"
+#include "pair_shift_cuda.h"
 #include "rdf_cuda.h"
 #endif
 
@@ -62,6 +63,7 @@ struct mdnl_context {
     mdnl_energy_cuda *energy;
     mdnl_hist_cuda *hist;
     mdnl_lib_cuda *post;
+    mdnl_shift_cuda *shift;
 #endif
 };
 
@@ -152,6 +154,8 @@ mdnl_status mdnl_context_create(const mdnl_context_options *options, mdnl_contex
         scope s = enter(c);
         if ((st = mdnl_cuda_ctx_create(&c->cuda)) == MDNL_OK && (st = mdnl_wrap_cuda_create(&c->wrap)) == MDNL_OK)
             st = mdnl_lib_cuda_create(&c->post);
+        if (st == MDNL_OK)
+            st = mdnl_shift_cuda_create(&c->shift);
         st = leave(s, st, "mdnl_context_create");
     }
 #endif
@@ -170,6 +174,7 @@ void mdnl_context_free(mdnl_context *ctx)
 #ifdef MDNL_HAVE_CUDA
     if (ctx->backend == MDNL_COMPUTE_CUDA) {
         scope s = enter(ctx);
+        mdnl_shift_cuda_free(ctx->shift);
         mdnl_lib_cuda_free(ctx->post);
         mdnl_coord_cuda_free(ctx->coord);
         mdnl_hist_cuda_free(ctx->hist);
@@ -339,52 +344,28 @@ static mdnl_status check_flags(int flags)
     return MDNL_OK;
 }
 
-/* S and D on the host, over the context's list (pair_shift.h). */
+/* S and D into host arrays, over the context's list (pair_shift.h): on CUDA
+ * by the device pass over the list's device copy, else on the host. */
 static mdnl_status host_shifts(mdnl_context *ctx, const mdnl_frame *f, const mdnl_geom *g, int half, int want_D)
 {
-    mdnl_geom gb;
-    mdnl_wrap_params w;
-    mdnl_status st = mdnl_geom_begin(f, g->cutoff, &gb, &w);
-    if (st != MDNL_OK)
-        return st;
     const mdnl_nlist *l = &ctx->list;
+    mdnl_status st;
     if ((st = grow((void **)&ctx->shifts, &ctx->shifts_cap, l->npairs, sizeof *ctx->shifts, "image shifts")) !=
             MDNL_OK ||
         (want_D && (st = grow((void **)&ctx->vectors, &ctx->vectors_cap, l->npairs, sizeof *ctx->vectors,
                               "pair vectors")) != MDNL_OK))
         return st;
-    const double(*r)[3] = (const double(*)[3])f->pos;
-    int failed = 0; /* 1: no shift matched (a bug), 2: an offset beyond int32 */
-#pragma omp parallel for schedule(dynamic, 64) reduction(max : failed)
-    for (int64_t i = 0; i < l->natoms; ++i) {
-        int oi[3];
-        if (!mdnl_wrap_offset(&w, r[i][0], r[i][1], r[i][2], oi)) {
-            failed = failed > 2 ? failed : 2;
-            continue;
-        }
-        for (int64_t k = l->offsets[i]; k < l->offsets[i + 1]; ++k) {
-            const int32_t j = l->j[k];
-            int s[3] = {0, 0, 0}, oj[3];
-            if (!mdnl_entry_shift(g, &w, &ctx->pos4[0][0], i, j, l->d[k], mdnl_entry_rank(l->j, l->d, l->offsets[i], k),
-                                  half, s))
-                failed = failed > 1 ? failed : 1;
-            if (!mdnl_wrap_offset(&w, r[j][0], r[j][1], r[j][2], oj)) {
-                failed = failed > 2 ? failed : 2;
-                continue;
-            }
-            for (int a = 0; a < 3; ++a)
-                ctx->shifts[k][a] = s[a] + oi[a] - oj[a];
-            if (want_D)
-                mdnl_entry_vector(w.h, r[i], r[j], ctx->shifts[k], ctx->vectors[k]);
-        }
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        mdnl_nlist_dev dev;
+        if ((st = mdnl_nlist_cuda_last(ctx->cuda, &dev)) != MDNL_OK)
+            return st;
+        return mdnl_pair_shifts_cuda_host(ctx->shift, mdnl_cuda_ctx_stream(ctx->cuda), f, g, &dev, half, ctx->shifts,
+                                          want_D ? ctx->vectors : NULL);
     }
-    if (failed == 2)
-        return mdnl_error(MDNL_ERR_INPUT,
-                          "an atom lies more than %g cells from the cell: its image shifts would overflow int32",
-                          MDNL_SHIFT_OFFSET_MAX);
-    if (failed == 1)
-        return mdnl_error(MDNL_ERR_INTERNAL, "image shifts: a list entry matches no image shift");
-    return MDNL_OK;
+#endif
+    return mdnl_pair_shifts_cpu(f, g, (const float(*)[4])ctx->pos4, l, half, ctx->shifts,
+                                want_D ? ctx->vectors : NULL);
 }
 
 static mdnl_status neighbors_host(mdnl_context *ctx, const mdnl_system *sys, double cutoff, int flags,
@@ -467,15 +448,11 @@ static mdnl_status neighbors_device(mdnl_context *ctx, const mdnl_system *sys, d
         return st;
     const int32_t *d_S = NULL;
     const double *d_D = NULL;
-    if (flags & (MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS)) {
-        mdnl_geom gb;
-        mdnl_wrap_params w;
-        if ((st = mdnl_geom_begin(&f, cutoff, &gb, &w)) != MDNL_OK ||
-            (st = mdnl_lib_cuda_shifts(ctx->post, lstream, &g, &w, &dev, kind == MDNL_LIST_HALF, sys->positions,
-                                       sys->dtype == MDNL_FLOAT32, (flags & MDNL_NEIGHBORS_VECTORS) != 0, &d_S,
-                                       &d_D)) != MDNL_OK)
-            return st;
-    }
+    if (flags & (MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS) &&
+        (st = mdnl_pair_shifts_cuda(ctx->shift, lstream, &f, &g, &dev, kind == MDNL_LIST_HALF, sys->positions,
+                                    sys->dtype == MDNL_FLOAT32, (flags & MDNL_NEIGHBORS_VECTORS) != 0, &d_S, &d_D)) !=
+            MDNL_OK)
+        return st;
     out->n = dev.natoms;
     out->npairs = dev.npairs;
     out->offsets = dev.d_offsets;

@@ -1,20 +1,17 @@
 /* library_cuda.h — the CUDA pieces the library (library.c) adds to the
- * kernels': the image shifts and vectors of a device list (the CUDA twin of
- * library.c's host pass, both over pair_shift.h) and the ordering after the
- * caller's stream. Plain C; the functions exist only in CUDA builds. */
+ * kernels': the ordering after the caller's stream and the calling thread's
+ * device. (The image shifts and vectors of a device list are the kernels':
+ * pair_shift_cuda.h.) Plain C; the functions exist only in CUDA builds. */
 #ifndef MDNL_LIBRARY_CUDA_H
 #define MDNL_LIBRARY_CUDA_H
 
-#include "geometry.h"
 #include "mdnl.h"
-#include "nlist_cuda.h"
 
 #include <stdint.h>
 
 MDNL_BEGIN_C
 
-/* An event and the device buffers of S, D and the pass's flag, grown across
- * calls; one per library context. Free with mdnl_lib_cuda_free. */
+/* An event; one per library context. Free with mdnl_lib_cuda_free. */
 typedef struct mdnl_lib_cuda mdnl_lib_cuda;
 
 mdnl_status mdnl_lib_cuda_create(mdnl_lib_cuda **out);
@@ -24,17 +21,6 @@ void mdnl_lib_cuda_free(mdnl_lib_cuda *c); /* NULL is a no-op */
  * default stream) and returns it as a cudaEvent_t in *event: work queued
  * after a wait on it sees everything the caller queued on that stream. */
 mdnl_status mdnl_lib_cuda_mark(mdnl_lib_cuda *c, void *stream, void **event);
-
-/* S ([npairs][3] int32, relative to the positions as given) and, when
- * want_D, D ([npairs][3] double) of the device list l built from the wrapped
- * positions l->d_pos4 with geometry g, whose wrap parameters are w; d_xyz are
- * the positions as given ([natoms][3] double, float when xyz_float32). A
- * kernel, a thread per row, on `stream`, then a synchronisation. The arrays
- * are the handle's (valid until its next call or free). MDNL_ERR_INPUT when
- * an atom lies more than 1e9 cells from the cell (S would overflow). */
-mdnl_status mdnl_lib_cuda_shifts(mdnl_lib_cuda *c, void *stream, const mdnl_geom *g, const mdnl_wrap_params *w,
-                                 const mdnl_nlist_dev *l, int half, const void *d_xyz, int xyz_float32, int want_D,
-                                 const int32_t **d_S, const double **d_D);
 
 /* Makes `device` the calling thread's current CUDA device and returns the
  * one it replaces (-1 when it cannot: then nothing changed), so that a

@@ -104,6 +104,25 @@ static mdnl_status parse_box(const char *s, mdnl_box *box)
     return MDNL_OK;
 }
 
+/* --with shift,vector: the comma-separated extra columns of a neighbor list. */
+static mdnl_status parse_with(const char *value, mdnl_opts *o)
+{
+    const char *p = value;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 5 && strncmp(p, "shift", 5) == 0)
+            o->with_shift = true;
+        else if (n == 6 && strncmp(p, "vector", 6) == 0)
+            o->with_vector = true;
+        else
+            return mdnl_error(MDNL_ERR_USAGE, "--with: expected shift, vector or shift,vector, got \"%s\"", value);
+        if (!end)
+            return MDNL_OK;
+        p = end + 1;
+    }
+}
+
 /* ---- the option table ---- */
 
 enum { MAX_THREADS = 1024 }; /* --threads */
@@ -141,6 +160,7 @@ static const opt_def defs[] = {
     {"output", 'o', STRING, OFF(output), NONE},
     {"cutoff", 'c', DOUBLE_POS, OFF(cutoff), OFF(has_cutoff)},
     {"list", 0, SPECIAL, 0, NONE},
+    {"with", 0, SPECIAL, 0, NONE},
     {"pair", 0, STRING, OFF(pair), NONE},
     {"pair-coeff", 0, SPECIAL, 0, NONE},
     {"per-atom", 0, FLAG, OFF(per_atom), NONE},
@@ -172,9 +192,9 @@ static const opt_def defs[] = {
 static const struct command_options {
     const char *command, *options;
 } command_options[] = {
-    {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,read-only,output,backend,method,frames,box,no-pbc,"
+    {"run", "cutoff,pair,rmax,bins,pairs,volume,neighbors,list,with,read-only,output,backend,method,frames,box,no-pbc,"
             "group,topology,format,types,atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
-    {"neighbors", "cutoff,list,output,backend,method,frames,box,no-pbc,group,topology,format,types,atom-style,"
+    {"neighbors", "cutoff,list,with,output,backend,method,frames,box,no-pbc,group,topology,format,types,atom-style,"
                   "units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,format,types,"
                "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
@@ -378,6 +398,8 @@ static mdnl_status set_option(const opt_def *d, const char *value, mdnl_opts *o)
             else
                 return mdnl_error(MDNL_ERR_USAGE, "--list: expected half or full, got \"%s\"", value);
             o->has_list = true;
+        } else if (strcmp(d->name, "with") == 0) {
+            st = parse_with(value, o);
         } else if (strcmp(d->name, "units") == 0) {
             if (strcmp(value, "native") != 0 && strcmp(value, "angstrom") != 0)
                 return mdnl_error(MDNL_ERR_USAGE, "--units: expected native or angstrom, got \"%s\"", value);

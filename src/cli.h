@@ -48,6 +48,7 @@ typedef struct mdnl_opts {
     int npair_coeff;
     bool per_atom;
     bool neighbors; /* run: store the lists */
+    bool with_shift, with_vector; /* neighbors --with shift,vector: each entry's S and D too */
     bool read_only; /* run: read and parse only */
     double max_pairs;    /* --max-pairs: the work guard's limit (geometry.h); 0: the default */
     long long threads;   /* --threads N: CPU threads (mdnl_threads) */
@@ -180,6 +181,13 @@ mdnl_status mdnl_cmd_run(int argc, char **argv);
 /* Writes the rows of one frame's list in the `neighbors` TSV format
  * (frame, i, j, distance with %.9g); MDNL_ERR_RESOURCE when a write fails. */
 mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l, int threads);
+/* The table's header line (with its newline): # frame i j distance, then
+ * S0 S1 S2 with shifts and Dx Dy Dz with vectors. Static storage. */
+const char *mdnl_neighbors_tsv_header(bool shifts, bool vectors);
+/* The same with, when not NULL, each entry's image shift S (three int
+ * columns) and vector D (three %.17g columns) after the distance. */
+mdnl_status mdnl_neighbors_tsv_rows_with(FILE *fp, int64_t frame, const mdnl_nlist *l, const int32_t (*S)[3],
+                                         const double (*D)[3], int threads);
 
 /* The CPU threads a command may use: --threads N, else the CPUs the process
  * may run on (sched_getaffinity), capped by OMP_NUM_THREADS when set. The

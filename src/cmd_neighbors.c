@@ -1,5 +1,6 @@
 /* cmd_neighbors.c — `mdnl neighbors`: the neighbor list of every selected
- * frame as a TSV table (# frame i j distance). */
+ * frame as a TSV table (# frame i j distance, and with --with shift,vector
+ * S0 S1 S2 Dx Dy Dz) or HDF5 CSR. */
 #include "cli.h"
 #include "chunk_pool.h"
 #include "h5md_writer.h"
@@ -27,12 +28,14 @@ static char *put_int(char *p, int64_t v)
 
 /* Rows are formatted in blocks of about TSV_BLOCK pairs by the writer
  * workers (chunk_pool.h) and written in order: the bytes one thread writes. */
-enum { TSV_BLOCK = 65536, TSV_LINE = 96 };
+enum { TSV_BLOCK = 65536, TSV_LINE = 96, TSV_EXTRA = 3 * 12 + 3 * 32 };
 
 typedef struct tsv_job {
     FILE *fp;
     int64_t frame, rows_per_block;
     const mdnl_nlist *l;
+    const int32_t (*S)[3]; /* NULL, or an image shift per entry */
+    const double (*D)[3];  /* NULL, or a vector per entry */
 } tsv_job;
 
 static bool tsv_make(void *ctx, int64_t k, mdnl_pool_buf *b)
@@ -45,7 +48,7 @@ static bool tsv_make(void *ctx, int64_t k, mdnl_pool_buf *b)
     b->len = 0;
     for (int64_t i = i0; i < i1; ++i)
         for (int64_t n = l->offsets[i]; n < l->offsets[i + 1]; ++n) {
-            if (!mdnl_pool_buf_reserve(b, b->len + TSV_LINE))
+            if (!mdnl_pool_buf_reserve(b, b->len + TSV_LINE + TSV_EXTRA))
                 return false;
             char *line = (char *)b->data + b->len, *p = put_int(line, t->frame);
             *p++ = '\t';
@@ -54,6 +57,12 @@ static bool tsv_make(void *ctx, int64_t k, mdnl_pool_buf *b)
             p = put_int(p, l->j[n]);
             *p++ = '\t';
             p += snprintf(p, 32, "%.9g", (double)l->d[n]);
+            for (int a = 0; t->S && a < 3; ++a) {
+                *p++ = '\t';
+                p = put_int(p, t->S[n][a]);
+            }
+            for (int a = 0; t->D && a < 3; ++a)
+                p += snprintf(p, 32, "\t%.17g", t->D[n][a]);
             *p++ = '\n';
             b->len += (size_t)(p - line);
         }
@@ -69,7 +78,21 @@ static mdnl_status tsv_take(void *ctx, int64_t k, const mdnl_pool_buf *b)
     return MDNL_OK;
 }
 
+const char *mdnl_neighbors_tsv_header(bool shifts, bool vectors)
+{
+    static const char *const h[4] = {"# frame\ti\tj\tdistance\n", "# frame\ti\tj\tdistance\tS0\tS1\tS2\n",
+                                     "# frame\ti\tj\tdistance\tDx\tDy\tDz\n",
+                                     "# frame\ti\tj\tdistance\tS0\tS1\tS2\tDx\tDy\tDz\n"};
+    return h[(shifts ? 1 : 0) + (vectors ? 2 : 0)];
+}
+
 mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l, int threads)
+{
+    return mdnl_neighbors_tsv_rows_with(fp, frame, l, NULL, NULL, threads);
+}
+
+mdnl_status mdnl_neighbors_tsv_rows_with(FILE *fp, int64_t frame, const mdnl_nlist *l, const int32_t (*S)[3],
+                                         const double (*D)[3], int threads)
 {
     if (l->natoms <= 0)
         return MDNL_OK;
@@ -79,7 +102,7 @@ mdnl_status mdnl_neighbors_tsv_rows(FILE *fp, int64_t frame, const mdnl_nlist *l
         per = 1;
     if (per > l->natoms)
         per = l->natoms;
-    tsv_job t = {fp, frame, per, l};
+    tsv_job t = {fp, frame, per, l, S, D};
     return mdnl_pool_map(threads, (l->natoms + per - 1) / per, &t, tsv_make, tsv_take, "neighbor rows");
 }
 
@@ -107,6 +130,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         return st;
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
+    const bool with_S = o.with_shift || o.with_vector;
     mdnl_ofile out = {0};
     int64_t nframes = 0, total_pairs = 0;
     mdnl_atoms_range atoms = {0};
@@ -127,7 +151,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     } else if (outpath) {
         if ((st = mdnl_ofile_open(&out, outpath)) != MDNL_OK)
             goto done;
-        if (fputs("# frame\ti\tj\tdistance\n", out.fp) < 0) {
+        if (fputs(mdnl_neighbors_tsv_header(o.with_shift, o.with_vector), out.fp) < 0) {
             st = mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", outpath);
             goto done;
         }
@@ -148,18 +172,25 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         mdnl_system sys;
         mdnl_neighbor_list nl;
         if ((st = mdnl_frame_system(ctx, input, &f, &sys)) != MDNL_OK ||
-            (st = mdnl_neighbors(ctx, &sys, o.cutoff, kind == MDNL_LIST_FULL ? MDNL_NEIGHBORS_FULL : MDNL_NEIGHBORS_HALF,
+            (st = mdnl_neighbors(ctx, &sys, o.cutoff,
+                                 (kind == MDNL_LIST_FULL ? MDNL_NEIGHBORS_FULL : MDNL_NEIGHBORS_HALF) |
+                                     (o.with_shift ? MDNL_NEIGHBORS_SHIFTS : 0) |
+                                     (o.with_vector ? MDNL_NEIGHBORS_VECTORS : 0),
                                  &nl)) != MDNL_OK)
             goto done;
         /* borrowed from the context until its next call: no copy */
         const mdnl_nlist list = {nl.n, nl.npairs, (int64_t *)nl.offsets, (int32_t *)nl.indices, (float *)nl.distances,
                                  0, 0};
+        const int32_t(*S)[3] = (const int32_t(*)[3])nl.shifts;
+        const double(*D)[3] = (const double(*)[3])nl.vectors;
         double t2 = mdnl_now();
         if (h5) {
             if ((st = mdnl_h5md_results_write_neighbors(res, f.index, list.natoms, list.offsets, list.j, list.d,
-                                                         list.npairs)) != MDNL_OK)
+                                                         list.npairs)) != MDNL_OK ||
+                (with_S && (st = mdnl_h5md_results_write_neighbor_shifts(res, list.npairs, S ? &S[0][0] : NULL,
+                                                                         D ? &D[0][0] : NULL)) != MDNL_OK))
                 goto done;
-        } else if (outpath && (st = mdnl_neighbors_tsv_rows(out.fp, f.index, &list, threads)) != MDNL_OK) {
+        } else if (outpath && (st = mdnl_neighbors_tsv_rows_with(out.fp, f.index, &list, S, D, threads)) != MDNL_OK) {
             st = mdnl_error(st, "%s: write failed", outpath);
             goto done;
         }

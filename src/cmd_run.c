@@ -44,6 +44,10 @@ static mdnl_status sink(void *user, const mdnl_frame_result *r)
         if (r->list && (st = mdnl_h5md_results_write_neighbors(o->res, r->index, r->list->natoms, r->list->offsets,
                                                                r->list->j, r->list->d, r->list->npairs)) != MDNL_OK)
             return st;
+        if (r->list && (r->shifts || r->vectors) &&
+            (st = mdnl_h5md_results_write_neighbor_shifts(o->res, r->list->npairs, r->shifts ? r->shifts[0] : NULL,
+                                                          r->vectors ? r->vectors[0] : NULL)) != MDNL_OK)
+            return st;
         return MDNL_OK;
     }
     if (r->has_energy) {
@@ -52,7 +56,8 @@ static mdnl_status sink(void *user, const mdnl_frame_result *r)
         if (ferror(fp))
             return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", o->file[OUT_ENERGY]);
     }
-    if (r->list && mdnl_neighbors_tsv_rows(o->tsv[OUT_NEIGHBORS].fp, r->index, r->list, o->threads) != MDNL_OK)
+    if (r->list && mdnl_neighbors_tsv_rows_with(o->tsv[OUT_NEIGHBORS].fp, r->index, r->list, r->shifts, r->vectors,
+                                                o->threads) != MDNL_OK)
         return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", o->file[OUT_NEIGHBORS]);
     return MDNL_OK;
 }
@@ -88,7 +93,7 @@ static mdnl_status check_outputs(run_out *o, const char *input)
 }
 
 /* Creates the temporary outputs. */
-static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff)
+static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff, const char *nb_header)
 {
     mdnl_status st;
     if (o->h5) {
@@ -111,7 +116,7 @@ static mdnl_status open_outputs(run_out *o, mdnl_list_kind list, double cutoff)
     for (int k = 0; k < NOUT; ++k)
         if (o->want[k] && (st = mdnl_ofile_open(&o->tsv[k], o->file[k])) != MDNL_OK)
             return st;
-    const char *headers[NOUT] = {"# frame\tstep\tenergy\n", "# frame\ti\tj\tdistance\n", NULL};
+    const char *headers[NOUT] = {"# frame\tstep\tenergy\n", nb_header, NULL};
     for (int k = 0; k < NOUT; ++k)
         if (o->want[k] && headers[k] && fputs(headers[k], o->tsv[k].fp) < 0)
             return mdnl_error(MDNL_ERR_RESOURCE, "%s: write failed", o->file[k]);
@@ -200,6 +205,8 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl run: %s needs --rmax R --bins B", o.pairs ? "--pairs" : "--volume");
     if (o.has_list && !o.neighbors)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl run: --list needs --neighbors");
+    if ((o.with_shift || o.with_vector) && !o.neighbors)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl run: --with needs --neighbors");
 
     run_out out;
     memset(&out, 0, sizeof out);
@@ -230,6 +237,8 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         .read_only = o.read_only,
         .neighbors = o.neighbors,
         .list = o.has_list ? o.list : MDNL_LIST_HALF,
+        .shifts = o.with_shift,
+        .vectors = o.with_vector,
         .cutoff = o.cutoff,
         .energy = o.pair != NULL,
         .hist = hist,
@@ -275,7 +284,8 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     o.coords_checked = !o.read_only;
     if ((st = mdnl_frames_open(&o, cfg.input, &fs)) != MDNL_OK)
         goto done;
-    if (o.output && mdnl_mpi_root() && (st = open_outputs(&out, cfg.list, o.cutoff)) != MDNL_OK)
+    const char *nb_header = mdnl_neighbors_tsv_header(cfg.shifts, cfg.vectors);
+    if (o.output && mdnl_mpi_root() && (st = open_outputs(&out, cfg.list, o.cutoff, nb_header)) != MDNL_OK)
         goto done;
     /* HDF5 on both sides with a library built without thread safety: one
      * lock keeps the reader's and the writer's HDF5 calls apart. A

@@ -5,6 +5,7 @@
 #include "device.h"
 #include "coord.h"
 #include "energy.h"
+#include "pair_shift.h"
 
 #ifdef MDNL_HAVE_CUDA
 #include "cuda_host.h"
@@ -12,6 +13,7 @@
 #include "energy_cuda.h"
 #include "geometry_cuda.h"
 #include "nlist_cuda.h"
+#include "pair_shift_cuda.h"
 #include "rdf_cuda.h"
 #endif
 
@@ -109,6 +111,7 @@ void mdnl_engine_free(mdnl_engine *e)
 #ifdef MDNL_HAVE_CUDA
     mdnl_wrap_cuda_free(e->wrap_cuda);
     mdnl_coord_cuda_free(e->coord_cuda);
+    mdnl_shift_cuda_free(e->shift_cuda);
     mdnl_energy_cuda_free(e->energy_cuda);
     mdnl_hist_cuda_free(e->hist_cuda);
     mdnl_cuda_ctx_free(e->cuda);
@@ -213,6 +216,32 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
         return mdnl_error(MDNL_ERR_INTERNAL, "engine: the CPU backend needs host positions");
     e->last_method = m == MDNL_METHOD_AUTO ? MDNL_METHOD_CELL : m;
     return mdnl_nlist_build_cpu_kept(&e->nlist_cpu, g, pos4, m, kind, out);
+}
+
+mdnl_status mdnl_engine_shifts(mdnl_engine *e, const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4],
+                               mdnl_list_kind kind, const mdnl_nlist *l, int32_t (*S)[3], double (*D)[3])
+{
+    const int half = kind == MDNL_LIST_HALF;
+#ifdef MDNL_HAVE_CUDA
+    if (e->backend == MDNL_BACKEND_CUDA) {
+        mdnl_status st;
+        mdnl_nlist_dev dev;
+        if (!e->shift_cuda) {
+            mdnl_shift_cuda *sc = NULL;
+            if ((st = mdnl_shift_cuda_create(&sc)) != MDNL_OK) {
+                mdnl_shift_cuda_free(sc);
+                return st;
+            }
+            e->shift_cuda = sc;
+        }
+        if ((st = mdnl_nlist_cuda_last(e->cuda, &dev)) != MDNL_OK)
+            return st;
+        return mdnl_pair_shifts_cuda_host(e->shift_cuda, mdnl_cuda_ctx_stream(e->cuda), f, g, &dev, half, S, D);
+    }
+#endif
+    if (!pos4)
+        return mdnl_error(MDNL_ERR_INTERNAL, "engine: the CPU backend needs host positions");
+    return mdnl_pair_shifts_cpu(f, g, pos4, l, half, S, D);
 }
 
 #ifdef MDNL_HAVE_CUDA

@@ -17,6 +17,7 @@ typedef struct mdnl_engine {
     void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
     void *wrap_cuda;         /* mdnl_wrap_cuda, created on first use */
     void *coord_cuda;        /* mdnl_coord_cuda, created on first use */
+    void *shift_cuda;        /* mdnl_shift_cuda, created on first use */
     mdnl_nlist_cpu_kept nlist_cpu; /* the CPU list's row buffers, kept from frame to frame */
 } mdnl_engine;
 
@@ -69,6 +70,14 @@ void mdnl_engine_host_free(const mdnl_engine *e, void *p); /* NULL is a no-op */
 /* pos4 == NULL (CUDA): the positions of the last mdnl_engine_prepare_device. */
 mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], mdnl_method m,
                               mdnl_list_kind kind, mdnl_nlist *out);
+
+/* The image shift S ([l->npairs][3]) and, when D is not NULL, the vector D
+ * ([l->npairs][3]) of every entry of the list l that mdnl_engine_nlist just
+ * built from frame f (f->pos: the positions as given) with geometry g
+ * (pair_shift.h: r_j - r_i + S·h = D). On CUDA from the list's device copy
+ * (the device positions it was built from), else on the host from pos4. */
+mdnl_status mdnl_engine_shifts(mdnl_engine *e, const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4],
+                               mdnl_list_kind kind, const mdnl_nlist *l, int32_t (*S)[3], double (*D)[3]);
 
 /* Coordination numbers of a frame (coord.h): counts[natoms * max(1, ncols)]. */
 mdnl_status mdnl_engine_coord(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,

@@ -19,7 +19,7 @@ typedef struct command {
  * the shared options it takes, from the same list its parser accepts. */
 static const command commands[] = {
     {"run", mdnl_cmd_run,
-     "usage: mdnl run INPUT [-c CUT] [--neighbors [--list half|full]] [--pair SPEC]\n"
+     "usage: mdnl run INPUT [-c CUT] [--neighbors [--list half|full] [--with shift,vector]] [--pair SPEC]\n"
      "                [--rmax R --bins B [--pairs A-B,...] [--volume V]] -o RESULTS.h5|DIR/ [options]\n"
      "       mdnl run INPUT --read-only [options]\n"
      "Every selected frame through neighbors, energy and the histogram in one streaming pass:\n"
@@ -30,6 +30,8 @@ static const command commands[] = {
      "  -c, --cutoff CUT          neighbor and potential cutoff (required with --neighbors or --pair)\n"
      "  --neighbors               store every frame's neighbor list\n"
      "  --list half|full          half list (default) or both directions (with --neighbors)\n"
+     "  --with shift,vector       each pair's image shift S and/or vector D too (with --neighbors; as\n"
+     "                            mdnl neighbors --with)\n"
      "  --pair lj:epsilon=E,sigma=S[,shift=yes|no] | morse:d0=D,alpha=A,r0=R[,shift=yes|no]\n"
      "                            total pair energy per frame (as mdnl energy)\n"
      "  --rmax R --bins B         RDF averaged over the frames (as mdnl rdf)\n"
@@ -49,14 +51,20 @@ static const command commands[] = {
      "process's (README: running on a cluster).\n"
      "SIGINT, SIGTERM and SIGHUP remove the temporary outputs (.NAME.tmp-PID-N) and exit 130, 143, 129.\n"},
     {"neighbors", mdnl_cmd_neighbors,
-     "usage: mdnl neighbors INPUT -c CUT [--list half|full] [-o OUT.tsv|OUT.h5|-] [options]\n"
+     "usage: mdnl neighbors INPUT -c CUT [--list half|full] [--with shift,vector]\n"
+     "                      [-o OUT.tsv|OUT.h5|-] [options]\n"
      "Every pair closer than CUT in every selected frame, as a TSV table\n"
      "  # frame i j distance   (0-based indices; half list: i < j, i = j for self images)\n"
      "Options:\n"
      "  -c, --cutoff CUT          neighbor cutoff in the input's length unit (required, > 0)\n"
      "  --list half|full          half list (default) or both directions\n"
+     "  --with shift,vector       add each pair's integer image shift S (columns S0 S1 S2) and/or its\n"
+     "                            vector D = r_j - r_i + S.cell (Dx Dy Dz, 17 digits), relative to\n"
+     "                            the positions as given (ASE's neighbor_list S and D)\n"
      "  -o, --output FILE         TSV output (default: standard output; - is standard output),\n"
-     "                            or HDF5 (.h5/.h5md/.hdf5): one CSR per frame under /neighbors\n"},
+     "                            or HDF5 (.h5/.h5md/.hdf5): one CSR per frame under /neighbors\n"
+     "                            (with --with: /neighbors/shift [P][3] int32, /neighbors/vector\n"
+     "                            [P][3] float64)\n"},
     {"energy", mdnl_cmd_energy,
      "usage: mdnl energy INPUT -c CUT --pair SPEC [--pair-coeff A-B:PARAMS ...] [--per-atom]\n"
      "                   [-o OUT.tsv|OUT.h5|-] [options]\n"

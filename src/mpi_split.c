@@ -31,11 +31,12 @@ typedef struct err_msg {
 
 /* One frame in the spool, followed by its histogram (counts[nhist * bins],
  * na[nhist], nb[nhist]) when has_hist and its list (offsets[list_natoms + 1],
- * j[npairs], d[npairs]) when has_list. */
+ * j[npairs], d[npairs]) when has_list, then its image shifts S[npairs][3]
+ * when has_shifts and vectors D[npairs][3] when has_vectors. */
 typedef struct record {
     int64_t index, step, natoms, list_natoms, npairs;
     double time, energy, volume;
-    int32_t has_energy, has_hist, has_list, nhist;
+    int32_t has_energy, has_hist, has_list, nhist, has_shifts, has_vectors;
 } record;
 
 /* MPI is process-wide, and so is this state. */
@@ -305,6 +306,8 @@ static mdnl_status spool_frame(const mdnl_frame_result *r)
         .has_hist = r->counts != NULL,
         .has_list = r->list != NULL,
         .nhist = r->counts ? nhist_of(c) : 0,
+        .has_shifts = r->list && r->shifts,
+        .has_vectors = r->list && r->vectors,
     };
     mdnl_status st = spool_write(&h, sizeof h, 1);
     if (st == MDNL_OK && h.has_hist) {
@@ -319,6 +322,10 @@ static mdnl_status spool_frame(const mdnl_frame_result *r)
             (st = spool_write(l->j, sizeof *l->j, (size_t)l->npairs)) == MDNL_OK)
             st = spool_write(l->d, sizeof *l->d, (size_t)l->npairs);
     }
+    if (st == MDNL_OK && h.has_shifts)
+        st = spool_write(r->shifts, sizeof *r->shifts, (size_t)h.npairs);
+    if (st == MDNL_OK && h.has_vectors)
+        st = spool_write(r->vectors, sizeof *r->vectors, (size_t)h.npairs);
     return st;
 }
 
@@ -448,10 +455,27 @@ static mdnl_status more(stream *s, bool *yes)
     return MDNL_OK;
 }
 
+/* Grows *p to at least n rows of `size` bytes (contents dropped). */
+static mdnl_status grow_rows(void *p, int64_t *cap, int64_t n, size_t size)
+{
+    void **q = p;
+    if (*q && n <= *cap)
+        return MDNL_OK;
+    free(*q);
+    *cap = 0;
+    if (!(*q = mdnl_malloc((size_t)(n > 0 ? n : 1) * size, "image shifts or vectors")))
+        return MDNL_ERR_RESOURCE;
+    *cap = n;
+    return MDNL_OK;
+}
+
 typedef struct frame_buf {
     uint64_t *counts;
     int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS];
     mdnl_nlist list;
+    int32_t (*S)[3]; /* the list's image shifts and vectors, S_cap entries each */
+    double (*D)[3];
+    int64_t S_cap, D_cap;
 } frame_buf;
 
 /* One record: to the sink, the accumulator and the statistics, as
@@ -482,6 +506,14 @@ static mdnl_status merge_record(stream *s, frame_buf *b, mdnl_pipeline_stats *st
             (st = take(s, b->list.d, (size_t)h.npairs * sizeof *b->list.d)) != MDNL_OK)
             return st;
     }
+    if ((h.has_shifts || h.has_vectors) && !h.has_list)
+        return mdnl_error(MDNL_ERR_INTERNAL, "rank %d: image shifts without a list", s->src);
+    if (h.has_shifts && ((st = grow_rows(&b->S, &b->S_cap, h.npairs, sizeof *b->S)) != MDNL_OK ||
+                         (st = take(s, b->S, (size_t)h.npairs * sizeof *b->S)) != MDNL_OK))
+        return st;
+    if (h.has_vectors && ((st = grow_rows(&b->D, &b->D_cap, h.npairs, sizeof *b->D)) != MDNL_OK ||
+                          (st = take(s, b->D, (size_t)h.npairs * sizeof *b->D)) != MDNL_OK))
+        return st;
     mdnl_frame_result r = {
         .index = h.index,
         .step = h.step,
@@ -490,6 +522,8 @@ static mdnl_status merge_record(stream *s, frame_buf *b, mdnl_pipeline_stats *st
         .has_energy = h.has_energy,
         .energy = h.energy,
         .list = h.has_list ? &b->list : NULL,
+        .shifts = h.has_shifts ? (const int32_t(*)[3])b->S : NULL,
+        .vectors = h.has_vectors ? (const double(*)[3])b->D : NULL,
         .counts = h.has_hist ? b->counts : NULL,
         .na = b->na,
         .nb = b->nb,
@@ -659,6 +693,8 @@ mdnl_status mdnl_mpi_gather(mdnl_status st, mdnl_pipeline_stats *stats)
     }
     free(b.counts);
     mdnl_nlist_free(&b.list);
+    free(b.S);
+    free(b.D);
     if (!stats->nframes)
         stats->e_min = stats->e_max = 0;
     M.t_merge = mdnl_now() - t1;

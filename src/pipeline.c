@@ -107,6 +107,9 @@ typedef struct slot {
     mdnl_geom g_cut;  /* the grid for the neighbor/energy cutoff (when used) */
     mdnl_geom g_rmax; /* the grid for r_max (when hist) */
     mdnl_nlist list;  /* filled by compute, drained by the writer */
+    int32_t (*S)[3];  /* config.shifts or vectors: the list's image shifts, */
+    double (*D)[3];   /* and config.vectors its vectors, by compute */
+    int64_t sd_cap;   /* entries S and D hold */
     double *e_host;   /* deferred frames: the energy total and the counts land here (engine host memory) */
     uint64_t *counts_host;
     bool has_energy;
@@ -288,6 +291,8 @@ static void *writer_main(void *arg)
                 .has_energy = s->has_energy,
                 .energy = s->energy,
                 .list = p->c->neighbors ? &s->list : NULL,
+                .shifts = p->c->neighbors && p->c->shifts ? (const int32_t(*)[3])s->S : NULL,
+                .vectors = p->c->neighbors && p->c->vectors ? (const double(*)[3])s->D : NULL,
                 .counts = p->c->hist && !p->c->read_only ? s->counts_host : NULL,
                 .na = s->na,
                 .nb = s->nb,
@@ -366,6 +371,31 @@ static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, sl
     return settle_wrap(c, cs, s, ticket, false);
 }
 
+/* The image shifts and vectors of the slot's list (config.shifts or
+ * vectors), right after its build: on CUDA they come from the list's device
+ * copy, which the next frame's build replaces. A frame laid out before its
+ * wrap's t-range is settled first (the list build waited for the wrap), so
+ * that a non-finite coordinate is reported as the frame's input error. */
+static mdnl_status list_shifts(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket,
+                               const float (*pos4)[4])
+{
+    mdnl_status st;
+    if (s->wrap_pending && (st = settle_wrap(c, cs, s, ticket, true)) != MDNL_OK)
+        return st;
+    const int64_t n = s->list.npairs > 0 ? s->list.npairs : 1;
+    if (!s->S || n > s->sd_cap) {
+        free(s->S);
+        free(s->D);
+        s->D = NULL;
+        s->sd_cap = 0;
+        if (!(s->S = mdnl_malloc((size_t)n * sizeof *s->S, "image shifts")) ||
+            (c->vectors && !(s->D = mdnl_malloc((size_t)n * sizeof *s->D, "pair vectors"))))
+            return MDNL_ERR_RESOURCE;
+        s->sd_cap = n;
+    }
+    return mdnl_engine_shifts(&cs->eng, &s->f, &s->g_cut, pos4, c->list, &s->list, s->S, c->vectors ? s->D : NULL);
+}
+
 /* Frames are deferred by one: launch_frame wraps frame k on the device (on
  * CUDA), builds its list (when asked; synchronous) and queues its energy and histogram, collect_frame
  * waits for them and books the results, so the device works on frame k
@@ -394,7 +424,8 @@ static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot
         return input_prefixed(c, st);
     if (c->neighbors) {
         if ((st = mdnl_check_list_memory(c->input, &s->g_cut, c->list, c->nslots > 1 ? c->nslots : 2)) != MDNL_OK ||
-            (st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK)
+            (st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK ||
+            ((c->shifts || c->vectors) && (st = list_shifts(c, cs, s, ticket, pos4)) != MDNL_OK))
             return st;
         stats->pairs += s->list.npairs;
     }
@@ -603,6 +634,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         mdnl_engine_host_free(&cs.eng, p->slots[k].e_host);
         mdnl_engine_host_free(&cs.eng, p->slots[k].counts_host);
         mdnl_nlist_free(&p->slots[k].list);
+        free(p->slots[k].S);
+        free(p->slots[k].D);
     }
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);

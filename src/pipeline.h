@@ -70,6 +70,7 @@ typedef struct mdnl_pipeline_config {
     bool read_only;        /* read and parse only: no compute, no sink calls with results */
     bool neighbors;        /* build and hand the list to the sink */
     mdnl_list_kind list;
+    bool shifts, vectors;  /* with the list, each entry's image shift S / vector D (--with) */
     double cutoff; /* neighbors and energy */
     bool energy;
     mdnl_potential pot;
@@ -91,6 +92,8 @@ typedef struct mdnl_frame_result {
     bool has_energy;
     double energy;
     const mdnl_nlist *list; /* NULL unless config.neighbors */
+    const int32_t (*shifts)[3]; /* [list->npairs]: NULL unless config.shifts */
+    const double (*vectors)[3]; /* [list->npairs]: NULL unless config.vectors */
     /* config.hist: the frame's histogram counts[nhist * bins] with the A and
      * B atom counts na/nb[nhist] and the normalisation volume (0: open) that
      * mdnl_rdf_accum_add takes; NULL otherwise (an MPI rank ships them to

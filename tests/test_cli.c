@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <hdf5.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -204,6 +205,105 @@ Test(cli, neighbors_to_hdf5_writes_one_csr_per_frame_and_nothing_on_failure)
     snprintf(p, sizeof p, "%s/out.h5", tmpdir);
     cr_expect_neq(access(p, F_OK), 0, "a failed run left out.h5");
     cr_expect_eq(dir_entries(), 2, "only nb.h5 and bad.xyz may remain");
+}
+
+/* Two atoms in a cube of 4, the second given 1.0 cells beyond it (x = 7):
+ * wrapped, x = 3, and the pair is 1.5 apart across the x boundary. Relative
+ * to the given positions D = r_1 - r_0 + S·h = (7 - 0.5 + 4 S_x, 0, 0) =
+ * (-1.5, 0, 0) needs S = (-2, 0, 0); the reverse entry has the opposite S
+ * and D. */
+static const char *const two_atoms = "2\nLattice=\"4 0 0 0 4 0 0 0 4\" Properties=species:S:1:pos:R:3\n"
+                                      "C 0.5 0 0\nC 7 0 0\n";
+
+Test(cli, neighbors_with_shift_vector_gives_S_and_D_of_the_positions_as_given)
+{
+    write_file("two.extxyz", two_atoms);
+    cr_assert_eq(mdnl("neighbors two.extxyz -c 1.6 --with shift,vector -q"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\tS0\tS1\tS2\tDx\tDy\tDz\n"
+                               "0\t0\t1\t1.5\t-2\t0\t0\t-1.5\t0\t0\n");
+    cr_assert_eq(mdnl("neighbors two.extxyz -c 1.6 --with vector,shift --list full -q"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\tS0\tS1\tS2\tDx\tDy\tDz\n"
+                               "0\t0\t1\t1.5\t-2\t0\t0\t-1.5\t0\t0\n"
+                               "0\t1\t0\t1.5\t2\t0\t0\t1.5\t0\t0\n");
+    cr_assert_eq(mdnl("neighbors two.extxyz -c 1.6 --with shift -q"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\tS0\tS1\tS2\n0\t0\t1\t1.5\t-2\t0\t0\n");
+    cr_assert_eq(mdnl("neighbors two.extxyz -c 1.6 --with vector -q"), 0, "%s", err_text);
+    cr_expect_str_eq(out_text, "# frame\ti\tj\tdistance\tDx\tDy\tDz\n0\t0\t1\t1.5\t-1.5\t0\t0\n");
+}
+
+/* The n x 3 rows of /neighbors/NAME of the file tmpdir/name, read as
+ * `memtype` into buf; returns the rows (-1 when it cannot be read) and
+ * whether the dataset is chunked with the deflate filter. */
+static long long read_rows3(const char *name, const char *ds, hid_t memtype, void *buf, size_t cap_rows, int *deflate)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a missing dataset is an answer here, not an error to print */
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return -1;
+    hid_t d = H5Dopen2(f, ds, H5P_DEFAULT);
+    hid_t sp = d < 0 ? -1 : H5Dget_space(d);
+    hsize_t dims[2] = {0, 0};
+    long long n = -1;
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 2 && H5Sget_simple_extent_dims(sp, dims, NULL) == 2 &&
+        dims[1] == 3 && dims[0] <= cap_rows && H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0)
+        n = (long long)dims[0];
+    hid_t dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
+    *deflate = 0;
+    if (dcpl >= 0) {
+        for (int k = 0; k < H5Pget_nfilters(dcpl); ++k) {
+            unsigned flags;
+            size_t nelm = 0;
+            *deflate |= H5Pget_filter2(dcpl, (unsigned)k, &flags, &nelm, NULL, 0, NULL, NULL) == H5Z_FILTER_DEFLATE;
+        }
+        *deflate &= H5Pget_layout(dcpl) == H5D_CHUNKED;
+        H5Pclose(dcpl);
+    }
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (d >= 0)
+        H5Dclose(d);
+    H5Fclose(f);
+    return n;
+}
+
+Test(cli, neighbors_with_shift_vector_to_hdf5_adds_shift_and_vector_datasets)
+{
+    write_file("two.extxyz", two_atoms);
+    cr_assert_eq(mdnl("neighbors two.extxyz -c 1.6 --list full --with shift,vector -o nb.h5 -q"), 0, "%s", err_text);
+    int32_t S[8][3];
+    double D[8][3];
+    int deflate = 0;
+    cr_assert_eq(read_rows3("nb.h5", "/neighbors/shift", H5T_NATIVE_INT32, S, 8, &deflate), 2);
+    cr_expect(deflate, "/neighbors/shift is chunked and deflated, like j");
+    cr_expect(S[0][0] == -2 && S[0][1] == 0 && S[0][2] == 0 && S[1][0] == 2 && S[1][1] == 0 && S[1][2] == 0,
+              "S %d %d %d / %d %d %d", S[0][0], S[0][1], S[0][2], S[1][0], S[1][1], S[1][2]);
+    cr_assert_eq(read_rows3("nb.h5", "/neighbors/vector", H5T_NATIVE_DOUBLE, D, 8, &deflate), 2);
+    cr_expect(!deflate, "/neighbors/vector is stored raw, like distance");
+    cr_expect(D[0][0] == -1.5 && D[0][1] == 0 && D[0][2] == 0 && D[1][0] == 1.5 && D[1][1] == 0 && D[1][2] == 0,
+              "D %g %g %g / %g %g %g", D[0][0], D[0][1], D[0][2], D[1][0], D[1][1], D[1][2]);
+    cr_assert_eq(mdnl("neighbors two.extxyz -c 1.6 --with shift -o s.h5 -q"), 0, "%s", err_text);
+    cr_expect_eq(read_rows3("s.h5", "/neighbors/shift", H5T_NATIVE_INT32, S, 8, &deflate), 1);
+    cr_expect_eq(read_rows3("s.h5", "/neighbors/vector", H5T_NATIVE_DOUBLE, D, 8, &deflate), -1,
+                 "--with shift alone writes no vectors");
+    cr_assert_eq(mdnl("neighbors two.extxyz -c 1.6 -o plain.h5 -q"), 0, "%s", err_text);
+    cr_expect_eq(read_rows3("plain.h5", "/neighbors/shift", H5T_NATIVE_INT32, S, 8, &deflate), -1,
+                 "no --with, no shifts");
+}
+
+Test(cli, neighbors_with_an_unknown_name_exits_2_listing_the_accepted_ones)
+{
+    write_file("two.extxyz", two_atoms);
+    const char *bad[] = {"shift,bogus", "", "shift,", "vectors", "shift vector"};
+    for (unsigned k = 0; k < sizeof bad / sizeof *bad; ++k) {
+        cr_expect_eq(mdnl("neighbors two.extxyz -c 1.6 --with '%s' -o out.tsv", bad[k]), 2, "--with '%s': %s",
+                     bad[k], err_text);
+        expect_one_error_line();
+        cr_expect(strstr(err_text, "shift") && strstr(err_text, "vector"), "%s", err_text);
+    }
+    cr_expect_eq(mdnl("energy two.extxyz -c 1.6 --pair lj:epsilon=1,sigma=1 --with shift"), 2, "%s", err_text);
+    cr_expect_eq(dir_entries(), 1, "only two.extxyz may remain");
 }
 
 Test(cli, energy_matches_the_lammps_reference_and_bad_pair_specs_exit_2)

@@ -208,6 +208,9 @@ Test(mpi, h5md_same_datasets_as_one_process) { same_as_one_process("traj.h5", ""
 /* Partial RDFs, and --frames selects before the split (4 frames over 3 ranks). */
 Test(mpi, frames_and_pairs_before_the_split) { same_as_one_process("traj.h5", "--frames 1::2 --pairs Ar-Ar,Ar-Kr"); }
 
+/* The lists' image shifts and vectors travel with them (--with). */
+Test(mpi, shifts_and_vectors_same_as_one_process) { same_as_one_process("traj.extxyz", "--with shift,vector"); }
+
 /* More ranks than frames: the empty ranks take part and add nothing. */
 Test(mpi, more_ranks_than_frames) { same_as_one_process("traj.extxyz", "--frames 4:6"); }
 

@@ -234,6 +234,70 @@ Test(run, hdf5_results_hold_the_energies_rdf_and_lists_of_the_single_commands)
     cr_expect_eq(a[9], 9.0);
 }
 
+/* The bytes of dataset `dset` of tmpdir/file in its native memory type
+ * (*n elements); NULL when it is missing. The caller frees. */
+static void *read_h5_raw(const char *file, const char *dset, size_t *n)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, file);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+    cr_assert_geq(f, 0, "cannot open %s", p);
+    hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+    void *buf = NULL;
+    *n = 0;
+    if (d >= 0) {
+        hid_t s = H5Dget_space(d), t = H5Dget_type(d), mt = H5Tget_native_type(t, H5T_DIR_ASCEND);
+        *n = (size_t)H5Sget_simple_extent_npoints(s);
+        buf = calloc(*n + 1, H5Tget_size(mt));
+        cr_assert_not_null(buf);
+        cr_assert_geq(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), 0);
+        *n *= H5Tget_size(mt);
+        H5Tclose(mt);
+        H5Tclose(t);
+        H5Sclose(s);
+        H5Dclose(d);
+    }
+    H5Fclose(f);
+    return buf;
+}
+
+/* --with shift,vector: run's lists carry the single command's S and D, on a
+ * fully periodic triclinic cell (CUDA: the grid laid out before the wrap is
+ * settled first) and a partly periodic one, TSV and HDF5. */
+Test(run, with_shift_vector_matches_neighbors_with_shift_vector)
+{
+    const char *pbc[] = {"T T T", "T T F"};
+    for (int k = 0; k < 2; ++k) {
+        write_outside_frames_pbc("out.xyz", pbc[k]);
+        cr_assert_eq(mdnl("run out.xyz -c 2.2 --neighbors --list full --with shift,vector --rmax 3 --bins 30 -o o%d/",
+                          k),
+                     0, "%s", err_text);
+        cr_assert_eq(mdnl("neighbors out.xyz -c 2.2 --list full --with shift,vector -o n%d.tsv", k), 0, "%s",
+                     err_text);
+        char a[32], b[32];
+        snprintf(a, sizeof a, "o%d/neighbors.tsv", k);
+        snprintf(b, sizeof b, "n%d.tsv", k);
+        expect_same_file(a, b);
+        cr_assert_eq(mdnl("run out.xyz -c 2.2 --neighbors --with vector -o r%d.h5", k), 0, "%s", err_text);
+        cr_assert_eq(mdnl("neighbors out.xyz -c 2.2 --with vector -o n%d.h5", k), 0, "%s", err_text);
+        snprintf(a, sizeof a, "r%d.h5", k);
+        snprintf(b, sizeof b, "n%d.h5", k);
+        size_t na, nb;
+        void *x = read_h5_raw(a, "/neighbors/vector", &na), *y = read_h5_raw(b, "/neighbors/vector", &nb);
+        cr_expect(x && y && na == nb && na > 3000 && memcmp(x, y, na) == 0, "%s and %s: vectors differ (%zu, %zu B)",
+                  a, b, na, nb);
+        free(x);
+        free(y);
+        x = read_h5_raw(a, "/neighbors/shift", &na);
+        cr_expect_null(x, "--with vector alone stores no shifts");
+        free(x);
+    }
+    cr_expect_eq(mdnl("run out.xyz -c 2.2 --pair lj:epsilon=1,sigma=1 --with shift -o e/"), 2, "%s", err_text);
+    expect_one_error_line();
+    cr_expect(strstr(err_text, "--with needs --neighbors") != NULL, "%s", err_text);
+}
+
 /* The energy datasets are appended in batches of 256 frames: 600 frames
  * cross two batch boundaries and end on a partial batch. */
 Test(run, hdf5_energies_of_600_frames_cross_the_write_batches)

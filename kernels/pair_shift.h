@@ -1,7 +1,9 @@
 /* pair_shift.h — the image shift S and vector D of a list entry, after the
- * build: the neighbor kernels (kernels/nlist.h) store (j, d) but not S, and
- * the library's callers (ASE's `ijdSD`) want both. The CPU pass (library.c)
- * and the CUDA pass (library_cuda.cu) call these same functions.
+ * build: the neighbor kernels (nlist.h) store (j, d) but not S, and ASE's
+ * `ijdSD` (the library's callers, `mdnl neighbors --with shift,vector`) want
+ * both. The contract of the post-pass over a whole list, whose CPU twin is
+ * pair_shift_cpu.c and CUDA twin pair_shift.cu (pair_shift_cuda.h); both
+ * call the per-entry functions below, so their outputs are the same bytes.
  *
  * An entry (i, j, d) of row k came from one shift S within the brute force's
  * image range (g->image_max), whose float distance, computed with the
@@ -24,11 +26,22 @@
 #ifndef MDNL_PAIR_SHIFT_H
 #define MDNL_PAIR_SHIFT_H
 
+#include "frame.h"
 #include "geometry.h"
+#include "nlist.h"
 
 #include <stdint.h>
 
 MDNL_BEGIN_C
+
+/* S ([npairs][3] int32, relative to the positions as given: r_j - r_i +
+ * S·h = D) and, when D is not NULL, D ([npairs][3] double) of every entry of
+ * the list l, built with geometry g from the wrapped positions pos4 of frame
+ * f (f->pos: the positions as given, f->box: the cell). half: l is a half
+ * list. OpenMP over rows. MDNL_ERR_INPUT when an atom lies more than
+ * MDNL_SHIFT_OFFSET_MAX cells from the cell (S would overflow int32). */
+mdnl_status mdnl_pair_shifts_cpu(const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4], const mdnl_nlist *l,
+                                 int half, int32_t (*S)[3], double (*D)[3]);
 
 #if defined(__CUDA_ARCH__)
 #define MDNL_SQRTF(x) __fsqrt_rn(x)

@@ -1,10 +1,11 @@
-/* chunk_pool.c — the writers' ordered parallel map and the shuffle + deflate
- * of one HDF5 chunk (see chunk_pool.h).
+/* chunk_pool.c — the ordered worker pool of the writers and the H5MD
+ * reader, and the shuffle + deflate of one HDF5 chunk (see chunk_pool.h).
  *
  * Slots: piece k is made in slot k % window. A worker claims the next piece
  * only when its slot is free (the piece `window` earlier has been taken), so
- * at most `window` buffers exist; the calling thread waits for piece
- * `taken`, takes it, frees its slot. One mutex and one condition variable:
+ * at most `window` buffers exist, and only a piece the caller has posted
+ * (mdnl_pool_post); the calling thread waits for piece `taken`, takes it,
+ * frees its slot. One mutex and one condition variable:
  * pieces are large (a 256 KiB chunk, 64k TSV rows), so contention is a few
  * hundred lock round trips per frame. */
 #define _GNU_SOURCE
@@ -51,25 +52,27 @@ typedef struct slot_state {
     bool done, ok;
 } slot_state;
 
-typedef struct pool {
+struct mdnl_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     void *ctx;
     mdnl_pool_make_fn make;
-    int64_t njobs, next, taken;
-    int window;
-    bool stop;
+    const char *what;
+    int64_t posted, next, taken;
+    int window, started;
+    bool stop, holding; /* holding: the caller has piece `taken` (mdnl_pool_wait) */
     slot_state *slots;
-} pool;
+    pthread_t *tid;
+};
 
 static void *worker(void *arg)
 {
-    pool *p = arg;
+    mdnl_pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->stop && p->next < p->njobs && p->slots[p->next % p->window].job >= 0)
+        while (!p->stop && (p->next >= p->posted || p->slots[p->next % p->window].job >= 0))
             pthread_cond_wait(&p->cv, &p->mu);
-        if (p->stop || p->next >= p->njobs)
+        if (p->stop)
             break;
         int64_t k = p->next++;
         slot_state *s = &p->slots[k % p->window];
@@ -86,79 +89,132 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static mdnl_status inline_map(int64_t njobs, void *ctx, mdnl_pool_make_fn make, mdnl_pool_take_fn take,
-                              const char *what)
+mdnl_status mdnl_pool_start(int threads, int window, void *ctx, mdnl_pool_make_fn make, const char *what,
+                            mdnl_pool **out)
 {
-    mdnl_pool_buf b = {0};
-    mdnl_status st = MDNL_OK;
-    for (int64_t k = 0; k < njobs && st == MDNL_OK; ++k) {
-        b.len = 0;
-        b.flags = 0;
-        if (!make(ctx, k, &b))
-            st = mdnl_error(MDNL_ERR_RESOURCE, "%s: out of host memory", what);
-        else
-            st = take(ctx, k, &b);
+    *out = NULL;
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    if (threads < 1)
+        threads = 1;
+    if (threads == 1 || window < 1)
+        window = 1;
+    mdnl_pool *p = calloc(1, sizeof *p);
+    if (p) {
+        p->slots = calloc((size_t)window, sizeof *p->slots);
+        p->tid = threads > 1 ? calloc((size_t)threads, sizeof *p->tid) : NULL;
     }
-    free(b.data);
-    return st;
+    if (!p || !p->slots || (threads > 1 && !p->tid)) {
+        if (p) {
+            free(p->slots);
+            free(p->tid);
+        }
+        free(p);
+        return mdnl_error(MDNL_ERR_RESOURCE, "%s: out of host memory", what);
+    }
+    p->ctx = ctx;
+    p->make = make;
+    p->what = what;
+    p->window = window;
+    for (int s = 0; s < window; ++s)
+        p->slots[s].job = -1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    if (threads > 1)
+        for (; p->started < threads; ++p->started)
+            if (pthread_create(&p->tid[p->started], NULL, worker, p) != 0)
+                break;
+    *out = p;
+    return MDNL_OK;
+}
+
+int mdnl_pool_window(const mdnl_pool *p) { return p->window; }
+
+int64_t mdnl_pool_room(const mdnl_pool *p) { return p->taken + p->window; }
+
+void mdnl_pool_post(mdnl_pool *p, int64_t njobs)
+{
+    pthread_mutex_lock(&p->mu);
+    if (njobs > p->posted) {
+        p->posted = njobs;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+mdnl_status mdnl_pool_wait(mdnl_pool *p, int64_t *k, mdnl_pool_buf **b)
+{
+    slot_state *s = &p->slots[p->taken % p->window];
+    *k = p->taken;
+    p->holding = true;
+    if (p->started == 0) { /* inline: make it here */
+        s->buf.len = 0;
+        s->buf.flags = 0;
+        s->job = p->taken;
+        s->ok = p->make(p->ctx, p->taken, &s->buf);
+    } else {
+        pthread_mutex_lock(&p->mu);
+        while (!(s->job == p->taken && s->done))
+            pthread_cond_wait(&p->cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+    *b = &s->buf;
+    return s->ok ? MDNL_OK : mdnl_error(MDNL_ERR_RESOURCE, "%s: out of host memory", p->what);
+}
+
+void mdnl_pool_release(mdnl_pool *p)
+{
+    if (!p->holding)
+        return;
+    slot_state *s = &p->slots[p->taken % p->window];
+    pthread_mutex_lock(&p->mu);
+    s->job = -1;
+    s->buf.len = 0;
+    s->buf.flags = 0;
+    p->taken++;
+    p->holding = false;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void mdnl_pool_stop(mdnl_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int t = 0; t < p->started; ++t)
+        pthread_join(p->tid[t], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    for (int s = 0; s < p->window; ++s)
+        free(p->slots[s].buf.data);
+    free(p->slots);
+    free(p->tid);
+    free(p);
 }
 
 mdnl_status mdnl_pool_map(int threads, int64_t njobs, void *ctx, mdnl_pool_make_fn make, mdnl_pool_take_fn take,
                           const char *what)
 {
-    if (threads > MAX_THREADS)
-        threads = MAX_THREADS;
     if (threads > njobs)
         threads = (int)njobs;
-    if (threads <= 1)
-        return inline_map(njobs, ctx, make, take, what);
-    pool p = {.ctx = ctx, .make = make, .njobs = njobs, .window = 2 * threads};
-    p.slots = calloc((size_t)p.window, sizeof *p.slots);
-    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
-    if (!p.slots || !tid) {
-        free(p.slots);
-        free(tid);
-        return mdnl_error(MDNL_ERR_RESOURCE, "%s: out of host memory", what);
+    mdnl_pool *p;
+    mdnl_status st = mdnl_pool_start(threads, 2 * threads, ctx, make, what, &p);
+    if (st != MDNL_OK)
+        return st;
+    mdnl_pool_post(p, njobs);
+    for (int64_t k = 0; k < njobs && st == MDNL_OK; ++k) {
+        mdnl_pool_buf *b;
+        int64_t got;
+        st = mdnl_pool_wait(p, &got, &b);
+        if (st == MDNL_OK)
+            st = take(ctx, got, b);
+        mdnl_pool_release(p);
     }
-    for (int s = 0; s < p.window; ++s)
-        p.slots[s].job = -1;
-    pthread_mutex_init(&p.mu, NULL);
-    pthread_cond_init(&p.cv, NULL);
-    int started = 0;
-    for (; started < threads; ++started)
-        if (pthread_create(&tid[started], NULL, worker, &p) != 0)
-            break;
-    mdnl_status st = MDNL_OK;
-    if (started == 0) {
-        st = inline_map(njobs, ctx, make, take, what);
-    } else {
-        pthread_mutex_lock(&p.mu);
-        while (st == MDNL_OK && p.taken < njobs) {
-            slot_state *s = &p.slots[p.taken % p.window];
-            while (!(s->job == p.taken && s->done))
-                pthread_cond_wait(&p.cv, &p.mu);
-            pthread_mutex_unlock(&p.mu);
-            st = s->ok ? take(ctx, p.taken, &s->buf)
-                       : mdnl_error(MDNL_ERR_RESOURCE, "%s: out of host memory", what);
-            pthread_mutex_lock(&p.mu);
-            s->job = -1;
-            s->buf.len = 0;
-            s->buf.flags = 0;
-            p.taken++;
-            pthread_cond_broadcast(&p.cv);
-        }
-        p.stop = true;
-        pthread_cond_broadcast(&p.cv);
-        pthread_mutex_unlock(&p.mu);
-    }
-    for (int t = 0; t < started; ++t)
-        pthread_join(tid[t], NULL);
-    pthread_cond_destroy(&p.cv);
-    pthread_mutex_destroy(&p.mu);
-    for (int s = 0; s < p.window; ++s)
-        free(p.slots[s].buf.data);
-    free(p.slots);
-    free(tid);
+    mdnl_pool_stop(p);
     return st;
 }
 

@@ -1,7 +1,8 @@
-/* chunk_pool.h — an ordered parallel map for the writers: N worker threads
- * make numbered pieces of output (compressed HDF5 chunks, formatted TSV row
- * blocks) into buffers, and the calling thread takes them in order, 0, 1,
- * 2, ..., so that what it writes is the bytes one thread would write.
+/* chunk_pool.h — an ordered parallel map for the writers and the H5MD
+ * reader: N worker threads make numbered pieces (compressed HDF5 chunks,
+ * formatted TSV row blocks, decoded frames of positions) into buffers, and
+ * the calling thread takes them in order, 0, 1, 2, ..., so that what it
+ * writes or returns is what one thread would.
  *
  * Workers never call HDF5 or stdio: only the calling thread does (the serial
  * HDF5 library is not thread-safe), inside `take`. At most `window` pieces
@@ -44,6 +45,31 @@ typedef mdnl_status (*mdnl_pool_take_fn)(void *ctx, int64_t k, const mdnl_pool_b
  * memory"; a take failure returns take's status. */
 mdnl_status mdnl_pool_map(int threads, int64_t njobs, void *ctx, mdnl_pool_make_fn make, mdnl_pool_take_fn take,
                           const char *what);
+
+/* The pool itself, for a caller that takes pieces one at a time (a reader
+ * asked for one frame per call). Workers make piece k only once the caller
+ * has posted it (k < the last mdnl_pool_post) and its slot is free: a
+ * reader prepares piece k's description (with HDF5, on its own thread)
+ * before it posts k, and may do so for k < mdnl_pool_room(). Piece k lives
+ * in slot k % mdnl_pool_window(), so per-slot scratch of the caller's is
+ * the worker's alone while it makes k. With threads <= 1 no thread starts:
+ * mdnl_pool_wait makes the piece itself (window 1). */
+typedef struct mdnl_pool mdnl_pool;
+mdnl_status mdnl_pool_start(int threads, int window, void *ctx, mdnl_pool_make_fn make, const char *what,
+                            mdnl_pool **out);
+int mdnl_pool_window(const mdnl_pool *p);
+/* Pieces below this may be posted: those taken plus the window. */
+int64_t mdnl_pool_room(const mdnl_pool *p);
+/* Lets workers make the pieces below njobs (a no-op unless it grows). */
+void mdnl_pool_post(mdnl_pool *p, int64_t njobs);
+/* Waits for the next piece in order (posted before), *k its number, *b its
+ * buffer until mdnl_pool_release. MDNL_ERR_RESOURCE with "WHAT: out of host
+ * memory" when make failed; release it all the same. */
+mdnl_status mdnl_pool_wait(mdnl_pool *p, int64_t *k, mdnl_pool_buf **b);
+void mdnl_pool_release(mdnl_pool *p);
+/* Stops the workers (each finishes the piece it makes), frees the pool;
+ * NULL is a no-op. */
+void mdnl_pool_stop(mdnl_pool *p);
 
 /* The CPUs this process may run on (sched_getaffinity), at least 1. */
 int mdnl_cpus_available(void);

@@ -87,6 +87,10 @@ mdnl_status mdnl_h5md_seek(mdnl_h5md_reader *r, int64_t k);
  * checks every coordinate itself anyway (mdnl run: mdnl_geom_prepare or the
  * device wrap, both naming the frame and the atom) turns it off. */
 void mdnl_h5md_set_finite_check(mdnl_h5md_reader *r, bool on);
+/* Worker threads that read and decode the positions ahead of the frame
+ * asked for (default 1: on the calling thread). Frames, values and errors
+ * are the same for every count. Takes effect before the first read only. */
+void mdnl_h5md_set_threads(mdnl_h5md_reader *r, int threads);
 int64_t mdnl_h5md_nframes(const mdnl_h5md_reader *r);
 int64_t mdnl_h5md_natoms(const mdnl_h5md_reader *r);
 /* The selected particle group's name; valid until mdnl_h5md_close(). */

@@ -116,6 +116,7 @@ static mdnl_status h5_open(const mdnl_format_input *in, void **state)
         return st;
     if (in->opt->coords_checked)
         mdnl_h5md_set_finite_check(r, false);
+    mdnl_h5md_set_threads(r, in->opt->threads);
     *state = r;
     return MDNL_OK;
 }
@@ -140,6 +141,11 @@ static const mdnl_format format_h5md = {
  * they read regular files only; sniffing them looks at the stream's buffered
  * head and consumes none of a pipe's bytes. */
 
+/* What a format takes from the options beyond units (before its first read). */
+static void xtc_configure(mdnl_xtc_reader *r, const mdnl_read_options *o) { mdnl_xtc_set_threads(r, o->threads); }
+static void trr_configure(mdnl_trr_reader *r, const mdnl_read_options *o) { (void)r, (void)o; }
+static void dcd_configure(mdnl_dcd_reader *r, const mdnl_read_options *o) { (void)r, (void)o; }
+
 #define BINARY_FORMAT(NAME, EXT, NM)                                                                             \
     static int NAME##_sniff(const unsigned char *h, size_t n)                                                    \
     {                                                                                                            \
@@ -149,6 +155,8 @@ static const mdnl_format format_h5md = {
     {                                                                                                            \
         mdnl_##NAME##_reader *r = NULL;                                                                          \
         mdnl_status st = mdnl_##NAME##_open(in->path, in->opt->units_native, &r);                                \
+        if (st == MDNL_OK)                                                                                       \
+            NAME##_configure(r, in->opt);                                                                        \
         *state = r;                                                                                              \
         return st;                                                                                               \
     }                                                                                                            \

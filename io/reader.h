@@ -33,6 +33,8 @@ typedef struct mdnl_read_options {
     bool keep_extras;   /* extended XYZ: keep the other per-atom columns and comment keys */
     bool coords_checked; /* the caller checks every coordinate for finiteness itself: the H5MD
                             reader skips its own pass (XYZ checks while it parses, at no cost) */
+    int threads;        /* worker threads a reader may parse or decode with (--threads); 0 or 1: the
+                           calling thread only, as always. Text formats: io/text_pool.h */
 } mdnl_read_options;
 
 /* Opens `path`. Errors: MDNL_ERR_INPUT for a missing file, a directory or an

@@ -19,6 +19,7 @@
  * the last one holding the bits that remain. */
 #include "xtc_reader.h"
 
+#include "chunk_pool.h"
 #include "xdr.h"
 
 #include <float.h>
@@ -44,9 +45,17 @@ static const int32_t magicints[] = {
 struct mdnl_xtc_reader {
     mdnl_bfile b;
     bool native;
-    int64_t frame; /* index of the next frame */
+    int64_t frame; /* index of the next frame read (read ahead, with threads) */
     uint8_t *buf;  /* compressed bytes of one frame */
     size_t buf_cap;
+    /* decoding on worker threads (mdnl_xtc_set_threads) */
+    int threads, window;
+    struct mdnl_pool *pool;
+    struct xtc_job *jobs; /* [window]: job k in jobs[k % window] */
+    int64_t posted;       /* jobs read ahead and posted */
+    bool ahead_done;      /* the end or an error was read */
+    bool held;            /* a job is taken */
+    int64_t last_next, stride;
 };
 _Static_assert(offsetof(struct mdnl_xtc_reader, b) == 0, "the bfile comes first (mdnl_bfile_reader_new)");
 
@@ -249,17 +258,11 @@ mdnl_status mdnl_xtc_open(const char *path, bool native, mdnl_xtc_reader **out)
     if (!r)
         return st;
     r->native = native;
+    r->threads = 1;
+    r->last_next = -1;
+    r->stride = 1;
     *out = r;
     return MDNL_OK;
-}
-
-void mdnl_xtc_close(mdnl_xtc_reader *r)
-{
-    if (!r)
-        return;
-    mdnl_bfile_close(&r->b);
-    free(r->buf);
-    free(r);
 }
 
 /* What one frame's header says. */
@@ -347,62 +350,99 @@ static mdnl_status grow(void **p, size_t *cap, size_t bytes, const char *what)
     return MDNL_OK;
 }
 
-mdnl_status mdnl_xtc_next(mdnl_xtc_reader *r, mdnl_frame *f)
+/* Frame bytes after the header (payload bytes at `at`) into doubles [n][3]
+ * times scale: safe on any thread. NULL, or what was wrong, with *bad_atom
+ * the atom of a non-finite plain coordinate (else -1). */
+static const char *decode_frame(const xtc_head *h, const uint8_t *payload, double scale, double (*out)[3],
+                                int64_t *bad_atom)
 {
-    xtc_head h;
-    mdnl_status st = read_head(r, &h);
-    if (st != MDNL_OK)
-        return st;
-    const int64_t n = h.natoms, at = r->b.pos;
-    const double scale = r->native ? 1.0 : 10.0;
-    if ((st = mdnl_frame_reserve(f, n)) != MDNL_OK)
-        return st;
-    if (!h.compressed) {
-        uint8_t raw[12 * 9];
-        if (mdnl_bfile_read(&r->b, raw, (size_t)(12 * n)) < 0)
-            return XTC_ERR(r, at, "expected %lld bytes of coordinates (truncated frame)", (long long)(12 * n));
-        for (int64_t k = 0; k < 3 * n; ++k) {
-            const float x = mdnl_be_f32(raw + 4 * k);
-            if (!isfinite(x))
-                return XTC_ERR(r, at, "expected finite coordinates, found a non-finite one at atom %lld",
-                               (long long)(k / 3));
-            f->pos[k / 3][k % 3] = (double)x * scale;
+    *bad_atom = -1;
+    if (!h->compressed) {
+        for (int64_t k = 0; k < 3 * (int64_t)h->natoms; ++k) {
+            const float x = mdnl_be_f32(payload + 4 * k);
+            if (!isfinite(x)) {
+                *bad_atom = k / 3;
+                return "finite coordinates";
+            }
+            out[k / 3][k % 3] = (double)x * scale;
         }
-    } else {
-        if ((st = grow((void **)&r->buf, &r->buf_cap, (size_t)h.payload + 1, "XTC compressed frame")) != MDNL_OK)
-            return st;
-        if (mdnl_bfile_read(&r->b, r->buf, (size_t)h.payload) < 0)
-            return XTC_ERR(r, at, "expected %lld bytes of compressed coordinates (truncated frame)",
-                           (long long)h.payload);
-        /* Decoded straight into the frame; every value is finite (decode checks the precision). */
-        const char *bad = decode(r->buf, (size_t)h.nbytes, n, h.precision, h.minint, h.maxint, h.smallidx, NULL,
-                                 f->pos, scale);
-        if (bad)
-            return XTC_ERR(r, at, "expected %s in the compressed coordinates", bad);
+        return NULL;
     }
-    f->natoms = n;
+    /* every value is finite (decode checks the precision) */
+    return decode(payload, (size_t)h->nbytes, h->natoms, h->precision, h->minint, h->maxint, h->smallidx, NULL, out,
+                  scale);
+}
+
+static mdnl_status decode_error(const mdnl_xtc_reader *r, int64_t frame, int64_t at, const char *bad,
+                                int64_t bad_atom)
+{
+    if (bad_atom >= 0)
+        return mdnl_bfile_error(&r->b, frame, at, "expected finite coordinates, found a non-finite one at atom %lld",
+                                (long long)bad_atom);
+    return mdnl_bfile_error(&r->b, frame, at, "expected %s in the compressed coordinates", bad);
+}
+
+/* Everything of frame `index` but the positions, from its header. */
+static mdnl_status finish_frame(const mdnl_xtc_reader *r, const xtc_head *h, int64_t index, mdnl_frame *f)
+{
+    const double scale = r->native ? 1.0 : 10.0;
+    f->natoms = h->natoms;
     mdnl_frame_species_unknown(f);
     memset(&f->box, 0, sizeof f->box);
     bool zero = true;
     for (int k = 0; k < 9; ++k) {
-        if (!isfinite(h.box[k]))
-            return XTC_ERR(r, h.start + 16, "expected a finite box, found a non-finite entry");
-        zero &= h.box[k] == 0.0f;
-        f->box.h[k / 3][k % 3] = (double)h.box[k] * scale;
+        if (!isfinite(h->box[k]))
+            return mdnl_bfile_error(&r->b, index, h->start + 16, "expected a finite box, found a non-finite entry");
+        zero &= h->box[k] == 0.0f;
+        f->box.h[k / 3][k % 3] = (double)h->box[k] * scale;
     }
     if (!zero) {
         f->box.has_lattice = true;
         f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
     }
-    f->index = r->frame++;
-    f->step = h.step;
+    f->index = index;
+    f->step = h->step;
     f->has_step = true;
-    f->time = h.time;
+    f->time = h->time;
     f->has_time = true;
     return MDNL_OK;
 }
 
-mdnl_status mdnl_xtc_skip(mdnl_xtc_reader *r)
+/* The payload of the frame whose header h was just read, into *buf. */
+static mdnl_status read_payload(mdnl_xtc_reader *r, const xtc_head *h, uint8_t **buf, size_t *cap)
+{
+    const int64_t at = r->b.pos;
+    mdnl_status st = grow((void **)buf, cap, (size_t)h->payload + 1, "XTC compressed frame");
+    if (st != MDNL_OK)
+        return st;
+    if (mdnl_bfile_read(&r->b, *buf, (size_t)h->payload) < 0)
+        return h->compressed ? XTC_ERR(r, at, "expected %lld bytes of compressed coordinates (truncated frame)",
+                                       (long long)h->payload)
+                             : XTC_ERR(r, at, "expected %lld bytes of coordinates (truncated frame)",
+                                       (long long)h->payload);
+    return MDNL_OK;
+}
+
+static mdnl_status next_serial(mdnl_xtc_reader *r, mdnl_frame *f)
+{
+    xtc_head h;
+    mdnl_status st = read_head(r, &h);
+    if (st != MDNL_OK)
+        return st;
+    const int64_t at = r->b.pos;
+    if ((st = mdnl_frame_reserve(f, h.natoms)) != MDNL_OK || (st = read_payload(r, &h, &r->buf, &r->buf_cap)) != MDNL_OK)
+        return st;
+    int64_t bad_atom;
+    const char *bad = decode_frame(&h, r->buf, r->native ? 1.0 : 10.0, f->pos, &bad_atom); /* straight into the frame */
+    if (bad)
+        return decode_error(r, r->frame, at, bad, bad_atom);
+    if ((st = finish_frame(r, &h, r->frame, f)) != MDNL_OK)
+        return st;
+    r->frame++;
+    return MDNL_OK;
+}
+
+static mdnl_status skip_serial(mdnl_xtc_reader *r)
 {
     xtc_head h;
     mdnl_status st = read_head(r, &h);
@@ -414,9 +454,159 @@ mdnl_status mdnl_xtc_skip(mdnl_xtc_reader *r)
     return MDNL_OK;
 }
 
-static mdnl_status skip_any(void *r) { return mdnl_xtc_skip(r); }
+/* ---- frames decoded by worker threads ----
+ *
+ * This thread reads ahead, in file order, the headers and compressed bytes
+ * of up to a window of frames (the file is read sequentially, by one
+ * thread); workers of io/chunk_pool.c decode them into doubles; frames are
+ * taken in order. A frame the stride of the last two requests says will be
+ * skipped is read but not decoded (decoded here should it be asked for
+ * after all). A read error stops the reading ahead and is reported when its
+ * frame's turn comes, with the message it had: the frames, values and
+ * errors are those of one thread. */
+typedef struct xtc_job {
+    xtc_head h;
+    int64_t index, at;        /* frame index; offset of its payload */
+    bool end, decode;         /* the clean end of the file; a worker decodes it */
+    mdnl_status status;       /* of reading it (MDNL_OK: read whole) */
+    char msg[640];            /* the read's error message */
+    const char *bad;          /* of decoding it */
+    int64_t bad_atom;
+    uint8_t *payload;
+    size_t cap;
+} xtc_job;
+
+static bool job_make(void *ctx, int64_t k, mdnl_pool_buf *b)
+{
+    mdnl_xtc_reader *r = ctx;
+    xtc_job *j = &r->jobs[k % r->window];
+    j->bad = NULL;
+    if (j->end || j->status != MDNL_OK || !j->decode)
+        return true;
+    if (!mdnl_pool_buf_reserve(b, (size_t)j->h.natoms * 3 * sizeof(double)))
+        return false;
+    j->bad = decode_frame(&j->h, j->payload, r->native ? 1.0 : 10.0, (double (*)[3])(void *)b->data, &j->bad_atom);
+    return true;
+}
+
+static void read_ahead(mdnl_xtc_reader *r)
+{
+    while (!r->ahead_done && r->posted < mdnl_pool_room(r->pool)) {
+        xtc_job *j = &r->jobs[r->posted % r->window];
+        j->index = r->frame;
+        j->end = false;
+        j->status = read_head(r, &j->h);
+        j->at = r->b.pos;
+        if (j->status == MDNL_OK)
+            j->status = read_payload(r, &j->h, &j->payload, &j->cap);
+        if (j->status == MDNL_END) {
+            j->end = true;
+            j->status = MDNL_OK;
+        }
+        if (j->status != MDNL_OK)
+            snprintf(j->msg, sizeof j->msg, "%s", mdnl_last_error());
+        r->ahead_done = j->end || j->status != MDNL_OK;
+        if (!r->ahead_done)
+            r->frame++;
+        j->decode = r->stride <= 1 || (j->index - r->last_next) % r->stride == 0;
+        r->posted++;
+    }
+    mdnl_pool_post(r->pool, r->posted);
+}
+
+/* The next job, taken (r->held); MDNL_END at the end, an error in order. */
+static mdnl_status take_job(mdnl_xtc_reader *r, mdnl_pool_buf **b, xtc_job **job)
+{
+    mdnl_status st;
+    if (r->held) {
+        mdnl_pool_release(r->pool);
+        r->held = false;
+    }
+    if (!r->pool) {
+        const int window = 2 * r->threads;
+        r->jobs = mdnl_calloc((size_t)window, sizeof *r->jobs, "XTC read-ahead");
+        if (!r->jobs)
+            return MDNL_ERR_RESOURCE;
+        if ((st = mdnl_pool_start(r->threads, window, r, job_make, "decoding XTC frames", &r->pool)) != MDNL_OK) {
+            free(r->jobs);
+            r->jobs = NULL;
+            return st;
+        }
+        r->window = mdnl_pool_window(r->pool);
+    }
+    read_ahead(r);
+    if (mdnl_pool_room(r->pool) - r->window >= r->posted)
+        return MDNL_END; /* everything taken: the end (or an error) was reported */
+    int64_t seq;
+    st = mdnl_pool_wait(r->pool, &seq, b);
+    r->held = true;
+    if (st != MDNL_OK)
+        return st;
+    *job = &r->jobs[seq % r->window];
+    if ((*job)->end)
+        return MDNL_END;
+    if ((*job)->status != MDNL_OK)
+        return mdnl_error((*job)->status, "%s", (*job)->msg);
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_xtc_next(mdnl_xtc_reader *r, mdnl_frame *f)
+{
+    if (r->threads <= 1)
+        return next_serial(r, f);
+    mdnl_pool_buf *b;
+    xtc_job *j;
+    mdnl_status st = take_job(r, &b, &j);
+    if (st != MDNL_OK)
+        return st;
+    if (r->last_next >= 0 && j->index > r->last_next)
+        r->stride = j->index - r->last_next;
+    r->last_next = j->index;
+    if ((st = mdnl_frame_reserve(f, j->h.natoms)) != MDNL_OK)
+        return st;
+    if (j->decode) {
+        if (j->bad)
+            return decode_error(r, j->index, j->at, j->bad, j->bad_atom);
+        memcpy(f->pos, b->data, (size_t)j->h.natoms * 3 * sizeof(double));
+    } else {
+        const char *bad = decode_frame(&j->h, j->payload, r->native ? 1.0 : 10.0, f->pos, &j->bad_atom);
+        if (bad)
+            return decode_error(r, j->index, j->at, bad, j->bad_atom);
+    }
+    return finish_frame(r, &j->h, j->index, f);
+}
+
+mdnl_status mdnl_xtc_skip(mdnl_xtc_reader *r)
+{
+    if (r->threads <= 1 || !r->pool)
+        return skip_serial(r);
+    mdnl_pool_buf *b;
+    xtc_job *j;
+    return take_job(r, &b, &j);
+}
+
+void mdnl_xtc_set_threads(mdnl_xtc_reader *r, int threads)
+{
+    if (!r->pool)
+        r->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
+}
+
+static mdnl_status skip_any(void *r) { return skip_serial(r); }
 
 mdnl_status mdnl_xtc_count(mdnl_xtc_reader *r, int64_t *n)
 {
     return mdnl_bfile_count(&r->b, &r->frame, skip_any, r, n);
+}
+
+void mdnl_xtc_close(mdnl_xtc_reader *r)
+{
+    if (!r)
+        return;
+    mdnl_pool_stop(r->pool);
+    for (int k = 0; r->jobs && k < r->window; ++k)
+        free(r->jobs[k].payload);
+    free(r->jobs);
+    mdnl_bfile_close(&r->b);
+    free(r->buf);
+    free(r);
 }

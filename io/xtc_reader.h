@@ -34,6 +34,9 @@ mdnl_status mdnl_xtc_next(mdnl_xtc_reader *r, mdnl_frame *f); /* MDNL_END after 
 mdnl_status mdnl_xtc_skip(mdnl_xtc_reader *r);                /* reads the header, seeks past the data */
 mdnl_status mdnl_xtc_count(mdnl_xtc_reader *r, int64_t *n);   /* walks the headers; the cursor stays */
 void mdnl_xtc_close(mdnl_xtc_reader *r);                       /* NULL is a no-op */
+/* Worker threads that decode frames read ahead (default 1: none). Frames,
+ * values and errors are the same for every count. Before the first read. */
+void mdnl_xtc_set_threads(mdnl_xtc_reader *r, int threads);
 
 /* Decodes one block of compressed coordinates (the bytes after the byte
  * count) into natoms * 3 floats, exactly as the reference decoder: a test

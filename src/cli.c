@@ -205,7 +205,7 @@ static const struct command_options {
     {"info", "json,group,box,no-pbc,topology,format,types,atom-style,units,quiet"},
     {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},
     {"convert", "to,frames,box,no-pbc,group,topology,format,types,atom-style,units,quiet,json,progress,"
-                "no-progress"},
+                "no-progress,threads"},
     {"bench", "sizes,json,quiet,data"},
 };
 
@@ -229,8 +229,8 @@ static const struct option_help {
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per\n"
      "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"threads",
-     "  --threads N               CPU threads for the CPU backend and the output writers (default: the\n"
-     "                            cores this process may use)\n"},
+     "  --threads N               CPU threads for the CPU backend, the output writers and the H5MD and\n"
+     "                            XTC readers (default: the cores this process may use)\n"},
     {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
                "                            file's; a selection with no frame is an error (exit 2)\n"},
     {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"
@@ -755,7 +755,8 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
                             .types = o->types,
                             .atom_style = o->atom_style,
                             .units_native = o->units_native,
-                            .keep_extras = o->keep_extras};
+                            .keep_extras = o->keep_extras,
+                            .threads = mdnl_threads(o)};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);

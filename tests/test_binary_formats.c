@@ -23,11 +23,13 @@ TestSuite(binary, .init = make_tmpdir, .fini = remove_tmpdir);
 
 static void data_path(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s%s", BIN, name); }
 
+static int read_threads = 1; /* mdnl_read_options.threads of open_native */
+
 static mdnl_reader *open_native(const char *name, bool native)
 {
     char p[512];
     data_path(p, sizeof p, name);
-    mdnl_read_options ro = {.units_native = native};
+    mdnl_read_options ro = {.units_native = native, .threads = read_threads};
     mdnl_reader *r = NULL;
     mdnl_status st = mdnl_reader_open(p, &ro, &r);
     cr_assert_eq(st, MDNL_OK, "%s: %s", name, mdnl_last_error());
@@ -103,6 +105,14 @@ static void check_against_mdanalysis(const char *name, double box_tol)
 Test(binary, xtc_precision_1000_positions_bit_exact_with_mdanalysis) { check_against_mdanalysis("w60.xtc", 0); }
 Test(binary, xtc_precision_100_positions_bit_exact_with_mdanalysis) { check_against_mdanalysis("w60-p100.xtc", 0); }
 Test(binary, xtc_of_5_atoms_plain_floats_exact) { check_against_mdanalysis("w5.xtc", 0); }
+/* XTC frames decoded by worker threads (io/xtc_reader.c): the same bits. */
+Test(binary, xtc_decoded_by_three_threads_bit_exact_with_mdanalysis)
+{
+    read_threads = 3;
+    check_against_mdanalysis("w60.xtc", 0);
+    check_against_mdanalysis("w60-p100.xtc", 0);
+    check_against_mdanalysis("w5.xtc", 0);
+}
 Test(binary, trr_positions_box_step_time_exact) { check_against_mdanalysis("w60.trr", 0); }
 Test(binary, dcd_with_cell_matches_mdanalysis) { check_against_mdanalysis("w60-cell.dcd", 2e-5); }
 Test(binary, dcd_without_cell_is_open) { check_against_mdanalysis("w60-nocell.dcd", 0); }
@@ -552,4 +562,74 @@ Test(binary, trr_frames_without_positions_are_skipped)
     cr_assert_eq(mdnl("info v.trr --json"), 0, "%s", err_text);
     cr_expect(strstr(out_text, "\"nframes\":1") && strstr(out_text, "\"step\":11") && strstr(out_text, "\"natoms\":2"),
               "%s", out_text);
+}
+
+/* w60.xtc with frame 1's small-number size index set to 5: frame 0 reads,
+ * frame 1 is the error, with the same message whether frames are decoded
+ * on the reading thread or by 2 to 8 workers that decoded frame 2 first;
+ * skips walk the same frames. */
+Test(binary, xtc_bad_frame_is_reported_in_order_by_any_thread_count)
+{
+    char src[512], dst[512];
+    data_path(src, sizeof src, "w60.xtc");
+    snprintf(dst, sizeof dst, "%s/bad1.xtc", tmpdir);
+    FILE *in = fopen(src, "rb");
+    cr_assert_not_null(in);
+    static uint8_t buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, in);
+    fclose(in);
+    /* frame 0: 56-byte header, 36-byte block (smallidx at +28, byte count at +32), payload padded to 4 */
+    const size_t f1 = 92 + ((mdnl_be32(buf + 88) + 3) & ~3u);
+    cr_assert(f1 + 92 < n && mdnl_be32(buf + f1) == 1995, "frame 1 at %zu", f1);
+    buf[f1 + 84] = 0, buf[f1 + 85] = 0, buf[f1 + 86] = 0, buf[f1 + 87] = 5;
+    write_bytes("bad1.xtc", buf, n);
+    static char first[sizeof err_text];
+    for (int t = 1; t <= 8; t *= 2) {
+        mdnl_read_options ro = {.units_native = true, .threads = t};
+        mdnl_reader *r = NULL;
+        cr_assert_eq(mdnl_reader_open(dst, &ro, &r), MDNL_OK, "%s", mdnl_last_error());
+        mdnl_frame f = {0};
+        cr_assert_eq(mdnl_reader_next(r, &f), MDNL_OK, "%d threads: %s", t, mdnl_last_error());
+        cr_expect_eq(f.index, 0);
+        cr_assert_eq(mdnl_reader_next(r, &f), MDNL_ERR_INPUT, "%d threads", t);
+        const char *m = mdnl_last_error();
+        cr_expect(strstr(m, "bad1.xtc: frame 1, byte ") && strstr(m, "small-number size index"), "%s", m);
+        if (t == 1)
+            snprintf(first, sizeof first, "%s", m);
+        else
+            cr_expect_str_eq(m, first, "%d threads", t);
+        mdnl_reader_close(r);
+        /* skipping the bad frame reads frame 2 */
+        cr_assert_eq(mdnl_reader_open(dst, &ro, &r), MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_reader_next(r, &f), MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_reader_skip(r), MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_reader_next(r, &f), MDNL_OK, "%d threads: %s", t, mdnl_last_error());
+        cr_expect_eq(f.index, 2);
+        int64_t count = -1;
+        cr_expect_eq(mdnl_reader_count(r, &count), MDNL_OK, "%s", mdnl_last_error());
+        cr_expect_eq(count, 3);
+        cr_expect_eq(mdnl_reader_next(r, &f), MDNL_END, "%d threads", t);
+        mdnl_frame_free(&f);
+        mdnl_reader_close(r);
+    }
+    /* through the binary: exit 3, no output, the same line for 1 and 4 threads */
+    cr_expect_eq(mdnl("convert bad1.xtc out.xyz --threads 1"), 3, "%s", err_text);
+    expect_one_error_line();
+    memcpy(first, err_text, sizeof first);
+    cr_expect_eq(mdnl("convert bad1.xtc out.xyz --threads 4"), 3, "%s", err_text);
+    cr_expect_str_eq(err_text, first);
+    cr_expect_eq(dir_entries(), 1, "no output beside bad1.xtc");
+}
+
+/* mdnl convert of an XTC to XYZ writes the same bytes with 1 and 4 threads. */
+Test(binary, xtc_convert_is_the_same_bytes_for_any_thread_count)
+{
+    cr_assert_eq(mdnl("convert %s/binary/mixture.xtc one.extxyz --threads 1 -q", MDNL_DATA_DIR), 0, "%s", err_text);
+    cr_assert_eq(mdnl("convert %s/binary/mixture.xtc four.extxyz --threads 4 -q", MDNL_DATA_DIR), 0, "%s", err_text);
+    cr_assert_eq(mdnl("convert %s/binary/mixture.xtc odd.extxyz --threads 4 --frames 1::2 -q", MDNL_DATA_DIR), 0, "%s",
+                 err_text);
+    cr_assert_eq(mdnl("convert one.extxyz odd1.extxyz --frames 1::2 -q"), 0, "%s", err_text);
+    cr_expect_eq(sh("cmp one.extxyz four.extxyz"), 0, "%s", out_text);
+    cr_expect_eq(sh("cmp odd.extxyz odd1.extxyz"), 0, "%s", out_text);
+    cr_expect_eq(sh("test $(grep -c Lattice one.extxyz) -gt 2"), 0, "several frames");
 }

@@ -322,6 +322,64 @@ with new_file("bad_zeros_2m_gzip.h5md") as f:
     p.create_dataset("value", data=np.zeros((1, 2000000, 3)), compression="gzip", compression_opts=9,
                      chunks=(1, 2000000, 3))
     p.create_dataset("step", data=np.array([0], dtype=np.int64))
+# --- positions read from the file's bytes in worker threads (issue 59) --
+# Seven frames of 40 atoms stored every way the parallel reader decodes
+# (io/h5_raw.c) and one it leaves to H5Dread (big-endian); all hold the
+# same coordinates (float32 rounded), so each reads to the same frames with
+# any --threads. The bad_par_* files break one chunk of one frame.
+import zlib  # noqa: E402
+
+par = (np.random.default_rng(59).random((7, 40, 3)) * 20.0 - 5.0)
+
+
+def par_file(name, data, **kw):
+    f = new_file(name)
+    g = f.create_group("particles/all")
+    add_box(g, ["periodic"] * 3, edges=np.array([20.0, 21.0, 22.0]))
+    p = g.create_group("position")
+    v = p.create_dataset("value", data=data, **kw)
+    p.create_dataset("step", data=np.arange(7, dtype=np.int64) * 10)
+    p.create_dataset("time", data=np.arange(7, dtype=np.float64) * 0.5)
+    return f, v
+
+
+def shuffled_deflate(rows, level=4):
+    b = np.ascontiguousarray(rows, dtype="<f8").tobytes()
+    sh = np.frombuffer(b, dtype=np.uint8).reshape(-1, 8).T.tobytes()
+    return zlib.compress(sh, level)
+
+
+par_file("par_chunked.h5md", par, chunks=(1, 40, 3))[0].close()
+par_file("par_contiguous.h5md", par)[0].close()
+# a partial last chunk in time (7 = 3 + 3 + 1)
+par_file("par_deflate.h5md", par, chunks=(3, 40, 3), compression="gzip", shuffle=True)[0].close()
+# chunks split across atoms (40 = 16 + 16 + 8) and axes, with checksums
+par_file("par_fletcher_f32.h5md", par.astype("<f4"), chunks=(2, 16, 1), compression="gzip",
+         fletcher32=True)[0].close()
+par_file("par_bigendian.h5md", par.astype(">f8"), chunks=(1, 40, 3), compression="gzip", shuffle=True)[0].close()
+# A broken chunk of frame K (chunks of one frame, shuffle + deflate): a
+# deflate stream cut short at frame 0, bytes that are no deflate stream at
+# frame 3, a stream of one frame less 8 bytes at frame 6 (it inflates to
+# the wrong size); stored with write_direct_chunk, as HDF5 would store them.
+for k, stored in ((0, shuffled_deflate(par[0])[:100]),
+                  (3, bytes((i * 37 + 11) % 256 for i in range(600))),
+                  (6, zlib.compress(np.frombuffer(np.ascontiguousarray(par[6], dtype="<f8").tobytes()[8:],
+                                                  dtype=np.uint8).tobytes()))):
+    f, v = par_file("bad_par_deflate_frame%d.h5md" % k, par, chunks=(1, 40, 3), compression="gzip", shuffle=True)
+    v.id.write_direct_chunk((k, 0, 0), stored, 0)
+    f.close()
+# A data byte of frame 5 flipped under a Fletcher-32 checksum (no deflate:
+# the flip reaches the data).
+f, v = par_file("bad_par_fletcher_frame5.h5md", par, chunks=(1, 40, 3), fletcher32=True)
+raw = bytearray(np.ascontiguousarray(par[5], dtype="<f8").tobytes())
+raw += v.id.read_direct_chunk((5, 0, 0))[1][-4:]
+raw[17] ^= 0x40
+v.id.write_direct_chunk((5, 0, 0), bytes(raw), 0)
+f.close()
+nan_par = par.copy()
+nan_par[4, 33, 2] = np.nan
+par_file("bad_par_nan_frame4.h5md", nan_par, chunks=(3, 40, 3), compression="gzip", shuffle=True)[0].close()
+
 with new_file("bad_no_particles.h5md") as f:
     f.create_group("observables")
 with open(os.path.join(OUT, "bad_not_hdf5.h5md"), "w") as f:

@@ -16,7 +16,8 @@
  * times the written one; and links: an external link to this file, to a
  * raw file or to a missing one in place of position/box/species, another
  * at the root, or a soft link, dangling or not. The file is written with the HDF5 C API, then opened
- * with mdnl_h5md_open and read to the end (with a skip and a seek). Every
+ * with mdnl_h5md_open and read to the end (with a skip and a seek) by one
+ * to three position workers. Every
  * failure must be MDNL_ERR_INPUT with a one-line message that starts with
  * the path; every frame read must be finite and consistent. Running out of
  * bytes picks choice 0 everywhere (a valid file). */
@@ -473,6 +474,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t nf = mdnl_h5md_nframes(r), na = mdnl_h5md_natoms(r);
         if (nf < 0 || na < 0)
             fuzz_fail("open", "negative frame or atom count");
+        /* one to three position workers (io/h5_raw.c), from the size so
+         * that the recipe's bytes keep their meaning */
+        mdnl_h5md_set_threads(r, 1 + (int)(size % 3));
         mdnl_frame f;
         memset(&f, 0, sizeof f);
         unsigned mode = pick(&rc, 3);

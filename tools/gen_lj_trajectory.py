@@ -4,13 +4,14 @@ extended XYZ: a jittered FCC lattice at reduced density 0.8442 (the LAMMPS
 `bench/in.lj` state point), a different seed per frame, periodic in x, y, z.
 
 Usage: tools/gen_lj_trajectory.py --frames 200 --atoms 100000 -o lj.extxyz
-       [--density 0.8442] [--jitter 0.05] [--seed 1]
+       [--density 0.8442] [--jitter 0.05] [--seed 1] [--first 0]
 
 The atom count is the nearest 4*n^3 (FCC, n cells per side) to --atoms; it is
 printed on stderr. Uses numpy when present (about 1 s per 100k-atom frame),
 else plain Python (slower, same format; the coordinates differ by seed stream).
 Frame k has step=k and is seeded with seed + k, so frames are independent
-and the file can be regenerated bit for bit.
+and the file can be regenerated bit for bit; --first K writes frames K..,
+so that pieces written in parallel concatenate to the same file.
 """
 import argparse
 import math
@@ -40,10 +41,11 @@ def main():
     ap.add_argument("--density", type=float, default=0.8442)
     ap.add_argument("--jitter", type=float, default=0.05, help="Gaussian sigma of each coordinate (in sigma units)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--first", type=int, default=0, help="step (and seed offset) of the first frame written")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
-    if args.frames < 1 or args.atoms < 4 or not args.density > 0:
-        ap.error("--frames >= 1, --atoms >= 4 and --density > 0 are required")
+    if args.frames < 1 or args.atoms < 4 or not args.density > 0 or args.first < 0:
+        ap.error("--frames >= 1, --atoms >= 4, --density > 0 and --first >= 0 are required")
 
     n = max(1, round((args.atoms / 4.0) ** (1.0 / 3.0)))
     a = (4.0 / args.density) ** (1.0 / 3.0)
@@ -55,7 +57,7 @@ def main():
     print("gen_lj_trajectory: %d frames x %d atoms (FCC %d^3 cells, a = %.6f, L = %.6f) -> %s"
           % (args.frames, natoms, n, a, L, args.output), file=sys.stderr)
     with open(args.output, "w") as out:
-        for k in range(args.frames):
+        for k in range(args.first, args.first + args.frames):
             out.write(header % k)
             if np is not None:
                 rng = np.random.default_rng(args.seed + k)

@@ -3,11 +3,12 @@
 Python calls on the same device arrays, and the call overhead on a small frame.
 
 Runs on the GPU host from the repository root, after a CUDA build (libmdnl.so
-in BUILD), with NumPy, CuPy, PyTorch and vesin (and, with --alchemi,
-nvalchemiops + warp-lang) importable:
+in BUILD), with NumPy, CuPy, PyTorch and vesin importable (and, with
+--alchemi DIR, nvalchemiops + warp-lang in DIR: tools/bench/alchemi_pack.sh's
+archive unpacked there):
 
     MDNL_LIBRARY=build/libmdnl.so PYTHONPATH=python \\
-        tools/bench/python_side_by_side.py --data DIR [--out DIR] [--reps 15] [--alchemi]
+        tools/bench/python_side_by_side.py --data DIR [--out DIR] [--reps 15] [--alchemi DIR]
 
 The frames are side_by_side.py's (lj-1m-liquid shuffled and sorted,
 cu-131k), whose helpers this script reuses. Rows, full and half lists:
@@ -16,12 +17,18 @@ cu-131k), whose helpers this script reuses. Rows, full and half lists:
    median wall ms with a device synchronisation, as vesin is timed;
  * mdnl (torch): the same on a PyTorch float32 CUDA tensor;
  * vesin (CuPy): side_by_side.run_vesin_gpu, quantities "ij";
- * ALCHEMI (--alchemi): side_by_side.run_alchemi (PyTorch float32).
+ * ALCHEMI (--alchemi DIR), full lists: nvalchemiops.torch.neighbors.neighbor_list
+   on a PyTorch float32 CUDA tensor made as mdnl's torch row makes its own
+   (the same positions, unwrapped: both wrap), its own method choice, as a
+   pair list (return_neighbor_list=True: mdnl's "ij"), timed as mdnl's; its
+   pair count is checked against mdnl's torch call (a difference is listed
+   under the table: pairs within float rounding of the cutoff).
 Call overhead: a 1,000-atom frame (the LJ liquid's first 1,000 atoms in a
 box scaled to their density), median µs over --overhead-reps calls of
 mdnl.neighbor_list("ij") on NumPy (CPU and CUDA contexts), CuPy and torch,
-and of vesin on CuPy: where the Python and launch overhead, not the kernel,
-decides. Writes python_side_by_side.json and .md into --out.
+and of vesin on CuPy (with --alchemi DIR, also mdnl and ALCHEMI on the
+same float32 torch tensor, pair counts checked): where the Python and launch
+overhead, not the kernel, decides. Writes python_side_by_side.json and .md into --out.
 """
 import argparse
 import json
@@ -53,6 +60,52 @@ def run_mdnl(pos, box, rc, full, reps, kind):
     return ms, int(res["ij"][0].shape[0])
 
 
+def fail(msg):
+    print(f"python_side_by_side.py: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def alchemi_import(path):
+    """nvalchemiops' torch neighbor_list from the unpacked alchemi_pack.sh
+    archive at path, or exit 2 with one line saying what is missing."""
+    missing = [m for m in ("nvalchemiops", "warp") if not os.path.isdir(os.path.join(path, m))]
+    if missing:
+        fail(f"--alchemi {path}: no {' or '.join(missing)} there (unpack tools/bench/alchemi_pack.sh's archive "
+             "into it)")
+    sys.path.insert(0, os.path.abspath(path))
+    try:
+        from nvalchemiops.torch.neighbors import neighbor_list
+    except Exception as e:  # warp without a GPU or CUDA driver, a torch too old, ...
+        fail(f"--alchemi {path}: cannot import nvalchemiops.torch.neighbors: {type(e).__name__}: {e}")
+    return neighbor_list
+
+
+def alchemi_call(neighbor_list, p, box, rc, full):
+    """One ALCHEMI call on tensor p: a pair list, as mdnl's "ij"."""
+    import torch
+    cell = torch.tensor(np.diag(box), dtype=p.dtype, device=p.device)
+    pbc = torch.tensor([True, True, True], device=p.device)
+    return lambda: neighbor_list(p, rc, cell=cell, pbc=pbc, half_fill=not full, return_neighbor_list=True)
+
+
+def run_alchemi(neighbor_list, pos, box, rc, full, reps):
+    """ALCHEMI's median wall ms and pair count on the float32 tensor mdnl's
+    torch row builds, or its error (a failing configuration is reported)."""
+    import torch
+    p = torch.tensor(pos, dtype=torch.float32, device="cuda")
+    call = alchemi_call(neighbor_list, p, box, rc, full)
+    res = {}
+
+    def once():
+        res["o"] = call()
+
+    try:
+        ms = sbs.median_ms(once, reps)
+        return {"alchemi_ms": ms, "alchemi_pairs": int(res["o"][0].shape[1])}
+    except Exception as e:
+        return {"alchemi_error": f"{type(e).__name__}: {e}"[:300]}
+
+
 def overhead_us(fn, reps):
     """Median µs of one synchronised call (side_by_side.median_ms)."""
     return 1e3 * sbs.median_ms(fn, reps, warm=20)
@@ -75,8 +128,9 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--overhead-reps", type=int, default=2000)
     ap.add_argument("--systems", default=",".join(sbs.SYSTEMS))
-    ap.add_argument("--alchemi", action="store_true")
+    ap.add_argument("--alchemi", metavar="DIR", help="nvalchemiops + warp-lang (alchemi_pack.sh, unpacked)")
     a = ap.parse_args()
+    alchemi_nl = alchemi_import(a.alchemi) if a.alchemi else None
     import cupy as cp
     import torch
     from vesin import NeighborList
@@ -89,8 +143,8 @@ def main():
             row["mdnl_cupy_ms"], row["mdnl_cupy_pairs"] = run_mdnl(pos, box, rc, full, a.reps, "cupy")
             row["mdnl_torch_ms"], row["mdnl_torch_pairs"] = run_mdnl(pos, box, rc, full, a.reps, "torch")
             row["vesin_ms"], row["vesin_pairs"] = sbs.run_vesin_gpu(pos, box, rc, full, a.reps)
-            if a.alchemi:
-                row.update(sbs.run_alchemi(pos, box, rc, full, a.reps))
+            if alchemi_nl and full:
+                row.update(run_alchemi(alchemi_nl, pos, box, rc, full, a.reps))
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
             cp.get_default_memory_pool().free_all_blocks()
@@ -108,12 +162,24 @@ def main():
         "vesin cupy": lambda: nl.compute(points=p_cp, box=cp.asarray(cell), periodic=True, quantities="ij",
                                          copy=False),
     }
+    small_pairs = {}
+    if alchemi_nl:
+        p_t32 = p_t.float()
+        calls["mdnl torch f32"] = lambda: mdnl.neighbor_list("ij", p_t32, cell, True, rc)
+        calls["ALCHEMI torch f32"] = alchemi_call(alchemi_nl, p_t32, box, rc, True)
+        small_pairs = {"mdnl torch f32": int(calls["mdnl torch f32"]()[0].shape[0])}
+        try:
+            small_pairs["ALCHEMI torch f32"] = int(calls["ALCHEMI torch f32"]()[0].shape[1])
+        except Exception as e:
+            small_pairs["ALCHEMI torch f32 error"] = f"{type(e).__name__}: {e}"[:300]
+            del calls["ALCHEMI torch f32"]
     overhead = {k: overhead_us(f, a.overhead_reps) for k, f in calls.items()}
     print(json.dumps(overhead), file=sys.stderr, flush=True)
 
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "python_side_by_side.json"), "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "overhead_us_1000_atoms": overhead}, f,
+        json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "overhead_us_1000_atoms": overhead,
+                   "overhead_pairs_1000_atoms": small_pairs}, f,
                   indent=1)
 
     def fmt(x, d=2):
@@ -125,15 +191,28 @@ def main():
     lines = [f"device: {torch.cuda.get_device_name()}; median wall ms of one Python call on arrays already on "
              f"the device, synchronised, quantities \"ij\" ({a.reps} calls after 3 warm-ups)", "",
              "| system | list | pairs | mdnl CuPy f64 ms | mdnl torch f32 ms | vesin CuPy f64 ms | vesin/mdnl |"
-             + (" ALCHEMI ms |" if a.alchemi else ""),
-             "|---|---|---|---|---|---|---|" + ("---|" if a.alchemi else "")]
+             + (" ALCHEMI torch f32 ms | ALCHEMI/mdnl torch |" if a.alchemi else ""),
+             "|---|---|---|---|---|---|---|" + ("---|---|" if a.alchemi else "")]
     for r in rows:
         lines.append(f"| {r['system']} | {r['list']} | {r['mdnl_cupy_pairs']} | {fmt(r['mdnl_cupy_ms'])} | "
                      f"{fmt(r['mdnl_torch_ms'])} | {fmt(r['vesin_ms'])} | {ratio(r['vesin_ms'], r['mdnl_cupy_ms'])} |"
-                     + (f" {fmt(r.get('alchemi_ms'))} |" if a.alchemi else ""))
+                     + (f" {fmt(r.get('alchemi_ms'))} | {ratio(r.get('alchemi_ms'), r['mdnl_torch_ms'])} |"
+                        if a.alchemi else ""))
+    if a.alchemi:
+        lines.append("")
+        for r in rows:
+            if "alchemi_error" in r:
+                lines.append(f"- ALCHEMI {r['system']} {r['list']}: {r['alchemi_error']}")
+            elif "alchemi_pairs" in r:
+                d = r["alchemi_pairs"] - r["mdnl_torch_pairs"]
+                lines.append(f"- ALCHEMI {r['system']} {r['list']}: {r['alchemi_pairs']} pairs, "
+                             + ("the same as mdnl's torch call" if d == 0 else f"{d:+d} against mdnl's torch call"))
     lines += ["", f"Call overhead, a {len(pos)}-atom periodic frame (rc {rc}), median µs of {a.overhead_reps} calls "
                   "(synchronised):", "", "| call | µs |", "|---|---|"]
     lines += [f"| {k} | {v:.1f} |" for k, v in overhead.items()]
+    if small_pairs:
+        lines += ["", "Pairs on that frame (float32 torch): "
+                  + "; ".join(f"{k} {v}" for k, v in small_pairs.items())]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "python_side_by_side.md"), "w") as f:
         f.write(text)

@@ -11,6 +11,7 @@
  * are nm in the file and Å once read, unless units_native keeps nm. */
 #define _POSIX_C_SOURCE 200809L
 #include "reader.h"
+#include "text_pool.h"
 #include "xyz_reader.h"
 
 #include <math.h>
@@ -24,6 +25,8 @@ typedef struct gro_reader {
     int64_t frame, file_size;
     double scale; /* 10 (nm -> Å) or 1 */
     bool native;
+    mdnl_text_pool *pool; /* --threads > 1: frames come from the reader pool */
+    bool own_stream;      /* a pool state's memory stream */
 } gro_reader;
 
 #define ERR(...) mdnl_error(MDNL_ERR_INPUT, __VA_ARGS__)
@@ -137,6 +140,8 @@ static mdnl_status read_box(gro_reader *g, mdnl_frame *f)
 static mdnl_status gro_next(void *state, mdnl_frame *f)
 {
     gro_reader *g = state;
+    if (g->pool)
+        return mdnl_text_pool_next(g->pool, f);
     int64_t n;
     f->natoms = 0;
     f->nspecies = 0;
@@ -214,6 +219,8 @@ static mdnl_status gro_next(void *state, mdnl_frame *f)
 static mdnl_status gro_skip(void *state)
 {
     gro_reader *g = state;
+    if (g->pool)
+        return mdnl_text_pool_skip(g->pool);
     int64_t n;
     mdnl_status st = read_header(g, NULL, &n);
     if (st != MDNL_OK)
@@ -229,6 +236,102 @@ static mdnl_status gro_skip(void *state)
     return MDNL_OK;
 }
 
+static void gro_close(void *state)
+{
+    gro_reader *g = state;
+    if (!g)
+        return;
+    mdnl_text_pool_close(g->pool);
+    if (g->own_stream)
+        mdnl_stream_close(g->in);
+    free(g);
+}
+
+/* ---- the reader pool (io/text_pool.h): each state is a GRO reader over a
+ * memory stream, so frames are parsed by gro_next above ---- */
+
+static void *pool_state_new(void *ctx)
+{
+    const gro_reader *main = ctx;
+    gro_reader *g = mdnl_calloc(1, sizeof *g, "GRO reader");
+    if (!g)
+        return NULL;
+    if (mdnl_stream_open_memory(main->name, &g->in) != MDNL_OK) {
+        free(g);
+        return NULL;
+    }
+    g->own_stream = true;
+    g->name = mdnl_stream_name(g->in);
+    g->file_size = main->file_size;
+    g->native = main->native;
+    g->scale = main->scale;
+    return g;
+}
+
+static void pool_on(gro_reader *g, const mdnl_text_frame *t, size_t len)
+{
+    mdnl_stream_set_memory(g->in, t->text, len, t->line, t->end_status, t->end_message);
+    g->frame = t->index;
+}
+
+/* Title and count by read_header itself, on the complete lines so far: when
+ * it stops at the last of them before the end of the file, more text may
+ * carry it on. A frame is those lines, its atoms and the box line. */
+static int pool_head(void *state, const mdnl_text_frame *t, bool eof, int64_t *nlines, int64_t *natoms,
+                     size_t *drop_bytes, int64_t *drop_lines)
+{
+    gro_reader *g = state;
+    *drop_bytes = 0, *drop_lines = 0;
+    size_t len = t->len;
+    if (!eof)
+        while (len > 0 && t->text[len - 1] != '\n')
+            --len;
+    pool_on(g, t, len);
+    int64_t n = 0;
+    mdnl_status st = read_header(g, NULL, &n);
+    if (st != MDNL_OK && !eof) {
+        int64_t lines = 0;
+        for (const char *q = t->text, *nl; (nl = memchr(q, '\n', (size_t)(t->text + len - q))); q = nl + 1)
+            ++lines;
+        if (mdnl_stream_lineno(g->in) >= t->line + lines) {
+            mdnl_clear_error();
+            return MDNL_TEXT_MORE;
+        }
+    }
+    if (st != MDNL_OK)
+        return st;
+    *natoms = n;
+    *nlines = mdnl_stream_lineno(g->in) - t->line + n + 1;
+    return MDNL_OK;
+}
+
+static mdnl_status pool_parse(void *state, const mdnl_text_frame *t, mdnl_frame *f)
+{
+    pool_on(state, t, t->len);
+    return gro_next(state, f);
+}
+
+static mdnl_status pool_skip(void *state, const mdnl_text_frame *t)
+{
+    pool_on(state, t, t->len);
+    return gro_skip(state);
+}
+
+static const mdnl_text_ops gro_pool_ops = {
+    .state_new = pool_state_new,
+    .state_free = gro_close,
+    .head = pool_head,
+    .parse = pool_parse,
+    .skip = pool_skip,
+};
+
+static void gro_select(void *state, int64_t start, int64_t stop, int64_t step)
+{
+    gro_reader *g = state;
+    if (g->pool)
+        mdnl_text_pool_select(g->pool, start, stop, step);
+}
+
 static mdnl_status gro_open(const mdnl_format_input *in, void **state)
 {
     gro_reader *g = mdnl_calloc(1, sizeof *g, "GRO reader");
@@ -239,11 +342,16 @@ static mdnl_status gro_open(const mdnl_format_input *in, void **state)
     g->file_size = mdnl_stream_size(in->stream);
     g->native = in->opt->units_native;
     g->scale = g->native ? 1.0 : 10.0;
+    if (in->opt->threads > 1) {
+        mdnl_status st = mdnl_text_pool_open(&gro_pool_ops, g, g->in, in->opt->threads, &g->pool);
+        if (st != MDNL_OK) {
+            gro_close(g);
+            return st;
+        }
+    }
     *state = g;
     return MDNL_OK;
 }
-
-static void gro_close(void *state) { free(state); }
 
 /* Title, an integer, then an atom line with decimal points in columns 25,
  * 33, 41 (GROMACS' own layout), and the title is not itself a count (XYZ). */
@@ -267,5 +375,5 @@ static int gro_sniff(const unsigned char *h, size_t n)
 
 const mdnl_format mdnl_format_gro = {
     .name = "gro", .extensions = ".gro", .stream = true, .nm = true, .sniff = gro_sniff, .open = gro_open,
-    .next = gro_next, .skip = gro_skip, .close = gro_close,
+    .next = gro_next, .skip = gro_skip, .close = gro_close, .select = gro_select,
 };

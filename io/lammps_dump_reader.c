@@ -16,6 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "lammps_common.h"
 #include "reader.h"
+#include "text_pool.h"
 #include "xyz_reader.h"
 
 #include <math.h>
@@ -32,6 +33,8 @@ typedef struct dump_reader {
     int64_t frame, file_size;
     mdnl_lammps_types types;
     mdnl_lammps_ids ids; /* the id column of the frame being read */
+    mdnl_text_pool *pool; /* --threads > 1: frames come from the reader pool */
+    bool own_stream;      /* a pool state's memory stream */
 } dump_reader;
 
 typedef struct dump_cols {
@@ -276,6 +279,8 @@ static mdnl_status read_header(dump_reader *d, mdnl_frame *f, int64_t *natoms, d
 static mdnl_status dump_next(void *state, mdnl_frame *f)
 {
     dump_reader *d = state;
+    if (d->pool)
+        return mdnl_text_pool_next(d->pool, f);
     int64_t n;
     dump_cols c;
     double origin[3] = {0, 0, 0};
@@ -370,6 +375,8 @@ static mdnl_status dump_next(void *state, mdnl_frame *f)
 static mdnl_status dump_skip(void *state)
 {
     dump_reader *d = state;
+    if (d->pool)
+        return mdnl_text_pool_skip(d->pool);
     int64_t n;
     dump_cols c;
     double origin[3];
@@ -385,6 +392,111 @@ static mdnl_status dump_skip(void *state)
     return MDNL_OK;
 }
 
+static void dump_close(void *state)
+{
+    dump_reader *d = state;
+    if (!d)
+        return;
+    mdnl_text_pool_close(d->pool);
+    if (d->own_stream)
+        mdnl_stream_close(d->in);
+    mdnl_lammps_ids_free(&d->ids);
+    free(d);
+}
+
+/* ---- the reader pool (io/text_pool.h): each state is a dump reader over a
+ * memory stream, so frames are parsed by dump_next above ---- */
+
+static void *pool_state_new(void *ctx)
+{
+    const dump_reader *main = ctx;
+    dump_reader *d = mdnl_calloc(1, sizeof *d, "LAMMPS dump reader");
+    if (!d)
+        return NULL;
+    if (mdnl_stream_open_memory(main->name, &d->in) != MDNL_OK) {
+        free(d);
+        return NULL;
+    }
+    d->own_stream = true;
+    d->name = mdnl_stream_name(d->in);
+    d->file_size = main->file_size;
+    d->types = main->types;
+    return d;
+}
+
+static void pool_on(dump_reader *d, const mdnl_text_frame *t, size_t len)
+{
+    mdnl_stream_set_memory(d->in, t->text, len, t->line, t->end_status, t->end_message);
+    d->frame = t->index;
+}
+
+/* The header by read_header itself, on the complete lines so far: when it
+ * stops at the last of them before the end of the file, more text may
+ * carry it on. */
+static int pool_head(void *state, const mdnl_text_frame *t, bool eof, int64_t *nlines, int64_t *natoms,
+                     size_t *drop_bytes, int64_t *drop_lines)
+{
+    dump_reader *d = state;
+    *drop_bytes = 0, *drop_lines = 0;
+    size_t len = t->len;
+    if (!eof)
+        while (len > 0 && t->text[len - 1] != '\n')
+            --len;
+    pool_on(d, t, len);
+    dump_cols c;
+    double origin[3];
+    int64_t n = 0;
+    mdnl_status st = read_header(d, NULL, &n, &c, origin);
+    if (st != MDNL_OK && !eof) {
+        int64_t lines = 0; /* complete lines; the leading blank ones may go */
+        const char *q = t->text, *nl, *text = NULL;
+        for (; (nl = memchr(q, '\n', (size_t)(t->text + len - q))); q = nl + 1, ++lines) {
+            const char *p = q, *ts, *te;
+            if (!text && mdnl_token(&p, nl, &ts, &te))
+                text = q;
+            if (!text)
+                *drop_bytes = (size_t)(nl + 1 - t->text), *drop_lines = lines + 1;
+        }
+        if (mdnl_stream_lineno(d->in) >= t->line + lines) {
+            mdnl_clear_error();
+            return MDNL_TEXT_MORE;
+        }
+        *drop_bytes = 0, *drop_lines = 0;
+    }
+    if (st != MDNL_OK)
+        return st;
+    *natoms = n;
+    *nlines = mdnl_stream_lineno(d->in) - t->line + n;
+    return MDNL_OK;
+}
+
+static mdnl_status pool_parse(void *state, const mdnl_text_frame *t, mdnl_frame *f)
+{
+    pool_on(state, t, t->len);
+    return dump_next(state, f);
+}
+
+static mdnl_status pool_skip(void *state, const mdnl_text_frame *t)
+{
+    pool_on(state, t, t->len);
+    return dump_skip(state);
+}
+
+static const mdnl_text_ops dump_pool_ops = {
+    .state_new = pool_state_new,
+    .state_free = dump_close,
+    .head = pool_head,
+    .parse = pool_parse,
+    .skip = pool_skip,
+};
+
+static void dump_select(void *state, int64_t start, int64_t stop, int64_t step)
+{
+    dump_reader *d = state;
+    if (d->pool)
+        mdnl_text_pool_select(d->pool, start, stop, step);
+}
+
 static mdnl_status dump_open(const mdnl_format_input *in, void **state)
 {
     dump_reader *d = mdnl_calloc(1, sizeof *d, "LAMMPS dump reader");
@@ -394,21 +506,14 @@ static mdnl_status dump_open(const mdnl_format_input *in, void **state)
     d->name = in->name;
     d->file_size = mdnl_stream_size(in->stream);
     mdnl_status st = mdnl_lammps_types_parse(in->opt->types, &d->types);
+    if (st == MDNL_OK && in->opt->threads > 1)
+        st = mdnl_text_pool_open(&dump_pool_ops, d, d->in, in->opt->threads, &d->pool);
     if (st != MDNL_OK) {
-        free(d);
+        dump_close(d);
         return st;
     }
     *state = d;
     return MDNL_OK;
-}
-
-static void dump_close(void *state)
-{
-    dump_reader *d = state;
-    if (!d)
-        return;
-    mdnl_lammps_ids_free(&d->ids);
-    free(d);
 }
 
 static const char *dump_info(void *state, const char *key)
@@ -428,4 +533,5 @@ static int dump_sniff(const unsigned char *h, size_t n)
 const mdnl_format mdnl_format_lammps_dump = {
     .name = "lammps-dump", .extensions = ".lammpstrj .lammpsdump .dump", .stream = true, .sniff = dump_sniff,
     .open = dump_open, .next = dump_next, .skip = dump_skip, .info = dump_info, .close = dump_close,
+    .select = dump_select,
 };

@@ -72,12 +72,21 @@ static mdnl_status xyz_open(const mdnl_format_input *in, void **state)
         return st;
     }
     mdnl_xyz_keep_extras(x->r, in->opt->keep_extras);
+    if ((st = mdnl_xyz_set_threads(x->r, in->opt->threads)) != MDNL_OK) {
+        mdnl_xyz_close(x->r);
+        free(x);
+        return st;
+    }
     *state = x;
     return MDNL_OK;
 }
 
 static mdnl_status xyz_next(void *s, mdnl_frame *f) { return mdnl_xyz_next(((xyz_state *)s)->r, f); }
 static mdnl_status xyz_skip(void *s) { return mdnl_xyz_skip(((xyz_state *)s)->r); }
+static void xyz_select(void *s, int64_t start, int64_t stop, int64_t step)
+{
+    mdnl_xyz_select(((xyz_state *)s)->r, start, stop, step);
+}
 static const char *xyz_name(void *s)
 {
     const xyz_state *x = s; /* the first comment, or any frame read so far, had extended-XYZ keys */
@@ -94,11 +103,11 @@ static void xyz_close(void *s)
 
 static const mdnl_format format_xyz = {
     .name = "xyz", .extensions = ".xyz", .stream = true, .sniff = sniff_xyz, .open = xyz_open,
-    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close,
+    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close, .select = xyz_select,
 };
 static const mdnl_format format_extxyz = {
     .name = "extxyz", .extensions = ".extxyz", .stream = true, .open = xyz_open,
-    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close,
+    .next = xyz_next, .skip = xyz_skip, .name_of = xyz_name, .close = xyz_close, .select = xyz_select,
 };
 
 /* ---- H5MD ---- */
@@ -323,6 +332,12 @@ fail:
 mdnl_status mdnl_reader_next(mdnl_reader *r, mdnl_frame *f) { return r->fmt->next(r->state, f); }
 
 mdnl_status mdnl_reader_skip(mdnl_reader *r) { return r->fmt->skip(r->state); }
+
+void mdnl_reader_select(mdnl_reader *r, int64_t start, int64_t stop, int64_t step)
+{
+    if (r->fmt->select)
+        r->fmt->select(r->state, start, stop, step);
+}
 
 mdnl_status mdnl_reader_count(mdnl_reader *r, int64_t *nframes)
 {

@@ -49,6 +49,12 @@ mdnl_status mdnl_reader_next(mdnl_reader *r, mdnl_frame *f);
 /* Skips the next frame without parsing its atoms; MDNL_END at the end. */
 mdnl_status mdnl_reader_skip(mdnl_reader *r);
 
+/* The frames the caller will read: start, start + step, ... before stop
+ * (stop < 0: to the end), a hint a reader may use to skip the others
+ * without parsing them (the text reader pool does; io/text_pool.h) and to
+ * read nothing past stop. Before the first read only. */
+void mdnl_reader_select(mdnl_reader *r, int64_t start, int64_t stop, int64_t step);
+
 /* Number of frames in the file, without moving the cursor. For XYZ this
  * scans the file's count lines once and caches the answer. */
 mdnl_status mdnl_reader_count(mdnl_reader *r, int64_t *nframes);
@@ -99,7 +105,8 @@ void mdnl_reader_close(mdnl_reader *r); /* NULL is a no-op */
  * mdnl_reader_next/skip. count may be NULL: reader.c then counts by skipping
  * through a second reader on the same path (a regular file only). info (may
  * be NULL) answers mdnl_reader_info; name (may be NULL) refines the format's
- * name after open (XYZ -> "extxyz"). */
+ * name after open (XYZ -> "extxyz"); select (may be NULL) takes
+ * mdnl_reader_select's hint. */
 enum { MDNL_SNIFF_NO = 0, MDNL_SNIFF_MAYBE = 1, MDNL_SNIFF_SURE = 2 };
 
 typedef struct mdnl_format_input {
@@ -122,6 +129,7 @@ typedef struct mdnl_format {
     const char *(*info)(void *state, const char *key);
     const char *(*name_of)(void *state);
     void (*close)(void *state); /* NULL state is a no-op */
+    void (*select)(void *state, int64_t start, int64_t stop, int64_t step); /* may be NULL */
 } mdnl_format;
 
 MDNL_END_C

@@ -23,7 +23,7 @@
 #include <zstd.h>
 
 #define READ_CHUNK (1 << 22)
-#define MAX_LINE (1 << 28)
+#define MAX_LINE MDNL_STREAM_MAX_LINE
 #define RAW_CHUNK (1 << 18)
 #define XZ_MEMLIMIT (UINT64_C(1) << 30) /* xz -9 needs 65 MiB; a header asking for more than 1 GiB is hostile */
 
@@ -54,6 +54,10 @@ struct mdnl_stream {
     size_t cap, len, pos;
     bool buf_eof;
     int64_t line;
+    /* a memory stream (mdnl_stream_set_memory): buf is borrowed */
+    bool mem;
+    mdnl_status mem_status;
+    const char *mem_message;
 };
 
 /* ---- raw bytes ---- */
@@ -337,15 +341,45 @@ void mdnl_stream_close(mdnl_stream *s)
     if (s->own_fd)
         close(s->fd);
     free(s->raw);
-    free(s->buf);
+    if (!s->mem)
+        free(s->buf);
     free(s->name);
     free(s);
 }
 
 /* ---- lines ---- */
 
+mdnl_status mdnl_stream_long_line(const char *name, int64_t line)
+{
+    return mdnl_error(MDNL_ERR_INPUT, "%s:%lld: expected a line shorter than %d bytes", name, (long long)line,
+                      MAX_LINE);
+}
+
+/* A memory stream's next line: complete lines, then its end. */
+static int memory_line(mdnl_stream *s, const char **b, const char **e)
+{
+    char *start = s->buf + s->pos;
+    char *nl = s->pos < s->len ? memchr(start, '\n', s->len - s->pos) : NULL;
+    if (!nl && s->mem_status != MDNL_OK) {
+        mdnl_error(s->mem_status, "%s", s->mem_message ? s->mem_message : "");
+        return -1;
+    }
+    if (!nl && s->pos >= s->len)
+        return 0;
+    char *end = nl ? nl : s->buf + s->len;
+    s->pos = nl ? (size_t)(nl - s->buf) + 1 : s->len;
+    if (end > start && end[-1] == '\r')
+        --end;
+    *b = start;
+    *e = end;
+    s->line++;
+    return 1;
+}
+
 int mdnl_stream_line(mdnl_stream *s, const char **b, const char **e)
 {
+    if (s->mem)
+        return memory_line(s, b, e);
     for (;;) {
         char *start = s->buf + s->pos;
         char *nl = s->pos < s->len ? memchr(start, '\n', s->len - s->pos) : NULL;
@@ -369,8 +403,7 @@ int mdnl_stream_line(mdnl_stream *s, const char **b, const char **e)
         }
         if (s->cap - s->len < READ_CHUNK / 2) {
             if (s->cap >= MAX_LINE) {
-                mdnl_error(MDNL_ERR_INPUT, "%s:%lld: expected a line shorter than %d bytes", s->name,
-                           (long long)s->line + 1, MAX_LINE);
+                mdnl_stream_long_line(s->name, s->line + 1);
                 return -1;
             }
             char *nb = mdnl_realloc(s->buf, s->cap * 2, "line buffer");
@@ -388,6 +421,49 @@ int mdnl_stream_line(mdnl_stream *s, const char **b, const char **e)
 }
 
 int64_t mdnl_stream_lineno(const mdnl_stream *s) { return s->line; }
+
+ptrdiff_t mdnl_stream_read(mdnl_stream *s, void *dst, size_t cap)
+{
+    if (s->pos < s->len) { /* what the line reader buffered and no line served */
+        const size_t n = s->len - s->pos < cap ? s->len - s->pos : cap;
+        memcpy(dst, s->buf + s->pos, n);
+        s->pos += n;
+        return (ptrdiff_t)n;
+    }
+    if (s->mem || s->buf_eof)
+        return 0;
+    return stream_read(s, dst, cap);
+}
+
+mdnl_status mdnl_stream_open_memory(const char *name, mdnl_stream **out)
+{
+    *out = NULL;
+    mdnl_stream *s = mdnl_calloc(1, sizeof *s, "byte stream");
+    if (!s)
+        return MDNL_ERR_RESOURCE;
+    s->fd = -1;
+    s->size = -1;
+    s->mem = true;
+    s->buf_eof = true;
+    if (!(s->name = strdup(name))) {
+        free(s);
+        return mdnl_error(MDNL_ERR_RESOURCE, "out of host memory opening %s", name);
+    }
+    *out = s;
+    return MDNL_OK;
+}
+
+void mdnl_stream_set_memory(mdnl_stream *s, const char *data, size_t len, int64_t line_before,
+                            mdnl_status end_status, const char *end_message)
+{
+    s->buf = (char *)data; /* never written: a memory stream only serves lines */
+    s->len = len;
+    s->cap = len;
+    s->pos = 0;
+    s->line = line_before;
+    s->mem_status = end_status;
+    s->mem_message = end_message;
+}
 
 size_t mdnl_stream_head(const mdnl_stream *s, const unsigned char **bytes)
 {

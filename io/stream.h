@@ -58,6 +58,35 @@ int64_t mdnl_stream_size(const mdnl_stream *s);
  * compressed or not), so that frames can be counted by a second pass. */
 bool mdnl_stream_reopenable(const mdnl_stream *s);
 
+/* ---- for the reader pool (io/text_pool.h) ----
+ *
+ * A memory stream serves the lines of bytes held elsewhere (a frame's text
+ * cut out of a file by the pool's scanner) with the same line reader, so a
+ * frame is parsed from memory by the same code as from a file. */
+
+/* The longest line a stream serves; a longer one is an input error. */
+#define MDNL_STREAM_MAX_LINE (1 << 28)
+
+/* Records (and returns) the error of a line longer than MDNL_STREAM_MAX_LINE
+ * that starts on line `line` of the stream called `name`. */
+mdnl_status mdnl_stream_long_line(const char *name, int64_t line);
+
+/* Reads up to cap bytes of the content that no line has served yet (what
+ * the line reader buffered first); 0 at the end, -1 on an error (recorded). */
+ptrdiff_t mdnl_stream_read(mdnl_stream *s, void *dst, size_t cap);
+
+/* A stream named `name` (for messages) that serves nothing until
+ * mdnl_stream_set_memory. */
+mdnl_status mdnl_stream_open_memory(const char *name, mdnl_stream **out);
+
+/* Serves the lines of [data, data + len) (borrowed until the next call or
+ * close), numbered from line_before + 1. When end_status is MDNL_OK the
+ * range ends as a file ends (an unterminated last line is a line); else
+ * only newline-terminated lines are served, and then the error end_status
+ * with end_message, as the file's stream reported it. */
+void mdnl_stream_set_memory(mdnl_stream *s, const char *data, size_t len, int64_t line_before,
+                            mdnl_status end_status, const char *end_message);
+
 /* ---- helpers the text readers share ---- */
 
 /* ' ' and \t \n \v \f \r. */

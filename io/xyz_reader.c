@@ -9,6 +9,7 @@
 #include "xyz_reader.h"
 
 #include "stream.h"
+#include "text_pool.h"
 
 #include <errno.h>
 #include <float.h>
@@ -18,6 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+typedef struct columns {
+    int species; /* column of the species */
+    int pos;     /* first of the three position columns */
+    int ncols;   /* columns required on an atom line */
+} columns;
 
 struct mdnl_xyz_reader {
     mdnl_stream *in;
@@ -35,6 +42,12 @@ struct mdnl_xyz_reader {
     mdnl_xyz_extras ex;
     size_t props_len, props_cap, info_len, info_cap, text_len, text_cap;
     int64_t off_cap;
+    /* the reader pool (mdnl_xyz_set_threads): frames come from it */
+    mdnl_text_pool *pool;
+    struct mdnl_xyz_reader *last; /* the pool's parser of the last frame delivered */
+    /* a split frame's header, parsed by the pool's scanner (xyz_header) */
+    columns cols;
+    int64_t hdr_n, hdr_count_line;
 };
 
 /* Appends [s, s + n) to a growable string; -1 (recorded) when out of memory. */
@@ -297,6 +310,7 @@ void mdnl_xyz_close(mdnl_xyz_reader *r)
 {
     if (!r)
         return;
+    mdnl_text_pool_close(r->pool);
     if (r->own_stream)
         mdnl_stream_close(r->in);
     free(r->ex.properties);
@@ -358,12 +372,6 @@ static mdnl_status read_count(mdnl_xyz_reader *r, int64_t *count)
     *count = n;
     return MDNL_OK;
 }
-
-typedef struct columns {
-    int species; /* column of the species */
-    int pos;     /* first of the three position columns */
-    int ncols;   /* columns required on an atom line */
-} columns;
 
 static int key_is(const char *k, size_t klen, const char *name)
 {
@@ -603,13 +611,15 @@ static mdnl_status parse_comment(mdnl_xyz_reader *r, const char *s, const char *
 
 /* ---- frames ---- */
 
-mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
+/* A frame's count and comment lines: resets f (no atoms yet) and fills its
+ * cell, step and time; *n is the count, *count_line its line, *c the
+ * columns. MDNL_END at a clean end of the file. */
+static mdnl_status frame_header(mdnl_xyz_reader *r, mdnl_frame *f, int64_t *n, int64_t *count_line, columns *c)
 {
-    int64_t n;
-    mdnl_status st = read_count(r, &n);
+    mdnl_status st = read_count(r, n);
     if (st != MDNL_OK)
         return st;
-    const int64_t count_line = r->line;
+    *count_line = r->line;
     f->natoms = 0;
     f->nspecies = 0;
     f->index = r->frame;
@@ -624,7 +634,6 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
     if (got == 0)
         return HDR_ERR("%s:%lld: frame %lld: expected a comment line after the atom count, found the end of the file",
                        r->path, (long long)r->line + 1, (long long)r->frame);
-    columns c;
     if (r->keep) {
         r->props_len = r->info_len = r->text_len = 0;
         if (r->ex.properties)
@@ -635,20 +644,33 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
             r->ex.text[0] = '\0';
         r->ex.natoms = 0;
     }
-    if ((st = parse_comment(r, s, e, f, &c)) != MDNL_OK)
+    if ((st = parse_comment(r, s, e, f, c)) != MDNL_OK)
         return st;
     f->species_tag = 0; /* species[] is rewritten below */
-    if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
-        return st;
+    return MDNL_OK;
+}
+
+/* Parses the lines of atoms [i0, i1) of a frame of n atoms (count on line
+ * count_line) into f->pos and f->species. Species ids come from tab's
+ * table: tab == f reads a whole frame (arrays grow as lines are read, and
+ * f->natoms follows), else a piece of a frame split across the reader pool
+ * (f holds room for n atoms already; tab is the piece's own table). */
+static mdnl_status parse_atoms(mdnl_xyz_reader *r, const columns *cp, mdnl_frame *f, mdnl_frame *tab, int64_t i0,
+                               int64_t i1, int64_t n, int64_t count_line)
+{
+    const columns c = *cp;
+    const bool whole = tab == f;
     /* Columns past the last one we use are not read (nor checked), unless
      * extras are kept. */
-    const bool extras = r->keep && r->props_len > 0;
+    const bool extras = whole && r->keep && r->props_len > 0;
     const int last_col = extras ? c.ncols - 1 : (c.species > c.pos + 2 ? c.species : c.pos + 2);
     int32_t last_id = -1;
     size_t last_len = 0;
     char tmp[200];
-    for (int64_t i = 0; i < n; ++i) {
-        got = next_line(r, &s, &e);
+    const char *s, *e;
+    mdnl_status st;
+    for (int64_t i = i0; i < i1; ++i) {
+        int got = next_line(r, &s, &e);
         if (got < 0)
             return MDNL_ERR_INPUT;
         if (got == 0)
@@ -701,10 +723,10 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                 ++p;
             if (col == c.species) {
                 size_t len = (size_t)(p - t);
-                if (last_id >= 0 && len == last_len && memcmp(f->symbols[last_id], t, len) == 0) {
+                if (last_id >= 0 && len == last_len && memcmp(tab->symbols[last_id], t, len) == 0) {
                     f->species[i] = last_id;
                 } else {
-                    int32_t id = mdnl_frame_species_id(f, t, len);
+                    int32_t id = mdnl_frame_species_id(tab, t, len);
                     if (id < 0) {
                         char msg[256];
                         snprintf(msg, sizeof msg, "%s", mdnl_last_error());
@@ -726,18 +748,36 @@ mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
                            r->path, (long long)r->line, (long long)r->frame, last_col + 1, (long long)i, col,
                            show(s, e, tmp, sizeof tmp));
         f->pos[i][0] = xyz[0], f->pos[i][1] = xyz[1], f->pos[i][2] = xyz[2];
-        f->natoms = i + 1;
+        if (whole)
+            f->natoms = i + 1;
         if (extras) {
             r->ex.offset[i + 1] = (int64_t)r->text_len;
             r->ex.natoms = i + 1;
         }
     }
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_xyz_next(mdnl_xyz_reader *r, mdnl_frame *f)
+{
+    if (r->pool)
+        return mdnl_text_pool_next(r->pool, f);
+    int64_t n, count_line;
+    columns c;
+    mdnl_status st = frame_header(r, f, &n, &count_line, &c);
+    if (st != MDNL_OK)
+        return st;
+    if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK ||
+        (st = parse_atoms(r, &c, f, f, 0, n, n, count_line)) != MDNL_OK)
+        return st;
     r->frame++;
     return MDNL_OK;
 }
 
 mdnl_status mdnl_xyz_skip(mdnl_xyz_reader *r)
 {
+    if (r->pool)
+        return mdnl_text_pool_skip(r->pool);
     int64_t n;
     mdnl_status st = read_count(r, &n);
     if (st != MDNL_OK)
@@ -786,5 +826,131 @@ void mdnl_xyz_keep_extras(mdnl_xyz_reader *r, bool on) { r->keep = on; }
 
 const mdnl_xyz_extras *mdnl_xyz_frame_extras(const mdnl_xyz_reader *r)
 {
+    if (r->pool)
+        return r->last ? mdnl_xyz_frame_extras(r->last) : NULL;
     return r->keep && (r->props_len || r->info_len) ? &r->ex : NULL;
+}
+
+/* ---- the reader pool (io/text_pool.h) ----
+ *
+ * Every pool state is an XYZ reader over a memory stream: the scanner's
+ * reads count lines (read_count), a slot's parses whole frames with
+ * mdnl_xyz_next, a piece's parses atom lines (parse_atoms), so the pool
+ * parses with this file's code, and its errors are this file's. */
+
+static void *xyz_state_new(void *ctx)
+{
+    const mdnl_xyz_reader *main = ctx;
+    mdnl_stream *in;
+    if (mdnl_stream_open_memory(main->path, &in) != MDNL_OK)
+        return NULL;
+    mdnl_xyz_reader *r;
+    if (mdnl_xyz_open_stream(in, main->reopen, &r) != MDNL_OK) {
+        mdnl_stream_close(in);
+        return NULL;
+    }
+    r->own_stream = true;
+    r->file_size = main->file_size; /* the limit of read_count is the file's */
+    r->keep = main->keep;
+    return r;
+}
+
+static void xyz_state_free(void *state) { mdnl_xyz_close(state); }
+
+static void xyz_on(mdnl_xyz_reader *r, const mdnl_text_frame *t)
+{
+    mdnl_stream_set_memory(r->in, t->text, t->len, t->line, t->end_status, t->end_message);
+    r->frame = t->index;
+}
+
+static int xyz_head(void *state, const mdnl_text_frame *t, bool eof, int64_t *nlines, int64_t *natoms,
+                    size_t *drop_bytes, int64_t *drop_lines)
+{
+    mdnl_xyz_reader *r = state;
+    const char *q = t->text, *end = t->text + t->len, *count_end = NULL;
+    int64_t blank = 0;
+    for (const char *nl; (nl = memchr(q, '\n', (size_t)(end - q))); q = nl + 1, ++blank)
+        if (!is_blank(q, nl)) {
+            count_end = nl + 1;
+            break;
+        }
+    *drop_bytes = 0, *drop_lines = 0;
+    if (!count_end && !eof) { /* blank lines so far: dropped */
+        *drop_bytes = (size_t)(q - t->text), *drop_lines = blank;
+        return MDNL_TEXT_MORE;
+    }
+    mdnl_text_frame c = *t;
+    c.len = count_end ? (size_t)(count_end - t->text) : t->len;
+    xyz_on(r, &c);
+    int64_t n;
+    mdnl_status st = read_count(r, &n);
+    if (st != MDNL_OK)
+        return st;
+    *natoms = n;
+    *nlines = (r->line - t->line) + 1 + n; /* blank lines, the count, the comment, the atoms */
+    return MDNL_OK;
+}
+
+static mdnl_status xyz_parse(void *state, const mdnl_text_frame *t, mdnl_frame *f)
+{
+    xyz_on(state, t);
+    return mdnl_xyz_next(state, f);
+}
+
+static mdnl_status xyz_skip_text(void *state, const mdnl_text_frame *t)
+{
+    xyz_on(state, t);
+    return mdnl_xyz_skip(state);
+}
+
+static mdnl_status xyz_header(void *state, const mdnl_text_frame *t, int64_t natoms, mdnl_frame *f)
+{
+    mdnl_xyz_reader *r = state;
+    xyz_on(r, t);
+    mdnl_status st = frame_header(r, f, &r->hdr_n, &r->hdr_count_line, &r->cols);
+    if (st == MDNL_OK && r->hdr_n != natoms)
+        st = mdnl_error(MDNL_ERR_INTERNAL, "reader pool: a count of %lld atoms, %lld expected", (long long)r->hdr_n,
+                        (long long)natoms);
+    return st == MDNL_OK ? mdnl_frame_reserve(f, natoms) : st;
+}
+
+static mdnl_status xyz_piece(void *state, const void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
+                             mdnl_frame *f, mdnl_frame *tab)
+{
+    mdnl_xyz_reader *r = state;
+    const mdnl_xyz_reader *h = header_state;
+    xyz_on(r, t);
+    r->keep = false;
+    return parse_atoms(r, &h->cols, f, tab, i0, i1, h->hdr_n, h->hdr_count_line);
+}
+
+static void xyz_delivered(void *ctx, void *state)
+{
+    mdnl_xyz_reader *main = ctx, *r = state;
+    main->extended |= r->extended;
+    main->last = r;
+}
+
+static const mdnl_text_ops xyz_pool_ops = {
+    .state_new = xyz_state_new,
+    .state_free = xyz_state_free,
+    .head = xyz_head,
+    .parse = xyz_parse,
+    .skip = xyz_skip_text,
+    .header = xyz_header,
+    .piece = xyz_piece,
+    .delivered = xyz_delivered,
+};
+
+mdnl_status mdnl_xyz_set_threads(mdnl_xyz_reader *r, int threads)
+{
+    if (threads <= 1 || r->pool)
+        return MDNL_OK;
+    return mdnl_text_pool_open(&xyz_pool_ops, r, r->in, threads, &r->pool);
+}
+
+void mdnl_xyz_select(mdnl_xyz_reader *r, int64_t start, int64_t stop, int64_t step)
+{
+    if (r->pool)
+        mdnl_text_pool_select(r->pool, start, stop, step);
 }

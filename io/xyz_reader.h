@@ -48,6 +48,14 @@ mdnl_status mdnl_xyz_skip(mdnl_xyz_reader *r);
 /* Counts the frames of the file with a separate scan (the cursor stays). */
 mdnl_status mdnl_xyz_count(mdnl_xyz_reader *r, int64_t *n);
 
+/* Reads through the reader pool of io/text_pool.h with `threads` parsing
+ * threads (> 1; 1: this thread, as always), started at the first read.
+ * Before the first read only. */
+mdnl_status mdnl_xyz_set_threads(mdnl_xyz_reader *r, int threads);
+/* With the pool: the frames the caller will read (a Python slice, stop < 0:
+ * to the end); the others are skipped without parsing. */
+void mdnl_xyz_select(mdnl_xyz_reader *r, int64_t start, int64_t stop, int64_t step);
+
 /* Whether a frame read so far had extended-XYZ keys (Lattice, pbc or
  * Properties): "extxyz" rather than plain "xyz". */
 int mdnl_xyz_extended(const mdnl_xyz_reader *r);

@@ -199,10 +199,10 @@ static const struct command_options {
     {"energy", "cutoff,pair,pair-coeff,per-atom,output,backend,frames,box,no-pbc,group,topology,format,types,"
                "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"coord", "cutoff,pairs,histogram,output,backend,frames,box,no-pbc,group,topology,format,types,atom-style,"
-              "units,quiet,json,progress,no-progress,max-pairs"},
+              "units,quiet,json,progress,no-progress,max-pairs,threads"},
     {"rdf", "rmax,bins,pairs,volume,plot,per-frame,output,backend,frames,box,no-pbc,group,topology,format,types,"
             "atom-style,units,quiet,json,progress,no-progress,max-pairs,threads"},
-    {"info", "json,group,box,no-pbc,topology,format,types,atom-style,units,quiet"},
+    {"info", "json,group,box,no-pbc,topology,format,types,atom-style,units,quiet,threads"},
     {"gen", "nx,ny,bond,noise,seed,vacuum,output,to,quiet,json"},
     {"convert", "to,frames,box,no-pbc,group,topology,format,types,atom-style,units,quiet,json,progress,"
                 "no-progress,threads"},
@@ -229,8 +229,8 @@ static const struct option_help {
      "  --max-pairs N             refuse a frame estimated to have more than N pairs (default: 10^5 per\n"
      "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"threads",
-     "  --threads N               CPU threads for the CPU backend, the output writers and the H5MD and\n"
-     "                            XTC readers (default: the cores this process may use)\n"},
+     "  --threads N               CPU threads for the CPU backend, the output writers and the readers\n"
+     "                            (text, H5MD, XTC; default: the cores this process may use)\n"},
     {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
                "                            file's; a selection with no frame is an error (exit 2)\n"},
     {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"
@@ -760,6 +760,8 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);
+    if (st == MDNL_OK)
+        mdnl_reader_select(fs->reader, fs->start, fs->stop, fs->step);
     if (st == MDNL_OK && o->topology)
         st = read_topology(o, &fs->topo);
     const char *format = st == MDNL_OK ? mdnl_reader_format(fs->reader) : "";
@@ -873,6 +875,7 @@ void mdnl_frames_restrict(mdnl_frames *fs, int64_t first, int64_t count)
     fs->stop = count > 0 ? fs->start + count * fs->step : 0; /* 0: at the end before the first frame */
     fs->count = count;
     fs->restricted = true;
+    mdnl_reader_select(fs->reader, fs->start, fs->stop, fs->step);
 }
 
 void mdnl_frames_note(const mdnl_frames *fs)

@@ -1,0 +1,351 @@
+/* test_reader_pool.c — the text reader pool (io/text_pool.h) through the
+ * real binary: every --threads N gives the bytes and the errors of
+ * --threads 1 (the single-thread reader is the oracle), on extended XYZ with
+ * extra columns and keys, changing atom counts, blank lines and CRLF,
+ * compressed input, standard input, --frames, a frame large enough to be
+ * split across the workers, and bad frames at several positions. */
+#define _GNU_SOURCE
+#include "cli_test_util.h"
+
+#include <stdint.h>
+
+TestSuite(reader_pool, .init = make_tmpdir, .fini = remove_tmpdir);
+
+static const int thread_counts[] = {2, 3, 4, 8};
+#define NTHREADS (int)(sizeof thread_counts / sizeof *thread_counts)
+
+/* A corruption of atom `atom` of frame `frame` (-1: none). */
+typedef struct bad {
+    int frame;
+    int64_t atom;
+    const char *text; /* the whole atom line written instead */
+} bad;
+
+typedef struct traj {
+    int frames;
+    int64_t atoms[16];  /* atoms of frame k */
+    bool extras;        /* forces:R:3 columns and an energy= key */
+    bool crlf;          /* \r\n line ends */
+    bool blank_between; /* blank lines before each count line */
+    bad bads[3];
+    int nbad;
+    int truncate_at; /* >= 0: the file ends this many atom lines into the last frame */
+} traj;
+
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 11;
+}
+
+static void write_traj(const char *name, const traj *t)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    const char *nl = t->crlf ? "\r\n" : "\n";
+    uint64_t seed = 7;
+    static const char *const species[] = {"Cu", "O", "H", "Zr"};
+    for (int k = 0; k < t->frames; ++k) {
+        if (t->blank_between)
+            fprintf(fp, "%s  %s", nl, nl);
+        fprintf(fp, "%lld%s", (long long)t->atoms[k], nl);
+        fprintf(fp, "Lattice=\"20 0 0 0 21 0 0 0 22\" Properties=species:S:1:pos:R:3%s pbc=\"T T T\" Step=%d%s%s",
+                t->extras ? ":forces:R:3" : "", 10 * k, t->extras ? " energy=-1.25 note=\"a b\"" : "", nl);
+        int64_t n = t->atoms[k];
+        if (k == t->frames - 1 && t->truncate_at >= 0)
+            n = t->truncate_at;
+        for (int64_t i = 0; i < n; ++i) {
+            const bad *b = NULL;
+            for (int q = 0; q < t->nbad; ++q)
+                if (t->bads[q].frame == k && t->bads[q].atom == i)
+                    b = &t->bads[q];
+            if (b) {
+                fprintf(fp, "%s%s", b->text, nl);
+                continue;
+            }
+            /* a species that first appears late in big frames (the split's merge) */
+            const char *sp = species[(i * 7 + k) % (i > 200000 ? 4 : 3)];
+            fprintf(fp, "%s %.6f %.6f %.6f", sp, (double)(lcg(&seed) % 20000000) * 1e-6,
+                    (double)(lcg(&seed) % 21000000) * 1e-6, (double)(lcg(&seed) % 22000000) * 1e-6);
+            if (t->extras)
+                fprintf(fp, " %.3f %.3f %.3f", (double)(lcg(&seed) % 2000) * 1e-3 - 1, 0.5, -0.25);
+            fputs(nl, fp);
+        }
+    }
+    fclose(fp);
+}
+
+/* `mdnl ARGS --threads 1` and `--threads N` for every N: the same exit
+ * status, the same stderr, and the same bytes in OUT (when OUT is named). */
+static void expect_threads_agree(const char *args, const char *out)
+{
+    static char ref_err[sizeof err_text];
+    int rc1 = mdnl("%s --threads 1", args);
+    snprintf(ref_err, sizeof ref_err, "%s", err_text);
+    if (out)
+        cr_assert_eq(sh("cp %s ref.out 2>/dev/null || rm -f ref.out", out), 0);
+    for (int q = 0; q < NTHREADS; ++q) {
+        if (out)
+            sh("rm -f %s", out);
+        int rc = mdnl("%s --threads %d", args, thread_counts[q]);
+        cr_expect_eq(rc, rc1, "%s --threads %d: exit %d, %d with one thread: %s", args, thread_counts[q], rc, rc1,
+                     err_text);
+        cr_expect_str_eq(err_text, ref_err, "%s --threads %d", args, thread_counts[q]);
+        if (out && rc1 == 0)
+            cr_expect_eq(sh("cmp ref.out %s", out), 0, "%s --threads %d: output differs", args, thread_counts[q]);
+        if (out && rc1 != 0)
+            cr_expect_eq(sh("test ! -e %s", out), 0, "%s --threads %d: partial output left", args, thread_counts[q]);
+    }
+    snprintf(err_text, sizeof err_text, "%s", ref_err); /* for the caller's checks */
+}
+
+static traj many_frames(void)
+{
+    traj t = {.frames = 12, .extras = true, .truncate_at = -1};
+    for (int k = 0; k < t.frames; ++k)
+        t.atoms[k] = 50 + 37 * k + (k % 3) * 400; /* changing counts */
+    return t;
+}
+
+Test(reader_pool, convert_with_extras_matches_one_thread)
+{
+    traj t = many_frames();
+    write_traj("t.extxyz", &t);
+    expect_threads_agree("convert t.extxyz out.extxyz -q", "out.extxyz");
+    cr_expect(strstr(out_text, "") != NULL);
+    cr_assert_eq(mdnl("convert t.extxyz out.extxyz -q --threads 4"), 0, "%s", err_text);
+    char buf[1 << 16];
+    char p[512];
+    snprintf(p, sizeof p, "%s/out.extxyz", tmpdir);
+    slurp(p, buf, sizeof buf);
+    cr_expect(strstr(buf, "forces:R:3") && strstr(buf, "energy=-1.25"), "the extras are kept");
+    expect_threads_agree("convert t.extxyz out.xyz -q --frames 1:11:3", "out.xyz");
+    expect_threads_agree("convert t.extxyz out.xyz -q --frames 4", "out.xyz");
+    expect_threads_agree("convert t.extxyz out.xyz -q --frames -3:", "out.xyz");
+}
+
+Test(reader_pool, blank_lines_and_crlf_match_one_thread)
+{
+    traj t = many_frames();
+    t.crlf = true;
+    t.blank_between = true;
+    write_traj("t.extxyz", &t);
+    expect_threads_agree("convert t.extxyz out.extxyz -q", "out.extxyz");
+}
+
+Test(reader_pool, neighbors_and_info_match_one_thread)
+{
+    traj t = many_frames();
+    t.extras = false;
+    write_traj("t.extxyz", &t);
+    expect_threads_agree("neighbors t.extxyz -c 2.5 -o nl.tsv -q", "nl.tsv");
+    expect_threads_agree("info t.extxyz --json", NULL);
+    cr_expect(strstr(out_text, "\"nframes\":12") != NULL, "%s", out_text);
+    expect_threads_agree("run t.extxyz --read-only --json -q", NULL);
+}
+
+Test(reader_pool, compressed_input_and_stdin_match_one_thread)
+{
+    traj t = many_frames();
+    write_traj("t.extxyz", &t);
+    cr_assert_eq(sh("gzip -k t.extxyz && xz -k t.extxyz && zstd -q -k t.extxyz"), 0, "%s", err_text);
+    cr_assert_eq(mdnl("convert t.extxyz ref.extxyz -q --threads 1"), 0, "%s", err_text);
+    const char *inputs[] = {"t.extxyz.gz", "t.extxyz.xz", "t.extxyz.zst"};
+    for (int i = 0; i < 3; ++i)
+        for (int q = 0; q < NTHREADS; ++q) {
+            cr_assert_eq(mdnl("convert %s out.extxyz -q --threads %d", inputs[i], thread_counts[q]), 0, "%s",
+                         err_text);
+            cr_expect_eq(sh("cmp ref.extxyz out.extxyz"), 0, "%s --threads %d", inputs[i], thread_counts[q]);
+        }
+    for (int q = 0; q < NTHREADS; ++q) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "cat t.extxyz.gz | MDNL_DATA='%s' '%s' convert - out.extxyz -q --threads %d",
+                 MDNL_DATA_DIR, MDNL_BINARY, thread_counts[q]);
+        cr_assert_eq(run_in_tmpdir(cmd), 0, "%s", err_text);
+        cr_expect_eq(sh("cmp ref.extxyz out.extxyz"), 0, "stdin --threads %d", thread_counts[q]);
+    }
+}
+
+/* A bad atom line in frame `frame` (and a later one in the last frame):
+ * the first in file order is reported, as one thread reports it. */
+static void expect_first_bad_frame_reported(int frame, const char *line, const char *message_part)
+{
+    traj t = many_frames();
+    t.bads[t.nbad++] = (bad){.frame = frame, .atom = 20, .text = line};
+    if (frame != t.frames - 1)
+        t.bads[t.nbad++] = (bad){.frame = t.frames - 1, .atom = 3, .text = "Cu 1 2"};
+    write_traj("bad.extxyz", &t);
+    expect_threads_agree("convert bad.extxyz out.extxyz -q", "out.extxyz");
+    cr_expect_eq(mdnl("convert bad.extxyz out.extxyz -q --threads 8"), 3);
+    expect_one_error_line();
+    char where[64];
+    snprintf(where, sizeof where, "frame %d:", frame);
+    cr_expect(strstr(err_text, where) && strstr(err_text, message_part), "%s", err_text);
+}
+
+Test(reader_pool, first_bad_frame_in_file_order_is_reported)
+{
+    expect_first_bad_frame_reported(0, "Cu 1.0 x2.0 3.0", "expected a number for coordinate y of atom 20");
+    expect_first_bad_frame_reported(5, "Cu 1.0 2.0 nan", "expected a finite coordinate z for atom 20");
+    expect_first_bad_frame_reported(11, "Cu 1.0", "expected 7 columns");
+}
+
+Test(reader_pool, bad_count_line_and_truncated_file_match_one_thread)
+{
+    traj t = many_frames();
+    t.truncate_at = 10;
+    write_traj("trunc.extxyz", &t);
+    expect_threads_agree("convert trunc.extxyz out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "(the file ends)") != NULL, "%s", err_text);
+    /* the truncated frame skipped, not parsed: skipping's message */
+    expect_threads_agree("convert trunc.extxyz out.xyz -q --frames ::5", "out.xyz");
+    /* frames before a broken one are all a selection ending there needs */
+    expect_threads_agree("convert trunc.extxyz out.xyz -q --frames 0:4", "out.xyz");
+    cr_expect_eq(mdnl("convert trunc.extxyz out.xyz -q --frames 0:4 --threads 4"), 0, "%s", err_text);
+    write_file("count.xyz", "2\n\nC 0 0 0\nC 1 0 0\nthree\n\nC 0 0 0\n");
+    expect_threads_agree("convert count.xyz out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "count.xyz:5: frame 1: expected an atom count") != NULL, "%s", err_text);
+}
+
+Test(reader_pool, huge_count_is_refused_before_allocation)
+{
+    write_file("huge.xyz", "1000000000000\ncomment\nC 0 0 0\n");
+    expect_threads_agree("convert huge.xyz out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "expected an atom count the file can hold") != NULL, "%s", err_text);
+    /* through a pipe (no size known): arrays grow only with lines actually read */
+    for (int q = 0; q < NTHREADS; ++q) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "cat huge.xyz | MDNL_DATA='%s' '%s' convert - out.xyz -q --threads %d",
+                 MDNL_DATA_DIR, MDNL_BINARY, thread_counts[q]);
+        cr_expect_eq(run_in_tmpdir(cmd), 3, "%s", err_text);
+        cr_expect(strstr(err_text, "<stdin>:4: frame 0: expected 1000000000000 atom lines after the count on line 1, "
+                                   "found 1 (the file ends)"),
+                  "%s", err_text);
+    }
+}
+
+/* 300,000 atoms: split by ranges of 65,536 lines; a species first seen in
+ * the fourth piece, so the pieces' tables are merged. */
+static traj split_frame(void)
+{
+    traj t = {.frames = 3, .truncate_at = -1};
+    t.atoms[0] = 10, t.atoms[1] = 300000, t.atoms[2] = 40;
+    return t;
+}
+
+Test(reader_pool, split_frame_matches_one_thread, .timeout = 300)
+{
+    traj t = split_frame();
+    write_traj("big.extxyz", &t);
+    expect_threads_agree("convert big.extxyz out.extxyz -q", "out.extxyz");
+    cr_expect_eq(sh("grep -c '^Zr ' out.extxyz"), 0, "the late species is there");
+}
+
+Test(reader_pool, bad_line_inside_a_split_frame_is_reported_exactly, .timeout = 300)
+{
+    traj t = split_frame();
+    t.bads[t.nbad++] = (bad){.frame = 1, .atom = 250001, .text = "Zr 1 2 3e"};
+    t.bads[t.nbad++] = (bad){.frame = 1, .atom = 290000, .text = "Zr 1 2"};
+    write_traj("big.extxyz", &t);
+    expect_threads_agree("convert big.extxyz out.extxyz -q", "out.extxyz");
+    cr_expect(strstr(err_text, "big.extxyz:250016: frame 1: expected a number for coordinate z of atom 250001") !=
+                  NULL,
+              "%s", err_text);
+}
+
+/* ---- LAMMPS dump ---- */
+
+/* `frames` frames of `dump custom id type x y z` (ids shuffled, changing
+ * counts); bad_frame gets bad_line as its atom line 3 (-1: none); the last
+ * frame ends after `last_lines` of its lines when >= 0. */
+static void write_dump(const char *name, int frames, int bad_frame, const char *bad_line, int last_lines)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    uint64_t seed = 3;
+    for (int k = 0; k < frames; ++k) {
+        const int n = 40 + 13 * k;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&buf, &len);
+        cr_assert_not_null(mem);
+        fprintf(mem, "ITEM: TIMESTEP\n%d\n%sITEM: NUMBER OF ATOMS\n%d\nITEM: BOX BOUNDS pp pp pp\n0 10\n0 11\n0 12\n",
+                100 * k, k % 2 ? "ITEM: TIME\n0.5\n" : "", n);
+        fprintf(mem, "ITEM: ATOMS id type x y z\n");
+        for (int i = 0; i < n; ++i) {
+            if (k == bad_frame && i == 3)
+                fprintf(mem, "%s\n", bad_line);
+            else
+                fprintf(mem, "%d %d %.5f %.5f %.5f\n", (i * 17) % n + 1, 1 + i % 3, (double)(lcg(&seed) % 10000) * 1e-3,
+                        (double)(lcg(&seed) % 11000) * 1e-3, (double)(lcg(&seed) % 12000) * 1e-3);
+        }
+        fclose(mem);
+        size_t keep = len;
+        if (k == frames - 1 && last_lines >= 0) {
+            keep = 0;
+            for (int l = 0; l < last_lines && keep < len; ++keep)
+                l += buf[keep] == '\n';
+        }
+        fwrite(buf, 1, keep, fp);
+        free(buf);
+    }
+    fclose(fp);
+}
+
+Test(reader_pool, lammps_dump_matches_one_thread)
+{
+    write_dump("t.lammpstrj", 9, -1, NULL, -1);
+    expect_threads_agree("convert t.lammpstrj out.extxyz -q --types 1=Cu,2=O,3=H", "out.extxyz");
+    expect_threads_agree("convert t.lammpstrj out.extxyz -q --frames 2::3", "out.extxyz");
+    cr_assert_eq(sh("gzip -k t.lammpstrj"), 0);
+    cr_assert_eq(mdnl("convert t.lammpstrj ref.xyz -q --threads 1"), 0, "%s", err_text);
+    for (int q = 0; q < NTHREADS; ++q) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "cat t.lammpstrj.gz | MDNL_DATA='%s' '%s' convert - out.xyz -q --threads %d",
+                 MDNL_DATA_DIR, MDNL_BINARY, thread_counts[q]);
+        cr_assert_eq(run_in_tmpdir(cmd), 0, "%s", err_text);
+        cr_expect_eq(sh("cmp ref.xyz out.xyz"), 0, "stdin --threads %d", thread_counts[q]);
+    }
+}
+
+Test(reader_pool, lammps_dump_errors_match_one_thread)
+{
+    const int frames[] = {0, 4, 8};
+    for (int i = 0; i < 3; ++i) {
+        write_dump("bad.lammpstrj", 9, frames[i], "4 1 1.0 zz 3.0", -1);
+        expect_threads_agree("convert bad.lammpstrj out.xyz -q", "out.xyz");
+        cr_expect(strstr(err_text, "expected a finite number for coordinate y of atom 3") != NULL, "%s", err_text);
+        write_dump("bad.lammpstrj", 9, frames[i], "ITEM: ATOMS id type x y z", -1);
+        expect_threads_agree("convert bad.lammpstrj out.xyz -q", "out.xyz");
+    }
+    for (int cut = 1; cut < 14; cut += 3) { /* inside the header, and inside the atoms */
+        write_dump("cut.lammpstrj", 5, -1, NULL, cut);
+        expect_threads_agree("convert cut.lammpstrj out.xyz -q", "out.xyz");
+        expect_threads_agree("convert cut.lammpstrj out.xyz -q --frames ::3", "out.xyz");
+    }
+}
+
+/* ---- GRO ---- */
+
+Test(reader_pool, gro_matches_one_thread)
+{
+    cr_assert_eq(sh("cp '%s/gro/liquid-4frames.gro' t.gro && gzip -k t.gro", MDNL_DATA_DIR), 0, "%s", err_text);
+    expect_threads_agree("convert t.gro out.extxyz -q", "out.extxyz");
+    expect_threads_agree("convert t.gro.gz out.extxyz -q --frames 1::2", "out.extxyz");
+    /* a bad atom line in frame 2 (and one in frame 3), a bad count in frame 1, a cut last frame */
+    cr_assert_eq(sh("(n=$(sed -n 2p t.gro | tr -d ' '); a=$((2 * (n + 3) + 10)); b=$((3 * (n + 3) + 7)); "
+                    "sed -e \"${a}s/\\./x/\" -e \"${b}s/\\./x/\" t.gro > bad.gro)"),
+                 0, "%s", err_text);
+    expect_threads_agree("convert bad.gro out.extxyz -q", "out.extxyz");
+    cr_expect(strstr(err_text, "frame 2") != NULL, "%s", err_text);
+    cr_assert_eq(sh("(n=$(sed -n 2p t.gro | tr -d ' '); sed -e \"$((n + 5))s/.*/ 12x/\" t.gro > count.gro)"), 0);
+    expect_threads_agree("convert count.gro out.extxyz -q", "out.extxyz");
+    cr_expect(strstr(err_text, "frame 1: expected the number of atoms") != NULL, "%s", err_text);
+    cr_assert_eq(sh("(head -n -5 t.gro > cut.gro)"), 0);
+    expect_threads_agree("convert cut.gro out.extxyz -q", "out.extxyz");
+    expect_threads_agree("convert cut.gro out.extxyz -q --frames ::2", "out.extxyz");
+}

@@ -1,5 +1,6 @@
 /* geometry.c — host-side preparation of a frame for the neighbor kernels
  * (the contract and the grid's invariants are in geometry.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "geometry.h"
 
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <stdint.h>
 
 /* Slack on cell widths and image ranges that covers float rounding: relative
@@ -797,5 +799,22 @@ mdnl_status mdnl_geom_settle(const mdnl_frame *f, double cutoff, mdnl_geom *g, c
                           "frame %lld: the grid laid out before the t-range differs from the final one",
                           (long long)f->index);
     *g = real;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_work_check_list_memory(const char *source, const mdnl_geom *g, bool full, int copies)
+{
+    mdnl_work w;
+    mdnl_work_estimate(g, &w);
+    const double pairs = full ? w.pairs : 0.5 * w.pairs;
+    const double bytes = (pairs * (sizeof(int32_t) + sizeof(float)) + (double)g->natoms * sizeof(int64_t)) * copies;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+    if (memory > 0 && bytes > memory)
+        return mdnl_error(MDNL_ERR_RESOURCE,
+                          "%s%sframe %lld: the neighbor list would take an estimated %.3g GB (%.3g pairs, %d held at "
+                          "once), more than the %.3g GB of memory",
+                          source ? source : "", source ? ": " : "", (long long)g->frame, bytes / 1e9, pairs, copies,
+                          memory / 1e9);
     return MDNL_OK;
 }

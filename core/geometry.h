@@ -30,6 +30,7 @@
 #include "frame.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 MDNL_BEGIN_C
@@ -187,6 +188,14 @@ double mdnl_work_max_pairs(int64_t natoms);
 /* MDNL_OK, or MDNL_ERR_INPUT naming the frame, the cell, the cutoff and the
  * estimate when the grid g is beyond the limit. */
 mdnl_status mdnl_work_check(const mdnl_geom *g);
+
+/* The work guard's memory half: the bytes a stored neighbor list of grid g
+ * is estimated to take (8 per pair of the half or full list, pairs from
+ * mdnl_work_estimate, and 8 per atom), against `copies` lists held at once
+ * and the host's physical memory. MDNL_ERR_RESOURCE naming the frame and the
+ * estimate ("SOURCE: frame N: the neighbor list would take ...", or without
+ * "SOURCE: " when source is NULL) when it does not fit. */
+mdnl_status mdnl_work_check_list_memory(const char *source, const mdnl_geom *g, bool full, int copies);
 
 /* ---- the work guard from the cells' occupancy ----
  *

@@ -8,6 +8,7 @@
  * travels with the frame (frame.h max_pairs). */
 #include "mdnl/mdnl.h"
 
+#include "coord.h"
 #include "device.h"
 #include "energy.h"
 #include "frame.h"
@@ -19,6 +20,8 @@
 #include "rdf.h"
 
 #ifdef MDNL_HAVE_CUDA
+#include "coord_cuda.h"
+#include "cuda_host.h"
 #include "energy_cuda.h"
 #include "geometry_cuda.h"
 #include "library_cuda.h"
@@ -29,6 +32,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +40,7 @@ struct mdnl_context {
     mdnl_compute backend; /* CPU or CUDA, never AUTO */
     int device, threads;
     double max_pairs;
+    char limit_name[64]; /* mdnl_context_set_limit_name's; "" the default */
     double (*xyz)[3]; /* float32 positions widened to double */
     int64_t xyz_cap;
     float (*pos4)[4];
@@ -48,7 +53,13 @@ struct mdnl_context {
     int64_t vectors_cap;
     uint64_t *counts;
     int64_t counts_cap;
+    int32_t *species; /* species clamped to the pairs' range (histograms) */
+    int64_t species_cap;
+    char *source;     /* mdnl_context_set_frame: messages name it; NULL: the call */
+    int64_t frame;    /* the frame index messages name */
+    mdnl_method method, last_method;
 #ifdef MDNL_HAVE_CUDA
+    mdnl_coord_cuda *coord;
     mdnl_cuda_ctx *cuda;
     mdnl_wrap_cuda *wrap;
     mdnl_energy_cuda *energy;
@@ -66,11 +77,12 @@ int mdnl_cuda_devices(void) { return mdnl_cuda_device_count(); }
 
 typedef struct scope {
     int threads_before, device_before, current_before;
+    const char *source;
 } scope;
 
 static scope enter(const mdnl_context *ctx)
 {
-    scope s = {omp_get_max_threads(), -1, -1};
+    scope s = {omp_get_max_threads(), -1, -1, ctx->source};
     if (ctx->threads > 0)
         omp_set_num_threads(ctx->threads);
     s.device_before = mdnl_cuda_use_device(ctx->device);
@@ -89,8 +101,13 @@ static mdnl_status leave(scope s, mdnl_status st, const char *fn)
     if (s.current_before >= 0)
         (void)mdnl_lib_cuda_swap_device(s.current_before);
 #endif
-    if (st != MDNL_OK && st != MDNL_END)
+    if (st == MDNL_OK || st == MDNL_END)
+        return st;
+    /* With a source (mdnl_context_set_frame) the data is named, not the call. */
+    if (!s.source)
         return mdnl_error(st, "%s: %s", fn, mdnl_last_error());
+    if (st == MDNL_ERR_INPUT)
+        return mdnl_error(st, "%s: %s", s.source, mdnl_last_error());
     return st;
 }
 
@@ -161,6 +178,7 @@ void mdnl_context_free(mdnl_context *ctx)
         scope s = enter(ctx);
         mdnl_shift_cuda_free(ctx->shift);
         mdnl_lib_cuda_free(ctx->post);
+        mdnl_coord_cuda_free(ctx->coord);
         mdnl_hist_cuda_free(ctx->hist);
         mdnl_energy_cuda_free(ctx->energy);
         mdnl_wrap_cuda_free(ctx->wrap);
@@ -175,10 +193,88 @@ void mdnl_context_free(mdnl_context *ctx)
     free(ctx->shifts);
     free(ctx->vectors);
     free(ctx->counts);
+    free(ctx->species);
+    free(ctx->source);
     free(ctx);
 }
 
 mdnl_compute mdnl_context_backend(const mdnl_context *ctx) { return ctx ? ctx->backend : MDNL_COMPUTE_CPU; }
+
+mdnl_status mdnl_context_set_frame(mdnl_context *ctx, const char *source, int64_t index)
+{
+    if (!ctx)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_set_frame: the context is NULL");
+    char *copy = NULL;
+    if (source && ctx->source && strcmp(source, ctx->source) == 0) { /* the next frame of the same source */
+        ctx->frame = index;
+        return MDNL_OK;
+    }
+    if (source) {
+        const size_t len = strlen(source);
+        if (!(copy = malloc(len + 1)))
+            return mdnl_error(MDNL_ERR_RESOURCE, "mdnl_context_set_frame: out of host memory");
+        memcpy(copy, source, len + 1);
+    }
+    free(ctx->source);
+    ctx->source = copy;
+    ctx->frame = index;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_context_set_method(mdnl_context *ctx, const char *method)
+{
+    if (!ctx || !method)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_set_method: %s is NULL", !ctx ? "the context" : "method");
+    mdnl_method m;
+    if (mdnl_method_parse(method, &m) != MDNL_OK)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_set_method: %s", mdnl_last_error());
+    ctx->method = m;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_context_set_limit_name(mdnl_context *ctx, const char *name)
+{
+    if (!ctx)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_set_limit_name: the context is NULL");
+    if (name && strlen(name) >= sizeof ctx->limit_name)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_context_set_limit_name: the name is %zu bytes, at most %zu",
+                          strlen(name), sizeof ctx->limit_name - 1);
+    snprintf(ctx->limit_name, sizeof ctx->limit_name, "%s", name ? name : "");
+    return MDNL_OK;
+}
+
+const char *mdnl_context_method(const mdnl_context *ctx)
+{
+    return mdnl_method_name(ctx ? ctx->last_method : MDNL_METHOD_AUTO);
+}
+
+mdnl_status mdnl_host_alloc(mdnl_context *ctx, size_t bytes, void **out)
+{
+    if (!ctx || !out)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_host_alloc: %s is NULL", !ctx ? "the context" : "out");
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA)
+        *out = mdnl_cuda_host_alloc(bytes ? bytes : 1, "host memory");
+    else
+#endif
+        *out = mdnl_malloc(bytes ? bytes : 1, "host memory");
+    if (!*out)
+        return mdnl_error(MDNL_ERR_RESOURCE, "mdnl_host_alloc: %s", mdnl_last_error());
+    return MDNL_OK;
+}
+
+void mdnl_host_free(mdnl_context *ctx, void *p)
+{
+    if (!ctx || !p)
+        return;
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        mdnl_cuda_host_free(p);
+        return;
+    }
+#endif
+    free(p);
+}
 
 /* ---- systems ---- */
 
@@ -213,8 +309,9 @@ static mdnl_status system_frame(mdnl_context *ctx, const mdnl_system *sys, int d
     if (sys->n > 0 && !sys->positions)
         return mdnl_error(MDNL_ERR_USAGE, "positions are NULL for %lld atoms", (long long)sys->n);
     f->natoms = f->capacity = sys->n;
+    f->index = ctx->frame;
     f->max_pairs = ctx->max_pairs;
-    f->limit_option = MDNL_LIMIT_OPTION;
+    f->limit_option = ctx->limit_name[0] ? ctx->limit_name : MDNL_LIMIT_OPTION;
     f->box.has_lattice = sys->cell != NULL;
     for (int k = 0; k < 3; ++k) {
         f->box.pbc[k] = sys->pbc[k] != 0;
@@ -264,7 +361,8 @@ static mdnl_status check_flags(int flags)
     return MDNL_OK;
 }
 
-/* S and D on the host, over the context's list (pair_shift.h). */
+/* S and D into host arrays, over the context's list (pair_shift.h): on CUDA
+ * by the device pass over the list's device copy, else on the host. */
 static mdnl_status host_shifts(mdnl_context *ctx, const mdnl_frame *f, const mdnl_geom *g, int half, int want_D)
 {
     const mdnl_nlist *l = &ctx->list;
@@ -274,6 +372,15 @@ static mdnl_status host_shifts(mdnl_context *ctx, const mdnl_frame *f, const mdn
         (want_D && (st = grow((void **)&ctx->vectors, &ctx->vectors_cap, l->npairs, sizeof *ctx->vectors,
                               "pair vectors")) != MDNL_OK))
         return st;
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        mdnl_nlist_dev dev;
+        if ((st = mdnl_nlist_cuda_last(ctx->cuda, &dev)) != MDNL_OK)
+            return st;
+        return mdnl_pair_shifts_cuda_host(ctx->shift, mdnl_cuda_ctx_stream(ctx->cuda), f, g, &dev, half, ctx->shifts,
+                                          want_D ? ctx->vectors : NULL);
+    }
+#endif
     return mdnl_pair_shifts_cpu(f, g, (const float(*)[4])ctx->pos4, l, half, ctx->shifts,
                                 want_D ? ctx->vectors : NULL);
 }
@@ -288,13 +395,19 @@ static mdnl_status neighbors_host(mdnl_context *ctx, const mdnl_system *sys, dou
         (st = prepare(ctx, &f, cutoff, &g)) != MDNL_OK)
         return st;
     const mdnl_list_kind kind = flags & MDNL_NEIGHBORS_FULL ? MDNL_LIST_FULL : MDNL_LIST_HALF;
+    if ((st = mdnl_work_check_list_memory(ctx->source, &g, kind == MDNL_LIST_FULL, 1)) != MDNL_OK)
+        return st;
 #ifdef MDNL_HAVE_CUDA
-    if (ctx->backend == MDNL_COMPUTE_CUDA)
-        st = mdnl_nlist_build_cuda(ctx->cuda, &g, (const float(*)[4])ctx->pos4, MDNL_METHOD_AUTO, kind, &ctx->list);
-    else
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        ctx->last_method = ctx->method == MDNL_METHOD_AUTO ? mdnl_nlist_cuda_auto(&g) : ctx->method;
+        st = mdnl_nlist_build_cuda(ctx->cuda, &g, (const float(*)[4])ctx->pos4, ctx->method, kind, &ctx->list);
+    } else
 #endif
-        st = mdnl_nlist_build_cpu_kept(&ctx->kept, &g, (const float(*)[4])ctx->pos4, MDNL_METHOD_AUTO, kind,
+    {
+        ctx->last_method = ctx->method == MDNL_METHOD_AUTO ? MDNL_METHOD_CELL : ctx->method;
+        st = mdnl_nlist_build_cpu_kept(&ctx->kept, &g, (const float(*)[4])ctx->pos4, ctx->method, kind,
                                        &ctx->list);
+    }
     if (st != MDNL_OK)
         return st;
     const int want_S = (flags & (MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS)) != 0;
@@ -435,6 +548,173 @@ mdnl_status mdnl_energy(mdnl_context *ctx, const mdnl_system *sys, const mdnl_pa
     return leave(s, energy_body(ctx, sys, params, cutoff, total, per_atom), "mdnl_energy");
 }
 
+static mdnl_status energy_types_body(mdnl_context *ctx, const mdnl_system *sys, int32_t ntypes,
+                                     const mdnl_pair_params *params, const double *cutoffs, const int32_t *types,
+                                     double *total, double *per_atom)
+{
+    if (ntypes < 1 || ntypes > MDNL_ENERGY_MAX_TYPES)
+        return mdnl_error(MDNL_ERR_USAGE, "ntypes = %d, expected 1..%d", ntypes, MDNL_ENERGY_MAX_TYPES);
+    if (!params || !cutoffs)
+        return mdnl_error(MDNL_ERR_USAGE, "the %s are NULL", !params ? "pair parameters" : "cutoffs");
+    mdnl_pair_table t;
+    memset(&t, 0, sizeof t);
+    t.ntypes = ntypes;
+    mdnl_status st;
+    for (int32_t a = 0; a < ntypes; ++a)
+        for (int32_t b = 0; b < ntypes; ++b) {
+            const int32_t k = a * ntypes + b, kt = b * ntypes + a;
+            if (params[k].style != params[0].style)
+                return mdnl_error(MDNL_ERR_USAGE, "params[%d] has style %d, params[0] %d: one style throughout", k,
+                                  (int)params[k].style, (int)params[0].style);
+            const mdnl_pair_params *x = &params[k], *y = &params[kt];
+            if (x->style != y->style || x->epsilon != y->epsilon || x->sigma != y->sigma || x->d0 != y->d0 ||
+                x->alpha != y->alpha || x->r0 != y->r0 || (x->shift != 0) != (y->shift != 0) ||
+                cutoffs[k] != cutoffs[kt])
+                return mdnl_error(MDNL_ERR_USAGE, "pair (%d, %d) differs from pair (%d, %d): the table must be "
+                                  "symmetric", a, b, b, a);
+            if ((st = potential_of(&params[k], cutoffs[k], &t.p[k])) != MDNL_OK)
+                return mdnl_error(st, "pair (%d, %d): %s", a, b, mdnl_last_error());
+            t.cut2[k] = (float)(cutoffs[k] * cutoffs[k]);
+            t.max_cutoff = cutoffs[k] > t.max_cutoff ? cutoffs[k] : t.max_cutoff;
+        }
+    mdnl_frame f;
+    mdnl_geom g;
+    if ((st = system_frame(ctx, sys, 0, &f)) != MDNL_OK)
+        return st;
+    if (f.natoms > 0 && !types)
+        return mdnl_error(MDNL_ERR_USAGE, "the types are NULL");
+    for (int64_t i = 0; i < f.natoms; ++i)
+        if (types[i] < 0 || types[i] >= ntypes)
+            return mdnl_error(MDNL_ERR_USAGE, "types[%lld] = %d, expected 0..%d", (long long)i, types[i], ntypes - 1);
+    if ((st = prepare(ctx, &f, t.max_cutoff, &g)) != MDNL_OK)
+        return st;
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        if (!ctx->energy && (st = mdnl_energy_cuda_create(mdnl_cuda_ctx_stream(ctx->cuda), &ctx->energy)) != MDNL_OK)
+            return st;
+        return mdnl_energy_table_frame_cuda(ctx->energy, &g, (const float(*)[4])ctx->pos4, types, &t, total,
+                                            per_atom);
+    }
+#endif
+    return mdnl_energy_table_frame_cpu(&g, (const float(*)[4])ctx->pos4, types, &t, total, per_atom);
+}
+
+mdnl_status mdnl_energy_types(mdnl_context *ctx, const mdnl_system *sys, int32_t ntypes,
+                              const mdnl_pair_params *params, const double *cutoffs, const int32_t *types,
+                              double *total, double *per_atom)
+{
+    if (!ctx || !total)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_energy_types: %s is NULL", !ctx ? "the context" : "total");
+    *total = 0;
+    scope s = enter(ctx);
+    return leave(s, energy_types_body(ctx, sys, ntypes, params, cutoffs, types, total, per_atom),
+                 "mdnl_energy_types");
+}
+
+/* ---- coordination numbers ---- */
+
+_Static_assert(MDNL_COORDINATION_MAX_PAIRS == MDNL_COORD_MAX_COLS, "the header's limit is the kernels'");
+_Static_assert(MDNL_ENERGY_MAX_TYPES == MDNL_PAIR_TYPES_MAX, "the header's limit is the table's");
+
+/* Species ids >= 0 when pairs are asked for (NULL only without atoms). */
+static mdnl_status check_species(const int32_t *species, int64_t n, int32_t npairs)
+{
+    if (npairs == 0)
+        return MDNL_OK;
+    if (!species && n > 0)
+        return mdnl_error(MDNL_ERR_USAGE, "species are NULL, but species pairs are asked for");
+    for (int64_t i = 0; i < n; ++i)
+        if (species[i] < 0)
+            return mdnl_error(MDNL_ERR_USAGE, "species[%lld] = %d is negative", (long long)i, species[i]);
+    return MDNL_OK;
+}
+
+static mdnl_status coordination_body(mdnl_context *ctx, const mdnl_system *sys, double cutoff,
+                                     const int32_t *species, int32_t npairs, const int32_t (*pairs)[2],
+                                     const mdnl_coord_cuts *cuts, int32_t *counts)
+{
+    if (npairs < 0 || npairs > MDNL_COORDINATION_MAX_PAIRS || (npairs > 0 && !pairs))
+        return mdnl_error(MDNL_ERR_USAGE, "npairs = %d, expected 0..%d with pairs not NULL", npairs,
+                          MDNL_COORDINATION_MAX_PAIRS);
+    mdnl_frame f;
+    mdnl_geom g;
+    mdnl_status st;
+    if ((st = system_frame(ctx, sys, 0, &f)) != MDNL_OK || (st = check_species(species, f.natoms, npairs)) != MDNL_OK)
+        return st;
+    if (f.natoms > 0 && !counts)
+        return mdnl_error(MDNL_ERR_USAGE, "counts are NULL");
+    if ((st = prepare(ctx, &f, cutoff, &g)) != MDNL_OK)
+        return st;
+#ifdef MDNL_HAVE_CUDA
+    if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        if (!ctx->coord && (st = mdnl_coord_cuda_create(mdnl_cuda_ctx_stream(ctx->cuda), &ctx->coord)) != MDNL_OK)
+            return st;
+        return mdnl_coord_frame_cuda(ctx->coord, &g, (const float(*)[4])ctx->pos4, species, npairs, pairs, cuts,
+                                     counts);
+    }
+#endif
+    return mdnl_coord_frame_cpu(&g, (const float(*)[4])ctx->pos4, species, npairs, pairs, cuts, counts);
+}
+
+mdnl_status mdnl_coordination(mdnl_context *ctx, const mdnl_system *sys, double cutoff, const int32_t *species,
+                              int32_t npairs, const int32_t (*pairs)[2], int32_t *counts)
+{
+    if (!ctx)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_coordination: the context is NULL");
+    scope s = enter(ctx);
+    return leave(s, coordination_body(ctx, sys, cutoff, species, npairs, pairs, NULL, counts), "mdnl_coordination");
+}
+
+_Static_assert(MDNL_COORDINATION_MAX_TYPES == MDNL_COORD_MAX_TYPES, "the header's limit is the kernels'");
+
+/* The cutoff table into the kernels' squared float cutoffs, and its largest
+ * entry (the traversal's cutoff). */
+static mdnl_status coord_cuts_of(const mdnl_system *sys, int32_t ntypes, const double *cutoffs, const int32_t *types,
+                                 mdnl_coord_cuts *cuts, double *max_cut)
+{
+    if (ntypes < 1 || ntypes > MDNL_COORDINATION_MAX_TYPES || !cutoffs)
+        return mdnl_error(MDNL_ERR_USAGE, "ntypes = %d, expected 1..%d with cutoffs not NULL", ntypes,
+                          MDNL_COORDINATION_MAX_TYPES);
+    if (sys && sys->n > 0 && !types)
+        return mdnl_error(MDNL_ERR_USAGE, "types are NULL");
+    memset(cuts, 0, sizeof *cuts);
+    cuts->ntypes = ntypes;
+    cuts->types = types;
+    *max_cut = 0;
+    for (int32_t a = 0; a < ntypes; ++a)
+        for (int32_t b = 0; b < ntypes; ++b) {
+            const double c = cutoffs[a * ntypes + b];
+            if (!(c >= 0) || !isfinite(c) || c != cutoffs[b * ntypes + a])
+                return mdnl_error(MDNL_ERR_USAGE, "cutoffs[%d][%d] = %g: expected a symmetric table of finite values >= 0",
+                                  a, b, c);
+            cuts->cut2[a * ntypes + b] = (float)(c * c);
+            *max_cut = c > *max_cut ? c : *max_cut;
+        }
+    if (!(*max_cut > 0))
+        return mdnl_error(MDNL_ERR_USAGE, "every cutoff is 0: nothing can count");
+    if (sys && types)
+        for (int64_t i = 0; i < sys->n; ++i)
+            if (types[i] < 0 || types[i] >= ntypes)
+                return mdnl_error(MDNL_ERR_USAGE, "types[%lld] = %d, expected 0..%d", (long long)i, types[i],
+                                  ntypes - 1);
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_coordination_types(mdnl_context *ctx, const mdnl_system *sys, int32_t ntypes, const double *cutoffs,
+                                    const int32_t *types, const int32_t *species, int32_t npairs,
+                                    const int32_t (*pairs)[2], int32_t *counts)
+{
+    if (!ctx)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_coordination_types: the context is NULL");
+    scope s = enter(ctx);
+    mdnl_coord_cuts cuts;
+    double max_cut = 0;
+    mdnl_status st = coord_cuts_of(sys, ntypes, cutoffs, types, &cuts, &max_cut);
+    if (st == MDNL_OK)
+        st = coordination_body(ctx, sys, max_cut, species, npairs, pairs, &cuts, counts);
+    return leave(s, st, "mdnl_coordination_types");
+}
+
 /* ---- RDF ---- */
 
 #define MAX_RDF_PAIRS 1024
@@ -502,57 +782,59 @@ void mdnl_rdf_free(mdnl_rdf *rdf)
     free(rdf);
 }
 
-static mdnl_status rdf_body(mdnl_context *ctx, mdnl_rdf *r, const mdnl_system *sys, const int32_t *species)
+/* One frame's histogram of `spec` (pair ids up to max_species) into
+ * counts[max(1, npairs) * bins], with the frame's A and B atoms (na, nb: [max(1, npairs)]) and
+ * its normalisation volume. */
+static mdnl_status histogram_frame(mdnl_context *ctx, const mdnl_system *sys, const mdnl_hist_spec *spec,
+                                   int32_t max_species, const int32_t *species, uint64_t *counts, int64_t *na,
+                                   int64_t *nb, double *volume)
 {
     mdnl_frame f;
     mdnl_geom g;
     mdnl_status st;
-    if ((st = system_frame(ctx, sys, 0, &f)) != MDNL_OK)
-        return st;
-    if (r->spec.npairs > 0) {
-        if (!species && f.natoms > 0)
-            return mdnl_error(MDNL_ERR_USAGE, "species are NULL, but the RDF has partial pairs");
-        for (int64_t i = 0; i < f.natoms; ++i)
-            if (species[i] < 0)
-                return mdnl_error(MDNL_ERR_USAGE, "species[%lld] = %d is negative", (long long)i, species[i]);
-    }
-    if ((st = prepare(ctx, &f, r->spec.r_max, &g)) != MDNL_OK)
-        return st;
-    const int64_t nh = mdnl_hist_nhist(&r->spec);
-    if ((st = grow((void **)&ctx->counts, &ctx->counts_cap, nh * r->spec.bins, sizeof *ctx->counts,
-                   "histogram counts")) != MDNL_OK)
+    if ((st = system_frame(ctx, sys, 0, &f)) != MDNL_OK ||
+        (st = check_species(species, f.natoms, spec->npairs)) != MDNL_OK ||
+        (st = prepare(ctx, &f, spec->r_max, &g)) != MDNL_OK)
         return st;
     /* Species ids beyond those the pairs name match no pair: the ids the
      * kernels see are within the pairs' range or one past it. */
-    const int32_t *sp = r->spec.npairs > 0 ? species : NULL;
-    int32_t *clamped = NULL;
+    const int32_t *sp = spec->npairs > 0 ? species : NULL;
     if (sp) {
-        clamped = mdnl_malloc((size_t)(f.natoms > 0 ? f.natoms : 1) * sizeof *clamped, "species");
-        if (!clamped)
-            return MDNL_ERR_RESOURCE;
+        if ((st = grow((void **)&ctx->species, &ctx->species_cap, f.natoms, sizeof *ctx->species, "species")) !=
+            MDNL_OK)
+            return st;
         for (int64_t i = 0; i < f.natoms; ++i)
-            clamped[i] = species[i] <= r->max_species ? species[i] : r->max_species + 1;
-        sp = clamped;
+            ctx->species[i] = species[i] <= max_species ? species[i] : max_species + 1;
+        sp = ctx->species;
     }
 #ifdef MDNL_HAVE_CUDA
     if (ctx->backend == MDNL_COMPUTE_CUDA) {
-        if (!ctx->hist && (st = mdnl_hist_cuda_create(&ctx->hist)) != MDNL_OK) {
-            free(clamped);
+        if (!ctx->hist && (st = mdnl_hist_cuda_create(&ctx->hist)) != MDNL_OK)
             return st;
-        }
-        st = mdnl_hist_frame_cuda(ctx->hist, &g, (const float(*)[4])ctx->pos4, sp, &r->spec, MDNL_HIST_AUTO,
-                                  MDNL_HIST_TRAV_AUTO, ctx->counts);
+        st = mdnl_hist_frame_cuda(ctx->hist, &g, (const float(*)[4])ctx->pos4, sp, spec, MDNL_HIST_AUTO,
+                                  MDNL_HIST_TRAV_AUTO, counts);
     } else
 #endif
-        st = mdnl_hist_frame_cpu(&g, (const float(*)[4])ctx->pos4, sp, &r->spec, ctx->counts);
-    if (st == MDNL_OK) {
-        int64_t na[MAX_RDF_PAIRS], nb[MAX_RDF_PAIRS];
-        mdnl_hist_species_counts(&r->spec, sp, f.natoms, na, nb);
-        const int periodic = f.box.has_lattice && (f.box.pbc[0] || f.box.pbc[1] || f.box.pbc[2]);
-        st = mdnl_rdf_accum_add(&r->acc, ctx->counts, na, nb, periodic ? g.volume : 0.0);
-    }
-    free(clamped);
-    return st;
+        st = mdnl_hist_frame_cpu(&g, (const float(*)[4])ctx->pos4, sp, spec, counts);
+    if (st != MDNL_OK)
+        return st;
+    mdnl_hist_species_counts(spec, sp, f.natoms, na, nb);
+    const int periodic = f.box.has_lattice && (f.box.pbc[0] || f.box.pbc[1] || f.box.pbc[2]);
+    *volume = periodic ? g.volume : 0.0;
+    return MDNL_OK;
+}
+
+static mdnl_status rdf_body(mdnl_context *ctx, mdnl_rdf *r, const mdnl_system *sys, const int32_t *species)
+{
+    int64_t na[MAX_RDF_PAIRS], nb[MAX_RDF_PAIRS];
+    double volume = 0;
+    const int64_t nh = mdnl_hist_nhist(&r->spec);
+    mdnl_status st;
+    if ((st = grow((void **)&ctx->counts, &ctx->counts_cap, nh * r->spec.bins, sizeof *ctx->counts,
+                   "histogram counts")) != MDNL_OK ||
+        (st = histogram_frame(ctx, sys, &r->spec, r->max_species, species, ctx->counts, na, nb, &volume)) != MDNL_OK)
+        return st;
+    return mdnl_rdf_accum_add(&r->acc, ctx->counts, na, nb, volume);
 }
 
 mdnl_status mdnl_rdf_add(mdnl_context *ctx, mdnl_rdf *rdf, const mdnl_system *sys, const int32_t *species)
@@ -561,6 +843,43 @@ mdnl_status mdnl_rdf_add(mdnl_context *ctx, mdnl_rdf *rdf, const mdnl_system *sy
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_add: %s is NULL", !ctx ? "the context" : "the RDF");
     scope s = enter(ctx);
     return leave(s, rdf_body(ctx, rdf, sys, species), "mdnl_rdf_add");
+}
+
+static mdnl_status histogram_body(mdnl_context *ctx, const mdnl_system *sys, double r_max, int32_t bins,
+                                  const int32_t *species, int32_t npairs, const int32_t (*pairs)[2], uint64_t *counts,
+                                  double *volume)
+{
+    if (npairs < 0 || npairs > MAX_RDF_PAIRS || (npairs > 0 && !pairs))
+        return mdnl_error(MDNL_ERR_USAGE, "npairs = %d, expected 0..%d with pairs not NULL", npairs, MAX_RDF_PAIRS);
+    if (!counts)
+        return mdnl_error(MDNL_ERR_USAGE, "counts are NULL");
+    int32_t max_species = -1;
+    for (int32_t p = 0; p < npairs; ++p)
+        for (int k = 0; k < 2; ++k) {
+            if (pairs[p][k] < 0 || pairs[p][k] >= MDNL_MAX_SPECIES - 1)
+                return mdnl_error(MDNL_ERR_USAGE, "pairs[%d][%d] = %d, expected a species id 0..%d", p, k,
+                                  pairs[p][k], MDNL_MAX_SPECIES - 2);
+            max_species = pairs[p][k] > max_species ? pairs[p][k] : max_species;
+        }
+    const mdnl_hist_spec spec = {r_max, bins, npairs, pairs};
+    mdnl_status st = mdnl_hist_spec_check(&spec, NULL, max_species + 1);
+    int64_t na[MAX_RDF_PAIRS], nb[MAX_RDF_PAIRS];
+    double v = 0;
+    if (st != MDNL_OK || (st = histogram_frame(ctx, sys, &spec, max_species, species, counts, na, nb, &v)) != MDNL_OK)
+        return st;
+    if (volume)
+        *volume = v;
+    return MDNL_OK;
+}
+
+mdnl_status mdnl_histogram(mdnl_context *ctx, const mdnl_system *sys, double r_max, int32_t bins,
+                           const int32_t *species, int32_t npairs, const int32_t (*pairs)[2], uint64_t *counts,
+                           double *volume)
+{
+    if (!ctx)
+        return mdnl_error(MDNL_ERR_USAGE, "mdnl_histogram: the context is NULL");
+    scope s = enter(ctx);
+    return leave(s, histogram_body(ctx, sys, r_max, bins, species, npairs, pairs, counts, volume), "mdnl_histogram");
 }
 
 int64_t mdnl_rdf_frames(const mdnl_rdf *rdf) { return rdf ? rdf->acc.nframes : 0; }

@@ -25,39 +25,9 @@ double mdnl_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cutoff, mdnl_geom *g,
-                               float (**pos4)[4], int64_t *cap)
-{
-    if (*cap < f->natoms + 1) {
-        free(*pos4);
-        *cap = 0;
-        if (!(*pos4 = mdnl_malloc((size_t)(f->natoms + 1) * sizeof **pos4, "float positions")))
-            return MDNL_ERR_RESOURCE;
-        *cap = f->natoms + 1;
-    }
-    mdnl_status st = mdnl_geom_prepare(f, cutoff, g, *pos4);
-    if (st == MDNL_ERR_INPUT) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
-        st = mdnl_error(st, "%s: %s", input, msg);
-    }
-    return st;
-}
-
 mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies)
 {
-    mdnl_work w;
-    mdnl_work_estimate(g, &w);
-    const double pairs = kind == MDNL_LIST_FULL ? w.pairs : 0.5 * w.pairs;
-    const double bytes = (pairs * (sizeof(int32_t) + sizeof(float)) + (double)g->natoms * sizeof(int64_t)) * copies;
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
-    if (memory > 0 && bytes > memory)
-        return mdnl_error(MDNL_ERR_RESOURCE,
-                          "%s: frame %lld: the neighbor list would take an estimated %.3g GB (%.3g pairs, %d held at "
-                          "once), more than the %.3g GB of memory",
-                          input, (long long)g->frame, bytes / 1e9, pairs, copies, memory / 1e9);
-    return MDNL_OK;
+    return mdnl_work_check_list_memory(input, g, kind == MDNL_LIST_FULL, copies);
 }
 
 /* ---- option values ---- */
@@ -560,6 +530,47 @@ mdnl_status mdnl_choose_backend(const mdnl_opts *o, mdnl_backend *out)
     else
         *out = devices > 0 ? MDNL_BACKEND_CUDA : MDNL_BACKEND_CPU;
     return MDNL_OK;
+}
+
+mdnl_status mdnl_context_of(const mdnl_opts *o, mdnl_context **out)
+{
+    *out = NULL;
+    mdnl_backend b;
+    mdnl_status st = mdnl_choose_backend(o, &b);
+    if (st != MDNL_OK)
+        return st;
+    const mdnl_context_options co = {
+        .backend = b == MDNL_BACKEND_CUDA ? MDNL_COMPUTE_CUDA : MDNL_COMPUTE_CPU,
+        .device = b == MDNL_BACKEND_CUDA ? mdnl_cuda_device_index() : 0,
+        .max_pairs = o->max_pairs,
+        .threads = o->has_threads ? (int)o->threads : 0,
+    };
+    if ((st = mdnl_context_create(&co, out)) != MDNL_OK)
+        return st;
+    if ((st = mdnl_context_set_limit_name(*out, "--max-pairs N")) != MDNL_OK ||
+        (o->method != MDNL_METHOD_AUTO && (st = mdnl_context_set_method(*out, mdnl_method_name(o->method))) != MDNL_OK)) {
+        mdnl_context_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+mdnl_backend mdnl_backend_of(const mdnl_context *ctx)
+{
+    return mdnl_context_backend(ctx) == MDNL_COMPUTE_CUDA ? MDNL_BACKEND_CUDA : MDNL_BACKEND_CPU;
+}
+
+mdnl_status mdnl_frame_system(mdnl_context *ctx, const char *input, const mdnl_frame *f, mdnl_system *sys)
+{
+    const bool lattice = f->box.has_lattice;
+    *sys = (mdnl_system){
+        .n = f->natoms,
+        .positions = f->pos,
+        .dtype = MDNL_FLOAT64,
+        .cell = lattice ? &f->box.h[0][0] : NULL,
+        .pbc = {lattice && f->box.pbc[0], lattice && f->box.pbc[1], lattice && f->box.pbc[2]},
+    };
+    return mdnl_context_set_frame(ctx, input, f->index);
 }
 
 bool mdnl_is_hdf5_path(const char *path)

@@ -11,6 +11,8 @@
 #include "nlist.h"
 #include "reader.h"
 
+#include <mdnl/mdnl.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -122,17 +124,8 @@ void mdnl_progress_start(mdnl_progress *p, const mdnl_opts *o, mdnl_frames *fs);
 void mdnl_progress_step(mdnl_progress *p);
 void mdnl_progress_end(mdnl_progress *p);
 
-/* Prepares frame f for the kernels with `cutoff`: grows *pos4 (capacity in
- * *cap atoms, freed by the caller) and fills g. Input errors are prefixed
- * with the input path. */
-mdnl_status mdnl_prepare_frame(const char *input, const mdnl_frame *f, double cutoff, mdnl_geom *g,
-                               float (**pos4)[4], int64_t *cap);
-
-/* The work guard's memory half (geometry.h has the pair limit): the bytes
- * a stored neighbor list of grid g is estimated to take (8 per pair of the
- * `kind` list, pairs from mdnl_work_estimate), against `copies` lists held at
- * once and the host's physical memory. MDNL_ERR_RESOURCE naming the input,
- * the frame and the estimate when it does not fit. */
+/* The work guard's memory half for `mdnl run`'s lists
+ * (geometry.h mdnl_work_check_list_memory, naming the input). */
 mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies);
 
 /* Wall-clock seconds (monotonic). */
@@ -142,6 +135,18 @@ double mdnl_now(void);
  * MDNL_ERR_RESOURCE; auto falls back to the CPU. */
 mdnl_status mdnl_choose_backend(const mdnl_opts *o, mdnl_backend *out);
 const char *mdnl_backend_name(mdnl_backend b);
+
+/* The commands compute through libmdnl (include/mdnl/mdnl.h). The context
+ * of a command's options: --backend (mdnl_choose_backend), the process's
+ * device, --max-pairs, --threads and --method. Freed with
+ * mdnl_context_free. */
+mdnl_status mdnl_context_of(const mdnl_opts *o, mdnl_context **out);
+/* The backend a context computes on, as the summaries name it. */
+mdnl_backend mdnl_backend_of(const mdnl_context *ctx);
+/* Frame f as the library's system: borrowed, valid while f is unchanged.
+ * Messages of the calls on it name `input` and the frame's index
+ * (mdnl_context_set_frame); MDNL_ERR_RESOURCE when that fails. */
+mdnl_status mdnl_frame_system(mdnl_context *ctx, const char *input, const mdnl_frame *f, mdnl_system *sys);
 
 /* Whether a path names an HDF5 output (.h5, .h5md, .hdf5). */
 bool mdnl_is_hdf5_path(const char *path);

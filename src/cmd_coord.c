@@ -3,8 +3,6 @@
  * while traversing the cells (coord.h: no list stored), with the histogram
  * of the counts; TSV or HDF5. */
 #include "cli.h"
-#include "coord.h"
-#include "engine.h"
 #include "h5md_writer.h"
 #include "output_file.h"
 #include "pipeline.h"
@@ -19,20 +17,21 @@
 typedef struct pair_cuts {
     mdnl_pair_names pn; /* the pairs, resolved per frame as --pairs */
     int32_t ta[MDNL_MAX_RDF_PAIRS], tb[MDNL_MAX_RDF_PAIRS];
-    char names[MDNL_COORD_MAX_TYPES][MDNL_SYMBOL_LEN];
-    double max_cut;       /* the traversal's cutoff */
-    mdnl_coord_cuts cuts; /* ntypes and cut2; types set per frame */
+    char names[MDNL_COORDINATION_MAX_TYPES][MDNL_SYMBOL_LEN];
+    double max_cut; /* the traversal's cutoff */
+    int32_t ntypes; /* 1 + the species named */
+    double cut[MDNL_COORDINATION_MAX_TYPES * MDNL_COORDINATION_MAX_TYPES]; /* [a * ntypes + b], packed */
 } pair_cuts;
 
 static int32_t cut_type(pair_cuts *pc, const char *name)
 {
-    for (int32_t t = 1; t < pc->cuts.ntypes; ++t)
+    for (int32_t t = 1; t < pc->ntypes; ++t)
         if (strcmp(pc->names[t], name) == 0)
             return t;
-    if (pc->cuts.ntypes == MDNL_COORD_MAX_TYPES)
+    if (pc->ntypes == MDNL_COORDINATION_MAX_TYPES)
         return -1;
-    snprintf(pc->names[pc->cuts.ntypes], MDNL_SYMBOL_LEN, "%s", name);
-    return pc->cuts.ntypes++;
+    snprintf(pc->names[pc->ntypes], MDNL_SYMBOL_LEN, "%s", name);
+    return pc->ntypes++;
 }
 
 static mdnl_status pair_cuts_parse(const char *spec, bool has_c, double c, pair_cuts *pc)
@@ -71,29 +70,28 @@ static mdnl_status pair_cuts_parse(const char *spec, bool has_c, double c, pair_
     mdnl_status st = mdnl_pair_names_parse(names, &pc->pn);
     if (st != MDNL_OK)
         return st;
-    pc->cuts.ntypes = 1;
-    const float dflt = has_c ? (float)(c * c) : 0.0f;
-    for (int k = 0; k < MDNL_COORD_MAX_TYPES * MDNL_COORD_MAX_TYPES; ++k)
-        pc->cuts.cut2[k] = dflt;
-    bool set[MDNL_COORD_MAX_TYPES][MDNL_COORD_MAX_TYPES] = {{false}};
+    pc->ntypes = 1;
+    const double dflt = has_c ? c : 0.0;
+    for (int k = 0; k < MDNL_COORDINATION_MAX_TYPES * MDNL_COORDINATION_MAX_TYPES; ++k)
+        pc->cut[k] = dflt;
+    bool set[MDNL_COORDINATION_MAX_TYPES][MDNL_COORDINATION_MAX_TYPES] = {{false}};
     pc->max_cut = has_c ? c : 0.0;
     for (int p = 0; p < n; ++p) {
         const int32_t a = cut_type(pc, pc->pn.a[p]), b = cut_type(pc, pc->pn.b[p]);
         if (a < 0 || b < 0)
-            return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: at most %d species can be named", MDNL_COORD_MAX_TYPES - 1);
+            return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: at most %d species can be named", MDNL_COORDINATION_MAX_TYPES - 1);
         if (set[a][b])
             return mdnl_error(MDNL_ERR_USAGE, "--pair-cut: pair %s given twice", pc->pn.labels[p]);
         set[a][b] = set[b][a] = true;
         pc->ta[p] = a, pc->tb[p] = b;
-        pc->cuts.cut2[a * MDNL_COORD_MAX_TYPES + b] = pc->cuts.cut2[b * MDNL_COORD_MAX_TYPES + a] =
-            (float)(cut[p] * cut[p]);
+        pc->cut[a * MDNL_COORDINATION_MAX_TYPES + b] = pc->cut[b * MDNL_COORDINATION_MAX_TYPES + a] = cut[p];
         pc->max_cut = cut[p] > pc->max_cut ? cut[p] : pc->max_cut;
     }
-    /* packed to ntypes x ntypes, as coord.h reads it */
-    const int32_t nt = pc->cuts.ntypes;
+    /* packed to ntypes x ntypes, as mdnl_coordination_types reads it */
+    const int32_t nt = pc->ntypes;
     for (int32_t a = 0; a < nt; ++a)
         for (int32_t b = 0; b < nt; ++b)
-            pc->cuts.cut2[a * nt + b] = pc->cuts.cut2[a * MDNL_COORD_MAX_TYPES + b];
+            pc->cut[a * nt + b] = pc->cut[a * MDNL_COORDINATION_MAX_TYPES + b];
     return MDNL_OK;
 }
 
@@ -165,8 +163,8 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
     mdnl_pair_names pn = {0};
     if (o.pairs && (st = mdnl_pair_names_parse(o.pairs, &pn)) != MDNL_OK)
         return st;
-    if (pn.n > MDNL_COORD_MAX_COLS)
-        return mdnl_error(MDNL_ERR_USAGE, "--pairs: mdnl coord takes at most %d pairs, got %d", MDNL_COORD_MAX_COLS,
+    if (pn.n > MDNL_COORDINATION_MAX_PAIRS)
+        return mdnl_error(MDNL_ERR_USAGE, "--pairs: mdnl coord takes at most %d pairs, got %d", MDNL_COORDINATION_MAX_PAIRS,
                           pn.n);
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
@@ -180,13 +178,12 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
 
     const int32_t nc = pn.n > 0 ? pn.n : 1;
     int32_t ids[MDNL_MAX_RDF_PAIRS][2] = {{0}};
-    mdnl_engine eng;
-    if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
+    mdnl_context *ctx = NULL;
+    if ((st = mdnl_context_of(&o, &ctx)) != MDNL_OK)
         return st;
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
-    float(*pos4)[4] = NULL;
-    int64_t pos_cap = 0, cnt_cap = 0, nframes = 0;
+    int64_t cnt_cap = 0, nframes = 0;
     int32_t *counts = NULL, *col = NULL, *types = NULL;
     coord_hist H = {0};
     mdnl_ofile out = {0}, hout = {0};
@@ -222,8 +219,8 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
         double t1 = mdnl_now();
         if (pn.n && (st = mdnl_pair_names_resolve(&pn, input, &f, ids)) != MDNL_OK)
             goto done;
-        mdnl_geom g;
-        if ((st = mdnl_prepare_frame(input, &f, cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
+        mdnl_system sys;
+        if ((st = mdnl_frame_system(ctx, input, &f, &sys)) != MDNL_OK)
             goto done;
         if (cnt_cap < f.natoms + 1) {
             free(counts), free(col), free(types);
@@ -238,10 +235,10 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
         }
         if (o.pair_cut && (st = pair_cuts_types(&pc, input, &f, types)) != MDNL_OK)
             goto done;
-        if (o.pair_cut)
-            pc.cuts.types = types;
-        if ((st = mdnl_engine_coord(&eng, &g, (const float(*)[4])pos4, f.species, pn.n, (const int32_t(*)[2])ids,
-                                    o.pair_cut ? &pc.cuts : NULL, counts)) != MDNL_OK)
+        if ((st = o.pair_cut ? mdnl_coordination_types(ctx, &sys, pc.ntypes, pc.cut, types, f.species, pn.n,
+                                                       (const int32_t(*)[2])ids, counts)
+                             : mdnl_coordination(ctx, &sys, cutoff, f.species, pn.n, (const int32_t(*)[2])ids,
+                                                 counts)) != MDNL_OK)
             goto done;
         double t2 = mdnl_now();
         if ((st = hist_add(&H, nc, counts, f.natoms, f.species, (const int32_t(*)[2])ids, pn.n > 0)) != MDNL_OK)
@@ -320,7 +317,7 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
             mdnl_json_string(stdout, o.pair_cut);
         }
         mdnl_atoms_range_json(stdout, &atoms);
-        printf(",\"backend\":\"%s\"", mdnl_backend_name(eng.backend));
+        printf(",\"backend\":\"%s\"", mdnl_backend_name(mdnl_backend_of(ctx)));
         if (outpath) {
             printf(",\"output\":");
             mdnl_json_string(stdout, outpath);
@@ -334,7 +331,7 @@ mdnl_status mdnl_cmd_coord(int argc, char **argv)
                 "mdnl coord: %lld frame(s) of %s below %g, %s; mean %.6g, max %lld; read %.3f s, count %.3f s, "
                 "write %.3f s",
                 (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), cutoff,
-                mdnl_backend_name(eng.backend), nsum > 0 ? sum / nsum : 0.0, (long long)(H.top > 0 ? H.top - 1 : 0),
+                mdnl_backend_name(mdnl_backend_of(ctx)), nsum > 0 ? sum / nsum : 0.0, (long long)(H.top > 0 ? H.top - 1 : 0),
                 t_read, t_count, t_write);
         if (strcmp(outpath, "-") != 0)
             fprintf(stderr, "; written to %s", outpath);
@@ -349,7 +346,7 @@ done:
     }
     mdnl_frames_close(fs);
     mdnl_frame_free(&f);
-    free(pos4), free(counts), free(col), free(types), free(H.h);
-    mdnl_engine_free(&eng);
+    free(counts), free(col), free(types), free(H.h);
+    mdnl_context_free(ctx);
     return st;
 }

@@ -1,7 +1,6 @@
 /* cmd_energy.c — `mdnl energy`: pair-potential energy per frame (and per
  * atom) by the fused path (no neighbor list stored), as TSV or H5MD. */
 #include "cli.h"
-#include "engine.h"
 #include "h5md_writer.h"
 #include "output_file.h"
 
@@ -28,6 +27,16 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
     const mdnl_potential pot = tab.p[0];
     const bool table = tab.ntypes > 1;
     const double cutoff = tab.max_cutoff;
+    /* the library's per-pair parameters and cutoffs */
+    mdnl_pair_params params[MDNL_PAIR_TYPES_MAX * MDNL_PAIR_TYPES_MAX];
+    double cutoffs[MDNL_PAIR_TYPES_MAX * MDNL_PAIR_TYPES_MAX];
+    for (int k = 0; k < tab.ntypes * tab.ntypes; ++k) {
+        const mdnl_potential *p = &tab.p[k];
+        params[k] = (mdnl_pair_params){.style = p->kind == MDNL_POTENTIAL_MORSE ? MDNL_PAIR_MORSE : MDNL_PAIR_LJ,
+                                       .epsilon = p->epsilon, .sigma = p->sigma, .d0 = p->d0, .alpha = p->alpha,
+                                       .r0 = p->r0, .shift = p->shift};
+        cutoffs[k] = p->cutoff;
+    }
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
     const bool h5 = outpath && mdnl_is_hdf5_path(outpath);
@@ -35,13 +44,12 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
     if ((st = mdnl_output_check(input, 1, &outpath, &out_kind)) != MDNL_OK)
         return st;
 
-    mdnl_engine eng;
-    if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
+    mdnl_context *ctx = NULL;
+    if ((st = mdnl_context_of(&o, &ctx)) != MDNL_OK)
         return st;
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
-    float(*pos4)[4] = NULL;
-    int64_t pos_cap = 0, per_cap = 0;
+    int64_t per_cap = 0;
     double *per_atom = NULL;
     int32_t *types = NULL;
     int64_t types_cap = 0;
@@ -74,8 +82,8 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
         if (st != MDNL_OK)
             goto done;
         double t1 = mdnl_now();
-        mdnl_geom g;
-        if ((st = mdnl_prepare_frame(input, &f, cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
+        mdnl_system sys;
+        if ((st = mdnl_frame_system(ctx, input, &f, &sys)) != MDNL_OK)
             goto done;
         if (table && types_cap < f.natoms + 1) {
             free(types);
@@ -97,10 +105,9 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
         }
         double total = 0;
         if (table)
-            st = mdnl_engine_energy_table(&eng, &g, (const float(*)[4])pos4, types, &tab, &total,
-                                          o.per_atom ? per_atom : NULL);
+            st = mdnl_energy_types(ctx, &sys, tab.ntypes, params, cutoffs, types, &total, o.per_atom ? per_atom : NULL);
         else
-            st = mdnl_engine_energy(&eng, &g, (const float(*)[4])pos4, &pot, &total, o.per_atom ? per_atom : NULL);
+            st = mdnl_energy(ctx, &sys, &params[0], cutoff, &total, o.per_atom ? per_atom : NULL);
         if (st != MDNL_OK)
             goto done;
         double t2 = mdnl_now();
@@ -155,7 +162,7 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
         mdnl_json_string(stdout, desc);
         printf(",\"cutoff\":%.15g,\"frames\":%lld", cutoff, (long long)nframes);
         mdnl_atoms_range_json(stdout, &atoms);
-        printf(",\"backend\":\"%s\"", mdnl_backend_name(eng.backend));
+        printf(",\"backend\":\"%s\"", mdnl_backend_name(mdnl_backend_of(ctx)));
         if (outpath) {
             printf(",\"output\":");
             mdnl_json_string(stdout, outpath);
@@ -168,7 +175,7 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
         mdnl_frames_note(fs);
         char na[64];
         fprintf(stderr, "mdnl energy: %lld frame(s) of %s, %s below %g, %s; ", (long long)nframes,
-                mdnl_atoms_range_text(&atoms, na, sizeof na), desc, cutoff, mdnl_backend_name(eng.backend));
+                mdnl_atoms_range_text(&atoms, na, sizeof na), desc, cutoff, mdnl_backend_name(mdnl_backend_of(ctx)));
         if (nframes)
             fprintf(stderr, "energy first %.10g, last %.10g, mean %.10g; ", e_first, e_last, e_sum / nframes);
         fprintf(stderr, "read %.3f s, energy %.3f s, write %.3f s", t_read, t_energy, t_write);
@@ -184,9 +191,8 @@ done:
     }
     mdnl_frames_close(fs);
     mdnl_frame_free(&f);
-    free(pos4);
     free(per_atom);
     free(types);
-    mdnl_engine_free(&eng);
+    mdnl_context_free(ctx);
     return st;
 }

@@ -2,7 +2,6 @@
  * frame as a TSV table (# frame i j distance, and with --with shift,vector
  * S0 S1 S2 Dx Dy Dz) or HDF5 CSR. */
 #include "cli.h"
-#include "engine.h"
 #include "chunk_pool.h"
 #include "h5md_writer.h"
 #include "output_file.h"
@@ -126,17 +125,11 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         return st;
     mdnl_h5md_results *res = NULL;
 
-    mdnl_engine eng;
-    if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
+    mdnl_context *ctx = NULL;
+    if ((st = mdnl_context_of(&o, &ctx)) != MDNL_OK)
         return st;
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
-    mdnl_nlist list = {0};
-    float(*pos4)[4] = NULL;
-    int64_t pos_cap = 0;
-    int32_t(*shifts)[3] = NULL; /* --with shift,vector: S (also needed for D) and D per entry */
-    double(*vectors)[3] = NULL;
-    int64_t shift_cap = 0;
     const bool with_S = o.with_shift || o.with_vector;
     mdnl_ofile out = {0};
     int64_t nframes = 0, total_pairs = 0;
@@ -175,31 +168,21 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
         if (st != MDNL_OK)
             goto done;
         double t1 = mdnl_now();
-        mdnl_geom g;
-        if ((st = mdnl_prepare_frame(input, &f, o.cutoff, &g, &pos4, &pos_cap)) != MDNL_OK)
-            goto done;
         mdnl_list_kind kind = o.has_list ? o.list : MDNL_LIST_HALF;
-        if ((st = mdnl_check_list_memory(input, &g, kind, 1)) != MDNL_OK ||
-            (st = mdnl_engine_nlist(&eng, &g, (const float(*)[4])pos4, o.method, kind, &list)) != MDNL_OK)
+        mdnl_system sys;
+        mdnl_neighbor_list nl;
+        if ((st = mdnl_frame_system(ctx, input, &f, &sys)) != MDNL_OK ||
+            (st = mdnl_neighbors(ctx, &sys, o.cutoff,
+                                 (kind == MDNL_LIST_FULL ? MDNL_NEIGHBORS_FULL : MDNL_NEIGHBORS_HALF) |
+                                     (o.with_shift ? MDNL_NEIGHBORS_SHIFTS : 0) |
+                                     (o.with_vector ? MDNL_NEIGHBORS_VECTORS : 0),
+                                 &nl)) != MDNL_OK)
             goto done;
-        if (with_S && (!shifts || list.npairs > shift_cap)) {
-            const int64_t n = list.npairs > 0 ? list.npairs : 1;
-            free(shifts);
-            free(vectors);
-            vectors = NULL;
-            shift_cap = 0;
-            if (!(shifts = mdnl_malloc((size_t)n * sizeof *shifts, "image shifts")) ||
-                (o.with_vector && !(vectors = mdnl_malloc((size_t)n * sizeof *vectors, "pair vectors")))) {
-                st = MDNL_ERR_RESOURCE;
-                goto done;
-            }
-            shift_cap = n;
-        }
-        if (with_S && (st = mdnl_engine_shifts(&eng, &f, &g, (const float(*)[4])pos4, kind, &list, shifts,
-                                               vectors)) != MDNL_OK)
-            goto done;
-        const int32_t(*S)[3] = o.with_shift ? (const int32_t(*)[3])shifts : NULL;
-        const double(*D)[3] = (const double(*)[3])vectors;
+        /* borrowed from the context until its next call: no copy */
+        const mdnl_nlist list = {nl.n, nl.npairs, (int64_t *)nl.offsets, (int32_t *)nl.indices, (float *)nl.distances,
+                                 0, 0};
+        const int32_t(*S)[3] = (const int32_t(*)[3])nl.shifts;
+        const double(*D)[3] = (const double(*)[3])nl.vectors;
         double t2 = mdnl_now();
         if (h5) {
             if ((st = mdnl_h5md_results_write_neighbors(res, f.index, list.natoms, list.offsets, list.j, list.d,
@@ -229,7 +212,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
     mdnl_progress_end(&prog);
     progress_started = false;
     {
-        mdnl_method used = eng.last_method;
+        const char *used = mdnl_context_method(ctx);
         const char *kind = (o.has_list ? o.list : MDNL_LIST_HALF) == MDNL_LIST_FULL ? "full" : "half";
         if (o.json) {
             printf("{\"command\":\"neighbors\",\"input\":");
@@ -242,7 +225,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
             }
             printf(",\"pairs\":%lld,\"list\":\"%s\",\"cutoff\":%.15g,\"backend\":\"%s\",\"method\":\"%s\","
                    "\"seconds\":{\"read\":%.6f,\"neighbors\":%.6f,\"write\":%.6f}}\n",
-                   (long long)total_pairs, kind, o.cutoff, mdnl_backend_name(eng.backend), mdnl_method_name(used),
+                   (long long)total_pairs, kind, o.cutoff, mdnl_backend_name(mdnl_backend_of(ctx)), used,
                    t_read, t_nl, t_write);
         } else if (!o.quiet) {
             mdnl_frames_note(fs);
@@ -251,7 +234,7 @@ mdnl_status mdnl_cmd_neighbors(int argc, char **argv)
                     "mdnl neighbors: %lld frame(s) of %s, %lld pairs (%s list) below %g, %s/%s, "
                     "read %.3f s, neighbors %.3f s, write %.3f s",
                     (long long)nframes, mdnl_atoms_range_text(&atoms, na, sizeof na), (long long)total_pairs, kind,
-                    o.cutoff, mdnl_backend_name(eng.backend), mdnl_method_name(used), t_read, t_nl, t_write);
+                    o.cutoff, mdnl_backend_name(mdnl_backend_of(ctx)), used, t_read, t_nl, t_write);
             if (strcmp(outpath, "-") != 0)
                 fprintf(stderr, "; written to %s", outpath);
             fputc('\n', stderr);
@@ -266,10 +249,6 @@ done:
     }
     mdnl_frames_close(fs);
     mdnl_frame_free(&f);
-    mdnl_nlist_free(&list);
-    free(pos4);
-    free(shifts);
-    free(vectors);
-    mdnl_engine_free(&eng);
+    mdnl_context_free(ctx);
     return st;
 }

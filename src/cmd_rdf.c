@@ -2,7 +2,6 @@
  * the cells (no list stored), averaged into g(r) and n(r) over the selected
  * frames (SPEC §5); TSV or HDF5, and an SVG plot. */
 #include "cli.h"
-#include "engine.h"
 #include "h5md_writer.h"
 #include "output_file.h"
 #include "pipeline.h"
@@ -45,17 +44,16 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     int32_t ids[MAX_PAIRS][2] = {{0}}; /* resolved per frame */
     mdnl_hist_spec spec = {.r_max = o.rmax, .bins = (int32_t)o.bins, .npairs = pn.n, .pairs = ids};
     const int32_t nh = mdnl_hist_nhist(&spec);
-    mdnl_engine eng;
-    if ((st = mdnl_engine_init(&eng, &o)) != MDNL_OK)
+    mdnl_context *ctx = NULL;
+    if ((st = mdnl_context_of(&o, &ctx)) != MDNL_OK)
         return st;
     mdnl_frames *fs = NULL;
     mdnl_frame f = {0};
-    float(*pos4)[4] = NULL;
-    int64_t pos_cap = 0, nframes = 0;
+    int64_t nframes = 0;
     mdnl_atoms_range atoms = {0};
     uint64_t *counts = NULL, pairs_counted = 0;
     mdnl_rdf_accum acc = {0};
-    mdnl_rdf_frames pf = {0}; /* --per-frame */
+    mdnl_rdf_series pf = {0}; /* --per-frame */
     mdnl_ofile out = {0}, plot = {0};
     mdnl_h5md_results *res = NULL;
     mdnl_progress prog = {0};
@@ -64,7 +62,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
     if ((st = mdnl_rdf_accum_init(&acc, &spec, o.has_volume ? o.volume : 0)) != MDNL_OK)
         goto done;
     if (o.per_frame) {
-        if ((st = mdnl_rdf_frames_init(&pf, &spec, o.has_volume ? o.volume : 0, &pn, o.plot != NULL)) != MDNL_OK)
+        if ((st = mdnl_rdf_series_init(&pf, &spec, o.has_volume ? o.volume : 0, &pn, o.plot != NULL)) != MDNL_OK)
             goto done;
         if (h5 && (st = mdnl_h5md_results_create(outpath, &res)) != MDNL_OK)
             goto done;
@@ -88,19 +86,17 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
         double t1 = mdnl_now();
         if ((st = mdnl_pair_names_resolve(&pn, input, &f, ids)) != MDNL_OK)
             goto done;
-        mdnl_geom g;
-        if ((st = mdnl_prepare_frame(input, &f, o.rmax, &g, &pos4, &pos_cap)) != MDNL_OK)
-            goto done;
-        if ((st = mdnl_hist_spec_check(&spec, &g, f.nspecies)) != MDNL_OK)
-            goto done;
-        if ((st = mdnl_engine_hist(&eng, &g, (const float(*)[4])pos4, f.species, &spec, counts)) != MDNL_OK)
+        mdnl_system sys;
+        double volume = 0;
+        if ((st = mdnl_frame_system(ctx, input, &f, &sys)) != MDNL_OK ||
+            (st = mdnl_histogram(ctx, &sys, o.rmax, spec.bins, f.species, pn.n, (const int32_t(*)[2])ids, counts,
+                                 &volume)) != MDNL_OK)
             goto done;
         int64_t na[MAX_PAIRS], nb[MAX_PAIRS];
         mdnl_hist_species_counts(&spec, f.species, f.natoms, na, nb);
-        double volume = f.box.has_lattice && (f.box.pbc[0] || f.box.pbc[1] || f.box.pbc[2]) ? g.volume : 0.0;
         if ((st = mdnl_rdf_accum_add(&acc, counts, na, nb, volume)) != MDNL_OK)
             goto done;
-        if (o.per_frame && (st = mdnl_rdf_frames_add(&pf, res, f.index, f.step, counts, na, nb, volume)) != MDNL_OK)
+        if (o.per_frame && (st = mdnl_rdf_series_add(&pf, res, f.index, f.step, counts, na, nb, volume)) != MDNL_OK)
             goto done;
         for (int64_t k = 0; k < (int64_t)nh * spec.bins; ++k)
             pairs_counted += counts[k];
@@ -161,7 +157,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
         printf("],\"pairs_counted\":%llu,\"g\":%s,\"backend\":\"%s\",\"seconds\":{\"read\":%.6f,\"histogram\":%.6f,"
                "\"write\":%.6f}}\n",
                (unsigned long long)pairs_counted, mdnl_rdf_has_g(&acc) ? "true" : "false",
-               mdnl_backend_name(eng.backend), t_read, t_hist, t_write);
+               mdnl_backend_name(mdnl_backend_of(ctx)), t_read, t_hist, t_write);
     } else if (!o.quiet) {
         mdnl_frames_note(fs);
         char na[64];
@@ -173,7 +169,7 @@ mdnl_status mdnl_cmd_rdf(int argc, char **argv)
                 mdnl_rdf_has_g(&acc) ? "g(r)"
                 : nframes            ? "counts: open frames, no --volume"
                                      : "no frame",
-                mdnl_backend_name(eng.backend), t_read, t_hist, t_write);
+                mdnl_backend_name(mdnl_backend_of(ctx)), t_read, t_hist, t_write);
         if (strcmp(outpath, "-") != 0)
             fprintf(stderr, "; written to %s", outpath);
         if (o.plot)
@@ -188,11 +184,10 @@ done:
         mdnl_h5md_results_abort(res);
     }
     mdnl_rdf_accum_free(&acc);
-    mdnl_rdf_frames_free(&pf);
+    mdnl_rdf_series_free(&pf);
     free(counts);
-    free(pos4);
     mdnl_frames_close(fs);
     mdnl_frame_free(&f);
-    mdnl_engine_free(&eng);
+    mdnl_context_free(ctx);
     return st;
 }

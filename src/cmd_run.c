@@ -36,7 +36,7 @@ typedef struct run_out {
     const char *plot; /* --plot FILE.svg, or NULL */
     mdnl_ofile svg;
     bool per_frame;     /* --per-frame: every frame's g(r) and counts */
-    mdnl_rdf_frames pf; /* its writer (rdf_frames.h), shared with mdnl rdf */
+    mdnl_rdf_series pf; /* its writer (rdf_frames.h), shared with mdnl rdf */
 } run_out;
 
 static mdnl_status sink(void *user, const mdnl_frame_result *r)
@@ -44,7 +44,7 @@ static mdnl_status sink(void *user, const mdnl_frame_result *r)
     run_out *o = user;
     mdnl_status st;
     if (o->per_frame && r->counts &&
-        (st = mdnl_rdf_frames_add(&o->pf, o->h5 ? o->res : NULL, r->index, r->step, r->counts, r->na, r->nb,
+        (st = mdnl_rdf_series_add(&o->pf, o->h5 ? o->res : NULL, r->index, r->step, r->counts, r->na, r->nb,
                                   r->volume)) != MDNL_OK)
         return st;
     if (o->h5) {
@@ -190,7 +190,7 @@ static void free_outputs(run_out *o)
 {
     for (int k = 0; k < NOUT; ++k)
         free(o->file[k]);
-    mdnl_rdf_frames_free(&o->pf);
+    mdnl_rdf_series_free(&o->pf);
 }
 
 mdnl_status mdnl_cmd_run(int argc, char **argv)
@@ -325,7 +325,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
     if (hist && (st = mdnl_rdf_accum_init(&acc, &spec, o.has_volume ? o.volume : 0)) != MDNL_OK)
         goto done;
     if (o.per_frame && mdnl_mpi_root() &&
-        (st = mdnl_rdf_frames_init(&out.pf, &spec, o.has_volume ? o.volume : 0, &pn, o.plot != NULL)) != MDNL_OK)
+        (st = mdnl_rdf_series_init(&out.pf, &spec, o.has_volume ? o.volume : 0, &pn, o.plot != NULL)) != MDNL_OK)
         goto done;
     /* every frame of a run with work is wrapped by mdnl_geom_prepare (CPU) or
      * the device wrap (CUDA), which reject a non-finite coordinate naming the

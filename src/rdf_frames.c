@@ -24,15 +24,15 @@ mdnl_status mdnl_rdf_plot_check(const char *plot)
     return MDNL_OK;
 }
 
-mdnl_status mdnl_rdf_plot_write(FILE *fp, const mdnl_rdf_accum *mean, const mdnl_rdf_frames *pf,
+mdnl_status mdnl_rdf_plot_write(FILE *fp, const mdnl_rdf_accum *mean, const mdnl_rdf_series *pf,
                                 const char *const *names, const char *input)
 {
     const char *slash = strrchr(input, '/'); /* the title: the input's base name */
     const char *title = slash && slash[1] ? slash + 1 : input;
-    return mdnl_svg_rdf_frames(fp, mean, pf ? mdnl_rdf_frames_heat(pf) : NULL, names, title, "r (input length unit)");
+    return mdnl_svg_rdf_frames(fp, mean, pf ? mdnl_rdf_series_heat(pf) : NULL, names, title, "r (input length unit)");
 }
 
-mdnl_status mdnl_rdf_frames_init(mdnl_rdf_frames *pf, const mdnl_hist_spec *spec, double volume_override,
+mdnl_status mdnl_rdf_series_init(mdnl_rdf_series *pf, const mdnl_hist_spec *spec, double volume_override,
                                  const mdnl_pair_names *pn, bool heat)
 {
     memset(pf, 0, sizeof *pf);
@@ -48,7 +48,7 @@ mdnl_status mdnl_rdf_frames_init(mdnl_rdf_frames *pf, const mdnl_hist_spec *spec
     return MDNL_OK;
 }
 
-void mdnl_rdf_frames_free(mdnl_rdf_frames *pf)
+void mdnl_rdf_series_free(mdnl_rdf_series *pf)
 {
     mdnl_rdf_accum_free(&pf->one);
     mdnl_rdf_heat_free(&pf->heat);
@@ -56,7 +56,7 @@ void mdnl_rdf_frames_free(mdnl_rdf_frames *pf)
     pf->g = NULL;
 }
 
-mdnl_status mdnl_rdf_frames_add(mdnl_rdf_frames *pf, mdnl_h5md_results *res, int64_t frame, int64_t step,
+mdnl_status mdnl_rdf_series_add(mdnl_rdf_series *pf, mdnl_h5md_results *res, int64_t frame, int64_t step,
                                 const uint64_t *counts, const int64_t *na, const int64_t *nb, double volume)
 {
     mdnl_rdf_accum *a = &pf->one;
@@ -77,7 +77,7 @@ mdnl_status mdnl_rdf_frames_add(mdnl_rdf_frames *pf, mdnl_h5md_results *res, int
     return st;
 }
 
-const mdnl_rdf_heat *mdnl_rdf_frames_heat(const mdnl_rdf_frames *pf)
+const mdnl_rdf_heat *mdnl_rdf_series_heat(const mdnl_rdf_series *pf)
 {
     return pf->heat.rows ? &pf->heat : NULL;
 }

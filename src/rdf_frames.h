@@ -15,26 +15,26 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef struct mdnl_rdf_frames {
+typedef struct mdnl_rdf_series {
     mdnl_rdf_accum one; /* the current frame alone */
     double *g;          /* its g [nhist * bins] */
     mdnl_rdf_heat heat; /* rows only with a plot */
     const mdnl_pair_names *pn;
-} mdnl_rdf_frames;
+} mdnl_rdf_series;
 
 /* For the histograms of spec (pn: their names, borrowed) and the --volume
  * override (0: none); heat: keep the rows of a heat map. MDNL_ERR_RESOURCE. */
-mdnl_status mdnl_rdf_frames_init(mdnl_rdf_frames *pf, const mdnl_hist_spec *spec, double volume_override,
+mdnl_status mdnl_rdf_series_init(mdnl_rdf_series *pf, const mdnl_hist_spec *spec, double volume_override,
                                  const mdnl_pair_names *pn, bool heat);
-void mdnl_rdf_frames_free(mdnl_rdf_frames *pf); /* a zeroed one is a no-op */
+void mdnl_rdf_series_free(mdnl_rdf_series *pf); /* a zeroed one is a no-op */
 
 /* One frame (in frame order): counts[nhist * bins], na/nb and volume as
  * mdnl_rdf_accum_add takes them; its rows to res when not NULL. */
-mdnl_status mdnl_rdf_frames_add(mdnl_rdf_frames *pf, mdnl_h5md_results *res, int64_t frame, int64_t step,
+mdnl_status mdnl_rdf_series_add(mdnl_rdf_series *pf, mdnl_h5md_results *res, int64_t frame, int64_t step,
                                 const uint64_t *counts, const int64_t *na, const int64_t *nb, double volume);
 
 /* The heat map for mdnl_svg_rdf_frames: NULL without one. */
-const mdnl_rdf_heat *mdnl_rdf_frames_heat(const mdnl_rdf_frames *pf);
+const mdnl_rdf_heat *mdnl_rdf_series_heat(const mdnl_rdf_series *pf);
 
 /* --plot FILE: MDNL_ERR_USAGE unless it names an .svg file (or a stream). */
 mdnl_status mdnl_rdf_plot_check(const char *plot);
@@ -42,7 +42,7 @@ mdnl_status mdnl_rdf_plot_check(const char *plot);
 /* The --plot picture: the mean g(r) and n(r) (mdnl_svg_rdf_frames) titled
  * with the input's base name and, when pf has one, the heat map of
  * g(r, frame) below it. */
-mdnl_status mdnl_rdf_plot_write(FILE *fp, const mdnl_rdf_accum *mean, const mdnl_rdf_frames *pf,
+mdnl_status mdnl_rdf_plot_write(FILE *fp, const mdnl_rdf_accum *mean, const mdnl_rdf_series *pf,
                                 const char *const *names, const char *input);
 
 #endif

@@ -573,3 +573,225 @@ Test(library, device_positions_stacked_are_refused_as_on_the_host)
     cr_skip_test("built without CUDA");
 #endif
 }
+
+/* ---- the calls the command line computes through ---- */
+
+/* The 512-atom periodic lattice of lattice_frame as a system. */
+static mdnl_system lattice_system(double (*r)[3], double h[3][3])
+{
+    lattice_frame(r, 8, 1.1, h);
+    return (mdnl_system){512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+}
+
+/* Species 0, 1, 2, 0, ... of the 512 atoms (171 of species 0). */
+static void three_species(int32_t *species)
+{
+    for (int i = 0; i < 512; ++i)
+        species[i] = i % 3;
+}
+
+ParameterizedTestParameters(library, coordination_counts_the_full_lists_rows)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, coordination_counts_the_full_lists_rows)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    static double r[512][3];
+    double h[3][3];
+    const mdnl_system sys = lattice_system(r, h);
+    int32_t species[512], pairs[2][2] = {{0, 1}, {1, 1}};
+    three_species(species);
+    static int32_t total[512], cols[512][2];
+    cr_assert_eq(mdnl_coordination(ctx, &sys, 1.7, NULL, 0, NULL, total), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_coordination(ctx, &sys, 1.7, species, 2, (const int32_t(*)[2])pairs, &cols[0][0]), MDNL_OK,
+                 "%s", mdnl_last_error());
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 1.7, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK);
+    for (int64_t i = 0; i < 512; ++i) {
+        int32_t of[3] = {0, 0, 0};
+        for (int64_t k = nl.offsets[i]; k < nl.offsets[i + 1]; ++k)
+            of[species[nl.indices[k]]]++;
+        cr_assert_eq(total[i], (int32_t)(nl.offsets[i + 1] - nl.offsets[i]), "atom %lld", (long long)i);
+        cr_assert_eq(cols[i][0], species[i] == 0 ? of[1] : 0, "atom %lld", (long long)i);
+        cr_assert_eq(cols[i][1], species[i] == 1 ? of[1] : 0, "atom %lld", (long long)i);
+    }
+    cr_assert_eq(mdnl_coordination(ctx, &sys, 1.7, NULL, 2, (const int32_t(*)[2])pairs, &cols[0][0]),
+                 MDNL_ERR_USAGE);
+    cr_assert_eq(mdnl_coordination(ctx, &sys, 1.7, species, MDNL_COORDINATION_MAX_PAIRS + 1,
+                                   (const int32_t(*)[2])pairs, &cols[0][0]),
+                 MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "mdnl_coordination: ") == mdnl_last_error(), "%s", mdnl_last_error());
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, energy_types_is_the_pair_sum_at_each_pairs_cutoff)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, energy_types_is_the_pair_sum_at_each_pairs_cutoff)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    static double r[512][3];
+    double h[3][3];
+    const mdnl_system sys = lattice_system(r, h);
+    int32_t types[512];
+    for (int i = 0; i < 512; ++i)
+        types[i] = i % 5 == 0; /* one atom in five of type 1 */
+    /* Kob-Andersen-like: (0,0) 1/1 at 2.5, (0,1) 1.5/0.8 at 2.0, (1,1) 0.5/0.88 at 2.2 */
+    const mdnl_pair_params p00 = {MDNL_PAIR_LJ, 1.0, 1.0, 0, 0, 0, 1}, p01 = {MDNL_PAIR_LJ, 1.5, 0.8, 0, 0, 0, 1},
+                           p11 = {MDNL_PAIR_LJ, 0.5, 0.88, 0, 0, 0, 1};
+    const mdnl_pair_params params[4] = {p00, p01, p01, p11};
+    const double cutoffs[4] = {2.5, 2.0, 2.0, 2.2};
+    double total = 0, per_atom[512];
+    cr_assert_eq(mdnl_energy_types(ctx, &sys, 2, params, cutoffs, types, &total, per_atom), MDNL_OK, "%s",
+                 mdnl_last_error());
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 2.5, MDNL_NEIGHBORS_HALF, &nl), MDNL_OK);
+    double ref = 0, sum = 0;
+    for (int64_t i = 0; i < nl.n; ++i)
+        for (int64_t k = nl.offsets[i]; k < nl.offsets[i + 1]; ++k) {
+            const int t = 2 * types[i] + types[nl.indices[k]];
+            const double d = nl.distances[k], rc = cutoffs[t], e = params[t].epsilon, s = params[t].sigma;
+            if (d < rc)
+                ref += 4 * e * (pow(s / d, 12) - pow(s / d, 6)) - 4 * e * (pow(s / rc, 12) - pow(s / rc, 6));
+        }
+    for (int i = 0; i < 512; ++i)
+        sum += per_atom[i];
+    cr_assert_float_eq(total, ref, 1e-9 * fabs(ref), "total %.17g, pair sum %.17g", total, ref);
+    cr_assert_float_eq(sum, total, 1e-9 * fabs(ref));
+    /* one type is mdnl_energy */
+    double one = 0;
+    const int32_t zeros[512] = {0};
+    cr_assert_eq(mdnl_energy_types(ctx, &sys, 1, &p00, cutoffs, zeros, &one, NULL), MDNL_OK, "%s",
+                 mdnl_last_error());
+    cr_assert_eq(mdnl_energy(ctx, &sys, &p00, 2.5, &total, NULL), MDNL_OK);
+    cr_assert_float_eq(one, total, 1e-12 * fabs(total));
+    /* refused: an asymmetric table, a type out of range, mixed styles */
+    const mdnl_pair_params skew[4] = {p00, p01, p11, p11};
+    cr_assert_eq(mdnl_energy_types(ctx, &sys, 2, skew, cutoffs, types, &total, NULL), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "symmetric"), "%s", mdnl_last_error());
+    types[7] = 2;
+    cr_assert_eq(mdnl_energy_types(ctx, &sys, 2, params, cutoffs, types, &total, NULL), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "types[7] = 2"), "%s", mdnl_last_error());
+    const mdnl_pair_params morse = {MDNL_PAIR_MORSE, 0, 0, 1.0, 2.0, 1.1, 1};
+    const mdnl_pair_params mixed[4] = {p00, morse, morse, p11};
+    cr_assert_eq(mdnl_energy_types(ctx, &sys, 2, mixed, cutoffs, zeros, &total, NULL), MDNL_ERR_USAGE);
+    cr_assert_eq(mdnl_energy_types(ctx, &sys, MDNL_ENERGY_MAX_TYPES + 1, params, cutoffs, zeros, &total, NULL),
+                 MDNL_ERR_USAGE);
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, histogram_is_what_rdf_add_accumulates)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, histogram_is_what_rdf_add_accumulates)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    static double r[512][3];
+    double h[3][3];
+    const mdnl_system sys = lattice_system(r, h);
+    int32_t species[512], pairs[1][2] = {{0, 1}};
+    three_species(species);
+    uint64_t counts[30];
+    double volume = -1;
+    cr_assert_eq(mdnl_histogram(ctx, &sys, 3.0, 30, species, 1, (const int32_t(*)[2])pairs, counts, &volume),
+                 MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_float_eq(volume, pow(8.8, 3), 1e-9);
+    mdnl_rdf *rdf = NULL;
+    cr_assert_eq(mdnl_rdf_create(3.0, 30, 1, (const int32_t(*)[2])pairs, 0, &rdf), MDNL_OK);
+    cr_assert_eq(mdnl_rdf_add(ctx, rdf, &sys, species), MDNL_OK, "%s", mdnl_last_error());
+    double cpa[30];
+    cr_assert_eq(mdnl_rdf_values(rdf, NULL, NULL, cpa, NULL), MDNL_OK);
+    for (int k = 0; k < 30; ++k) /* one frame: the count per A atom is the histogram over the 171 A atoms */
+        cr_assert_float_eq(cpa[k] * 171, (double)counts[k], 1e-9 * (double)(counts[k] + 1), "bin %d", k);
+    mdnl_rdf_free(rdf);
+    /* an open frame has no volume */
+    mdnl_system open = {512, r, MDNL_FLOAT64, NULL, {0, 0, 0}};
+    cr_assert_eq(mdnl_histogram(ctx, &open, 3.0, 30, NULL, 0, NULL, counts, &volume), MDNL_OK, "%s",
+                 mdnl_last_error());
+    cr_assert_eq(volume, 0.0);
+    cr_assert_eq(mdnl_histogram(ctx, &sys, 3.0, 0, NULL, 0, NULL, counts, NULL), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "mdnl_histogram: ") == mdnl_last_error(), "%s", mdnl_last_error());
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, set_frame_names_the_source_and_the_frame_in_messages)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, set_frame_names_the_source_and_the_frame_in_messages)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    double r[3][3] = {{0, 0, 0}, {1, 0, 0}, {0, NAN, 0}};
+    const double cell[9] = {4, 0, 0, 0, 4, 0, 0, 0, 4};
+    mdnl_system sys = {3, r, MDNL_FLOAT64, cell, {1, 1, 1}};
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_context_set_frame(ctx, "traj.xyz", 7), MDNL_OK);
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 1.5, 0, &nl), MDNL_ERR_INPUT);
+    cr_assert_str_eq(mdnl_last_error(), "traj.xyz: frame 7: atom 2 has a non-finite coordinate");
+    cr_assert_eq(mdnl_context_set_frame(ctx, "traj.xyz", 8), MDNL_OK); /* the same source, the next frame */
+    cr_assert_eq(mdnl_energy(ctx, &sys, NULL, 1.5, &(double){0}, NULL), MDNL_ERR_USAGE);
+    cr_assert_str_eq(mdnl_last_error(), "the pair parameters are NULL"); /* not the data's: no prefix */
+    cr_assert_eq(mdnl_context_set_frame(ctx, NULL, 9), MDNL_OK);
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 1.5, 0, &nl), MDNL_ERR_INPUT);
+    cr_assert_str_eq(mdnl_last_error(), "mdnl_neighbors: frame 9: atom 2 has a non-finite coordinate");
+    cr_assert_eq(mdnl_context_set_frame(NULL, "x", 0), MDNL_ERR_USAGE);
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, method_is_chosen_and_reported)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, method_is_chosen_and_reported)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    static double r[512][3];
+    double h[3][3];
+    const mdnl_system sys = lattice_system(r, h);
+    cr_assert_str_eq(mdnl_context_method(ctx), "auto");
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 2.0, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK);
+    cr_assert_str_neq(mdnl_context_method(ctx), "auto");
+    const int64_t npairs = nl.npairs;
+    cr_assert_eq(mdnl_context_set_method(ctx, "brute-atomic"), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_neighbors(ctx, &sys, 2.0, MDNL_NEIGHBORS_FULL, &nl), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_str_eq(mdnl_context_method(ctx), "brute-atomic");
+    cr_assert_eq(nl.npairs, npairs);
+    cr_assert_eq(mdnl_context_set_method(ctx, "fastest"), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "mdnl_context_set_method: ") == mdnl_last_error(), "%s", mdnl_last_error());
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, host_memory_is_the_contexts)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, host_memory_is_the_contexts)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    void *p = NULL, *q = NULL;
+    cr_assert_eq(mdnl_host_alloc(ctx, 1 << 20, &p), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_host_alloc(ctx, 0, &q), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_not_null(p);
+    cr_assert_not_null(q);
+    memset(p, 0, 1 << 20); /* host memory of the context holds a system's positions like any */
+    mdnl_neighbor_list nl;
+    cr_assert_eq(mdnl_neighbors(ctx, &(mdnl_system){4, p, MDNL_FLOAT32, NULL, {0, 0, 0}}, 1.0, 0, &nl), MDNL_OK,
+                 "%s", mdnl_last_error());
+    cr_assert_eq(nl.npairs, 6); /* four atoms at one point */
+    mdnl_host_free(ctx, p);
+    mdnl_host_free(ctx, q);
+    mdnl_host_free(ctx, NULL);
+    cr_assert_eq(mdnl_host_alloc(NULL, 8, &p), MDNL_ERR_USAGE);
+    cr_assert_eq(mdnl_host_alloc(ctx, 8, NULL), MDNL_ERR_USAGE);
+    mdnl_context_free(ctx);
+}

@@ -105,6 +105,41 @@ MDNL_API mdnl_compute mdnl_context_backend(const mdnl_context *ctx);
 /* Number of usable CUDA devices (0 without CUDA). Thread-safe. */
 MDNL_API int mdnl_cuda_devices(void);
 
+/* Names the frame the next calls on ctx compute, for their messages. With a
+ * source (copied: a trajectory's path, say), an input-data error reads
+ * "SOURCE: frame INDEX: atom 7 has a non-finite coordinate" and the other
+ * errors carry no prefix: the command line names its input file this way.
+ * With source NULL (the default) every message starts with the call's name
+ * ("mdnl_neighbors: frame INDEX: ..."); INDEX is 0 until set. Stays until the
+ * next mdnl_context_set_frame. MDNL_ERR_RESOURCE when the copy fails. */
+MDNL_API mdnl_status mdnl_context_set_frame(mdnl_context *ctx, const char *source, int64_t index);
+
+/* The neighbor-list algorithm of the next mdnl_neighbors calls (the command
+ * line's --method): "auto" (the default: the cell list, or on CUDA the
+ * build the grid suits), "cell", "brute-atomic" or "brute-noatomic" (every
+ * pair tested; for checks). Every algorithm gives the same list.
+ * MDNL_ERR_USAGE for another name. */
+MDNL_API mdnl_status mdnl_context_set_method(mdnl_context *ctx, const char *method);
+
+/* How the work guard's refusals name the limit to raise: name (copied, at
+ * most 63 bytes) ends their "raise the limit with ..."; NULL restores the
+ * default "mdnl_context_options.max_pairs". The command line passes
+ * "--max-pairs N". MDNL_ERR_USAGE for a longer name. */
+MDNL_API mdnl_status mdnl_context_set_limit_name(mdnl_context *ctx, const char *name);
+/* The algorithm the last mdnl_neighbors call on ctx used, "auto" resolved
+ * ("cell", ...); "auto" before the first. Static storage. */
+MDNL_API const char *mdnl_context_method(const mdnl_context *ctx);
+
+/* Host memory for the caller's per-frame arrays (positions read from a
+ * file, results): page-locked on a CUDA context, so that the device reads
+ * from it by DMA at full speed; plain malloc on a CPU context. *out (NULL on
+ * failure) is freed with mdnl_host_free on the same context, before
+ * mdnl_context_free. bytes == 0 gives a valid pointer. Thread-safe: any
+ * thread may allocate and free while another calls on ctx. MDNL_ERR_RESOURCE
+ * when memory runs out. */
+MDNL_API mdnl_status mdnl_host_alloc(mdnl_context *ctx, size_t bytes, void **out);
+MDNL_API void mdnl_host_free(mdnl_context *ctx, void *p); /* NULL is a no-op */
+
 /* ---- a system: positions, cell, periodicity ---- */
 
 typedef enum mdnl_dtype {
@@ -197,6 +232,55 @@ typedef struct mdnl_pair_params {
 MDNL_API mdnl_status mdnl_energy(mdnl_context *ctx, const mdnl_system *sys, const mdnl_pair_params *params,
                                  double cutoff, double *total, double *per_atom);
 
+/* The largest number of atom types of mdnl_energy_types. */
+#define MDNL_ENERGY_MAX_TYPES 4
+
+/* The same with parameters per pair of atom types (LAMMPS' pair_coeff, the
+ * command line's --pair-coeff): atom i has type types[i] in 0..ntypes-1
+ * ([sys->n] int32, host memory, borrowed for the call); the pair of types a
+ * and b has params[a * ntypes + b] and its own cutoff cutoffs[a * ntypes + b]
+ * (both [ntypes][ntypes], symmetric, one style throughout; each pair shifted
+ * at its own cutoff when its shift is set). The cells are traversed at the
+ * largest cutoff. 1 <= ntypes <= MDNL_ENERGY_MAX_TYPES. Results and errors
+ * as mdnl_energy. */
+MDNL_API mdnl_status mdnl_energy_types(mdnl_context *ctx, const mdnl_system *sys, int32_t ntypes,
+                                       const mdnl_pair_params *params, const double *cutoffs, const int32_t *types,
+                                       double *total, double *per_atom);
+
+/* ---- coordination numbers ---- */
+
+/* The largest number of species-pair columns of mdnl_coordination. */
+#define MDNL_COORDINATION_MAX_PAIRS 8
+
+/* Coordination numbers: for every atom, how many neighbors lie within the
+ * cutoff (d < cutoff, each periodic image counted), counted while the cells
+ * are traversed (no list is stored). npairs == 0: one column, every
+ * neighbor. Otherwise npairs columns (at most MDNL_COORDINATION_MAX_PAIRS),
+ * column p for the species pair (A, B) = pairs[p]: for an atom of species A
+ * its neighbors of species B, 0 for an atom of another species. counts
+ * ([sys->n][max(1, npairs)] int32) is allocated by the caller and
+ * overwritten. species ([sys->n] int32 ids >= 0, host memory, borrowed for
+ * the call) may be NULL when npairs == 0. Errors as mdnl_neighbors. */
+MDNL_API mdnl_status mdnl_coordination(mdnl_context *ctx, const mdnl_system *sys, double cutoff,
+                                       const int32_t *species, int32_t npairs, const int32_t (*pairs)[2],
+                                       int32_t *counts);
+
+/* The largest number of cutoff types of mdnl_coordination_types. */
+#define MDNL_COORDINATION_MAX_TYPES 8
+
+/* The same with a cutoff per pair of atom types (the command line's
+ * --pair-cut, ASE's cutoff dict): atom i has cutoff type types[i] in
+ * 0..ntypes-1 ([sys->n] int32, host memory, borrowed for the call), and a
+ * pair of types a and b counts when d < cutoffs[a * ntypes + b]
+ * ([ntypes][ntypes] doubles >= 0, symmetric; 0: that pair never counts).
+ * The cells are traversed at the largest cutoff, which must be > 0.
+ * 1 <= ntypes <= MDNL_COORDINATION_MAX_TYPES. The cutoff types are
+ * independent of the species of the columns. Results and errors as
+ * mdnl_coordination. */
+MDNL_API mdnl_status mdnl_coordination_types(mdnl_context *ctx, const mdnl_system *sys, int32_t ntypes,
+                                             const double *cutoffs, const int32_t *types, const int32_t *species,
+                                             int32_t npairs, const int32_t (*pairs)[2], int32_t *counts);
+
 /* ---- radial distribution functions ---- */
 
 /* An RDF accumulator: integer pair counts and per-frame normalisations summed
@@ -217,6 +301,17 @@ MDNL_API void mdnl_rdf_free(mdnl_rdf *rdf); /* NULL is a no-op */
  * `species` ([sys->n] int32 ids >= 0, host memory, borrowed for the call) may
  * be NULL when the accumulator has no partial pairs. */
 MDNL_API mdnl_status mdnl_rdf_add(mdnl_context *ctx, mdnl_rdf *rdf, const mdnl_system *sys, const int32_t *species);
+
+/* One frame's pair-distance histogram, the counts mdnl_rdf_add adds up:
+ * bins uniform bins on [0, r_max), for the total (npairs == 0) or for each
+ * species pair (pairs[p], ids as in `species`), binned while the cells are
+ * traversed. counts ([max(1, npairs)][bins] uint64) is allocated by the
+ * caller and overwritten. species as mdnl_rdf_add. *volume (volume may be
+ * NULL) is the frame's normalisation volume: the cell's when some axis is
+ * periodic, else 0. Errors as mdnl_rdf_create and mdnl_neighbors. */
+MDNL_API mdnl_status mdnl_histogram(mdnl_context *ctx, const mdnl_system *sys, double r_max, int32_t bins,
+                                    const int32_t *species, int32_t npairs, const int32_t (*pairs)[2],
+                                    uint64_t *counts, double *volume);
 
 /* Frames added so far, and whether g(r) is defined (at least one frame and
  * every frame had a volume). */

@@ -133,7 +133,12 @@ def alchemi_call(neighbor_list, p, box, rc, full):
     import torch
     cell = torch.tensor(np.diag(box), dtype=p.dtype, device=p.device)
     pbc = torch.tensor([True, True, True], device=p.device)
-    return lambda: neighbor_list(p, rc, cell=cell, pbc=pbc, half_fill=not full, return_neighbor_list=True)
+    # ALCHEMI fills a (rows, max_neighbors) matrix first (default 16, too few
+    # for a liquid): 1.5x the mean count in the cutoff sphere, plus 16
+    mean = len(p) / float(np.prod(box)) * 4.18879 * rc ** 3
+    max_nb = int(1.5 * mean) + 16
+    return lambda: neighbor_list(p, rc, cell=cell, pbc=pbc, half_fill=not full, return_neighbor_list=True,
+                                 max_neighbors=max_nb)
 
 
 def run_alchemi(neighbor_list, pos, box, rc, full, reps):

@@ -32,9 +32,7 @@ class MdnlError(RuntimeError):
 
 def _check(status):
     if status != _clib.OK:
-        # the work guard names the C option; here it is a keyword argument
-        message = lib.mdnl_last_error().decode(errors="replace")
-        raise MdnlError(status, message.replace("mdnl_context_options.max_pairs", "max_pairs=N"))
+        raise MdnlError(status, lib.mdnl_last_error().decode(errors="replace"))
 
 
 def cuda_devices():
@@ -54,6 +52,8 @@ class _Context:
         handle = ctypes.c_void_p()
         _check(lib.mdnl_context_create(ctypes.byref(opts), ctypes.byref(handle)))
         self.handle = handle
+        # the work guard's refusals name the limit as this package takes it
+        _check(lib.mdnl_context_set_limit_name(handle, b"max_pairs=N"))
         self.backend = "cuda" if lib.mdnl_context_backend(handle) == _clib.COMPUTE_CUDA else "cpu"
 
     def __del__(self):

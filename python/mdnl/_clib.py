@@ -77,6 +77,7 @@ _sigs = {
     "mdnl_context_create": (ctypes.c_int, [ctypes.POINTER(ContextOptions), ctypes.POINTER(_P)]),
     "mdnl_context_free": (None, [_P]),
     "mdnl_context_backend": (ctypes.c_int, [_P]),
+    "mdnl_context_set_limit_name": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "mdnl_cuda_devices": (ctypes.c_int, []),
     "mdnl_neighbors": (ctypes.c_int, [_P, ctypes.POINTER(System), ctypes.c_double, ctypes.c_int,
                                       ctypes.POINTER(NeighborList)]),

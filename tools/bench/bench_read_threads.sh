@@ -39,28 +39,7 @@ fi
 [ -s "$h5" ] || "$mdnl" convert "$xyz" "$h5" --quiet
 [ -s "$xtc" ] || "$mdnl" convert "$h5" "$xtc" --quiet
 if [ ! -s "$gz" ]; then
-    # A fresh file (not a copy with the value replaced: HDF5 keeps the space
-    # of a deleted dataset), every object copied but position/value rewritten.
-    "$py" - "$h5" "$gz.part" <<'EOF'
-import sys
-import h5py
-src, dst = sys.argv[1], sys.argv[2]
-with h5py.File(src, "r") as s, h5py.File(dst, "w") as d:
-    def walk(sg, dg):
-        for k, v in sg.attrs.items():
-            dg.attrs[k] = v
-        for name, obj in sg.items():
-            if isinstance(obj, h5py.Group):
-                walk(obj, dg.create_group(name))
-            elif obj.name.endswith("position/value"):
-                ds = dg.create_dataset(name, shape=obj.shape, dtype=obj.dtype, chunks=(1,) + obj.shape[1:],
-                                       compression="gzip", compression_opts=4, shuffle=True)
-                for i in range(obj.shape[0]):
-                    ds[i] = obj[i]
-            else:
-                sg.copy(obj, dg, name=name)
-    walk(s, d)
-EOF
+    "$py" "$here/../h5md_deflate_copy.py" "$h5" "$gz.part"
     mv "$gz.part" "$gz"
 fi
 

@@ -48,8 +48,12 @@ big_frames=${BIG_FRAMES:-20}
 big_atoms=${BIG_ATOMS:-1000000}
 mdnl=${MDNL:-build/mdnl}
 args=${MDNL_ARGS:-}
-h5py_python=${H5PY_PYTHON:-python3}
-[ -z "${H5PY_PYTHON:-}" ] && [ -x /usr/bin/python3 ] && h5py_python=/usr/bin/python3 # Debian's h5py
+# the first interpreter that imports h5py (Debian's, or the PATH's: the GPU host's)
+h5py_python=${H5PY_PYTHON:-}
+for p in /usr/bin/python3 python3; do
+    [ -z "$h5py_python" ] && "$p" -c "import h5py" 2>/dev/null && h5py_python=$p
+done
+h5py_python=${h5py_python:-python3}
 [ -x "$mdnl" ] || { echo "bench_run.sh: $mdnl not found; build first (or set MDNL=)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dir"
@@ -67,30 +71,9 @@ if [ ! -s "$h5" ]; then
     rm -f "$gz"
 fi
 if [ ! -s "$gz" ]; then
-    # the same file, its positions shuffled and deflate-compressed one frame
-    # a chunk, as bench_read_threads.sh makes it (same path): a fresh file
-    # (HDF5 keeps the space of a deleted dataset), every object copied but
-    # position/value rewritten
-    "$h5py_python" - "$h5" "$gz.part" <<'EOF' && mv "$gz.part" "$gz" || { rm -f "$gz.part"; echo "bench_run.sh: no h5py: the deflate row is skipped" >&2; }
-import sys
-import h5py
-src, dst = sys.argv[1], sys.argv[2]
-with h5py.File(src, "r") as s, h5py.File(dst, "w") as d:
-    def walk(sg, dg):
-        for k, v in sg.attrs.items():
-            dg.attrs[k] = v
-        for name, obj in sg.items():
-            if isinstance(obj, h5py.Group):
-                walk(obj, dg.create_group(name))
-            elif obj.name.endswith("position/value"):
-                ds = dg.create_dataset(name, shape=obj.shape, dtype=obj.dtype, chunks=(1,) + obj.shape[1:],
-                                       compression="gzip", compression_opts=4, shuffle=True)
-                for i in range(obj.shape[0]):
-                    ds[i] = obj[i]
-            else:
-                sg.copy(obj, dg, name=name)
-    walk(s, d)
-EOF
+    # the same file, its positions shuffled and deflate-compressed (same
+    # path as bench_read_threads.sh's)
+    "$h5py_python" "$here/../h5md_deflate_copy.py" "$h5" "$gz.part" && mv "$gz.part" "$gz" || { rm -f "$gz.part"; echo "bench_run.sh: no h5py: the deflate row is skipped" >&2; }
 fi
 if [ "$big_frames" -gt 0 ] && [ ! -s "$big" ]; then
     python3 "$here/../gen_lj_trajectory.py" --frames "$big_frames" --atoms "$big_atoms" -o "$big.part"

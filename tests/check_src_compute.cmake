@@ -1,16 +1,14 @@
 # The command line is libmdnl's client (ARCHITECTURE.md): src/ computes
 # through the public header include/mdnl/mdnl.h, never through the kernels'
-# headers or core's geometry directly. Fails naming the file and the include
-# or call that breaks it.
+# headers, libmdnl's internal engine (lib/engine.h) or core's geometry
+# directly; `mdnl run`'s pipeline and its MPI split through the header's
+# streams, its device and work limit through the context's options. Fails
+# naming the file and the include or call that breaks it.
 #
-# Not yet clients (issue 58): the streaming pipeline of `mdnl run` (its
-# compute stage, the deferred launches, the device wrap and settle of
-# engine.c), its MPI split, and `mdnl bench` (a benchmark, which may use the
-# kernels and their test hooks); cli.c keeps `mdnl run`'s process-wide work
-# limit and device choice.
+# The one exception: `mdnl bench` (a benchmark, which may use the kernels and
+# their test hooks).
 #   cmake -DSRC=<src dir> -DKERNELS=<kernels dir> -P check_src_compute.cmake
-set(MDNL_NOT_YET_CLIENTS engine.c engine.h pipeline.c pipeline.h cmd_run.c cmd_bench.c mpi_split.c mpi_split.h
-    mpi_none.c cli.c)
+set(MDNL_NOT_YET_CLIENTS cmd_bench.c)
 # kernels/ headers a client may include for types only: the list kind and
 # method names (nlist.h) and the RDF accumulator the writers take (rdf.h).
 set(MDNL_TYPE_HEADERS nlist.h rdf.h)

@@ -23,12 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(MDNL_STREAM_MAX_TICKETS <= MDNL_ENGINE_TICKETS, "a stream ticket is an engine ticket");
+_Static_assert(MDNL_STREAM_MAX_SUBMITTED <= MDNL_ENGINE_TICKETS, "a submitted frame holds an engine ticket");
 
 enum ticket_phase { TICKET_FREE, TICKET_PREPARED, TICKET_SUBMITTED };
 
 typedef struct ticket_state {
     enum ticket_phase state;
+    int dev;             /* submitted: its engine ticket */
     mdnl_status verdict; /* prepare's, raised by submit */
     char message[2048];
     mdnl_frame f;        /* the frame's view (positions borrowed) */
@@ -66,6 +67,8 @@ struct mdnl_stream {
     bool dev_wrap; /* CUDA without a table: frames wrapped on the device by submit */
     bool engine_up;
     bool failed;   /* a submit or collect failed: device work may still write into ticket buffers */
+    int submitted; /* tickets submitted and not collected */
+    int64_t launched; /* successful submits: the engine tickets go round in their order */
     mdnl_engine eng;
     ticket_state t[MDNL_STREAM_MAX_TICKETS];
 };
@@ -446,6 +449,7 @@ static mdnl_status list_shifts(mdnl_stream *s, ticket_state *tk, int t, const fl
                               s->vectors ? tk->D : NULL);
 }
 
+/* t: the engine ticket of this submit. */
 static mdnl_status submit_body(mdnl_stream *s, ticket_state *tk, int t, const mdnl_stream_frame *fr)
 {
     mdnl_status st;
@@ -500,14 +504,20 @@ mdnl_status mdnl_stream_submit(mdnl_stream *s, int ticket, const mdnl_stream_fra
     if (tk->state == TICKET_SUBMITTED)
         return named(s, mdnl_error(MDNL_ERR_USAGE, "ticket %d is in flight: collect it first", ticket),
                      "mdnl_stream_submit");
+    if (s->submitted >= MDNL_STREAM_MAX_SUBMITTED)
+        return named(s, mdnl_error(MDNL_ERR_USAGE, "%d tickets are submitted and not collected: collect one first",
+                                   s->submitted), "mdnl_stream_submit");
     mdnl_lib_scope sc = mdnl_lib_enter(s->ctx);
     if (tk->state != TICKET_PREPARED)
         (void)prepare_ticket(s, tk, frame, 0);
     tk->state = TICKET_FREE;
     if (tk->verdict != MDNL_OK) {
         st = mdnl_error(tk->verdict, "%s", tk->message);
-    } else if ((st = submit_body(s, tk, ticket, frame)) == MDNL_OK) {
+    } else if ((tk->dev = (int)(s->launched % MDNL_ENGINE_TICKETS),
+                (st = submit_body(s, tk, tk->dev, frame)) == MDNL_OK)) {
         tk->state = TICKET_SUBMITTED;
+        s->submitted++;
+        s->launched++;
     } else {
         tk->wrap_pending = false;
         s->failed = true;
@@ -562,8 +572,9 @@ mdnl_status mdnl_stream_collect(mdnl_stream *s, int ticket, mdnl_stream_result *
     if (tk->state != TICKET_SUBMITTED)
         return named(s, mdnl_error(MDNL_ERR_USAGE, "ticket %d was not submitted", ticket), "mdnl_stream_collect");
     tk->state = TICKET_FREE;
+    s->submitted--;
     mdnl_lib_scope sc = mdnl_lib_enter(s->ctx);
-    mdnl_status st = collect_body(s, tk, ticket, out);
+    mdnl_status st = collect_body(s, tk, tk->dev, out);
     if (st != MDNL_OK) {
         memset(out, 0, sizeof *out);
         s->failed = true;

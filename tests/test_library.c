@@ -978,6 +978,22 @@ ParameterizedTest(mdnl_compute *b, library, stream_prepare_keeps_its_verdict_and
     cr_assert_gt(res.list.npairs, 0);
     mdnl_stream_free(s);
     free(r);
+    /* up to MDNL_STREAM_MAX_TICKETS tickets, MDNL_STREAM_MAX_SUBMITTED of them submitted at once */
+    const mdnl_stream_options many = {.tickets = MDNL_STREAM_MAX_TICKETS, .neighbors = 1, .cutoff = 3.0};
+    cr_assert_eq(mdnl_stream_create(ctx, &many, &s), MDNL_OK, "%s", mdnl_last_error());
+    for (int t = 0; t < MDNL_STREAM_MAX_TICKETS; ++t)
+        cr_assert_eq(mdnl_stream_prepare(s, t, &good, 0), MDNL_OK, "%s", mdnl_last_error());
+    for (int t = 0; t < MDNL_STREAM_MAX_SUBMITTED; ++t)
+        cr_assert_eq(mdnl_stream_submit(s, t, &good), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_stream_submit(s, MDNL_STREAM_MAX_SUBMITTED, &good), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "submitted and not collected"), "%s", mdnl_last_error());
+    for (int t = 0; t < MDNL_STREAM_MAX_SUBMITTED; ++t) {
+        cr_assert_eq(mdnl_stream_collect(s, t, &res), MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_gt(res.list.npairs, 0);
+    }
+    cr_assert_eq(mdnl_stream_submit(s, MDNL_STREAM_MAX_TICKETS - 1, &good), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_stream_collect(s, MDNL_STREAM_MAX_TICKETS - 1, &res), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_stream_free(s);
     /* bad options name the field */
     const mdnl_stream_options bad_o = {.tickets = MDNL_STREAM_MAX_TICKETS + 1};
     cr_assert_eq(mdnl_stream_create(ctx, &bad_o, &s), MDNL_ERR_USAGE);

@@ -368,13 +368,16 @@ MDNL_API mdnl_status mdnl_rdf_values(const mdnl_rdf *rdf, double *r, double *g, 
  * for the device). */
 typedef struct mdnl_stream mdnl_stream;
 
-/* The most frames in flight. */
-#define MDNL_STREAM_MAX_TICKETS 4
+/* The most tickets of a stream (frames prepared ahead, or whose results are
+ * still read), and the most of them submitted and not yet collected. */
+#define MDNL_STREAM_MAX_TICKETS 32
+#define MDNL_STREAM_MAX_SUBMITTED 4
 
 /* The per-frame work, read by mdnl_stream_create only (every array copied).
  * A zeroed struct is no work. */
 typedef struct mdnl_stream_options {
-    int tickets;        /* frames in flight, 1..MDNL_STREAM_MAX_TICKETS; 0: 2 */
+    int tickets;        /* tickets, 1..MDNL_STREAM_MAX_TICKETS; 0: 2. Each holds a frame's
+                           host side and results (a list each, with neighbors) */
     const char *source; /* names the input in messages (as mdnl_context_set_frame), or NULL */
     /* the neighbor list */
     int neighbors;      /* nonzero: build the list of every frame */
@@ -444,7 +447,9 @@ MDNL_API mdnl_status mdnl_stream_check(const mdnl_stream *s, const mdnl_stream_f
 MDNL_API mdnl_status mdnl_stream_prepare(mdnl_stream *s, int ticket, const mdnl_stream_frame *frame, int flags);
 
 /* Queues frame's work under ticket t (the same frame as prepared, if it
- * was). The ticket must be free: never submitted, or collected since. */
+ * was). The ticket must be free: never submitted, or collected since; at
+ * most MDNL_STREAM_MAX_SUBMITTED tickets are submitted and not collected
+ * (MDNL_ERR_USAGE beyond). */
 MDNL_API mdnl_status mdnl_stream_submit(mdnl_stream *s, int ticket, const mdnl_stream_frame *frame);
 
 /* Waits for ticket t's work and writes its results into *out (borrowed).

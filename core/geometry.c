@@ -4,6 +4,7 @@
 #include "geometry.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,10 +559,14 @@ mdnl_status mdnl_work_check_cells(const mdnl_geom *g, const float (*pos4)[4], co
      * past 1/8; the estimate's sampling noise only errs towards an exact
      * count. */
     if (g->natoms > 4 * WORK_SAMPLE) {
-        static uint64_t process_seed;
-        if (!process_seed)
-            process_seed = mix64((uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&process_seed) | 1;
-        if ((st = mdnl_work_occupancy_sampled(g, pos4, pos, process_seed ^ mix64((uint64_t)g->frame), &o)) != MDNL_OK)
+        /* several threads may guard frames at once (the pipeline's prepare workers) */
+        static _Atomic uint64_t process_seed;
+        uint64_t seed = atomic_load_explicit(&process_seed, memory_order_relaxed);
+        if (!seed) {
+            seed = mix64((uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&process_seed) | 1;
+            atomic_store_explicit(&process_seed, seed, memory_order_relaxed);
+        }
+        if ((st = mdnl_work_occupancy_sampled(g, pos4, pos, seed ^ mix64((uint64_t)g->frame), &o)) != MDNL_OK)
             return st;
         if (o.pairs <= limit / 8 && o.candidates <= MDNL_WORK_CANDIDATES_PER_PAIR * limit / 8)
             return MDNL_OK;

@@ -343,12 +343,12 @@ static mdnl_status host_wrap(mdnl_stream *s, ticket_state *tk)
 static mdnl_status prepare_body(mdnl_stream *s, ticket_state *tk, const mdnl_stream_frame *fr, int flags)
 {
     mdnl_status st;
+    if (!s->neighbors && !s->energy && !s->hist)
+        return MDNL_OK;
     if ((st = mdnl_lib_frame_of(&fr->system, fr->index, s->ctx->max_pairs, mdnl_lib_limit_option(s->ctx), 0,
                                 &tk->xyz, &tk->xyz_cap, &tk->f)) != MDNL_OK ||
         (st = check_frame(s, fr)) != MDNL_OK)
         return st;
-    if (!s->neighbors && !s->energy && !s->hist)
-        return MDNL_OK;
     if (!s->dev_wrap)
         return host_wrap(s, tk);
     return flags & MDNL_STREAM_CHECKED ? MDNL_OK : guard(s, &tk->f);

@@ -334,9 +334,9 @@ MDNL_API mdnl_status mdnl_rdf_values(const mdnl_rdf *rdf, double *r, double *g, 
  *   mdnl_stream_collect(s, t', &res)  waits for frame k's results.
  *
  * On CUDA, submit uploads the positions once, wraps them on the device and
- * queues the list, energy and histogram kernels; the host does not wait for
- * the device (except for the list's pair count, which sizes its download)
- * and collect waits for that ticket only. On the CPU, submit does the work
+ * queues the list, energy and histogram kernels; the host waits for the
+ * device only to download the list (when asked for), and collect waits for
+ * that ticket only. On the CPU, submit does the work
  * and collect returns it. `mdnl run` is this API's client.
  *
  * Ownership and lifetimes: the stream belongs to the caller (free it with
@@ -443,7 +443,9 @@ MDNL_API mdnl_status mdnl_stream_check(const mdnl_stream *s, const mdnl_stream_f
  * with an energy table, which runs on host-wrapped positions) the wrap of
  * the positions into the cell and the cell grids. The verdict is kept for
  * the ticket: a failing prepare is reported again by its submit. Optional:
- * a submit of an unprepared ticket prepares it first. */
+ * a submit of an unprepared ticket prepares it first. Runs on the calling
+ * thread's OpenMP team (not the context's thread count): the caller sizes
+ * it. */
 MDNL_API mdnl_status mdnl_stream_prepare(mdnl_stream *s, int ticket, const mdnl_stream_frame *frame, int flags);
 
 /* Queues frame's work under ticket t (the same frame as prepared, if it

@@ -166,8 +166,9 @@ static mdnl_status start(mdnl_bin_pool *p)
 }
 
 /* The next job, held until the next call; MDNL_END at the end (and after
- * an error was taken), head()'s error in its turn. */
-static mdnl_status take(mdnl_bin_pool *p, bin_job **job, mdnl_pool_buf **buf)
+ * an error was taken), head()'s error in its turn. `want`: the frame will
+ * be used (a skip's is not: one thread does not decode it). */
+static mdnl_status take(mdnl_bin_pool *p, bool want, bin_job **job, mdnl_pool_buf **buf)
 {
     if (p->held) {
         mdnl_pool_release(p->pool);
@@ -181,8 +182,11 @@ static mdnl_status take(mdnl_bin_pool *p, bin_job **job, mdnl_pool_buf **buf)
     if (!p->pool)
         return mdnl_error(MDNL_ERR_RESOURCE, "%s: the reader pool could not start", p->b->path);
     read_ahead(p);
-    if (mdnl_pool_room(p->pool) - p->window >= p->prepared)
+    const int64_t taken = mdnl_pool_room(p->pool) - p->window;
+    if (taken >= p->prepared)
         return MDNL_END; /* everything taken: the end or an error was reported */
+    if (p->threads <= 1) /* made inline by mdnl_pool_wait, just below */
+        p->jobs[taken % p->window].decode &= want;
     int64_t k;
     mdnl_status st = mdnl_pool_wait(p->pool, &k, buf);
     p->held = true;
@@ -201,7 +205,7 @@ mdnl_status mdnl_bin_pool_next(mdnl_bin_pool *p, mdnl_frame *f)
     p->alloc = f->pos_alloc;
     bin_job *j;
     mdnl_pool_buf *buf;
-    mdnl_status st = take(p, &j, &buf);
+    mdnl_status st = take(p, true, &j, &buf);
     if (st != MDNL_OK)
         return st;
     if (!j->decode) /* not selected, yet asked for: decoded here, straight into f */
@@ -215,7 +219,7 @@ mdnl_status mdnl_bin_pool_skip(mdnl_bin_pool *p)
 {
     bin_job *j;
     mdnl_pool_buf *buf;
-    return take(p, &j, &buf);
+    return take(p, false, &j, &buf);
 }
 
 void mdnl_bin_pool_close(mdnl_bin_pool *p)

@@ -17,6 +17,7 @@
 
 #include <criterion/parameterized.h>
 #include <math.h>
+#include <pthread.h>
 
 #ifdef MDNL_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -1049,4 +1050,53 @@ ParameterizedTest(mdnl_compute *b, library, stream_energy_table_is_energy_types)
     o2.cutoff = 3.0;
     cr_assert_eq(mdnl_stream_create(ctx, &o2, &s), MDNL_ERR_USAGE);
     mdnl_context_free(ctx);
+}
+
+/* A context made on a start-up thread (as mdnl run's, while it opens its input) serves a stream here. */
+typedef struct start_arg {
+    mdnl_compute backend;
+    mdnl_context *ctx;
+    mdnl_status st;
+} start_arg;
+
+static void *start_context(void *arg)
+{
+    start_arg *a = arg;
+    const mdnl_context_options o = {a->backend, 0, 0, 0};
+    a->st = mdnl_context_create(&o, &a->ctx);
+    return NULL;
+}
+
+ParameterizedTestParameters(library, stream_on_a_context_made_on_another_thread)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, stream_on_a_context_made_on_another_thread)
+{
+    if (*b == MDNL_COMPUTE_CUDA && mdnl_cuda_devices() < 1)
+        cr_skip_test("no CUDA device");
+    start_arg a = {*b, NULL, MDNL_ERR_INTERNAL};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, start_context, &a), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(a.st, MDNL_OK);
+    const mdnl_stream_options o = {.neighbors = 1, .flags = MDNL_NEIGHBORS_HALF, .cutoff = 2.5};
+    mdnl_stream *s = NULL;
+    cr_assert_eq(mdnl_stream_create(a.ctx, &o, &s), MDNL_OK, "%s", mdnl_last_error());
+    double(*r)[3] = NULL;
+    cr_assert_eq(mdnl_host_alloc(a.ctx, 512 * sizeof *r, (void **)&r), MDNL_OK);
+    double h[3][3];
+    stream_positions(r, h, 1);
+    const mdnl_stream_frame fr = {{512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}}, 0, NULL, NULL, NULL};
+    cr_assert_eq(mdnl_stream_submit(s, 0, &fr), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_stream_result res;
+    cr_assert_eq(mdnl_stream_collect(s, 0, &res), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_neighbor_list nl;
+    const mdnl_system sys = fr.system;
+    cr_assert_eq(mdnl_neighbors(a.ctx, &sys, 2.5, MDNL_NEIGHBORS_HALF, &nl), MDNL_OK);
+    cr_assert_eq(res.list.npairs, nl.npairs);
+    mdnl_stream_free(s);
+    mdnl_host_free(a.ctx, r);
+    mdnl_context_free(a.ctx);
 }

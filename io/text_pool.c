@@ -264,6 +264,18 @@ static mdnl_status split(mdnl_text_pool *p, slot *s, int64_t nlines)
     return MDNL_OK;
 }
 
+/* Makes f's arrays come from `alloc`, the allocator the caller's frames ask
+ * for now (it changes when a pipeline's engine is up): a frame still in the
+ * old memory is freed, so that the frames parsed from now on are handed
+ * over by swapping arrays, not copied. f holds no parsed frame. */
+static void follow(mdnl_frame *f, const mdnl_frame_allocator *alloc)
+{
+    if (f->pos_alloc != alloc) {
+        mdnl_frame_free(f);
+        f->pos_alloc = alloc;
+    }
+}
+
 /* Cuts frame k out of the stream into s. */
 static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
 {
@@ -381,10 +393,11 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
     if (!s->f) {
         pthread_mutex_lock(&p->mu);
         s->f = p->nspare ? p->spare[--p->nspare] : NULL;
+        const mdnl_frame_allocator *alloc = p->alloc;
         pthread_mutex_unlock(&p->mu);
         if (!s->f && !(s->f = mdnl_calloc(1, sizeof *s->f, "reader pool frame")))
             return scan_error(s, MDNL_ERR_RESOURCE);
-        s->f->pos_alloc = p->alloc;
+        follow(s->f, alloc);
     }
     if (want_split && !s->truncated) {
         mdnl_status st = split(p, s, nlines);
@@ -461,7 +474,10 @@ static void *worker_main(void *arg)
             continue;
         }
         const int task = s->taken++;
+        const mdnl_frame_allocator *alloc = p->alloc;
         pthread_mutex_unlock(&p->mu);
+        if (!s->npieces) /* a split frame's arrays were made by header() */
+            follow(s->f, alloc);
         run_task(p, s, task);
         pthread_mutex_lock(&p->mu);
         if (++s->done == s->ntasks)
@@ -552,6 +568,7 @@ static mdnl_status oldest(mdnl_text_pool *p, const mdnl_frame_allocator *alloc, 
         p->last = NULL;
     }
     pthread_mutex_lock(&p->mu);
+    p->alloc = alloc; /* the frames parsed from now on: in the memory the caller asks for */
     slot *s = &p->slots[p->head % p->nslots];
     while (!(p->head < p->tail && (s->kind != K_PARSE || s->done == s->ntasks)))
         pthread_cond_wait(&p->ready, &p->mu);
@@ -596,10 +613,12 @@ static mdnl_status hand_over(slot *s, mdnl_frame *f)
     mdnl_frame *g = s->f;
     if (f->pos_alloc == g->pos_alloc) {
         const double mf = f->max_pairs, mg = g->max_pairs;
+        const char *lf = f->limit_option, *lg = g->limit_option;
         mdnl_frame t = *f;
         *f = *g;
         *g = t;
         f->max_pairs = mf, g->max_pairs = mg;
+        f->limit_option = lf, g->limit_option = lg;
         return MDNL_OK;
     }
     mdnl_status st = mdnl_frame_reserve(f, g->natoms);

@@ -85,7 +85,10 @@ mdnl_status mdnl_text_pool_open(const mdnl_text_ops *ops, void *ctx, mdnl_stream
 void mdnl_text_pool_select(mdnl_text_pool *p, int64_t start, int64_t stop, int64_t step);
 
 /* The next frame, into f (its arrays swapped with a parsed frame's when
- * they share f->pos_alloc, else copied); as a reader's next. */
+ * they share f->pos_alloc, else copied); as a reader's next. The frames
+ * parsed from then on are allocated by f->pos_alloc: when the caller changes
+ * it (a pipeline, once its engine is up), only the frames already parsed
+ * (at most N + 2) are copied. */
 mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f);
 mdnl_status mdnl_text_pool_skip(mdnl_text_pool *p);
 

@@ -3,10 +3,14 @@
  * --threads 1 (the single-thread reader is the oracle), on extended XYZ with
  * extra columns and keys, changing atom counts, blank lines and CRLF,
  * compressed input, standard input, --frames, a frame large enough to be
- * split across the workers, and bad frames at several positions. */
+ * split across the workers, and bad frames at several positions; and
+ * through the reader API, the frame allocator a caller switches to. */
 #define _GNU_SOURCE
 #include "cli_test_util.h"
+#include "reader.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 TestSuite(reader_pool, .init = make_tmpdir, .fini = remove_tmpdir);
@@ -348,4 +352,94 @@ Test(reader_pool, gro_matches_one_thread)
     cr_assert_eq(sh("(head -n -5 t.gro > cut.gro)"), 0);
     expect_threads_agree("convert cut.gro out.extxyz -q", "out.extxyz");
     expect_threads_agree("convert cut.gro out.extxyz -q --frames ::2", "out.extxyz");
+}
+
+/* ---- the frame allocator (a pipeline's pinned memory once its engine is up) ---- */
+
+/* Blocks carry the allocator's mark; the blocks the test's own thread (the
+ * reader's caller) allocates are counted: it allocates only when a parsed
+ * frame is copied into the caller's frame and does not fit. */
+typedef struct tagged {
+    atomic_long blocks, caller_blocks;
+    pthread_t caller;
+} tagged;
+
+#define TAG_MAGIC 0x6d646e6c74616721ull
+#define TAG_HEAD 64
+
+static void *tagged_alloc(size_t bytes, const char *what, void *ctx)
+{
+    (void)what;
+    tagged *t = ctx;
+    unsigned char *b = malloc(bytes + TAG_HEAD);
+    cr_assert_not_null(b);
+    const uint64_t magic = TAG_MAGIC;
+    memcpy(b, &magic, sizeof magic);
+    atomic_fetch_add(&t->blocks, 1);
+    if (pthread_equal(pthread_self(), t->caller))
+        atomic_fetch_add(&t->caller_blocks, 1);
+    return b + TAG_HEAD;
+}
+
+static void tagged_free(void *p, void *ctx)
+{
+    (void)ctx;
+    if (p) {
+        unsigned char *b = (unsigned char *)p - TAG_HEAD;
+        memset(b, 0, sizeof(uint64_t));
+        free(b);
+    }
+}
+
+static bool is_tagged(const void *p)
+{
+    uint64_t magic;
+    memcpy(&magic, (const unsigned char *)p - TAG_HEAD, sizeof magic);
+    return magic == TAG_MAGIC;
+}
+
+Test(reader_pool, frames_follow_the_allocator_the_caller_switches_to)
+{
+    /* growing frames, so that a copy into the caller's frame must allocate */
+    traj t = {.frames = 16, .truncate_at = -1};
+    for (int k = 0; k < t.frames; ++k)
+        t.atoms[k] = 100 + 250 * k;
+    write_traj("grow.extxyz", &t);
+    char path[512];
+    snprintf(path, sizeof path, "%s/grow.extxyz", tmpdir);
+    const int workers = 4, in_flight = workers + 2, before = 3;
+    tagged tag = {.caller = pthread_self()};
+    const mdnl_frame_allocator alloc = {.alloc = tagged_alloc, .free = tagged_free, .ctx = &tag};
+    mdnl_reader *one, *pool;
+    mdnl_read_options o1 = {.threads = 1}, o4 = {.threads = workers};
+    cr_assert_eq(mdnl_reader_open(path, &o1, &one), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_reader_open(path, &o4, &pool), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame ref = {0}, f = {0};
+    for (int k = 0; k < t.frames; ++k) {
+        if (k == before) { /* the engine is up: its memory from now on */
+            mdnl_frame_free(&f);
+            f.pos_alloc = &alloc;
+        }
+        const long caller0 = atomic_load(&tag.caller_blocks);
+        const void *old = f.pos;
+        cr_assert_eq(mdnl_reader_next(one, &ref), MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_eq(mdnl_reader_next(pool, &f), MDNL_OK, "%s", mdnl_last_error());
+        /* a copy lands in the caller's own arrays, grown on the caller's thread when too small */
+        const bool copied = f.pos == old || atomic_load(&tag.caller_blocks) != caller0;
+        cr_assert_eq(f.natoms, ref.natoms);
+        cr_expect_eq(memcmp(f.pos, ref.pos, (size_t)f.natoms * sizeof *f.pos), 0, "frame %d", k);
+        cr_expect_eq(memcmp(f.species, ref.species, (size_t)f.natoms * sizeof *f.species), 0, "frame %d", k);
+        cr_expect_eq(f.nspecies, ref.nspecies);
+        if (k >= before) {
+            cr_expect(f.pos_alloc == &alloc && is_tagged(f.pos), "frame %d: in the new allocator's memory", k);
+            if (k >= before + in_flight) /* parsed after the switch: handed over, not copied */
+                cr_expect(!copied, "frame %d was copied into the caller's frame", k);
+        }
+    }
+    cr_expect_eq(mdnl_reader_next(pool, &f), MDNL_END);
+    cr_expect_gt(atomic_load(&tag.blocks), 0);
+    mdnl_frame_free(&f);
+    mdnl_frame_free(&ref);
+    mdnl_reader_close(pool);
+    mdnl_reader_close(one);
 }

@@ -25,6 +25,7 @@
 #define SPLIT_ATOMS (4 * PIECE_LINES) /* frames this large are split */
 #define MAX_SLOTS 64
 #define MSG 2048
+#define MAX_CONTEXT 256 /* bytes of a format's context of a frame (mdnl_text_ops.context) */
 
 enum kind { K_EMPTY, K_PARSE, K_SKIPPED, K_ERROR, K_END };
 
@@ -44,6 +45,8 @@ typedef struct slot {
     bool truncated;
     mdnl_status end_status;
     char end_message[MSG];
+    _Alignas(16) unsigned char context[MAX_CONTEXT];
+    bool skip_only; /* not selected: checked by the format's skip, not parsed */
     void *state;
     mdnl_frame *f; /* the parsed frame: from the pool's spares while the slot holds a frame to parse */
     mdnl_status st;
@@ -212,7 +215,7 @@ static int64_t long_line(const slot *s)
 static mdnl_text_frame text_of(const slot *s)
 {
     return (mdnl_text_frame){.text = s->text, .len = s->len, .line = s->line, .index = s->index,
-                             .end_status = s->end_status, .end_message = s->end_message};
+                             .end_status = s->end_status, .end_message = s->end_message, .context = s->context};
 }
 
 static enum kind scan_error(slot *s, mdnl_status st)
@@ -288,6 +291,7 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
     s->nmarks = 0;
     s->natoms = 0;
     s->st = MDNL_OK;
+    s->skip_only = false;
     s->len = 0;
     if (p->sel_stop >= 0 && k >= p->sel_stop)
         return K_END;
@@ -323,6 +327,8 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
             return scan_error(s, MDNL_ERR_INPUT);
     }
     s->natoms = natoms;
+    if (p->ops->context)
+        p->ops->context(p->scan_state, s->context);
     const bool sel = selected(p, k);
     const bool want_split = sel && p->ops->header && p->workers > 1 && natoms >= SPLIT_ATOMS;
     size_t at = 0; /* text[0, at) holds `found` whole lines */
@@ -383,6 +389,12 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
     }
     p->line = s->line + nlines;
     p->last_len = s->len;
+    if (!sel && p->ops->check_skipped) { /* a worker runs the format's skip */
+        s->skip_only = true;
+        s->ntasks = 1;
+        s->taken = s->done = 0;
+        return K_PARSE;
+    }
     if (!sel) {
         if (!s->truncated)
             return K_SKIPPED;
@@ -439,6 +451,13 @@ static void *scanner_main(void *arg)
 
 static void run_task(mdnl_text_pool *p, slot *s, int task)
 {
+    if (s->skip_only) {
+        mdnl_text_frame t = text_of(s);
+        s->st = p->ops->skip(s->state, &t);
+        if (s->st != MDNL_OK)
+            keep_message(s->msg, mdnl_last_error());
+        return;
+    }
     if (!s->npieces) {
         mdnl_text_frame t = text_of(s);
         s->st = p->ops->parse(s->state, &t, s->f);
@@ -476,7 +495,7 @@ static void *worker_main(void *arg)
         const int task = s->taken++;
         const mdnl_frame_allocator *alloc = p->alloc;
         pthread_mutex_unlock(&p->mu);
-        if (!s->npieces) /* a split frame's arrays were made by header() */
+        if (!s->npieces && !s->skip_only) /* a split frame's arrays were made by header() */
             follow(s->f, alloc);
         run_task(p, s, task);
         pthread_mutex_lock(&p->mu);
@@ -639,6 +658,17 @@ static mdnl_status hand_over(slot *s, mdnl_frame *f)
     return MDNL_OK;
 }
 
+/* The format found no frame in the text (parse or skip answered MDNL_END):
+ * the end, for every later call. */
+static mdnl_status sticky_end(mdnl_text_pool *p, slot *s)
+{
+    mdnl_clear_error();
+    pthread_mutex_lock(&p->mu);
+    s->kind = K_END;
+    pthread_mutex_unlock(&p->mu);
+    return MDNL_END;
+}
+
 /* Keeps the frame's error for every later call. */
 static mdnl_status sticky(mdnl_text_pool *p, slot *s, mdnl_status st)
 {
@@ -657,9 +687,9 @@ mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f)
     if (st != MDNL_OK)
         return st;
     mdnl_text_frame t = text_of(s);
-    if (s->kind == K_SKIPPED) { /* not selected, yet asked for: parsed here */
+    if (s->kind == K_SKIPPED || s->skip_only) { /* not selected, yet asked for: parsed here */
         if ((st = p->ops->parse(s->state, &t, f)) != MDNL_OK)
-            return sticky(p, s, st);
+            return st == MDNL_END ? sticky_end(p, s) : sticky(p, s, st);
     } else {
         if (s->npieces) {
             if (assemble(s) != MDNL_OK) { /* the exact error, from the whole frame on one thread */
@@ -670,6 +700,8 @@ mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f)
                     keep_message(s->msg, mdnl_last_error());
             }
         }
+        if (s->st == MDNL_END)
+            return sticky_end(p, s);
         if (s->st != MDNL_OK) {
             mdnl_error(s->st, "%s", s->msg);
             return sticky(p, s, s->st);
@@ -689,10 +721,18 @@ mdnl_status mdnl_text_pool_skip(mdnl_text_pool *p)
     mdnl_status st = oldest(p, p->alloc, &s);
     if (st != MDNL_OK)
         return st;
-    if (s->truncated) { /* the error skipping gives, which differs from parsing's */
+    if (s->skip_only && s->st != MDNL_OK) { /* checked by the format's skip in a worker */
+        if (s->st == MDNL_END)
+            return sticky_end(p, s);
+        mdnl_error(s->st, "%s", s->msg);
+        return sticky(p, s, s->st);
+    }
+    /* the error skipping gives, which differs from parsing's: a truncated
+     * frame's, or a parsed frame's when the format's skip checks it */
+    if (s->truncated || (!s->skip_only && s->kind == K_PARSE && s->st != MDNL_OK && p->ops->check_skipped)) {
         mdnl_text_frame t = text_of(s);
         if ((st = p->ops->skip(s->state, &t)) != MDNL_OK)
-            return sticky(p, s, st);
+            return st == MDNL_END ? sticky_end(p, s) : sticky(p, s, st);
     }
     release(p, s);
     return MDNL_OK;

@@ -1,5 +1,5 @@
 /* text_pool.h — the reader pool of the text formats (issue 59; XYZ / extended
- * XYZ, LAMMPS dump and GRO use it when --threads > 1): one scanner
+ * XYZ, LAMMPS dump, GRO and PDB use it when --threads > 1): one scanner
  * thread reads the stream (io/stream.h: a file, standard input, gzip / xz /
  * zstd content) in large blocks and cuts it into frames without parsing a
  * number (the format's head() reads only a frame's count); N worker threads
@@ -48,6 +48,7 @@ typedef struct mdnl_text_frame {
      * (after the last complete line), as mdnl_stream_set_memory takes it */
     mdnl_status end_status;
     const char *end_message;
+    const void *context; /* what ops->context wrote for this frame */
 } mdnl_text_frame;
 
 /* A format's side of the pool. A state is one parser (a reader over a
@@ -61,8 +62,19 @@ typedef struct mdnl_text_ops {
      * MDNL_END; or an error (recorded). eof: t holds all that is left. */
     int (*head)(void *state, const mdnl_text_frame *t, bool eof, int64_t *nlines, int64_t *natoms,
                 size_t *drop_bytes, int64_t *drop_lines);
-    mdnl_status (*parse)(void *state, const mdnl_text_frame *t, mdnl_frame *f); /* as the reader's next */
-    mdnl_status (*skip)(void *state, const mdnl_text_frame *t);                 /* as the reader's skip */
+    /* As the reader's next and skip; MDNL_END when the text holds no frame
+     * (what is left at the end of the file, for a format whose frames end
+     * with a record rather than a count). */
+    mdnl_status (*parse)(void *state, const mdnl_text_frame *t, mdnl_frame *f);
+    mdnl_status (*skip)(void *state, const mdnl_text_frame *t);
+    /* Optional: what frames carry over from the frames before them (PDB's
+     * last CRYST1), as the scanner's head() left it at the frame's start,
+     * into out (at most 256 bytes); handed to parse and skip as t->context. */
+    void (*context)(void *scan_state, void *out);
+    /* true: frames not selected are checked by skip in a worker (a format
+     * whose skip reports errors beyond the frame's size); false: they are
+     * dropped unread, as skip would only count their lines. */
+    bool check_skipped;
     /* Optional, to split large frames: header() parses the lines before the
      * first atom into f and makes room for natoms atoms; piece() parses
      * atoms [i0, i1) from t into f->pos / f->species, ids from its own

@@ -82,8 +82,9 @@ static void write_traj(const char *name, const traj *t)
 }
 
 /* `mdnl ARGS --threads 1` and `--threads N` for every N: the same exit
- * status, the same stderr, and the same bytes in OUT (when OUT is named). */
-static void expect_threads_agree(const char *args, const char *out)
+ * status, the same stderr, and the same bytes in OUT (when OUT is named).
+ * Returns the exit status. */
+static int expect_threads_agree(const char *args, const char *out)
 {
     static char ref_err[sizeof err_text];
     int rc1 = mdnl("%s --threads 1", args);
@@ -103,6 +104,7 @@ static void expect_threads_agree(const char *args, const char *out)
             cr_expect_eq(sh("test ! -e %s", out), 0, "%s --threads %d: partial output left", args, thread_counts[q]);
     }
     snprintf(err_text, sizeof err_text, "%s", ref_err); /* for the caller's checks */
+    return rc1;
 }
 
 static traj many_frames(void)
@@ -352,6 +354,119 @@ Test(reader_pool, gro_matches_one_thread)
     cr_assert_eq(sh("(head -n -5 t.gro > cut.gro)"), 0);
     expect_threads_agree("convert cut.gro out.extxyz -q", "out.extxyz");
     expect_threads_agree("convert cut.gro out.extxyz -q --frames ::2", "out.extxyz");
+}
+
+/* ---- PDB ---- */
+
+/* `frames` models of changing sizes; a CRYST1 before the first and a new one
+ * inside model 4 (the cell of every model after it); END-separated frames
+ * (no MODEL records) when `ends`; frame bad_frame gets bad_line as its atom
+ * line 3 (-1: none); the file ends `cut` bytes early when > 0. */
+static void write_pdb(const char *name, int frames, bool ends, int bad_frame, const char *bad_line, long cut)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    cr_assert_not_null(mem);
+    uint64_t seed = 5;
+    static const char *const el[] = {"CU", "O", "H", "ZR"};
+    fprintf(mem, "TITLE     pool test\nCRYST1   20.000   21.000   22.000  90.00  90.00  90.00 P 1           1\n");
+    for (int k = 0; k < frames; ++k) {
+        if (!ends)
+            fprintf(mem, "MODEL     %4d\n", k + 1);
+        const int n = 30 + 17 * k + (k % 3) * 50;
+        for (int i = 0; i < n; ++i) {
+            if (k == 4 && i == 5)
+                fprintf(mem, "CRYST1   18.000   19.500   23.000  80.00  95.00 100.00 P 1           1\n");
+            if (k == bad_frame && i == 3) {
+                fprintf(mem, "%s\n", bad_line);
+                continue;
+            }
+            const char *e = el[(i * 5 + k) % (i > 40 ? 4 : 3)];
+            fprintf(mem, "%-6s%5d %-4s LIQ X   1    %8.3f%8.3f%8.3f  1.00  0.00          %2s\n",
+                    i % 7 ? "ATOM" : "HETATM", i + 1, e, (double)(lcg(&seed) % 20000) * 1e-3,
+                    (double)(lcg(&seed) % 21000) * 1e-3, (double)(lcg(&seed) % 22000) * 1e-3, e);
+            if (i % 25 == 24)
+                fprintf(mem, "TER\n");
+        }
+        fprintf(mem, ends ? "END\n" : "ENDMDL\n");
+    }
+    if (!ends)
+        fprintf(mem, "CONECT    1    2\nEND\n");
+    fclose(mem);
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    fwrite(buf, 1, cut > 0 && (size_t)cut < len ? len - (size_t)cut : len, fp);
+    fclose(fp);
+    free(buf);
+}
+
+Test(reader_pool, pdb_matches_one_thread)
+{
+    for (int ends = 0; ends < 2; ++ends) {
+        write_pdb("t.pdb", 12, ends, -1, NULL, 0);
+        expect_threads_agree("convert t.pdb out.extxyz -q", "out.extxyz");
+        cr_expect(strstr(out_text, "") != NULL);
+        expect_threads_agree("convert t.pdb out.extxyz -q --frames 1:11:3", "out.extxyz");
+        expect_threads_agree("convert t.pdb out.extxyz -q --frames 6:", "out.extxyz");
+        expect_threads_agree("neighbors t.pdb -c 3 -o nl.tsv -q", "nl.tsv");
+        expect_threads_agree("info t.pdb --json", NULL);
+        cr_expect(strstr(out_text, "\"nframes\":12") != NULL, "%s", out_text);
+    }
+    /* the cell of model 4 holds for the models after it */
+    cr_assert_eq(mdnl("convert t.pdb out.extxyz -q --threads 4 --frames 7"), 0, "%s", err_text);
+    char buf[1 << 16], p[512];
+    snprintf(p, sizeof p, "%s/out.extxyz", tmpdir);
+    slurp(p, buf, sizeof buf);
+    cr_expect(strstr(buf, "Lattice=\"18") != NULL, "%.300s", buf);
+    cr_assert_eq(sh("gzip -k t.pdb"), 0);
+    cr_assert_eq(mdnl("convert t.pdb ref.xyz -q --threads 1"), 0, "%s", err_text);
+    for (int q = 0; q < NTHREADS; ++q) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "cat t.pdb.gz | MDNL_DATA='%s' '%s' convert - out.xyz -q --format pdb --threads %d",
+                 MDNL_DATA_DIR, MDNL_BINARY, thread_counts[q]);
+        cr_assert_eq(run_in_tmpdir(cmd), 0, "%s", err_text);
+        cr_expect_eq(sh("cmp ref.xyz out.xyz"), 0, "stdin --threads %d", thread_counts[q]);
+    }
+}
+
+Test(reader_pool, pdb_errors_match_one_thread)
+{
+    static const char *const lines[] = {
+        "ATOM      4 CU   LIQ X   1       1.000   zz      3.000  1.00  0.00          CU",
+        "CRYST1    0.000   21.000   22.000  90.00  90.00  90.00 P 1           1",
+        "MODEL        99",
+        "ATOM      4      LIQ X   1       1.000   2.000   3.000  1.00  0.00            ", /* no name */
+    };
+    const int frames[] = {0, 5, 11};
+    for (int l = 0; l < 4; ++l)
+        for (int i = 0; i < 3; ++i) {
+            write_pdb("bad.pdb", 12, false, frames[i], lines[l], 0);
+            const int rc = expect_threads_agree("convert bad.pdb out.xyz -q", "out.xyz");
+            cr_expect_eq(rc, 3, "%s", lines[l]);
+            char where[64];
+            snprintf(where, sizeof where, "frame %d:", frames[i]);
+            cr_expect(strstr(err_text, where) != NULL, "%s: %s", lines[l], err_text);
+            /* a bad frame not selected: skipping's check and message */
+            expect_threads_agree("convert bad.pdb out.xyz -q --frames 1::2", "out.xyz");
+            expect_threads_agree("convert bad.pdb out.xyz -q --frames 0:5", "out.xyz");
+        }
+    for (long cut = 1; cut < 400; cut += 57) { /* inside the last model, in CONECT / END */
+        write_pdb("cut.pdb", 6, false, -1, NULL, cut);
+        expect_threads_agree("convert cut.pdb out.xyz -q", "out.xyz");
+        expect_threads_agree("convert cut.pdb out.xyz -q --frames ::2", "out.xyz");
+    }
+    write_file("empty.pdb", "");
+    expect_threads_agree("convert empty.pdb out.xyz -q --format pdb", "out.xyz");
+    write_file("remark.pdb", "REMARK nothing\nREMARK here\n");
+    expect_threads_agree("convert remark.pdb out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "expected ATOM or HETATM records, found none") != NULL, "%s", err_text);
+    write_file("tail.pdb", "MODEL 1\nATOM      1 CU   LIQ X   1       1.000   2.000   3.000  1.00  0.00          CU\n"
+                           "ENDMDL\nCRYST1    0.000 bad\n");
+    expect_threads_agree("convert tail.pdb out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "tail.pdb:4: frame 1: expected a b c") != NULL, "%s", err_text);
 }
 
 /* ---- the frame allocator (a pipeline's pinned memory once its engine is up) ---- */

@@ -52,6 +52,7 @@ typedef struct slot {
     mdnl_status st;
     char msg[MSG];
     int ntasks, taken, done;
+    int pieces_done; /* a split frame is done once its pieces are put together (complete) */
     piece *pieces;
     int npieces, pieces_cap;
     size_t *marks; /* offsets of lines PIECE_LINES, 2 PIECE_LINES, ... */
@@ -230,14 +231,15 @@ static enum kind scan_error(slot *s, mdnl_status st)
  * parses it whole reports the error). */
 static mdnl_status split(mdnl_text_pool *p, slot *s, int64_t nlines)
 {
-    const int64_t hl = nlines - s->natoms; /* lines before the first atom */
+    const int64_t hl = nlines - s->natoms - p->ops->tail_lines; /* lines before the first atom */
     size_t hb = 0;
     for (int64_t k = 0; k < hl; ++k) {
         const char *nl = memchr(s->text + hb, '\n', s->len - hb);
         hb = nl ? (size_t)(nl - s->text) + 1 : s->len;
     }
+    const char *nl = memchr(s->text + hb, '\n', s->len - hb);
     mdnl_text_frame t = text_of(s);
-    t.len = hb;
+    t.len = nl ? (size_t)(nl - s->text) + 1 : s->len; /* the header and the first atom line */
     if (p->ops->header(s->state, &t, s->natoms, s->f) != MDNL_OK) {
         mdnl_clear_error();
         return MDNL_OK;
@@ -254,16 +256,21 @@ static mdnl_status split(mdnl_text_pool *p, slot *s, int64_t nlines)
     int64_t l0 = hl;
     size_t b0 = hb;
     for (int64_t m = 0; m <= s->nmarks; ++m) {
-        const int64_t l1 = m < s->nmarks ? (m + 1) * PIECE_LINES : nlines;
-        const size_t b1 = m < s->nmarks ? s->marks[m] : s->len;
+        /* the last piece takes the lines after the atoms (tail_lines) too */
+        const bool last = m == s->nmarks || (m + 1) * PIECE_LINES - hl >= s->natoms;
+        const int64_t l1 = last ? nlines : (m + 1) * PIECE_LINES;
+        const size_t b1 = last ? s->len : s->marks[m];
         if (l1 <= l0)
             continue;
         piece *q = &s->pieces[n++];
-        q->i0 = l0 - hl, q->i1 = l1 - hl, q->line = s->line + l0, q->b = b0, q->e = b1;
+        q->i0 = l0 - hl, q->i1 = last ? s->natoms : l1 - hl, q->line = s->line + l0, q->b = b0, q->e = b1;
         q->st = MDNL_OK;
         l0 = l1, b0 = b1;
+        if (last)
+            break;
     }
     s->npieces = n;
+    s->pieces_done = 0;
     return MDNL_OK;
 }
 
@@ -475,6 +482,47 @@ static void run_task(mdnl_text_pool *p, slot *s, int task)
     q->st = p->ops->piece(q->state, s->state, &t, q->i0, q->i1, s->f, &q->tab);
 }
 
+/* A split frame's pieces into one frame: their species tables merged in
+ * file order (the order of first appearance, as one thread finds it). */
+static mdnl_status assemble(slot *s)
+{
+    mdnl_frame *f = s->f;
+    for (int j = 0; j < s->npieces; ++j)
+        if (s->pieces[j].st != MDNL_OK)
+            return s->pieces[j].st;
+    for (int j = 0; j < s->npieces; ++j) {
+        const piece *q = &s->pieces[j];
+        int32_t map[MDNL_MAX_SPECIES];
+        bool same = true;
+        for (int32_t l = 0; l < q->tab.nspecies; ++l) {
+            const char *sym = q->tab.symbols[l];
+            if ((map[l] = mdnl_frame_species_id(f, sym, strlen(sym))) < 0)
+                return MDNL_ERR_INPUT;
+            same = same && map[l] == l;
+        }
+        if (!same)
+            for (int64_t i = q->i0; i < q->i1; ++i)
+                f->species[i] = map[f->species[i]];
+    }
+    f->natoms = s->natoms;
+    return MDNL_OK;
+}
+
+/* A split frame once its last piece is parsed, on the worker that parsed
+ * it: the pieces put together and the format's finish(); when anything
+ * failed, the exact error, from the whole frame parsed again on one thread. */
+static void complete(mdnl_text_pool *p, slot *s)
+{
+    if (assemble(s) == MDNL_OK && (!p->ops->finish || p->ops->finish(s->state, s->f) == MDNL_OK))
+        return;
+    mdnl_clear_error();
+    s->npieces = 0;
+    mdnl_text_frame t = text_of(s);
+    s->st = p->ops->parse(s->state, &t, s->f);
+    if (s->st != MDNL_OK)
+        keep_message(s->msg, mdnl_last_error());
+}
+
 static void *worker_main(void *arg)
 {
     mdnl_text_pool *p = arg;
@@ -499,8 +547,15 @@ static void *worker_main(void *arg)
             follow(s->f, alloc);
         run_task(p, s, task);
         pthread_mutex_lock(&p->mu);
-        if (++s->done == s->ntasks)
+        if (s->npieces && ++s->pieces_done == s->npieces) {
+            pthread_mutex_unlock(&p->mu);
+            complete(p, s);
+            pthread_mutex_lock(&p->mu);
+            s->done = s->ntasks;
             pthread_cond_broadcast(&p->ready);
+        } else if (!s->npieces && ++s->done == s->ntasks) {
+            pthread_cond_broadcast(&p->ready);
+        }
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -600,32 +655,6 @@ static mdnl_status oldest(mdnl_text_pool *p, const mdnl_frame_allocator *alloc, 
     return MDNL_OK;
 }
 
-/* A split frame's pieces into one frame: their species tables merged in
- * file order (the order of first appearance, as one thread finds it). */
-static mdnl_status assemble(slot *s)
-{
-    mdnl_frame *f = s->f;
-    for (int j = 0; j < s->npieces; ++j)
-        if (s->pieces[j].st != MDNL_OK)
-            return s->pieces[j].st;
-    for (int j = 0; j < s->npieces; ++j) {
-        const piece *q = &s->pieces[j];
-        int32_t map[MDNL_MAX_SPECIES];
-        bool same = true;
-        for (int32_t l = 0; l < q->tab.nspecies; ++l) {
-            const char *sym = q->tab.symbols[l];
-            if ((map[l] = mdnl_frame_species_id(f, sym, strlen(sym))) < 0)
-                return MDNL_ERR_INPUT;
-            same = same && map[l] == l;
-        }
-        if (!same)
-            for (int64_t i = q->i0; i < q->i1; ++i)
-                f->species[i] = map[f->species[i]];
-    }
-    f->natoms = s->natoms;
-    return MDNL_OK;
-}
-
 /* The slot's parsed frame into the caller's f. */
 static mdnl_status hand_over(slot *s, mdnl_frame *f)
 {
@@ -691,15 +720,6 @@ mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f)
         if ((st = p->ops->parse(s->state, &t, f)) != MDNL_OK)
             return st == MDNL_END ? sticky_end(p, s) : sticky(p, s, st);
     } else {
-        if (s->npieces) {
-            if (assemble(s) != MDNL_OK) { /* the exact error, from the whole frame on one thread */
-                mdnl_clear_error();
-                s->npieces = 0;
-                s->st = p->ops->parse(s->state, &t, s->f);
-                if (s->st != MDNL_OK)
-                    keep_message(s->msg, mdnl_last_error());
-            }
-        }
         if (s->st == MDNL_END)
             return sticky_end(p, s);
         if (s->st != MDNL_OK) {

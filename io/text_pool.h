@@ -13,7 +13,9 @@
  * not depend on the trajectory's length. A frame of 262,144 atoms or more
  * is split across the workers by ranges of 65,536 atom lines (the scanner
  * notes where every 65,536th line starts as it counts them); the pieces'
- * species tables are merged in file order, so ids are those of one thread.
+ * species tables are merged in file order, so ids are those of one thread,
+ * by the worker that parsed the last piece, which then runs the format's
+ * finish() (a LAMMPS dump's order by id).
  *
  * Errors are the single-thread reader's, byte for byte: the scanner's own
  * (a count line, a read error) travel in frame order as an error frame; a
@@ -76,12 +78,19 @@ typedef struct mdnl_text_ops {
      * dropped unread, as skip would only count their lines. */
     bool check_skipped;
     /* Optional, to split large frames: header() parses the lines before the
-     * first atom into f and makes room for natoms atoms; piece() parses
-     * atoms [i0, i1) from t into f->pos / f->species, ids from its own
-     * table tab, after header() ran on header_state. */
+     * first atom into f and makes room for natoms atoms (t also holds the
+     * first atom line, for a format whose atom lines take their layout from
+     * it); piece() parses atoms [i0, i1) from t into f->pos / f->species,
+     * ids from its own table tab, after header() ran on header_state (the
+     * last piece's t also holds the frame's tail_lines, the lines after its
+     * atoms); finish() (may be NULL) ends the frame once its pieces are put
+     * together, on header_state (LAMMPS: the atoms ordered by id). Any
+     * failure: the frame is parsed again whole, for parse()'s message. */
     mdnl_status (*header)(void *state, const mdnl_text_frame *t, int64_t natoms, mdnl_frame *f);
-    mdnl_status (*piece)(void *state, const void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
+    mdnl_status (*piece)(void *state, void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
                          mdnl_frame *f, mdnl_frame *tab);
+    mdnl_status (*finish)(void *header_state, mdnl_frame *f);
+    int tail_lines;
     /* A frame parsed with `state` was delivered (may be NULL). */
     void (*delivered)(void *ctx, void *state);
 } mdnl_text_ops;

@@ -335,6 +335,52 @@ Test(reader_pool, lammps_dump_errors_match_one_thread)
     }
 }
 
+/* 10, 300,000 and 40 atoms: the middle frame split across the workers,
+ * its ids a permutation (ordered by id after its pieces are put together),
+ * a type first seen in its fourth piece; atom `bad_atom` of frame 1 is
+ * bad_line (-1: none). */
+static void write_big_dump(const char *name, int64_t bad_atom, const char *bad_line)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    uint64_t seed = 11;
+    const int64_t sizes[3] = {10, 300000, 40};
+    for (int k = 0; k < 3; ++k) {
+        const int64_t n = sizes[k];
+        fprintf(fp, "ITEM: TIMESTEP\n%d\nITEM: NUMBER OF ATOMS\n%lld\nITEM: BOX BOUNDS pp pp pp\n0 10\n0 11\n0 12\n"
+                    "ITEM: ATOMS id type x y z\n",
+                100 * k, (long long)n);
+        for (int64_t i = 0; i < n; ++i) {
+            if (k == 1 && i == bad_atom) {
+                fprintf(fp, "%s\n", bad_line);
+                continue;
+            }
+            fprintf(fp, "%lld %lld %.5f %.5f %.5f\n", (long long)((i * 7919) % n + 1), (long long)(i > 200000 ? 4 : 1 + i % 3),
+                    (double)(lcg(&seed) % 10000) * 1e-3, (double)(lcg(&seed) % 11000) * 1e-3,
+                    (double)(lcg(&seed) % 12000) * 1e-3);
+        }
+    }
+    fclose(fp);
+}
+
+Test(reader_pool, lammps_dump_split_frame_matches_one_thread, .timeout = 300)
+{
+    write_big_dump("big.lammpstrj", -1, NULL);
+    expect_threads_agree("convert big.lammpstrj out.extxyz -q --types 1=Cu,2=O,3=H,4=Zr", "out.extxyz");
+    cr_expect_eq(sh("grep -c '^Zr ' out.extxyz"), 0, "the late type is there");
+    /* frame 1 line 9 + i + 1 after frame 0's 19 lines: atom 250001 is line 250030 */
+    write_big_dump("bad.lammpstrj", 250001, "12 1 1.0 2.0 3e");
+    expect_threads_agree("convert bad.lammpstrj out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "bad.lammpstrj:250030: frame 1: expected a finite number for coordinate z of atom "
+                               "250001") != NULL,
+              "%s", err_text);
+    write_big_dump("twice.lammpstrj", 123456, "1 1 1.0 2.0 3.0"); /* id 1 twice: found once all is parsed */
+    expect_threads_agree("convert twice.lammpstrj out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "frame 1: expected distinct atom ids, found id 1 twice") != NULL, "%s", err_text);
+}
+
 /* ---- GRO ---- */
 
 Test(reader_pool, gro_matches_one_thread)
@@ -557,4 +603,58 @@ Test(reader_pool, frames_follow_the_allocator_the_caller_switches_to)
     mdnl_frame_free(&ref);
     mdnl_reader_close(pool);
     mdnl_reader_close(one);
+}
+
+/* 10, 300,000 and 40 atoms in GRO's layout; a name first seen in the
+ * middle frame's fourth piece; line bad_line (1-based, > 0) replaced by
+ * bad_text. */
+static void write_big_gro(const char *name, long bad_line, const char *bad_text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    uint64_t seed = 13;
+    const int64_t sizes[3] = {10, 300000, 40};
+    long line = 0;
+    static const char *const names[] = {"CU", "O", "H"};
+    for (int k = 0; k < 3; ++k) {
+        const int64_t n = sizes[k];
+        fprintf(fp, "big t= %d.5 step= %d\n%5lld\n", k, 10 * k, (long long)n);
+        line += 2;
+        for (int64_t i = 0; i < n; ++i) {
+            if (++line == bad_line) {
+                fprintf(fp, "%s\n", bad_text);
+                continue;
+            }
+            fprintf(fp, "%5lld%-5s%5s%5lld%8.3f%8.3f%8.3f\n", (long long)(i / 3 + 1) % 100000, "LIQ",
+                    i > 200000 ? "ZR" : names[(i * 7) % 3], (long long)(i + 1) % 100000,
+                    (double)(lcg(&seed) % 5000) * 1e-3, (double)(lcg(&seed) % 5000) * 1e-3,
+                    (double)(lcg(&seed) % 5000) * 1e-3);
+        }
+        if (++line == bad_line)
+            fprintf(fp, "%s\n", bad_text);
+        else
+            fprintf(fp, "   5.00000   5.00000   5.00000\n");
+    }
+    fclose(fp);
+}
+
+Test(reader_pool, gro_split_frame_matches_one_thread, .timeout = 300)
+{
+    write_big_gro("big.gro", -1, NULL);
+    expect_threads_agree("convert big.gro out.extxyz -q", "out.extxyz");
+    cr_expect_eq(sh("grep -c '^ZR ' out.extxyz"), 0, "the late name is there");
+    /* frame 0: 13 lines; frame 1: title, count, atom i on line 16 + i */
+    write_big_gro("bad.gro", 16 + 250001, "  123LIQ     CU  124   1.000   x.000   3.000");
+    expect_threads_agree("convert bad.gro out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "bad.gro:250017: frame 1: expected a finite number for coordinate y of atom 250001") !=
+                  NULL,
+              "%s", err_text);
+    write_big_gro("box.gro", 16 + 300000, "   5.00000   5.00000"); /* the split frame's box line */
+    expect_threads_agree("convert box.gro out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "box.gro:300016: frame 1: expected 3 or 9 numbers on the box line") != NULL, "%s",
+              err_text);
+    write_big_gro("first.gro", 16, "  123LIQ     CU  124   1.000"); /* the first atom line sets the layout */
+    expect_threads_agree("convert first.gro out.xyz -q", "out.xyz");
 }

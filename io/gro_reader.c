@@ -221,11 +221,7 @@ static mdnl_status gro_next(void *state, mdnl_frame *f)
     if (g->pool)
         return mdnl_text_pool_next(g->pool, f);
     int64_t n;
-    f->natoms = 0;
-    f->nspecies = 0;
-    f->species_tag = 0;
-    f->index = g->frame;
-    memset(&f->box, 0, sizeof f->box);
+    mdnl_text_begin_frame(f, g->frame);
     mdnl_status st = read_header(g, f, &n);
     if (st != MDNL_OK)
         return st;
@@ -348,11 +344,7 @@ static mdnl_status pool_header(void *state, const mdnl_text_frame *t, int64_t na
 {
     gro_reader *g = state;
     pool_on(g, t, t->len);
-    f->natoms = 0;
-    f->nspecies = 0;
-    f->species_tag = 0;
-    f->index = g->frame;
-    memset(&f->box, 0, sizeof f->box);
+    mdnl_text_begin_frame(f, g->frame);
     const char *s, *e;
     mdnl_status st = read_header(g, f, &g->hdr_n);
     if (st == MDNL_OK && g->hdr_n != natoms)

@@ -372,11 +372,7 @@ static mdnl_status dump_next(void *state, mdnl_frame *f)
     int64_t n;
     dump_cols c;
     double origin[3] = {0, 0, 0};
-    f->natoms = 0;
-    f->nspecies = 0;
-    f->species_tag = 0;
-    f->index = d->frame;
-    memset(&f->box, 0, sizeof f->box);
+    mdnl_text_begin_frame(f, d->frame);
     mdnl_status st = read_header(d, f, &n, &c, origin);
     if (st != MDNL_OK)
         return st;
@@ -507,11 +503,7 @@ static mdnl_status pool_header(void *state, const mdnl_text_frame *t, int64_t na
 {
     dump_reader *d = state;
     pool_on(d, t, t->len);
-    f->natoms = 0;
-    f->nspecies = 0;
-    f->species_tag = 0;
-    f->index = d->frame;
-    memset(&f->box, 0, sizeof f->box);
+    mdnl_text_begin_frame(f, d->frame);
     memset(d->hdr_origin, 0, sizeof d->hdr_origin);
     mdnl_status st = read_header(d, f, &d->hdr_n, &d->hdr_cols, d->hdr_origin);
     if (st == MDNL_OK && d->hdr_n != natoms)

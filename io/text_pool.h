@@ -32,6 +32,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 MDNL_BEGIN_C
 
@@ -118,6 +119,17 @@ mdnl_status mdnl_text_pool_skip(mdnl_text_pool *p);
 void *mdnl_text_pool_last(const mdnl_text_pool *p);
 
 void mdnl_text_pool_close(mdnl_text_pool *p); /* NULL is a no-op */
+
+/* f emptied (its arrays kept) for frame `index` of a text reader: no
+ * atoms, no species, no cell yet. */
+static inline void mdnl_text_begin_frame(mdnl_frame *f, int64_t index)
+{
+    f->natoms = 0;
+    f->nspecies = 0;
+    f->species_tag = 0;
+    f->index = index;
+    memset(&f->box, 0, sizeof f->box);
+}
 
 MDNL_END_C
 

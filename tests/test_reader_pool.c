@@ -42,12 +42,19 @@ static uint64_t lcg(uint64_t *s)
     return *s >> 11;
 }
 
-static void write_traj(const char *name, const traj *t)
+/* A new file NAME in the test's directory, for writing. */
+static FILE *create_in_tmpdir(const char *name)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", tmpdir, name);
     FILE *fp = fopen(p, "wb");
-    cr_assert_not_null(fp);
+    cr_assert_not_null(fp, "%s", p);
+    return fp;
+}
+
+static void write_traj(const char *name, const traj *t)
+{
+    FILE *fp = create_in_tmpdir(name);
     const char *nl = t->crlf ? "\r\n" : "\n";
     uint64_t seed = 7;
     static const char *const species[] = {"Cu", "O", "H", "Zr"};
@@ -105,6 +112,19 @@ static int expect_threads_agree(const char *args, const char *out)
     }
     snprintf(err_text, sizeof err_text, "%s", ref_err); /* for the caller's checks */
     return rc1;
+}
+
+/* `cat GZ | mdnl convert - OUT -q ARGS --threads N` for every N gives the
+ * bytes of REF. */
+static void expect_stdin_matches(const char *gz, const char *args, const char *ref, const char *out)
+{
+    for (int q = 0; q < NTHREADS; ++q) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "cat %s | MDNL_DATA='%s' '%s' convert - %s -q %s --threads %d", gz, MDNL_DATA_DIR,
+                 MDNL_BINARY, out, args, thread_counts[q]);
+        cr_assert_eq(run_in_tmpdir(cmd), 0, "%s", err_text);
+        cr_expect_eq(sh("cmp %s %s", ref, out), 0, "%s from standard input, --threads %d", gz, thread_counts[q]);
+    }
 }
 
 static traj many_frames(void)
@@ -165,13 +185,7 @@ Test(reader_pool, compressed_input_and_stdin_match_one_thread)
                          err_text);
             cr_expect_eq(sh("cmp ref.extxyz out.extxyz"), 0, "%s --threads %d", inputs[i], thread_counts[q]);
         }
-    for (int q = 0; q < NTHREADS; ++q) {
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd, "cat t.extxyz.gz | MDNL_DATA='%s' '%s' convert - out.extxyz -q --threads %d",
-                 MDNL_DATA_DIR, MDNL_BINARY, thread_counts[q]);
-        cr_assert_eq(run_in_tmpdir(cmd), 0, "%s", err_text);
-        cr_expect_eq(sh("cmp ref.extxyz out.extxyz"), 0, "stdin --threads %d", thread_counts[q]);
-    }
+    expect_stdin_matches("t.extxyz.gz", "", "ref.extxyz", "out.extxyz");
 }
 
 /* A bad atom line in frame `frame` (and a later one in the last frame):
@@ -268,10 +282,7 @@ Test(reader_pool, bad_line_inside_a_split_frame_is_reported_exactly, .timeout = 
  * frame ends after `last_lines` of its lines when >= 0. */
 static void write_dump(const char *name, int frames, int bad_frame, const char *bad_line, int last_lines)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    FILE *fp = fopen(p, "wb");
-    cr_assert_not_null(fp);
+    FILE *fp = create_in_tmpdir(name);
     uint64_t seed = 3;
     for (int k = 0; k < frames; ++k) {
         const int n = 40 + 13 * k;
@@ -309,13 +320,7 @@ Test(reader_pool, lammps_dump_matches_one_thread)
     expect_threads_agree("convert t.lammpstrj out.extxyz -q --frames 2::3", "out.extxyz");
     cr_assert_eq(sh("gzip -k t.lammpstrj"), 0);
     cr_assert_eq(mdnl("convert t.lammpstrj ref.xyz -q --threads 1"), 0, "%s", err_text);
-    for (int q = 0; q < NTHREADS; ++q) {
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd, "cat t.lammpstrj.gz | MDNL_DATA='%s' '%s' convert - out.xyz -q --threads %d",
-                 MDNL_DATA_DIR, MDNL_BINARY, thread_counts[q]);
-        cr_assert_eq(run_in_tmpdir(cmd), 0, "%s", err_text);
-        cr_expect_eq(sh("cmp ref.xyz out.xyz"), 0, "stdin --threads %d", thread_counts[q]);
-    }
+    expect_stdin_matches("t.lammpstrj.gz", "", "ref.xyz", "out.xyz");
 }
 
 Test(reader_pool, lammps_dump_errors_match_one_thread)
@@ -341,10 +346,7 @@ Test(reader_pool, lammps_dump_errors_match_one_thread)
  * bad_line (-1: none). */
 static void write_big_dump(const char *name, int64_t bad_atom, const char *bad_line)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    FILE *fp = fopen(p, "wb");
-    cr_assert_not_null(fp);
+    FILE *fp = create_in_tmpdir(name);
     uint64_t seed = 11;
     const int64_t sizes[3] = {10, 300000, 40};
     for (int k = 0; k < 3; ++k) {
@@ -440,10 +442,7 @@ static void write_pdb(const char *name, int frames, bool ends, int bad_frame, co
     if (!ends)
         fprintf(mem, "CONECT    1    2\nEND\n");
     fclose(mem);
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    FILE *fp = fopen(p, "wb");
-    cr_assert_not_null(fp);
+    FILE *fp = create_in_tmpdir(name);
     fwrite(buf, 1, cut > 0 && (size_t)cut < len ? len - (size_t)cut : len, fp);
     fclose(fp);
     free(buf);
@@ -469,13 +468,7 @@ Test(reader_pool, pdb_matches_one_thread)
     cr_expect(strstr(buf, "Lattice=\"18") != NULL, "%.300s", buf);
     cr_assert_eq(sh("gzip -k t.pdb"), 0);
     cr_assert_eq(mdnl("convert t.pdb ref.xyz -q --threads 1"), 0, "%s", err_text);
-    for (int q = 0; q < NTHREADS; ++q) {
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd, "cat t.pdb.gz | MDNL_DATA='%s' '%s' convert - out.xyz -q --format pdb --threads %d",
-                 MDNL_DATA_DIR, MDNL_BINARY, thread_counts[q]);
-        cr_assert_eq(run_in_tmpdir(cmd), 0, "%s", err_text);
-        cr_expect_eq(sh("cmp ref.xyz out.xyz"), 0, "stdin --threads %d", thread_counts[q]);
-    }
+    expect_stdin_matches("t.pdb.gz", "--format pdb", "ref.xyz", "out.xyz");
 }
 
 Test(reader_pool, pdb_errors_match_one_thread)
@@ -610,10 +603,7 @@ Test(reader_pool, frames_follow_the_allocator_the_caller_switches_to)
  * bad_text. */
 static void write_big_gro(const char *name, long bad_line, const char *bad_text)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    FILE *fp = fopen(p, "wb");
-    cr_assert_not_null(fp);
+    FILE *fp = create_in_tmpdir(name);
     uint64_t seed = 13;
     const int64_t sizes[3] = {10, 300000, 40};
     long line = 0;

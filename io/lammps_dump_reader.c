@@ -36,7 +36,7 @@ typedef struct dump_reader {
     const char *name;
     int64_t frame, file_size;
     mdnl_lammps_types types;
-    mdnl_lammps_ids ids; /* the id column of the frame being read */
+    mdnl_lammps_ids ids;  /* the id column of the frame being read */
     mdnl_text_pool *pool; /* --threads > 1: frames come from the reader pool */
     bool own_stream;      /* a pool state's memory stream */
     /* a split frame's header (pool_header), for its pieces */

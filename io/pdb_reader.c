@@ -28,7 +28,7 @@ typedef struct pdb_reader {
     mdnl_stream *in;
     const char *name;
     int64_t frame;
-    mdnl_box box; /* the last CRYST1 */
+    mdnl_box box;         /* the last CRYST1 */
     mdnl_text_pool *pool; /* --threads > 1: frames come from the reader pool */
     bool own_stream;      /* a pool state's memory stream */
     /* the pool's scanner: how far head() got into the frame it is cutting */
@@ -308,7 +308,10 @@ static int pool_head(void *state, const mdnl_text_frame *t, bool eof, int64_t *n
     return MDNL_OK;
 }
 
-static void pool_context(void *state, void *out) { memcpy(out, &((const pdb_reader *)state)->start_box, sizeof(mdnl_box)); }
+static void pool_context(void *state, void *out)
+{
+    memcpy(out, &((const pdb_reader *)state)->start_box, sizeof(mdnl_box));
+}
 
 static void pool_on(pdb_reader *p, const mdnl_text_frame *t)
 {

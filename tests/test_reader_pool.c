@@ -351,17 +351,18 @@ static void write_big_dump(const char *name, int64_t bad_atom, const char *bad_l
     const int64_t sizes[3] = {10, 300000, 40};
     for (int k = 0; k < 3; ++k) {
         const int64_t n = sizes[k];
-        fprintf(fp, "ITEM: TIMESTEP\n%d\nITEM: NUMBER OF ATOMS\n%lld\nITEM: BOX BOUNDS pp pp pp\n0 10\n0 11\n0 12\n"
-                    "ITEM: ATOMS id type x y z\n",
+        fprintf(fp,
+                "ITEM: TIMESTEP\n%d\nITEM: NUMBER OF ATOMS\n%lld\nITEM: BOX BOUNDS pp pp pp\n0 10\n0 11\n0 12\n"
+                "ITEM: ATOMS id type x y z\n",
                 100 * k, (long long)n);
         for (int64_t i = 0; i < n; ++i) {
             if (k == 1 && i == bad_atom) {
                 fprintf(fp, "%s\n", bad_line);
                 continue;
             }
-            fprintf(fp, "%lld %lld %.5f %.5f %.5f\n", (long long)((i * 7919) % n + 1), (long long)(i > 200000 ? 4 : 1 + i % 3),
-                    (double)(lcg(&seed) % 10000) * 1e-3, (double)(lcg(&seed) % 11000) * 1e-3,
-                    (double)(lcg(&seed) % 12000) * 1e-3);
+            fprintf(fp, "%lld %lld %.5f %.5f %.5f\n", (long long)((i * 7919) % n + 1),
+                    (long long)(i > 200000 ? 4 : 1 + i % 3), (double)(lcg(&seed) % 10000) * 1e-3,
+                    (double)(lcg(&seed) % 11000) * 1e-3, (double)(lcg(&seed) % 12000) * 1e-3);
         }
     }
     fclose(fp);

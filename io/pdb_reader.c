@@ -34,7 +34,7 @@ typedef struct pdb_reader {
     /* the pool's scanner: how far head() got into the frame it is cutting */
     int64_t scan_index, scan_lines, scan_atoms;
     size_t scan_off;
-    bool scan_started;
+    bool scan_started, scan_keep; /* scan_keep: a line before which text may not be dropped */
     mdnl_box start_box; /* the cell in force where that frame starts */
 } pdb_reader;
 
@@ -256,7 +256,10 @@ static void *pool_state_new(void *ctx)
  * frames after (a bad one is left to the worker that parses its frame).
  * Text at the end of the file that holds no atoms is a frame too: read_model
  * finds the end in it, or an error. A line too long for a stream ends the
- * frame: the worker reports it after the lines before it, as one thread. */
+ * frame: the worker reports it after the lines before it, as one thread.
+ * The lines before a model's first record (REMARK, CONECT, a CRYST1 that
+ * parses, ...) are dropped as they come, so that text without models is not
+ * buffered whole. */
 static int pool_head(void *state, const mdnl_text_frame *t, bool eof, int64_t *nlines, int64_t *natoms,
                      size_t *drop_bytes, int64_t *drop_lines)
 {
@@ -265,7 +268,7 @@ static int pool_head(void *state, const mdnl_text_frame *t, bool eof, int64_t *n
     if (p->scan_index != t->index) { /* a new frame; else more text for the same one */
         p->scan_index = t->index;
         p->scan_off = 0, p->scan_lines = 0, p->scan_atoms = 0;
-        p->scan_started = false;
+        p->scan_started = p->scan_keep = false;
         p->start_box = p->box;
     }
     const char *text = t->text, *end = text + t->len;
@@ -285,21 +288,29 @@ static int pool_head(void *state, const mdnl_text_frame *t, bool eof, int64_t *n
         if (e > s && e[-1] == '\r')
             --e;
         if (record(s, e, "ATOM  ") || record(s, e, "HETATM")) {
-            p->scan_started = true;
+            p->scan_started = p->scan_keep = true;
             p->scan_atoms++;
         } else if (record(s, e, "CRYST1")) {
-            if (parse_cryst1(p, s, e) != MDNL_OK)
+            if (parse_cryst1(p, s, e) != MDNL_OK) { /* the worker reports it */
                 mdnl_clear_error();
+                p->scan_keep = true;
+            }
         } else if (record(s, e, "MODEL")) {
             done = p->scan_started;
-            p->scan_started = true;
+            p->scan_started = p->scan_keep = true;
         } else if (record(s, e, "ENDMDL") || (record(s, e, "END") && (e - s == 3 || mdnl_is_space(s[3])))) {
             done = p->scan_started;
         }
     }
     p->scan_off = off;
-    if (!done && !eof)
+    if (!done && !eof) {
+        if (!p->scan_keep) { /* lines before a model that read_model passes over: dropped, their cell kept */
+            *drop_bytes = off, *drop_lines = p->scan_lines;
+            p->scan_off = 0, p->scan_lines = 0;
+            p->start_box = p->box;
+        }
         return MDNL_TEXT_MORE;
+    }
     p->scan_index = -1;
     if (p->scan_lines == 0 && t->index > 0)
         return MDNL_END; /* (an empty file is frame 0's error) */

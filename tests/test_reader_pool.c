@@ -503,6 +503,30 @@ Test(reader_pool, pdb_errors_match_one_thread)
     write_file("remark.pdb", "REMARK nothing\nREMARK here\n");
     expect_threads_agree("convert remark.pdb out.xyz -q", "out.xyz");
     cr_expect(strstr(err_text, "expected ATOM or HETATM records, found none") != NULL, "%s", err_text);
+    /* long stretches outside the models (dropped by the scanner as they come), a cell among them */
+    FILE *fp = create_in_tmpdir("remarks.pdb");
+    for (int m = 0; m < 2; ++m) {
+        for (int i = 0; i < 60000; ++i)
+            fprintf(fp, "REMARK   %d line %d\n", m, i);
+        if (m == 1)
+            fprintf(fp, "CRYST1   30.000   31.000   32.000  90.00  90.00  90.00 P 1           1\n");
+        fprintf(fp, "MODEL     %4d\n", m + 1);
+        for (int i = 0; i < 40; ++i)
+            fprintf(fp, "ATOM  %5d CU   LIQ X   1    %8.3f%8.3f%8.3f  1.00  0.00          CU\n", i + 1, 0.5 * i,
+                    0.25 * i + m, 0.125 * i);
+        fprintf(fp, "ENDMDL\n");
+    }
+    for (int i = 0; i < 60000; ++i)
+        fprintf(fp, "CONECT%5d%5d\n", i % 40 + 1, (i + 1) % 40 + 1);
+    fclose(fp);
+    cr_assert_eq(expect_threads_agree("convert remarks.pdb out.extxyz -q", "out.extxyz"), 0, "%s", err_text);
+    cr_assert_eq(sh("grep -c 'Lattice=\"30' out.extxyz"), 0, "the cell between the models holds for model 2");
+    fp = create_in_tmpdir("none.pdb");
+    for (int i = 0; i < 100000; ++i)
+        fputs("REMARK\n", fp);
+    fclose(fp);
+    expect_threads_agree("convert none.pdb out.xyz -q", "out.xyz");
+    cr_expect(strstr(err_text, "none.pdb:100000: expected ATOM or HETATM records") != NULL, "%s", err_text);
     write_file("tail.pdb", "MODEL 1\nATOM      1 CU   LIQ X   1       1.000   2.000   3.000  1.00  0.00          CU\n"
                            "ENDMDL\nCRYST1    0.000 bad\n");
     expect_threads_agree("convert tail.pdb out.xyz -q", "out.xyz");

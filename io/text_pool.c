@@ -655,38 +655,6 @@ static mdnl_status oldest(mdnl_text_pool *p, const mdnl_frame_allocator *alloc, 
     return MDNL_OK;
 }
 
-/* The slot's parsed frame into the caller's f. */
-static mdnl_status hand_over(slot *s, mdnl_frame *f)
-{
-    mdnl_frame *g = s->f;
-    if (f->pos_alloc == g->pos_alloc) {
-        const double mf = f->max_pairs, mg = g->max_pairs;
-        const char *lf = f->limit_option, *lg = g->limit_option;
-        mdnl_frame t = *f;
-        *f = *g;
-        *g = t;
-        f->max_pairs = mf, g->max_pairs = mg;
-        f->limit_option = lf, g->limit_option = lg;
-        return MDNL_OK;
-    }
-    mdnl_status st = mdnl_frame_reserve(f, g->natoms);
-    if (st != MDNL_OK)
-        return st;
-    if (g->natoms) {
-        memcpy(f->pos, g->pos, (size_t)g->natoms * sizeof *f->pos);
-        memcpy(f->species, g->species, (size_t)g->natoms * sizeof *f->species);
-    }
-    memcpy(f->symbols, g->symbols, (size_t)g->nspecies * sizeof *f->symbols);
-    f->nspecies = g->nspecies;
-    f->species_tag = 0;
-    f->natoms = g->natoms;
-    f->index = g->index;
-    f->box = g->box;
-    f->step = g->step, f->time = g->time;
-    f->has_step = g->has_step, f->has_time = g->has_time;
-    return MDNL_OK;
-}
-
 /* The format found no frame in the text (parse or skip answered MDNL_END):
  * the end, for every later call. */
 static mdnl_status sticky_end(mdnl_text_pool *p, slot *s)
@@ -726,7 +694,7 @@ mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f)
             mdnl_error(s->st, "%s", s->msg);
             return sticky(p, s, s->st);
         }
-        if ((st = hand_over(s, f)) != MDNL_OK)
+        if ((st = mdnl_frame_take(f, s->f)) != MDNL_OK)
             return sticky(p, s, st);
     }
     if (p->ops->delivered)

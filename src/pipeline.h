@@ -4,10 +4,11 @@
  * Threads share a ring of slots, each owning one mdnl_frame, its float
  * positions and one neighbor list, so memory is bounded by the frames' size,
  * never by the number of frames. The ring holds `nslots` (2 to 4) slots when
- * the neighbor lists are kept; otherwise as many as 256 MiB of frames allow
- * (up to 32, sized by the first frame; past nslots, the frames in flight are
- * bounded by those bytes), so that the reader and the prepare stage run
- * ahead through a slow stretch, above all the CUDA start-up. The threads:
+ * the neighbor lists are kept; otherwise as many as 256 MiB of frames allow,
+ * sized by the first frame (past nslots, the frames in flight are bounded
+ * by those bytes): up to 8, and up to 24 on the first lap while a CUDA
+ * start-up runs, so that the reader and the prepare stage run through the
+ * start-up instead of waiting for it after a few frames. The threads:
  *
  *   reader  (a pthread)      FREE     -> READ      mdnl_frames_next into the slot's frame
  *                                                  (CUDA: positions in pinned host memory)

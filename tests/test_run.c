@@ -611,8 +611,8 @@ Test(run, an_earlier_frame_error_comes_first_whichever_stage_finds_a_later_one)
 
 /* Several prepare workers (one a four --threads) take the read frames in
  * order and finish them in any order; the first bad frame is still the one
- * reported, wherever it lies in a 40-frame run (the ring's first frames, its
- * second lap: the ring holds 32 such frames, the last), whichever stage finds it and whatever the next
+ * reported, wherever it lies in a 40-frame run (the ring's first frames, a
+ * later lap: the ring holds 8 to 24 such frames, the last), whichever stage finds it and whatever the next
  * frame holds. Without an error, the results equal one worker's. */
 Test(run, many_prepare_workers_report_the_first_bad_frame_at_any_position)
 {

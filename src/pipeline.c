@@ -129,10 +129,10 @@ typedef struct slot {
     char verdict_message[2048];
     bool early_checked; /* the guard ran during the backend's start-up (check_early) */
     mdnl_status early_verdict;
-    int early;       /* check_early on this frame: 0 not begun, 1 running, 2 done (under mu) */
-    int64_t seq;     /* the frame's ordinal in the run, set by the reader with its state */
-    int64_t natoms;  /* the frame's atoms while it is in flight (the reader's byte count) */
-    size_t held;     /* bytes the slot's frame holds allocated (the reader's only) */
+    int early;      /* check_early on this frame: 0 not begun, 1 running, 2 done (under mu) */
+    int64_t seq;    /* the frame's ordinal in the run, set by the reader with its state */
+    int64_t natoms; /* the frame's atoms while it is in flight (the reader's byte count) */
+    size_t held;    /* bytes the slot's frame holds allocated (the reader's only) */
 } slot;
 
 /* The ring's depth: config.nslots (2 to 4) when every slot keeps a neighbor
@@ -255,8 +255,7 @@ static size_t frame_bytes(const mdnl_frame *f)
  * mu held. */
 static bool may_read(const ring *p)
 {
-    return p->inflight < p->min_slots ||
-           (double)p->inflight_atoms * (double)SLOT_ATOM_BYTES < RING_BYTES;
+    return p->inflight < p->min_slots || (double)p->inflight_atoms * (double)SLOT_ATOM_BYTES < RING_BYTES;
 }
 
 /* Frames grown past the ring's budget (a trajectory whose frames grow): the

@@ -3,7 +3,7 @@
  *
  *   - the ordered map takes every piece once, in order, for any thread
  *     count, and a piece that cannot be made stops it at that piece;
- *   - the chunks the workers compress (libdeflate) inflate with zlib to the
+ *   - the chunks the workers compress (ISA-L, libdeflate) inflate with zlib to the
  *     bytes HDF5's own shuffle + deflate pipeline (zlib) compresses for the
  *     same data and dataset (read back raw with H5Dread_chunk, filter masks
  *     included), the datasets carry the same filters and read back to the

@@ -220,7 +220,18 @@ mdnl_status mdnl_pool_map(int threads, int64_t njobs, void *ctx, mdnl_pool_make_
 }
 
 /* HDF5's shuffle filter (H5Zshuffle.c): byte j of element i goes to
- * j * nelem + i; bytes past the last whole element stay where they are. */
+ * j * nelem + i; bytes past the last whole element stay where they are.
+ * Element by element, with the common sizes' inner loop unrolled by the
+ * compiler: each element is read once (byte plane by byte plane read every
+ * element elsize times, ~3x slower on 4-byte j). */
+static inline void shuffle_elems(unsigned char *restrict dst, const unsigned char *restrict src, size_t nelem,
+                                 size_t elsize)
+{
+    for (size_t i = 0; i < nelem; ++i)
+        for (size_t j = 0; j < elsize; ++j)
+            dst[j * nelem + i] = src[i * elsize + j];
+}
+
 static void shuffle(unsigned char *dst, const unsigned char *src, size_t n, size_t elsize)
 {
     size_t nelem = n / elsize;
@@ -228,11 +239,18 @@ static void shuffle(unsigned char *dst, const unsigned char *src, size_t n, size
         memcpy(dst, src, n);
         return;
     }
-    for (size_t j = 0; j < elsize; ++j) {
-        unsigned char *d = dst + j * nelem;
-        const unsigned char *s = src + j;
-        for (size_t i = 0; i < nelem; ++i)
-            d[i] = s[i * elsize];
+    switch (elsize) {
+    case 2:
+        shuffle_elems(dst, src, nelem, 2);
+        break;
+    case 4:
+        shuffle_elems(dst, src, nelem, 4);
+        break;
+    case 8:
+        shuffle_elems(dst, src, nelem, 8);
+        break;
+    default:
+        shuffle_elems(dst, src, nelem, elsize);
     }
     memcpy(dst + nelem * elsize, src + nelem * elsize, n - nelem * elsize);
 }

@@ -11,7 +11,8 @@
  *     inside and between frames, a partial last chunk) and gzip
  *     trajectories;
  *   - h5py reads the binary's compressed list back to the TSV's values;
- *   - TSV neighbor rows are byte for byte the same for 1, 2 and 5 threads;
+ *   - TSV neighbor rows are byte for byte the same for 1, 2 and 5 threads,
+ *     and their distances printf's %.9g of every kind of float;
  *   - through the binary: --threads 1 and --threads 3 give the same TSV and
  *     the same HDF5 contents (chunk for chunk, byte for byte); --threads 0
  *     is a usage error. */
@@ -19,6 +20,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,6 +393,69 @@ Test(writers, tsv_rows_are_the_same_bytes_for_any_thread_count)
     free(a);
     free(b);
     free(c);
+    mdnl_nlist_free(&l);
+}
+
+/* The distance column is printf's "%.9g" of the float, for every kind of
+ * value: a stride through all finite floats, every float around each
+ * power of ten (the digit count changes) and in ranges with exact decimal
+ * ties at the ninth digit (1048576.125 rounds half to even), zero, signs,
+ * subnormals, infinities and NaN. */
+Test(writers, tsv_distances_are_printfs_9g)
+{
+    enum { CAP = 3000000 };
+    float *v = malloc(CAP * sizeof *v);
+    cr_assert_not_null(v);
+    int64_t n = 0;
+    for (uint32_t b = 0; b < 0x7f800000u && n < CAP; b += 1201u) {
+        float f;
+        memcpy(&f, &b, sizeof f);
+        v[n++] = f;
+    }
+    for (int k = -6; k <= 10; ++k) {
+        float c = (float)pow(10.0, k);
+        uint32_t b;
+        memcpy(&b, &c, sizeof b);
+        for (uint32_t d = b - 4000u; d < b + 4000u; ++d)
+            memcpy(&v[n++], &d, sizeof d);
+    }
+    const float ties[] = {1048576.0f, 1.0f, 0.5f, 3.0f, 99999.0f, 0.0001f};
+    for (size_t t = 0; t < sizeof ties / sizeof *ties; ++t) {
+        uint32_t b;
+        memcpy(&b, &ties[t], sizeof b);
+        for (uint32_t d = b; d < b + 60000u; ++d)
+            memcpy(&v[n++], &d, sizeof d);
+    }
+    const float special[] = {0.0f,      -0.0f, -1.5f, 1e-45f,       1e-40f,         1e30f, INFINITY,
+                             -INFINITY, NAN,   1e9f,  999999999.0f, 9.99999994e-5f, 2.5f,  1e-4f};
+    for (size_t t = 0; t < sizeof special / sizeof *special; ++t)
+        v[n++] = special[t];
+    cr_assert_lt(n, CAP);
+    mdnl_nlist l = {0};
+    cr_assert_eq(mdnl_nlist_reserve(&l, 1, n), MDNL_OK);
+    l.natoms = 1;
+    l.npairs = n;
+    l.offsets[0] = 0;
+    l.offsets[1] = n;
+    for (int64_t k = 0; k < n; ++k) {
+        l.j[k] = 0;
+        l.d[k] = v[k];
+    }
+    size_t len = 0;
+    char *text = tsv_of(&l, 2, &len), *line = text;
+    int64_t bad = 0;
+    for (int64_t k = 0; k < n; ++k) {
+        char want[64], *end = strchr(line, '\n');
+        cr_assert_not_null(end);
+        *end = '\0';
+        snprintf(want, sizeof want, "12\t0\t0\t%.9g", (double)v[k]);
+        if (strcmp(line, want) != 0 && bad++ < 10)
+            cr_log_error("row %lld: \"%s\", expected \"%s\"", (long long)k, line, want);
+        line = end + 1;
+    }
+    cr_expect_eq(bad, 0, "%lld of %lld distances differ from %%.9g", (long long)bad, (long long)n);
+    free(text);
+    free(v);
     mdnl_nlist_free(&l);
 }
 

@@ -259,12 +259,16 @@ static void shuffle(unsigned char *dst, const unsigned char *src, size_t n, size
  * 1, ~4x libdeflate's level 1 and ~8x zlib's compress2 on shuffled
  * neighbor indices, the stream within 1 % of zlib's size. Its state and
  * level buffer (~0.4 MiB) are allocated per chunk, as libdeflate's
- * compressor is below: no state is kept between calls or threads. Returns
- * the stream's size, 0 when it did not fit in cap (or out of memory:
- * *nomem set). */
+ * compressor is below: no state is kept between calls or threads. The
+ * level buffer is zeroed: the stateless call does not reset its hash table
+ * (isal_deflate's reset fills it with total_in, 0 here), and stale entries,
+ * though checked against the data, change which matches are found, so the
+ * bytes would depend on what the memory held before (on the thread count).
+ * Returns the stream's size, 0 when it did not fit in cap (or out of
+ * memory: *nomem set). */
 static size_t deflate_igzip(const unsigned char *in, size_t n, unsigned char *out, size_t cap, bool *nomem)
 {
-    struct isal_zstream *z = malloc(sizeof *z + ISAL_DEF_LVL1_DEFAULT);
+    struct isal_zstream *z = calloc(1, sizeof *z + ISAL_DEF_LVL1_DEFAULT);
     if (!z) {
         *nomem = true;
         return 0;

@@ -8,6 +8,8 @@
 #include "geometry.h"
 #include "nlist.h"
 
+#include "mdnl/mdnl.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,8 @@
 #include "nlist_cuda_hooks.h"
 #include "pair_shift.h"
 #include "pair_shift_cuda.h"
+
+#include <cuda_runtime.h>
 #endif
 
 /* Bytes per second the floors assume where the runtime does not report the
@@ -192,6 +196,102 @@ static mdnl_status bench_shifts(mdnl_cuda_ctx *ctx, const mdnl_frame *f, const m
     return st;
 }
 
+/* The same list through libmdnl's public calls (include/mdnl/mdnl.h), what
+ * a program or the Python package pays: mdnl_neighbors_device on the frame's
+ * float64 positions as given, already in device memory (the list left on
+ * the device: a CuPy or PyTorch caller), and mdnl_neighbors on host arrays
+ * (the positions uploaded, the list downloaded). Wall time of the call
+ * (each returns with its results complete), median of BENCH_REPEATS after
+ * BENCH_WARMUP; both lists compared with the oracle byte for byte. */
+typedef struct library_result {
+    int valid;
+    double device_ms, host_ms;
+} library_result;
+
+static mdnl_status library_error(mdnl_status st)
+{
+    return mdnl_error(st, "bench: libmdnl: %s", mdnl_last_error());
+}
+
+static int same_public_list(const mdnl_nlist *a, int64_t n, int64_t npairs, const int64_t *offsets,
+                            const int32_t *j, const float *d)
+{
+    return a->natoms == n && a->npairs == npairs &&
+           memcmp(a->offsets, offsets, (size_t)(n + 1) * sizeof *offsets) == 0 &&
+           memcmp(a->j, j, (size_t)npairs * sizeof *j) == 0 && memcmp(a->d, d, (size_t)npairs * sizeof *d) == 0;
+}
+
+static mdnl_status bench_library(const mdnl_frame *f, double cutoff, mdnl_list_kind kind, const mdnl_nlist *oracle,
+                                 library_result *r)
+{
+    memset(r, 0, sizeof *r);
+    const int64_t n = f->natoms;
+    double cell[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            cell[a][b] = f->box.h[a][b];
+    mdnl_system sys = {n, f->pos, MDNL_FLOAT64, f->box.has_lattice ? &cell[0][0] : NULL,
+                       {f->box.pbc[0], f->box.pbc[1], f->box.pbc[2]}};
+    const int flags = kind == MDNL_LIST_FULL ? MDNL_NEIGHBORS_FULL : MDNL_NEIGHBORS_HALF;
+    mdnl_context_options opt = {MDNL_COMPUTE_CUDA, mdnl_cuda_device_index(), 0, 0};
+    mdnl_context *lib = NULL;
+    if (mdnl_context_create(&opt, &lib) != MDNL_OK)
+        return library_error(MDNL_ERR_RESOURCE);
+    mdnl_status st = MDNL_OK;
+    const size_t bytes = (size_t)n * 3 * sizeof(double);
+    void *d_pos = NULL;
+    int64_t *offsets = mdnl_malloc((size_t)(n + 1) * sizeof *offsets, "benchmark offsets");
+    int32_t *j = mdnl_malloc((size_t)oracle->npairs * sizeof *j + 1, "benchmark indices");
+    float *d = mdnl_malloc((size_t)oracle->npairs * sizeof *d + 1, "benchmark distances");
+    if (!offsets || !j || !d)
+        st = MDNL_ERR_RESOURCE;
+    else if (cudaMalloc(&d_pos, bytes ? bytes : 1) != cudaSuccess ||
+             cudaMemcpy(d_pos, f->pos, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        st = mdnl_error(MDNL_ERR_RESOURCE, "bench: no device memory for %lld positions", (long long)n);
+    double dev_ms[BENCH_REPEATS], host_ms[BENCH_REPEATS];
+    int valid = 1;
+    for (int rep = 0; rep < BENCH_WARMUP + BENCH_REPEATS && st == MDNL_OK; ++rep) {
+        mdnl_neighbor_list nl;
+        mdnl_system dsys = sys;
+        dsys.positions = d_pos;
+        double t0 = wall_seconds();
+        if (mdnl_neighbors_device(lib, &dsys, cutoff, flags, NULL, &nl) != MDNL_OK) {
+            st = library_error(MDNL_ERR_INTERNAL);
+            break;
+        }
+        double t1 = wall_seconds();
+        if (rep == 0) {
+            if (nl.npairs != oracle->npairs ||
+                cudaMemcpy(offsets, nl.offsets, (size_t)(n + 1) * sizeof *offsets, cudaMemcpyDeviceToHost) !=
+                    cudaSuccess ||
+                cudaMemcpy(j, nl.indices, (size_t)nl.npairs * sizeof *j, cudaMemcpyDeviceToHost) != cudaSuccess ||
+                cudaMemcpy(d, nl.distances, (size_t)nl.npairs * sizeof *d, cudaMemcpyDeviceToHost) != cudaSuccess)
+                valid = 0;
+            else
+                valid = same_public_list(oracle, n, nl.npairs, offsets, j, d);
+        }
+        double t2 = wall_seconds();
+        if (mdnl_neighbors(lib, &sys, cutoff, flags, &nl) != MDNL_OK) {
+            st = library_error(MDNL_ERR_INTERNAL);
+            break;
+        }
+        double t3 = wall_seconds();
+        if (rep == 0)
+            valid = valid && same_public_list(oracle, n, nl.npairs, nl.offsets, nl.indices, nl.distances);
+        if (rep >= BENCH_WARMUP)
+            dev_ms[rep - BENCH_WARMUP] = 1e3 * (t1 - t0), host_ms[rep - BENCH_WARMUP] = 1e3 * (t3 - t2);
+    }
+    if (st == MDNL_OK) {
+        r->valid = valid;
+        r->device_ms = mdnl_bench_median(dev_ms, BENCH_REPEATS);
+        r->host_ms = mdnl_bench_median(host_ms, BENCH_REPEATS);
+    }
+    cudaFree(d_pos);
+    free(offsets), free(j), free(d);
+    mdnl_context_free(lib);
+    return st;
+}
+
 /* One list kind of one system: the CPU oracle, then every method validated
  * and timed. */
 static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_frame *f, const mdnl_geom *gp,
@@ -285,6 +385,11 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_f
         if (!sr.valid)
             *all_valid = 0;
     }
+    library_result lr;
+    if ((st = bench_library(f, cutoff, kind, &oracle, &lr)) != MDNL_OK)
+        goto done;
+    if (!lr.valid)
+        *all_valid = 0;
     /* Napkin floor: positions read once (16 B/atom), CSR written once
      * (8 B/row offset, 4 B j + 4 B d per pair). */
     const double bytes_written = 8.0 * (double)(n + 1) + 8.0 * (double)oracle.npairs;
@@ -317,6 +422,8 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_f
             fprintf(out, "}");
         }
         fprintf(out, "]");
+        fprintf(out, ",\"libmdnl\":{\"valid\":%s,\"device_call_ms\":%.5f,\"host_call_ms\":%.5f}",
+                lr.valid ? "true" : "false", lr.device_ms, lr.host_ms);
         if (with_shifts)
             fprintf(out, ",\"with_shift_vector\":{\"valid\":%s,\"list_ms\":%.5f,\"pass_ms\":%.5f,\"ms\":%.5f,"
                          "\"host_ms\":%.5f,\"bytes_written\":%.0f,\"pass_floor_ms\":%.5f}",
@@ -344,6 +451,10 @@ static mdnl_status bench_list(mdnl_cuda_ctx *ctx, const char *name, const mdnl_f
                 fprintf(out, " (dense-walk rows %s)", r->walk_rows ? "packed" : "gathered");
             fprintf(out, "\n");
         }
+        fprintf(out, "%-13s %-15s %9.4f   mdnl_neighbors_device (float64 positions on the device, list left "
+                     "there; %.2fx the cell build); mdnl_neighbors host arrays in and out %.4f  %s\n",
+                name, "libmdnl-call", lr.device_ms, lr.device_ms / res[2].ms, lr.host_ms,
+                lr.valid ? "ok" : "MISMATCH vs CPU");
         if (with_shifts)
             fprintf(out, "%-13s %-15s %9.4f   list with shift,vector: cell %.4f + S/D pass %.4f (%.1fx its floor "
                          "%.4f, %.0f B out); with the upload and the download to the host %.4f  %s\n",

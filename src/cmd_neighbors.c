@@ -45,9 +45,11 @@ static char *put_float9(char *p, float v)
     const int e = bexp - 150; /* v = m * 2^e, -37 <= e <= 6 */
     static const uint64_t pow10[] = {1,        10,        100,        1000,        10000,        100000,       1000000,
                                      10000000, 100000000, 1000000000, 10000000000, 100000000000, 1000000000000};
-    /* E from the binary exponent, then corrected: 10^(8-E) <= 10^12. */
+    /* E from the binary exponent, then corrected: 10^(8-E) <= 10^12. The
+     * divisor is 2^-e: a shift, the remainder the bits shifted out. */
     int E = (int)((bexp - 127) * 0.30103);
-    unsigned __int128 den = e < 0 ? (unsigned __int128)1 << -e : 1, num;
+    const int sh = e < 0 ? -e : 0;
+    unsigned __int128 num;
     uint64_t q;
     for (;;) {
         if (E < -4 || E > 8)
@@ -55,7 +57,7 @@ static char *put_float9(char *p, float v)
         num = (unsigned __int128)m * pow10[8 - E];
         if (e > 0)
             num <<= e;
-        q = (uint64_t)(num / den);
+        q = (uint64_t)(num >> sh);
         if (q >= 1000000000u)
             ++E;
         else if (q < 100000000u)
@@ -63,9 +65,11 @@ static char *put_float9(char *p, float v)
         else
             break;
     }
-    unsigned __int128 r = num - (unsigned __int128)q * den;
-    if (2 * r > den || (2 * r == den && (q & 1)))
-        ++q;
+    if (sh > 0) { /* round half to even on the bits below the quotient */
+        const unsigned __int128 r = num & (((unsigned __int128)1 << sh) - 1), half = (unsigned __int128)1 << (sh - 1);
+        if (r > half || (r == half && (q & 1)))
+            ++q;
+    }
     if (q == 1000000000u) { /* 9.99999999|5 rounded up to the next decade */
         q = 100000000u;
         if (++E > 8)

@@ -289,11 +289,12 @@ static size_t deflate_igzip(const unsigned char *in, size_t n, unsigned char *ou
     return len;
 }
 
-/* Other levels: libdeflate at that level, 2-2.5x zlib's speed. */
+/* Other levels (and huge chunks): libdeflate at that level, 2-2.5x zlib's
+ * speed. */
 static size_t deflate_libdeflate(const unsigned char *in, size_t n, int level, unsigned char *out, size_t cap,
                                  bool *nomem)
 {
-    struct libdeflate_compressor *z = libdeflate_alloc_compressor(level > 12 ? 12 : level);
+    struct libdeflate_compressor *z = libdeflate_alloc_compressor(level < 1 ? 1 : level > 12 ? 12 : level);
     if (!z) {
         *nomem = true;
         return 0;
@@ -308,18 +309,16 @@ bool mdnl_shuffle_deflate(const void *src, size_t n, size_t elsize, int level, m
     /* The shuffled bytes go at the buffer's end, the deflated stream at its
      * start. The room for the stream is zlib's compressBound plus the
      * largest dynamic Huffman header; a stream that does not fit is not
-     * kept (below). Chunks are at most a few MiB (the HDF5 chunk limit is
-     * 4 GiB; igzip counts in 32 bits). */
-    if (n > UINT32_MAX / 2)
-        return false;
+     * kept (below). igzip counts in 32 bits: a chunk of 2 GiB or more (a
+     * trajectory frame of ~90M atoms) goes to libdeflate at level 1. */
     const size_t cap = n + (n >> 12) + (n >> 14) + (n >> 25) + 13 + ISAL_DEF_MAX_HDR_SIZE;
-    if (!mdnl_pool_buf_reserve(b, cap + n))
+    if (cap < n || cap > SIZE_MAX - n || !mdnl_pool_buf_reserve(b, cap + n))
         return false;
     unsigned char *sh = b->data + cap;
     shuffle(sh, src, n, elsize);
     bool nomem = false;
-    size_t out = level <= 1 ? deflate_igzip(sh, n, b->data, cap, &nomem)
-                            : deflate_libdeflate(sh, n, level, b->data, cap, &nomem);
+    size_t out = level <= 1 && cap <= UINT32_MAX / 2 ? deflate_igzip(sh, n, b->data, cap, &nomem)
+                                                     : deflate_libdeflate(sh, n, level, b->data, cap, &nomem);
     if (nomem)
         return false;
     if (out > 0) {

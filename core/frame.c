@@ -64,6 +64,34 @@ void mdnl_frame_free(mdnl_frame *f)
     memset(f, 0, sizeof *f);
 }
 
+mdnl_status mdnl_frame_take(mdnl_frame *f, mdnl_frame *from)
+{
+    if (f->pos_alloc == from->pos_alloc) {
+        const mdnl_frame t = *f;
+        *f = *from;
+        *from = t;
+        f->max_pairs = t.max_pairs, f->limit_option = t.limit_option;
+        from->max_pairs = 0, from->limit_option = NULL;
+        return MDNL_OK;
+    }
+    mdnl_status st = mdnl_frame_reserve(f, from->natoms);
+    if (st != MDNL_OK)
+        return st;
+    if (from->natoms) {
+        memcpy(f->pos, from->pos, (size_t)from->natoms * sizeof *f->pos);
+        memcpy(f->species, from->species, (size_t)from->natoms * sizeof *f->species);
+    }
+    memcpy(f->symbols, from->symbols, (size_t)from->nspecies * sizeof *f->symbols);
+    f->nspecies = from->nspecies;
+    f->species_tag = 0;
+    f->natoms = from->natoms;
+    f->index = from->index;
+    f->box = from->box;
+    f->step = from->step, f->time = from->time;
+    f->has_step = from->has_step, f->has_time = from->has_time;
+    return MDNL_OK;
+}
+
 double mdnl_box_volume(const mdnl_box *b)
 {
     if (!b->has_lattice)

@@ -79,6 +79,13 @@ int32_t mdnl_frame_species_id(mdnl_frame *f, const char *symbol, size_t len);
 /* Frees the arrays and zeroes the struct; NULL is a no-op. */
 void mdnl_frame_free(mdnl_frame *f);
 
+/* Gives f the content of `from` (a frame a reader filled ahead): their
+ * arrays are swapped when both allocate positions alike (f->pos_alloc ==
+ * from->pos_alloc: no copy, pinned memory stays pinned), else copied into
+ * f's own. f keeps its max_pairs and limit_option. MDNL_ERR_RESOURCE when
+ * the copy cannot be made. */
+mdnl_status mdnl_frame_take(mdnl_frame *f, mdnl_frame *from);
+
 /* Volume |det h| of the cell; 0 when there is no lattice. */
 double mdnl_box_volume(const mdnl_box *b);
 

@@ -7,6 +7,7 @@
  * (int count, count * 80 characters) and a record holding the atom count. */
 #include "dcd_reader.h"
 
+#include "binary_pool.h"
 #include "xdr.h"
 
 #include <math.h>
@@ -26,8 +27,9 @@ struct mdnl_dcd_reader {
     double delta;
     int64_t data_start; /* offset of the first frame */
     int64_t frame_bytes;
-    int64_t frame;
-    uint8_t *buf; /* one coordinate record */
+    int64_t frame;   /* index of the next frame found */
+    int64_t next_at; /* its offset */
+    mdnl_bin_pool *pool; /* finds frames here, decodes them on its workers */
 };
 _Static_assert(offsetof(struct mdnl_dcd_reader, b) == 0, "the bfile comes first (mdnl_bfile_reader_new)");
 
@@ -77,6 +79,92 @@ static mdnl_status record(mdnl_dcd_reader *r, void *buf, int64_t len, const char
                        u32(r, m));
     return MDNL_OK;
 }
+
+/* ---- frames (io/binary_pool.h) ----
+ *
+ * A frame is frame_bytes at data_start + k * frame_bytes: finding it needs
+ * no read, only that it fits in the file; a worker reads and decodes it. */
+
+static mdnl_status find_frame(void *ctx, mdnl_bin_frame *h)
+{
+    mdnl_dcd_reader *r = ctx;
+    const int64_t at = r->next_at, left = r->b.size - at;
+    if (left <= 0)
+        return MDNL_END;
+    if (r->frame_bytes > left)
+        return DCD_ERR(r, at, "expected a frame of %lld bytes, found %lld (truncated frame)", (long long)r->frame_bytes,
+                       (long long)left);
+    h->index = r->frame++;
+    h->at = at;
+    h->len = r->frame_bytes;
+    r->next_at += r->frame_bytes;
+    return MDNL_OK;
+}
+
+/* The markers of the record of `len` bytes at p (file offset at), checked
+ * as record() checks one read from the file. */
+static mdnl_status frame_record(const mdnl_dcd_reader *r, int64_t frame, const uint8_t *p, int64_t at, int64_t len,
+                                const char *what)
+{
+    const uint32_t head = u32(r, p), tail = u32(r, p + 4 + len);
+    if (head != (uint32_t)len)
+        return mdnl_bfile_error(&r->b, frame, at, "expected a record of %lld bytes (%s), found a marker of %u",
+                                (long long)len, what, head);
+    if (tail != (uint32_t)len)
+        return mdnl_bfile_error(&r->b, frame, at + 4 + len, "expected the end marker %lld of %s, found %u",
+                                (long long)len, what, tail);
+    return MDNL_OK;
+}
+
+static mdnl_status decode_frame(void *ctx, const mdnl_bin_frame *h, const uint8_t *bytes, mdnl_frame *f)
+{
+    const mdnl_dcd_reader *r = ctx;
+    const int64_t n = r->natoms, k = h->index;
+    int64_t at = h->at;
+    const uint8_t *p = bytes;
+    mdnl_status st;
+    mdnl_box box = {0};
+    if (r->has_cell) {
+        if ((st = frame_record(r, k, p, at, 48, "the unit cell")) != MDNL_OK)
+            return st;
+        double uc[6];
+        for (int q = 0; q < 6; ++q)
+            uc[q] = f64(r, p + 4 + 8 * q);
+        if (!mdnl_dcd_cell_to_box(uc, &box))
+            return mdnl_bfile_error(&r->b, k, h->at,
+                                    "expected a unit cell (A, gamma, B, beta, alpha, C), found %g %g %g %g %g %g",
+                                    uc[0], uc[1], uc[2], uc[3], uc[4], uc[5]);
+        p += 56, at += 56;
+    }
+    if ((st = mdnl_frame_reserve(f, n)) != MDNL_OK)
+        return st;
+    static const char *const names[3] = {"the X coordinates", "the Y coordinates", "the Z coordinates"};
+    for (int d = 0; d < 3 + r->four_d; ++d, p += 8 + 4 * n, at += 8 + 4 * n) {
+        if ((st = frame_record(r, k, p, at, 4 * n, d < 3 ? names[d] : "the fourth dimension")) != MDNL_OK)
+            return st;
+        if (d == 3)
+            break;
+        const uint8_t *v = p + 4;
+        for (int64_t i = 0; i < n; ++i) {
+            const float x = f32(r, v + 4 * i);
+            if (!isfinite(x))
+                return mdnl_bfile_error(&r->b, k, at, "expected finite coordinates, found a non-finite one at atom %lld",
+                                        (long long)i);
+            f->pos[i][d] = x;
+        }
+    }
+    f->natoms = n;
+    mdnl_frame_species_unknown(f);
+    f->box = box;
+    f->index = k;
+    f->step = r->istart + k * r->nsavc;
+    f->has_step = true;
+    f->time = (double)f->step * r->delta * AKMA_PS;
+    f->has_time = true;
+    return MDNL_OK;
+}
+
+static const mdnl_bin_ops dcd_ops = {find_frame, decode_frame};
 
 mdnl_status mdnl_dcd_open(const char *path, bool native, mdnl_dcd_reader **out)
 {
@@ -151,7 +239,7 @@ mdnl_status mdnl_dcd_open(const char *path, bool native, mdnl_dcd_reader **out)
         goto fail;
     }
     r->natoms = natoms;
-    r->data_start = r->b.pos;
+    r->data_start = r->next_at = r->b.pos;
     r->frame_bytes = (r->has_cell ? 56 : 0) + (3 + r->four_d) * (8 + 4 * (int64_t)natoms);
     /* A frame must fit in the file before its record buffer is allocated. */
     if (r->b.size > r->data_start && r->frame_bytes > r->b.size - r->data_start) {
@@ -160,6 +248,8 @@ mdnl_status mdnl_dcd_open(const char *path, bool native, mdnl_dcd_reader **out)
                      (long long)r->frame_bytes, natoms, (long long)(r->b.size - r->data_start));
         goto fail;
     }
+    if ((st = mdnl_bin_pool_open(&dcd_ops, r, &r->b, 1, &r->pool)) != MDNL_OK)
+        goto fail;
     *out = r;
     return MDNL_OK;
 fail:
@@ -171,8 +261,8 @@ void mdnl_dcd_close(mdnl_dcd_reader *r)
 {
     if (!r)
         return;
+    mdnl_bin_pool_close(r->pool); /* stops the workers before the file closes */
     mdnl_bfile_close(&r->b);
-    free(r->buf);
     free(r);
 }
 
@@ -221,71 +311,15 @@ bool mdnl_dcd_cell_to_box(const double uc[6], mdnl_box *box)
     return true;
 }
 
-mdnl_status mdnl_dcd_next(mdnl_dcd_reader *r, mdnl_frame *f)
-{
-    const int64_t at = r->b.pos, n = r->natoms;
-    if (at >= r->b.size)
-        return MDNL_END;
-    if (r->frame_bytes > mdnl_bfile_left(&r->b))
-        return DCD_ERR(r, at, "expected a frame of %lld bytes, found %lld (truncated frame)", (long long)r->frame_bytes,
-                       (long long)mdnl_bfile_left(&r->b));
-    /* The record buffer is allocated once a whole frame is known to be there. */
-    if (!r->buf && !(r->buf = mdnl_malloc(4 * (size_t)n + 1, "DCD coordinate record")))
-        return MDNL_ERR_RESOURCE;
-    mdnl_status st;
-    mdnl_box box = {0};
-    if (r->has_cell) {
-        uint8_t c[48];
-        if ((st = record(r, c, 48, "the unit cell")) != MDNL_OK)
-            return st;
-        double uc[6];
-        for (int k = 0; k < 6; ++k)
-            uc[k] = f64(r, c + 8 * k);
-        if (!mdnl_dcd_cell_to_box(uc, &box))
-            return DCD_ERR(r, at, "expected a unit cell (A, gamma, B, beta, alpha, C), found %g %g %g %g %g %g", uc[0],
-                           uc[1], uc[2], uc[3], uc[4], uc[5]);
-    }
-    if ((st = mdnl_frame_reserve(f, n)) != MDNL_OK)
-        return st;
-    static const char *const names[3] = {"the X coordinates", "the Y coordinates", "the Z coordinates"};
-    for (int d = 0; d < 3 + r->four_d; ++d) {
-        const int64_t rec_at = r->b.pos;
-        if ((st = record(r, r->buf, 4 * n, d < 3 ? names[d] : "the fourth dimension")) != MDNL_OK)
-            return st == MDNL_END ? DCD_ERR(r, rec_at, "expected %s, found the end of the file (truncated frame)",
-                                            d < 3 ? names[d] : "the fourth dimension")
-                                  : st;
-        if (d == 3)
-            break;
-        for (int64_t i = 0; i < n; ++i) {
-            const float v = f32(r, r->buf + 4 * i);
-            if (!isfinite(v))
-                return DCD_ERR(r, rec_at, "expected finite coordinates, found a non-finite one at atom %lld",
-                               (long long)i);
-            f->pos[i][d] = v;
-        }
-    }
-    f->natoms = n;
-    mdnl_frame_species_unknown(f);
-    f->box = box;
-    f->index = r->frame++;
-    f->step = r->istart + f->index * r->nsavc;
-    f->has_step = true;
-    f->time = (double)f->step * r->delta * AKMA_PS;
-    f->has_time = true;
-    return MDNL_OK;
-}
+mdnl_status mdnl_dcd_next(mdnl_dcd_reader *r, mdnl_frame *f) { return mdnl_bin_pool_next(r->pool, f); }
 
-mdnl_status mdnl_dcd_skip(mdnl_dcd_reader *r)
+mdnl_status mdnl_dcd_skip(mdnl_dcd_reader *r) { return mdnl_bin_pool_skip(r->pool); }
+
+void mdnl_dcd_set_threads(mdnl_dcd_reader *r, int threads) { mdnl_bin_pool_set_threads(r->pool, threads); }
+
+void mdnl_dcd_select(mdnl_dcd_reader *r, int64_t start, int64_t stop, int64_t step)
 {
-    if (r->b.pos >= r->b.size)
-        return MDNL_END;
-    if (r->frame_bytes > mdnl_bfile_left(&r->b))
-        return DCD_ERR(r, r->b.pos, "expected a frame of %lld bytes, found %lld (truncated frame)",
-                       (long long)r->frame_bytes, (long long)mdnl_bfile_left(&r->b));
-    mdnl_status st = mdnl_bfile_seek(&r->b, r->b.pos + r->frame_bytes);
-    if (st == MDNL_OK)
-        r->frame++;
-    return st;
+    mdnl_bin_pool_select(r->pool, start, stop, step);
 }
 
 mdnl_status mdnl_dcd_count(mdnl_dcd_reader *r, int64_t *n)

@@ -17,7 +17,9 @@
  * markers. A fourth-dimension record (CHARMM) is skipped. Step of frame k is
  * ISTART + k * NSAVC; time is step * DELTA in ps (DELTA is in AKMA units,
  * 0.04888821 ps, as MDAnalysis). XTC-style errors: "FILE: frame K, byte
- * OFFSET: expected ..., found ...". Reached through io/reader.h. */
+ * OFFSET: expected ..., found ...". Frames have a fixed size, so worker
+ * threads read and decode them themselves (io/binary_pool.h), in file order
+ * and with one thread's errors. Reached through io/reader.h. */
 #ifndef MDNL_DCD_READER_H
 #define MDNL_DCD_READER_H
 
@@ -38,6 +40,10 @@ bool mdnl_dcd_sniff(const unsigned char *head, size_t n);
 mdnl_status mdnl_dcd_open(const char *path, bool native, mdnl_dcd_reader **out);
 mdnl_status mdnl_dcd_next(mdnl_dcd_reader *r, mdnl_frame *f);
 mdnl_status mdnl_dcd_skip(mdnl_dcd_reader *r);
+/* Workers decoding frames (--threads; <= 1: the calling thread), and the
+ * frames that will be read (io/binary_pool.h); before the first read. */
+void mdnl_dcd_set_threads(mdnl_dcd_reader *r, int threads);
+void mdnl_dcd_select(mdnl_dcd_reader *r, int64_t start, int64_t stop, int64_t step);
 /* Frames from the file size (a truncated last frame counts; reading it is
  * the error). */
 mdnl_status mdnl_dcd_count(mdnl_dcd_reader *r, int64_t *n);

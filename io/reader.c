@@ -152,10 +152,13 @@ static const mdnl_format format_h5md = {
 
 /* What a format takes from the options beyond units (before its first read). */
 static void xtc_configure(mdnl_xtc_reader *r, const mdnl_read_options *o) { mdnl_xtc_set_threads(r, o->threads); }
-static void trr_configure(mdnl_trr_reader *r, const mdnl_read_options *o) { (void)r, (void)o; }
-static void dcd_configure(mdnl_dcd_reader *r, const mdnl_read_options *o) { (void)r, (void)o; }
+static void trr_configure(mdnl_trr_reader *r, const mdnl_read_options *o) { mdnl_trr_set_threads(r, o->threads); }
+static void dcd_configure(mdnl_dcd_reader *r, const mdnl_read_options *o) { mdnl_dcd_set_threads(r, o->threads); }
+/* The frames the caller will read: DCD and TRR decode only those ahead. */
+static void trr_select(void *s, int64_t start, int64_t stop, int64_t step) { mdnl_trr_select(s, start, stop, step); }
+static void dcd_select(void *s, int64_t start, int64_t stop, int64_t step) { mdnl_dcd_select(s, start, stop, step); }
 
-#define BINARY_FORMAT(NAME, EXT, NM)                                                                             \
+#define BINARY_FORMAT(NAME, EXT, NM, SELECT)                                                                     \
     static int NAME##_sniff(const unsigned char *h, size_t n)                                                    \
     {                                                                                                            \
         return mdnl_##NAME##_sniff(h, n) ? MDNL_SNIFF_SURE : MDNL_SNIFF_NO;                                      \
@@ -176,10 +179,11 @@ static void dcd_configure(mdnl_dcd_reader *r, const mdnl_read_options *o) { (voi
     static const mdnl_format format_##NAME = {                                                                   \
         .name = #NAME, .extensions = EXT, .stream = false, .nm = NM, .sniff = NAME##_sniff, .open = NAME##_open, \
         .next = NAME##_next, .skip = NAME##_skip, .count = NAME##_count, .close = NAME##_close,                   \
+        .select = SELECT,                                                                                        \
     };
-BINARY_FORMAT(xtc, ".xtc", true)
-BINARY_FORMAT(trr, ".trr", true)
-BINARY_FORMAT(dcd, ".dcd", false)
+BINARY_FORMAT(xtc, ".xtc", true, NULL)
+BINARY_FORMAT(trr, ".trr", true, trr_select)
+BINARY_FORMAT(dcd, ".dcd", false, dcd_select)
 
 /* ---- the table ---- */
 

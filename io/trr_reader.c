@@ -9,6 +9,7 @@
  * not 0), x, v and f (3 natoms reals each). */
 #include "trr_reader.h"
 
+#include "binary_pool.h"
 #include "xdr.h"
 
 #include <math.h>
@@ -20,9 +21,8 @@
 struct mdnl_trr_reader {
     mdnl_bfile b;
     bool native;
-    int64_t frame; /* index of the next frame with positions */
-    uint8_t *buf;
-    size_t cap;
+    int64_t frame;       /* index of the next frame with positions found */
+    mdnl_bin_pool *pool; /* finds frames here, decodes them on its workers */
 };
 _Static_assert(offsetof(struct mdnl_trr_reader, b) == 0, "the bfile comes first (mdnl_bfile_reader_new)");
 
@@ -33,6 +33,7 @@ typedef struct trr_head {
     double time;
     int64_t data; /* bytes of the blocks after the header */
 } trr_head;
+_Static_assert(sizeof(trr_head) <= sizeof(((mdnl_bin_frame *)0)->head), "a TRR header fits a pool job");
 
 bool mdnl_trr_sniff(const unsigned char *head, size_t n)
 {
@@ -40,6 +41,8 @@ bool mdnl_trr_sniff(const unsigned char *head, size_t n)
 }
 
 #define TRR_ERR(r, at, ...) mdnl_bfile_error(&(r)->b, (r)->frame, at, __VA_ARGS__)
+
+static const mdnl_bin_ops trr_ops;
 
 mdnl_status mdnl_trr_open(const char *path, bool native, mdnl_trr_reader **out)
 {
@@ -49,6 +52,10 @@ mdnl_status mdnl_trr_open(const char *path, bool native, mdnl_trr_reader **out)
     if (!r)
         return st;
     r->native = native;
+    if ((st = mdnl_bin_pool_open(&trr_ops, r, &r->b, 1, &r->pool)) != MDNL_OK) {
+        mdnl_trr_close(r);
+        return st;
+    }
     *out = r;
     return MDNL_OK;
 }
@@ -57,8 +64,8 @@ void mdnl_trr_close(mdnl_trr_reader *r)
 {
     if (!r)
         return;
+    mdnl_bin_pool_close(r->pool); /* stops the workers before the file closes */
     mdnl_bfile_close(&r->b);
-    free(r->buf);
     free(r);
 }
 
@@ -134,35 +141,47 @@ static double real_at(const trr_head *h, const uint8_t *p)
     return h->real == 4 ? (double)mdnl_be_f32(p) : mdnl_be_f64(p);
 }
 
-mdnl_status mdnl_trr_next(mdnl_trr_reader *r, mdnl_frame *f)
+/* ---- frames (io/binary_pool.h) ----
+ *
+ * This thread reads each header in order (skipping frames without
+ * positions) and steps over the frame's blocks; a worker reads box, virial,
+ * pressure and x (v and f are never read) and converts them. */
+
+static mdnl_status find_frame(void *ctx, mdnl_bin_frame *bf)
 {
+    mdnl_trr_reader *r = ctx;
     trr_head h;
     mdnl_status st = next_with_x(r, &h);
     if (st != MDNL_OK)
         return st;
-    const int64_t at = r->b.pos, n = h.natoms;
-    /* box, vir, pres and x: what is read; v and f are skipped. */
-    const int64_t need = (int64_t)h.box_size + h.vir_size + h.pres_size + h.x_size;
-    if ((size_t)need + 1 > r->cap) {
-        uint8_t *p = mdnl_realloc(r->buf, (size_t)need + 1, "TRR frame");
-        if (!p)
-            return MDNL_ERR_RESOURCE;
-        r->buf = p;
-        r->cap = (size_t)need + 1;
-    }
-    if (mdnl_bfile_read(&r->b, r->buf, (size_t)need) < 0)
-        return TRR_ERR(r, at, "expected %lld bytes of frame data (truncated frame)", (long long)need);
-    if ((st = mdnl_bfile_seek(&r->b, r->b.pos + h.v_size + h.f_size)) != MDNL_OK)
+    bf->index = r->frame;
+    bf->at = r->b.pos;
+    bf->len = (int64_t)h.box_size + h.vir_size + h.pres_size + h.x_size;
+    memcpy(bf->head, &h, sizeof h);
+    if ((st = mdnl_bfile_seek(&r->b, r->b.pos + h.data)) != MDNL_OK)
         return st;
-    if ((st = mdnl_frame_reserve(f, n)) != MDNL_OK)
+    r->frame++;
+    return MDNL_OK;
+}
+
+static mdnl_status decode_frame(void *ctx, const mdnl_bin_frame *bf, const uint8_t *bytes, mdnl_frame *f)
+{
+    const mdnl_trr_reader *r = ctx;
+    trr_head h;
+    memcpy(&h, bf->head, sizeof h);
+    const int64_t n = h.natoms, at = bf->at;
+    mdnl_status st = mdnl_frame_reserve(f, n);
+    if (st != MDNL_OK)
         return st;
     const double scale = r->native ? 1.0 : 10.0;
-    const uint8_t *x = r->buf + h.box_size + h.vir_size + h.pres_size;
+    const uint8_t *x = bytes + h.box_size + h.vir_size + h.pres_size;
     for (int64_t i = 0; i < n; ++i)
         for (int d = 0; d < 3; ++d) {
             const double v = real_at(&h, x + (3 * i + d) * h.real) * scale;
             if (!isfinite(v))
-                return TRR_ERR(r, at, "expected finite coordinates, found a non-finite one at atom %lld", (long long)i);
+                return mdnl_bfile_error(&r->b, bf->index, at,
+                                        "expected finite coordinates, found a non-finite one at atom %lld",
+                                        (long long)i);
             f->pos[i][d] = v;
         }
     f->natoms = n;
@@ -170,9 +189,9 @@ mdnl_status mdnl_trr_next(mdnl_trr_reader *r, mdnl_frame *f)
     memset(&f->box, 0, sizeof f->box);
     bool zero = true;
     for (int k = 0; k < 9 && h.box_size; ++k) {
-        const double v = real_at(&h, r->buf + k * h.real) * scale;
+        const double v = real_at(&h, bytes + k * h.real) * scale;
         if (!isfinite(v))
-            return TRR_ERR(r, at, "expected a finite box, found a non-finite entry");
+            return mdnl_bfile_error(&r->b, bf->index, at, "expected a finite box, found a non-finite entry");
         zero &= v == 0.0;
         f->box.h[k / 3][k % 3] = v;
     }
@@ -180,7 +199,7 @@ mdnl_status mdnl_trr_next(mdnl_trr_reader *r, mdnl_frame *f)
         f->box.has_lattice = true;
         f->box.pbc[0] = f->box.pbc[1] = f->box.pbc[2] = true;
     }
-    f->index = r->frame++;
+    f->index = bf->index;
     f->step = h.step;
     f->has_step = true;
     f->time = h.time;
@@ -188,17 +207,26 @@ mdnl_status mdnl_trr_next(mdnl_trr_reader *r, mdnl_frame *f)
     return MDNL_OK;
 }
 
-mdnl_status mdnl_trr_skip(mdnl_trr_reader *r)
+static const mdnl_bin_ops trr_ops = {find_frame, decode_frame};
+
+mdnl_status mdnl_trr_next(mdnl_trr_reader *r, mdnl_frame *f) { return mdnl_bin_pool_next(r->pool, f); }
+
+mdnl_status mdnl_trr_skip(mdnl_trr_reader *r) { return mdnl_bin_pool_skip(r->pool); }
+
+void mdnl_trr_set_threads(mdnl_trr_reader *r, int threads) { mdnl_bin_pool_set_threads(r->pool, threads); }
+
+void mdnl_trr_select(mdnl_trr_reader *r, int64_t start, int64_t stop, int64_t step)
 {
-    trr_head h;
-    mdnl_status st = next_with_x(r, &h);
-    if (st == MDNL_OK && (st = mdnl_bfile_seek(&r->b, r->b.pos + h.data)) == MDNL_OK)
-        r->frame++;
-    return st;
+    mdnl_bin_pool_select(r->pool, start, stop, step);
 }
 
-static mdnl_status skip_any(void *r) { return mdnl_trr_skip(r); }
-
+/* Counting walks the headers from the cursor, which the pool's finding has
+ * moved past the frames it found (r->frame is the next one's index). */
+static mdnl_status skip_any(void *r)
+{
+    mdnl_bin_frame bf;
+    return find_frame(r, &bf);
+}
 mdnl_status mdnl_trr_count(mdnl_trr_reader *r, int64_t *n)
 {
     return mdnl_bfile_count(&r->b, &r->frame, skip_any, r, n);

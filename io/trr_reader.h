@@ -9,7 +9,9 @@
  * more often than positions) is skipped: such frames are not counted, and
  * frame indices number the frames that hold positions. TRR carries no
  * species (every atom is "X"; --topology). A box of zeros, or no box, is an
- * open frame. Errors as the XTC reader's. Reached through io/reader.h. */
+ * open frame. Errors as the XTC reader's. The calling thread reads the
+ * headers in order; worker threads read and convert the blocks
+ * (io/binary_pool.h). Reached through io/reader.h. */
 #ifndef MDNL_TRR_READER_H
 #define MDNL_TRR_READER_H
 
@@ -27,6 +29,10 @@ bool mdnl_trr_sniff(const unsigned char *head, size_t n); /* magic 1993, big-end
 mdnl_status mdnl_trr_open(const char *path, bool native, mdnl_trr_reader **out);
 mdnl_status mdnl_trr_next(mdnl_trr_reader *r, mdnl_frame *f);
 mdnl_status mdnl_trr_skip(mdnl_trr_reader *r);
+/* Workers decoding frames (--threads; <= 1: the calling thread), and the
+ * frames that will be read (io/binary_pool.h); before the first read. */
+void mdnl_trr_set_threads(mdnl_trr_reader *r, int threads);
+void mdnl_trr_select(mdnl_trr_reader *r, int64_t start, int64_t stop, int64_t step);
 mdnl_status mdnl_trr_count(mdnl_trr_reader *r, int64_t *n); /* frames with positions; walks the headers */
 void mdnl_trr_close(mdnl_trr_reader *r);
 

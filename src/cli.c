@@ -231,7 +231,7 @@ static const struct option_help {
      "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"threads",
      "  --threads N               CPU threads for the CPU backend, the output writers and the readers\n"
-     "                            (text, H5MD, XTC; default: the cores this process may use)\n"},
+     "                            (text, H5MD, XTC, TRR, DCD; default: the cores this process may use)\n"},
     {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
                "                            file's; a selection with no frame is an error (exit 2)\n"},
     {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"

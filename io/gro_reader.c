@@ -27,6 +27,8 @@ typedef struct gro_reader {
     bool native;
     mdnl_text_pool *pool; /* --threads > 1: frames come from the reader pool */
     bool own_stream;      /* a pool state's memory stream */
+    int64_t hdr_n;        /* a split frame's count and precision (pool_header), for its pieces */
+    int hdr_width;
 } gro_reader;
 
 #define ERR(...) mdnl_error(MDNL_ERR_INPUT, __VA_ARGS__)
@@ -137,48 +139,47 @@ static mdnl_status read_box(gro_reader *g, mdnl_frame *f)
     return MDNL_OK;
 }
 
-static mdnl_status gro_next(void *state, mdnl_frame *f)
+/* The precision of a frame's x y z from its first atom line: the distance
+ * between the first two decimal points. */
+static mdnl_status line_width(gro_reader *g, const char *s, const char *e, int *width)
 {
-    gro_reader *g = state;
-    if (g->pool)
-        return mdnl_text_pool_next(g->pool, f);
-    int64_t n;
-    f->natoms = 0;
-    f->nspecies = 0;
-    f->species_tag = 0;
-    f->index = g->frame;
-    memset(&f->box, 0, sizeof f->box);
-    mdnl_status st = read_header(g, f, &n);
-    if (st != MDNL_OK)
-        return st;
-    if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
-        return st;
+    const size_t len = (size_t)(e - s);
+    const char *d1 = len > 20 ? memchr(s + 20, '.', len - 20) : NULL;
+    const char *d2 = d1 ? memchr(d1 + 1, '.', (size_t)(e - d1 - 1)) : NULL;
+    *width = d2 ? (int)(d2 - d1) : 0;
     char tmp[200];
-    int width = 0;
+    if (*width < 4 || *width > 30)
+        return ERR("%s:%lld: frame %lld: expected an atom line with fixed-width x y z from column 21, found %s", WHERE,
+                   mdnl_show_text(s, e, tmp, sizeof tmp));
+    return MDNL_OK;
+}
+
+/* Atoms [i0, i1) into f (which has room for them, or grows as they come
+ * when tab is f), their species ids from tab's table; *width: the frame's
+ * precision, 0 until its first atom line sets it. One thread: tab is f,
+ * [0, n); a piece of a split frame: its own table. */
+static mdnl_status parse_atoms(gro_reader *g, mdnl_frame *f, mdnl_frame *tab, int64_t i0, int64_t i1, int *width)
+{
+    mdnl_status st;
+    char tmp[200];
     int32_t last_id = -1;
     char last_name[6] = "";
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = i0; i < i1; ++i) {
         const char *s, *e;
         if ((st = need_line(g, &s, &e, "an atom line")) != MDNL_OK)
             return st;
         if (i >= f->capacity && (st = mdnl_frame_reserve(f, i + 1)) != MDNL_OK)
             return st;
         const size_t len = (size_t)(e - s);
-        if (!width) { /* the precision: the distance between the first two decimal points */
-            const char *d1 = len > 20 ? memchr(s + 20, '.', len - 20) : NULL;
-            const char *d2 = d1 ? memchr(d1 + 1, '.', (size_t)(e - d1 - 1)) : NULL;
-            width = d2 ? (int)(d2 - d1) : 0;
-            if (width < 4 || width > 30)
-                return ERR("%s:%lld: frame %lld: expected an atom line with fixed-width x y z from column 21, "
-                           "found %s",
-                           WHERE, mdnl_show_text(s, e, tmp, sizeof tmp));
-        }
-        if (len < 20 + 3 * (size_t)width)
+        if (!*width && (st = line_width(g, s, e, width)) != MDNL_OK)
+            return st;
+        const int w = *width;
+        if (len < 20 + 3 * (size_t)w)
             return ERR("%s:%lld: frame %lld: expected %d columns for atom %lld (x y z from column 21, %d wide), "
                        "found %zu: %s",
-                       WHERE, 20 + 3 * width, (long long)i, width, len, mdnl_show_text(s, e, tmp, sizeof tmp));
+                       WHERE, 20 + 3 * w, (long long)i, w, len, mdnl_show_text(s, e, tmp, sizeof tmp));
         for (int a = 0; a < 3; ++a) {
-            const char *fs = s + 20 + a * width, *fe = fs + width, *ts, *te, *p = fs, *u, *ue;
+            const char *fs = s + 20 + a * w, *fe = fs + w, *ts, *te, *p = fs, *u, *ue;
             double x;
             if (!mdnl_token(&p, fe, &ts, &te) || mdnl_token(&p, fe, &u, &ue) || !mdnl_parse_double(ts, te, &x) ||
                 !isfinite(x))
@@ -198,7 +199,7 @@ static mdnl_status gro_next(void *state, mdnl_frame *f)
         if (last_id >= 0 && strlen(last_name) == nl && !memcmp(last_name, ns, nl)) {
             f->species[i] = last_id;
         } else {
-            int32_t id = mdnl_frame_species_id(f, ns, nl);
+            int32_t id = mdnl_frame_species_id(tab, ns, nl);
             if (id < 0) {
                 char msg[256];
                 snprintf(msg, sizeof msg, "%s", mdnl_last_error());
@@ -208,8 +209,27 @@ static mdnl_status gro_next(void *state, mdnl_frame *f)
             memcpy(last_name, ns, nl);
             last_name[nl] = '\0';
         }
-        f->natoms = i + 1;
+        if (tab == f) /* one thread; a piece leaves natoms to the pool */
+            f->natoms = i + 1;
     }
+    return MDNL_OK;
+}
+
+static mdnl_status gro_next(void *state, mdnl_frame *f)
+{
+    gro_reader *g = state;
+    if (g->pool)
+        return mdnl_text_pool_next(g->pool, f);
+    int64_t n;
+    mdnl_text_begin_frame(f, g->frame);
+    mdnl_status st = read_header(g, f, &n);
+    if (st != MDNL_OK)
+        return st;
+    if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
+        return st;
+    int width = 0;
+    if ((st = parse_atoms(g, f, f, 0, n, &width)) != MDNL_OK)
+        return st;
     if ((st = read_box(g, f)) != MDNL_OK)
         return st;
     g->frame++;
@@ -317,12 +337,44 @@ static mdnl_status pool_skip(void *state, const mdnl_text_frame *t)
     return gro_skip(state);
 }
 
+/* A split frame: title and count as gro_next reads them, the precision
+ * from the first atom line, room for all atoms; its pieces' atoms by
+ * parse_atoms, and the last piece's box line (the frame's tail line). */
+static mdnl_status pool_header(void *state, const mdnl_text_frame *t, int64_t natoms, mdnl_frame *f)
+{
+    gro_reader *g = state;
+    pool_on(g, t, t->len);
+    mdnl_text_begin_frame(f, g->frame);
+    const char *s, *e;
+    mdnl_status st = read_header(g, f, &g->hdr_n);
+    if (st == MDNL_OK && g->hdr_n != natoms)
+        st = mdnl_error(MDNL_ERR_INTERNAL, "reader pool: a count of %lld atoms, %lld expected", (long long)g->hdr_n,
+                        (long long)natoms);
+    if (st == MDNL_OK && (st = need_line(g, &s, &e, "an atom line")) == MDNL_OK)
+        st = line_width(g, s, e, &g->hdr_width);
+    return st == MDNL_OK ? mdnl_frame_reserve(f, natoms) : st;
+}
+
+static mdnl_status pool_piece(void *state, void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
+                              mdnl_frame *f, mdnl_frame *tab)
+{
+    gro_reader *g = state;
+    const gro_reader *h = header_state;
+    pool_on(g, t, t->len);
+    int width = h->hdr_width;
+    mdnl_status st = parse_atoms(g, f, tab, i0, i1, &width);
+    return st == MDNL_OK && i1 == h->hdr_n ? read_box(g, f) : st;
+}
+
 static const mdnl_text_ops gro_pool_ops = {
     .state_new = pool_state_new,
     .state_free = gro_close,
     .head = pool_head,
     .parse = pool_parse,
     .skip = pool_skip,
+    .header = pool_header,
+    .piece = pool_piece,
+    .tail_lines = 1, /* the box line */
 };
 
 static void gro_select(void *state, int64_t start, int64_t stop, int64_t step)

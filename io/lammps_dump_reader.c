@@ -27,19 +27,23 @@
 
 enum { POS_X, POS_XU, POS_XS, POS_XSU, POS_NONE };
 
+typedef struct dump_cols {
+    int id, type, element, pos[3], ncols, kind;
+} dump_cols;
+
 typedef struct dump_reader {
     mdnl_stream *in;
     const char *name;
     int64_t frame, file_size;
     mdnl_lammps_types types;
-    mdnl_lammps_ids ids; /* the id column of the frame being read */
+    mdnl_lammps_ids ids;  /* the id column of the frame being read */
     mdnl_text_pool *pool; /* --threads > 1: frames come from the reader pool */
     bool own_stream;      /* a pool state's memory stream */
+    /* a split frame's header (pool_header), for its pieces */
+    dump_cols hdr_cols;
+    double hdr_origin[3];
+    int64_t hdr_n;
 } dump_reader;
-
-typedef struct dump_cols {
-    int id, type, element, pos[3], ncols, kind;
-} dump_cols;
 
 #define ERR(...) mdnl_error(MDNL_ERR_INPUT, __VA_ARGS__)
 #define WHERE d->name, (long long)mdnl_stream_lineno(d->in), (long long)d->frame
@@ -276,49 +280,39 @@ static mdnl_status read_header(dump_reader *d, mdnl_frame *f, int64_t *natoms, d
     }
 }
 
-static mdnl_status dump_next(void *state, mdnl_frame *f)
+/* Atoms [i0, i1) of a frame of columns c into f (which has room for them,
+ * or grows as they come when tab is f), their species ids from tab's table
+ * and their ids into ids. One thread: tab is f, [0, n); a piece of a split
+ * frame: its own table, and f and ids are the frame's. */
+static mdnl_status parse_atoms(dump_reader *d, const dump_cols *c, const double origin[3], mdnl_frame *f,
+                               mdnl_frame *tab, mdnl_lammps_ids *ids, int64_t i0, int64_t i1)
 {
-    dump_reader *d = state;
-    if (d->pool)
-        return mdnl_text_pool_next(d->pool, f);
-    int64_t n;
-    dump_cols c;
-    double origin[3] = {0, 0, 0};
-    f->natoms = 0;
-    f->nspecies = 0;
-    f->species_tag = 0;
-    f->index = d->frame;
-    memset(&f->box, 0, sizeof f->box);
-    mdnl_status st = read_header(d, f, &n, &c, origin);
-    if (st != MDNL_OK)
-        return st;
-    if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
-        return st;
-    int last = c.id;
-    const int cols[5] = {c.type, c.element, c.pos[0], c.pos[1], c.pos[2]};
+    mdnl_status st;
+    int last = c->id;
+    const int cols[5] = {c->type, c->element, c->pos[0], c->pos[1], c->pos[2]};
     for (int k = 0; k < 5; ++k)
         last = cols[k] > last ? cols[k] : last;
-    const int sp_col = c.element >= 0 ? c.element : c.type;
-    const bool scaled = c.kind == POS_XS || c.kind == POS_XSU;
+    const int sp_col = c->element >= 0 ? c->element : c->type;
+    const bool scaled = c->kind == POS_XS || c->kind == POS_XSU;
     int32_t last_id = -1;
     const char *last_s = NULL;
     size_t last_len = 0;
     char last_tok[MDNL_SYMBOL_LEN + 16];
     char tmp[200];
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = i0; i < i1; ++i) {
         const char *s, *e;
         if ((st = need_line(d, &s, &e, "an atom line")) != MDNL_OK)
             return st;
         if (i >= f->capacity && (st = mdnl_frame_reserve(f, i + 1)) != MDNL_OK)
             return st;
-        if (c.id >= 0 && (st = mdnl_lammps_ids_reserve(&d->ids, i + 1)) != MDNL_OK)
+        if (c->id >= 0 && (st = mdnl_lammps_ids_reserve(ids, i + 1)) != MDNL_OK)
             return st;
         const char *p = s, *ts, *te;
         double xyz[3] = {0, 0, 0};
         int col = 0;
         for (; col <= last && mdnl_token(&p, e, &ts, &te); ++col) {
-            if (col == c.pos[0] || col == c.pos[1] || col == c.pos[2]) {
-                const int a = col == c.pos[0] ? 0 : col == c.pos[1] ? 1 : 2;
+            if (col == c->pos[0] || col == c->pos[1] || col == c->pos[2]) {
+                const int a = col == c->pos[0] ? 0 : col == c->pos[1] ? 1 : 2;
                 if (!mdnl_parse_double(ts, te, &xyz[a]) || !isfinite(xyz[a]))
                     return ERR("%s:%lld: frame %lld: expected a finite number for coordinate %c of atom %lld, found "
                                "%s",
@@ -328,7 +322,7 @@ static mdnl_status dump_next(void *state, mdnl_frame *f)
                 if (last_s && len == last_len && !memcmp(last_tok, ts, len)) {
                     f->species[i] = last_id;
                 } else {
-                    int32_t id = mdnl_lammps_species(f, &d->types, ts, te);
+                    int32_t id = mdnl_lammps_species(tab, &d->types, ts, te);
                     if (id < 0) {
                         char msg[256];
                         snprintf(msg, sizeof msg, "%s", mdnl_last_error());
@@ -342,15 +336,15 @@ static mdnl_status dump_next(void *state, mdnl_frame *f)
                         last_s = NULL;
                     }
                 }
-            } else if (col == c.id) {
+            } else if (col == c->id) {
                 int64_t v;
                 if ((st = parse_int64(d, ts, te, "an atom id", &v)) != MDNL_OK)
                     return st;
-                d->ids.id[i] = v;
+                ids->id[i] = v;
             }
         }
         if (col <= last)
-            return ERR("%s:%lld: frame %lld: expected %d columns for atom %lld, found %d: %s", WHERE, c.ncols,
+            return ERR("%s:%lld: frame %lld: expected %d columns for atom %lld, found %d: %s", WHERE, c->ncols,
                        (long long)i, col, mdnl_show_text(s, e, tmp, sizeof tmp));
         if (scaled) {
             const double(*h)[3] = (const double(*)[3])f->box.h;
@@ -364,8 +358,28 @@ static mdnl_status dump_next(void *state, mdnl_frame *f)
         } else {
             f->pos[i][0] = xyz[0], f->pos[i][1] = xyz[1], f->pos[i][2] = xyz[2];
         }
-        f->natoms = i + 1;
+        if (tab == f) /* one thread; a piece leaves natoms to the pool */
+            f->natoms = i + 1;
     }
+    return MDNL_OK;
+}
+
+static mdnl_status dump_next(void *state, mdnl_frame *f)
+{
+    dump_reader *d = state;
+    if (d->pool)
+        return mdnl_text_pool_next(d->pool, f);
+    int64_t n;
+    dump_cols c;
+    double origin[3] = {0, 0, 0};
+    mdnl_text_begin_frame(f, d->frame);
+    mdnl_status st = read_header(d, f, &n, &c, origin);
+    if (st != MDNL_OK)
+        return st;
+    if ((st = mdnl_frame_reserve(f, n < (1 << 16) ? n : (1 << 16))) != MDNL_OK)
+        return st;
+    if ((st = parse_atoms(d, &c, origin, f, f, &d->ids, 0, n)) != MDNL_OK)
+        return st;
     if (c.id >= 0 && (st = mdnl_lammps_order_by_id(&d->ids, f, d->name, d->frame)) != MDNL_OK)
         return st;
     d->frame++;
@@ -482,12 +496,47 @@ static mdnl_status pool_skip(void *state, const mdnl_text_frame *t)
     return dump_skip(state);
 }
 
+/* A split frame: its header as dump_next reads it, with room for all its
+ * atoms and ids; its pieces' atoms by parse_atoms, ids into the header's
+ * state; then the atoms in order of id, as one thread orders them. */
+static mdnl_status pool_header(void *state, const mdnl_text_frame *t, int64_t natoms, mdnl_frame *f)
+{
+    dump_reader *d = state;
+    pool_on(d, t, t->len);
+    mdnl_text_begin_frame(f, d->frame);
+    memset(d->hdr_origin, 0, sizeof d->hdr_origin);
+    mdnl_status st = read_header(d, f, &d->hdr_n, &d->hdr_cols, d->hdr_origin);
+    if (st == MDNL_OK && d->hdr_n != natoms)
+        st = mdnl_error(MDNL_ERR_INTERNAL, "reader pool: a count of %lld atoms, %lld expected", (long long)d->hdr_n,
+                        (long long)natoms);
+    if (st == MDNL_OK && d->hdr_cols.id >= 0)
+        st = mdnl_lammps_ids_reserve(&d->ids, natoms);
+    return st == MDNL_OK ? mdnl_frame_reserve(f, natoms) : st;
+}
+
+static mdnl_status pool_piece(void *state, void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
+                              mdnl_frame *f, mdnl_frame *tab)
+{
+    dump_reader *d = state, *h = header_state;
+    pool_on(d, t, t->len);
+    return parse_atoms(d, &h->hdr_cols, h->hdr_origin, f, tab, &h->ids, i0, i1);
+}
+
+static mdnl_status pool_finish(void *header_state, mdnl_frame *f)
+{
+    dump_reader *h = header_state;
+    return h->hdr_cols.id >= 0 ? mdnl_lammps_order_by_id(&h->ids, f, h->name, h->frame) : MDNL_OK;
+}
+
 static const mdnl_text_ops dump_pool_ops = {
     .state_new = pool_state_new,
     .state_free = dump_close,
     .head = pool_head,
     .parse = pool_parse,
     .skip = pool_skip,
+    .header = pool_header,
+    .piece = pool_piece,
+    .finish = pool_finish,
 };
 
 static void dump_select(void *state, int64_t start, int64_t stop, int64_t step)

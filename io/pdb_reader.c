@@ -8,9 +8,15 @@
  * (a, b, c, alpha, beta, gamma -> lattice vectors in the standard setting:
  * a along x, b in the xy plane), which holds for every model after it and is
  * periodic in x, y, z; the placeholder cell 1 1 1 90 90 90 means no cell.
- * Everything else (CONECT, REMARK, TER, ...) is skipped. */
+ * Everything else (CONECT, REMARK, TER, ...) is skipped.
+ *
+ * With --threads > 1 the frames come from the text reader pool
+ * (io/text_pool.h): its scanner finds where each model ends from the record
+ * names alone and follows the CRYST1 records, so that each frame is parsed
+ * by read_model below, on a worker, with the cell in force at its start. */
 #define _POSIX_C_SOURCE 200809L
 #include "reader.h"
+#include "text_pool.h"
 #include "xyz_reader.h"
 
 #include <math.h>
@@ -22,8 +28,14 @@ typedef struct pdb_reader {
     mdnl_stream *in;
     const char *name;
     int64_t frame;
-    mdnl_box box; /* the last CRYST1 */
-    bool done;
+    mdnl_box box;         /* the last CRYST1 */
+    mdnl_text_pool *pool; /* --threads > 1: frames come from the reader pool */
+    bool own_stream;      /* a pool state's memory stream */
+    /* the pool's scanner: how far head() got into the frame it is cutting */
+    int64_t scan_index, scan_lines, scan_atoms;
+    size_t scan_off;
+    bool scan_started, scan_keep; /* scan_keep: a line before which text may not be dropped */
+    mdnl_box start_box; /* the cell in force where that frame starts */
 } pdb_reader;
 
 #define ERR(...) mdnl_error(MDNL_ERR_INPUT, __VA_ARGS__)
@@ -196,8 +208,157 @@ static mdnl_status read_model(pdb_reader *p, mdnl_frame *f)
     return MDNL_OK;
 }
 
-static mdnl_status pdb_next(void *state, mdnl_frame *f) { return read_model(state, f); }
-static mdnl_status pdb_skip(void *state) { return read_model(state, NULL); }
+static mdnl_status pdb_next(void *state, mdnl_frame *f)
+{
+    pdb_reader *p = state;
+    return p->pool ? mdnl_text_pool_next(p->pool, f) : read_model(p, f);
+}
+
+static mdnl_status pdb_skip(void *state)
+{
+    pdb_reader *p = state;
+    return p->pool ? mdnl_text_pool_skip(p->pool) : read_model(p, NULL);
+}
+
+static void pdb_close(void *state)
+{
+    pdb_reader *p = state;
+    if (!p)
+        return;
+    mdnl_text_pool_close(p->pool);
+    if (p->own_stream)
+        mdnl_stream_close(p->in);
+    free(p);
+}
+
+/* ---- the reader pool (io/text_pool.h): each state is a PDB reader over a
+ * memory stream, so frames are parsed by read_model above ---- */
+
+static void *pool_state_new(void *ctx)
+{
+    const pdb_reader *main = ctx;
+    pdb_reader *p = mdnl_calloc(1, sizeof *p, "PDB reader");
+    if (!p)
+        return NULL;
+    if (mdnl_stream_open_memory(main->name, &p->in) != MDNL_OK) {
+        free(p);
+        return NULL;
+    }
+    p->own_stream = true;
+    p->name = mdnl_stream_name(p->in);
+    p->scan_index = -1;
+    return p;
+}
+
+/* A frame's end, from the record names as read_model reads them: after
+ * the ENDMDL or END that closes a model, or after a MODEL inside one (the
+ * error read_model reports there). CRYST1 records are followed for the
+ * frames after (a bad one is left to the worker that parses its frame).
+ * Text at the end of the file that holds no atoms is a frame too: read_model
+ * finds the end in it, or an error. A line too long for a stream ends the
+ * frame: the worker reports it after the lines before it, as one thread.
+ * The lines before a model's first record (REMARK, CONECT, a CRYST1 that
+ * parses, ...) are dropped as they come, so that text without models is not
+ * buffered whole. */
+static int pool_head(void *state, const mdnl_text_frame *t, bool eof, int64_t *nlines, int64_t *natoms,
+                     size_t *drop_bytes, int64_t *drop_lines)
+{
+    pdb_reader *p = state;
+    *drop_bytes = 0, *drop_lines = 0;
+    if (p->scan_index != t->index) { /* a new frame; else more text for the same one */
+        p->scan_index = t->index;
+        p->scan_off = 0, p->scan_lines = 0, p->scan_atoms = 0;
+        p->scan_started = p->scan_keep = false;
+        p->start_box = p->box;
+    }
+    const char *text = t->text, *end = text + t->len;
+    size_t off = p->scan_off;
+    bool done = false;
+    while (!done && off < t->len) {
+        const char *s = text + off, *nl = memchr(s, '\n', (size_t)(end - s)), *e = nl ? nl : end;
+        if (!nl && !eof) { /* a partial line: wait for the rest, unless it is too long already */
+            if ((size_t)(end - s) > MDNL_STREAM_MAX_LINE) { /* its error comes after the lines before it */
+                p->scan_lines++;
+                done = true;
+            }
+            break;
+        }
+        off = nl ? (size_t)(nl - text) + 1 : t->len;
+        p->scan_lines++;
+        if (e > s && e[-1] == '\r')
+            --e;
+        if (record(s, e, "ATOM  ") || record(s, e, "HETATM")) {
+            p->scan_started = p->scan_keep = true;
+            p->scan_atoms++;
+        } else if (record(s, e, "CRYST1")) {
+            if (parse_cryst1(p, s, e) != MDNL_OK) { /* the worker reports it */
+                mdnl_clear_error();
+                p->scan_keep = true;
+            }
+        } else if (record(s, e, "MODEL")) {
+            done = p->scan_started;
+            p->scan_started = p->scan_keep = true;
+        } else if (record(s, e, "ENDMDL") || (record(s, e, "END") && (e - s == 3 || mdnl_is_space(s[3])))) {
+            done = p->scan_started;
+        }
+    }
+    p->scan_off = off;
+    if (!done && !eof) {
+        if (!p->scan_keep) { /* lines before a model that read_model passes over: dropped, their cell kept */
+            *drop_bytes = off, *drop_lines = p->scan_lines;
+            p->scan_off = 0, p->scan_lines = 0;
+            p->start_box = p->box;
+        }
+        return MDNL_TEXT_MORE;
+    }
+    p->scan_index = -1;
+    if (p->scan_lines == 0 && t->index > 0)
+        return MDNL_END; /* (an empty file is frame 0's error) */
+    *nlines = p->scan_lines;
+    *natoms = p->scan_atoms;
+    return MDNL_OK;
+}
+
+static void pool_context(void *state, void *out)
+{
+    memcpy(out, &((const pdb_reader *)state)->start_box, sizeof(mdnl_box));
+}
+
+static void pool_on(pdb_reader *p, const mdnl_text_frame *t)
+{
+    mdnl_stream_set_memory(p->in, t->text, t->len, t->line, t->end_status, t->end_message);
+    p->frame = t->index;
+    memcpy(&p->box, t->context, sizeof p->box);
+}
+
+static mdnl_status pool_parse(void *state, const mdnl_text_frame *t, mdnl_frame *f)
+{
+    pool_on(state, t);
+    return read_model(state, f);
+}
+
+static mdnl_status pool_skip(void *state, const mdnl_text_frame *t)
+{
+    pool_on(state, t);
+    return read_model(state, NULL);
+}
+
+static const mdnl_text_ops pdb_pool_ops = {
+    .state_new = pool_state_new,
+    .state_free = pdb_close,
+    .head = pool_head,
+    .parse = pool_parse,
+    .skip = pool_skip,
+    .context = pool_context,
+    .check_skipped = true, /* skipping checks the coordinates and CRYST1 */
+};
+
+static void pdb_select(void *state, int64_t start, int64_t stop, int64_t step)
+{
+    pdb_reader *p = state;
+    if (p->pool)
+        mdnl_text_pool_select(p->pool, start, stop, step);
+}
 
 static mdnl_status pdb_open(const mdnl_format_input *in, void **state)
 {
@@ -206,11 +367,16 @@ static mdnl_status pdb_open(const mdnl_format_input *in, void **state)
         return MDNL_ERR_RESOURCE;
     p->in = in->stream;
     p->name = in->name;
+    if (in->opt->threads > 1) {
+        mdnl_status st = mdnl_text_pool_open(&pdb_pool_ops, p, p->in, in->opt->threads, &p->pool);
+        if (st != MDNL_OK) {
+            pdb_close(p);
+            return st;
+        }
+    }
     *state = p;
     return MDNL_OK;
 }
-
-static void pdb_close(void *state) { free(state); }
 
 static const char *pdb_info(void *state, const char *key)
 {
@@ -253,5 +419,5 @@ static int pdb_sniff(const unsigned char *h, size_t n)
 
 const mdnl_format mdnl_format_pdb = {
     .name = "pdb", .extensions = ".pdb .ent", .stream = true, .sniff = pdb_sniff, .open = pdb_open,
-    .next = pdb_next, .skip = pdb_skip, .info = pdb_info, .close = pdb_close,
+    .next = pdb_next, .skip = pdb_skip, .info = pdb_info, .close = pdb_close, .select = pdb_select,
 };

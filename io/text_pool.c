@@ -25,6 +25,7 @@
 #define SPLIT_ATOMS (4 * PIECE_LINES) /* frames this large are split */
 #define MAX_SLOTS 64
 #define MSG 2048
+#define MAX_CONTEXT 256 /* bytes of a format's context of a frame (mdnl_text_ops.context) */
 
 enum kind { K_EMPTY, K_PARSE, K_SKIPPED, K_ERROR, K_END };
 
@@ -44,11 +45,14 @@ typedef struct slot {
     bool truncated;
     mdnl_status end_status;
     char end_message[MSG];
+    _Alignas(16) unsigned char context[MAX_CONTEXT];
+    bool skip_only; /* not selected: checked by the format's skip, not parsed */
     void *state;
     mdnl_frame *f; /* the parsed frame: from the pool's spares while the slot holds a frame to parse */
     mdnl_status st;
     char msg[MSG];
     int ntasks, taken, done;
+    int pieces_done; /* a split frame is done once its pieces are put together (complete) */
     piece *pieces;
     int npieces, pieces_cap;
     size_t *marks; /* offsets of lines PIECE_LINES, 2 PIECE_LINES, ... */
@@ -212,7 +216,7 @@ static int64_t long_line(const slot *s)
 static mdnl_text_frame text_of(const slot *s)
 {
     return (mdnl_text_frame){.text = s->text, .len = s->len, .line = s->line, .index = s->index,
-                             .end_status = s->end_status, .end_message = s->end_message};
+                             .end_status = s->end_status, .end_message = s->end_message, .context = s->context};
 }
 
 static enum kind scan_error(slot *s, mdnl_status st)
@@ -227,14 +231,15 @@ static enum kind scan_error(slot *s, mdnl_status st)
  * parses it whole reports the error). */
 static mdnl_status split(mdnl_text_pool *p, slot *s, int64_t nlines)
 {
-    const int64_t hl = nlines - s->natoms; /* lines before the first atom */
+    const int64_t hl = nlines - s->natoms - p->ops->tail_lines; /* lines before the first atom */
     size_t hb = 0;
     for (int64_t k = 0; k < hl; ++k) {
         const char *nl = memchr(s->text + hb, '\n', s->len - hb);
         hb = nl ? (size_t)(nl - s->text) + 1 : s->len;
     }
+    const char *nl = memchr(s->text + hb, '\n', s->len - hb);
     mdnl_text_frame t = text_of(s);
-    t.len = hb;
+    t.len = nl ? (size_t)(nl - s->text) + 1 : s->len; /* the header and the first atom line */
     if (p->ops->header(s->state, &t, s->natoms, s->f) != MDNL_OK) {
         mdnl_clear_error();
         return MDNL_OK;
@@ -251,17 +256,34 @@ static mdnl_status split(mdnl_text_pool *p, slot *s, int64_t nlines)
     int64_t l0 = hl;
     size_t b0 = hb;
     for (int64_t m = 0; m <= s->nmarks; ++m) {
-        const int64_t l1 = m < s->nmarks ? (m + 1) * PIECE_LINES : nlines;
-        const size_t b1 = m < s->nmarks ? s->marks[m] : s->len;
+        /* the last piece takes the lines after the atoms (tail_lines) too */
+        const bool last = m == s->nmarks || (m + 1) * PIECE_LINES - hl >= s->natoms;
+        const int64_t l1 = last ? nlines : (m + 1) * PIECE_LINES;
+        const size_t b1 = last ? s->len : s->marks[m];
         if (l1 <= l0)
             continue;
         piece *q = &s->pieces[n++];
-        q->i0 = l0 - hl, q->i1 = l1 - hl, q->line = s->line + l0, q->b = b0, q->e = b1;
+        q->i0 = l0 - hl, q->i1 = last ? s->natoms : l1 - hl, q->line = s->line + l0, q->b = b0, q->e = b1;
         q->st = MDNL_OK;
         l0 = l1, b0 = b1;
+        if (last)
+            break;
     }
     s->npieces = n;
+    s->pieces_done = 0;
     return MDNL_OK;
+}
+
+/* Makes f's arrays come from `alloc`, the allocator the caller's frames ask
+ * for now (it changes when a pipeline's engine is up): a frame still in the
+ * old memory is freed, so that the frames parsed from now on are handed
+ * over by swapping arrays, not copied. f holds no parsed frame. */
+static void follow(mdnl_frame *f, const mdnl_frame_allocator *alloc)
+{
+    if (f->pos_alloc != alloc) {
+        mdnl_frame_free(f);
+        f->pos_alloc = alloc;
+    }
 }
 
 /* Cuts frame k out of the stream into s. */
@@ -276,6 +298,7 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
     s->nmarks = 0;
     s->natoms = 0;
     s->st = MDNL_OK;
+    s->skip_only = false;
     s->len = 0;
     if (p->sel_stop >= 0 && k >= p->sel_stop)
         return K_END;
@@ -311,6 +334,8 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
             return scan_error(s, MDNL_ERR_INPUT);
     }
     s->natoms = natoms;
+    if (p->ops->context)
+        p->ops->context(p->scan_state, s->context);
     const bool sel = selected(p, k);
     const bool want_split = sel && p->ops->header && p->workers > 1 && natoms >= SPLIT_ATOMS;
     size_t at = 0; /* text[0, at) holds `found` whole lines */
@@ -371,6 +396,12 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
     }
     p->line = s->line + nlines;
     p->last_len = s->len;
+    if (!sel && p->ops->check_skipped) { /* a worker runs the format's skip */
+        s->skip_only = true;
+        s->ntasks = 1;
+        s->taken = s->done = 0;
+        return K_PARSE;
+    }
     if (!sel) {
         if (!s->truncated)
             return K_SKIPPED;
@@ -381,10 +412,11 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
     if (!s->f) {
         pthread_mutex_lock(&p->mu);
         s->f = p->nspare ? p->spare[--p->nspare] : NULL;
+        const mdnl_frame_allocator *alloc = p->alloc;
         pthread_mutex_unlock(&p->mu);
         if (!s->f && !(s->f = mdnl_calloc(1, sizeof *s->f, "reader pool frame")))
             return scan_error(s, MDNL_ERR_RESOURCE);
-        s->f->pos_alloc = p->alloc;
+        follow(s->f, alloc);
     }
     if (want_split && !s->truncated) {
         mdnl_status st = split(p, s, nlines);
@@ -426,6 +458,13 @@ static void *scanner_main(void *arg)
 
 static void run_task(mdnl_text_pool *p, slot *s, int task)
 {
+    if (s->skip_only) {
+        mdnl_text_frame t = text_of(s);
+        s->st = p->ops->skip(s->state, &t);
+        if (s->st != MDNL_OK)
+            keep_message(s->msg, mdnl_last_error());
+        return;
+    }
     if (!s->npieces) {
         mdnl_text_frame t = text_of(s);
         s->st = p->ops->parse(s->state, &t, s->f);
@@ -441,6 +480,47 @@ static void run_task(mdnl_text_pool *p, slot *s, int task)
     mdnl_text_frame t = {.text = s->text + q->b, .len = q->e - q->b, .line = q->line, .index = s->index};
     q->tab.nspecies = 0;
     q->st = p->ops->piece(q->state, s->state, &t, q->i0, q->i1, s->f, &q->tab);
+}
+
+/* A split frame's pieces into one frame: their species tables merged in
+ * file order (the order of first appearance, as one thread finds it). */
+static mdnl_status assemble(slot *s)
+{
+    mdnl_frame *f = s->f;
+    for (int j = 0; j < s->npieces; ++j)
+        if (s->pieces[j].st != MDNL_OK)
+            return s->pieces[j].st;
+    for (int j = 0; j < s->npieces; ++j) {
+        const piece *q = &s->pieces[j];
+        int32_t map[MDNL_MAX_SPECIES];
+        bool same = true;
+        for (int32_t l = 0; l < q->tab.nspecies; ++l) {
+            const char *sym = q->tab.symbols[l];
+            if ((map[l] = mdnl_frame_species_id(f, sym, strlen(sym))) < 0)
+                return MDNL_ERR_INPUT;
+            same = same && map[l] == l;
+        }
+        if (!same)
+            for (int64_t i = q->i0; i < q->i1; ++i)
+                f->species[i] = map[f->species[i]];
+    }
+    f->natoms = s->natoms;
+    return MDNL_OK;
+}
+
+/* A split frame once its last piece is parsed, on the worker that parsed
+ * it: the pieces put together and the format's finish(); when anything
+ * failed, the exact error, from the whole frame parsed again on one thread. */
+static void complete(mdnl_text_pool *p, slot *s)
+{
+    if (assemble(s) == MDNL_OK && (!p->ops->finish || p->ops->finish(s->state, s->f) == MDNL_OK))
+        return;
+    mdnl_clear_error();
+    s->npieces = 0;
+    mdnl_text_frame t = text_of(s);
+    s->st = p->ops->parse(s->state, &t, s->f);
+    if (s->st != MDNL_OK)
+        keep_message(s->msg, mdnl_last_error());
 }
 
 static void *worker_main(void *arg)
@@ -461,11 +541,21 @@ static void *worker_main(void *arg)
             continue;
         }
         const int task = s->taken++;
+        const mdnl_frame_allocator *alloc = p->alloc;
         pthread_mutex_unlock(&p->mu);
+        if (!s->npieces && !s->skip_only) /* a split frame's arrays were made by header() */
+            follow(s->f, alloc);
         run_task(p, s, task);
         pthread_mutex_lock(&p->mu);
-        if (++s->done == s->ntasks)
+        if (s->npieces && ++s->pieces_done == s->npieces) {
+            pthread_mutex_unlock(&p->mu);
+            complete(p, s);
+            pthread_mutex_lock(&p->mu);
+            s->done = s->ntasks;
             pthread_cond_broadcast(&p->ready);
+        } else if (!s->npieces && ++s->done == s->ntasks) {
+            pthread_cond_broadcast(&p->ready);
+        }
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -552,6 +642,7 @@ static mdnl_status oldest(mdnl_text_pool *p, const mdnl_frame_allocator *alloc, 
         p->last = NULL;
     }
     pthread_mutex_lock(&p->mu);
+    p->alloc = alloc; /* the frames parsed from now on: in the memory the caller asks for */
     slot *s = &p->slots[p->head % p->nslots];
     while (!(p->head < p->tail && (s->kind != K_PARSE || s->done == s->ntasks)))
         pthread_cond_wait(&p->ready, &p->mu);
@@ -564,60 +655,15 @@ static mdnl_status oldest(mdnl_text_pool *p, const mdnl_frame_allocator *alloc, 
     return MDNL_OK;
 }
 
-/* A split frame's pieces into one frame: their species tables merged in
- * file order (the order of first appearance, as one thread finds it). */
-static mdnl_status assemble(slot *s)
+/* The format found no frame in the text (parse or skip answered MDNL_END):
+ * the end, for every later call. */
+static mdnl_status sticky_end(mdnl_text_pool *p, slot *s)
 {
-    mdnl_frame *f = s->f;
-    for (int j = 0; j < s->npieces; ++j)
-        if (s->pieces[j].st != MDNL_OK)
-            return s->pieces[j].st;
-    for (int j = 0; j < s->npieces; ++j) {
-        const piece *q = &s->pieces[j];
-        int32_t map[MDNL_MAX_SPECIES];
-        bool same = true;
-        for (int32_t l = 0; l < q->tab.nspecies; ++l) {
-            const char *sym = q->tab.symbols[l];
-            if ((map[l] = mdnl_frame_species_id(f, sym, strlen(sym))) < 0)
-                return MDNL_ERR_INPUT;
-            same = same && map[l] == l;
-        }
-        if (!same)
-            for (int64_t i = q->i0; i < q->i1; ++i)
-                f->species[i] = map[f->species[i]];
-    }
-    f->natoms = s->natoms;
-    return MDNL_OK;
-}
-
-/* The slot's parsed frame into the caller's f. */
-static mdnl_status hand_over(slot *s, mdnl_frame *f)
-{
-    mdnl_frame *g = s->f;
-    if (f->pos_alloc == g->pos_alloc) {
-        const double mf = f->max_pairs, mg = g->max_pairs;
-        mdnl_frame t = *f;
-        *f = *g;
-        *g = t;
-        f->max_pairs = mf, g->max_pairs = mg;
-        return MDNL_OK;
-    }
-    mdnl_status st = mdnl_frame_reserve(f, g->natoms);
-    if (st != MDNL_OK)
-        return st;
-    if (g->natoms) {
-        memcpy(f->pos, g->pos, (size_t)g->natoms * sizeof *f->pos);
-        memcpy(f->species, g->species, (size_t)g->natoms * sizeof *f->species);
-    }
-    memcpy(f->symbols, g->symbols, (size_t)g->nspecies * sizeof *f->symbols);
-    f->nspecies = g->nspecies;
-    f->species_tag = 0;
-    f->natoms = g->natoms;
-    f->index = g->index;
-    f->box = g->box;
-    f->step = g->step, f->time = g->time;
-    f->has_step = g->has_step, f->has_time = g->has_time;
-    return MDNL_OK;
+    mdnl_clear_error();
+    pthread_mutex_lock(&p->mu);
+    s->kind = K_END;
+    pthread_mutex_unlock(&p->mu);
+    return MDNL_END;
 }
 
 /* Keeps the frame's error for every later call. */
@@ -638,24 +684,17 @@ mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f)
     if (st != MDNL_OK)
         return st;
     mdnl_text_frame t = text_of(s);
-    if (s->kind == K_SKIPPED) { /* not selected, yet asked for: parsed here */
+    if (s->kind == K_SKIPPED || s->skip_only) { /* not selected, yet asked for: parsed here */
         if ((st = p->ops->parse(s->state, &t, f)) != MDNL_OK)
-            return sticky(p, s, st);
+            return st == MDNL_END ? sticky_end(p, s) : sticky(p, s, st);
     } else {
-        if (s->npieces) {
-            if (assemble(s) != MDNL_OK) { /* the exact error, from the whole frame on one thread */
-                mdnl_clear_error();
-                s->npieces = 0;
-                s->st = p->ops->parse(s->state, &t, s->f);
-                if (s->st != MDNL_OK)
-                    keep_message(s->msg, mdnl_last_error());
-            }
-        }
+        if (s->st == MDNL_END)
+            return sticky_end(p, s);
         if (s->st != MDNL_OK) {
             mdnl_error(s->st, "%s", s->msg);
             return sticky(p, s, s->st);
         }
-        if ((st = hand_over(s, f)) != MDNL_OK)
+        if ((st = mdnl_frame_take(f, s->f)) != MDNL_OK)
             return sticky(p, s, st);
     }
     if (p->ops->delivered)
@@ -670,10 +709,18 @@ mdnl_status mdnl_text_pool_skip(mdnl_text_pool *p)
     mdnl_status st = oldest(p, p->alloc, &s);
     if (st != MDNL_OK)
         return st;
-    if (s->truncated) { /* the error skipping gives, which differs from parsing's */
+    if (s->skip_only && s->st != MDNL_OK) { /* checked by the format's skip in a worker */
+        if (s->st == MDNL_END)
+            return sticky_end(p, s);
+        mdnl_error(s->st, "%s", s->msg);
+        return sticky(p, s, s->st);
+    }
+    /* the error skipping gives, which differs from parsing's: a truncated
+     * frame's, or a parsed frame's when the format's skip checks it */
+    if (s->truncated || (!s->skip_only && s->kind == K_PARSE && s->st != MDNL_OK && p->ops->check_skipped)) {
         mdnl_text_frame t = text_of(s);
         if ((st = p->ops->skip(s->state, &t)) != MDNL_OK)
-            return sticky(p, s, st);
+            return st == MDNL_END ? sticky_end(p, s) : sticky(p, s, st);
     }
     release(p, s);
     return MDNL_OK;

@@ -1,5 +1,5 @@
 /* text_pool.h — the reader pool of the text formats (issue 59; XYZ / extended
- * XYZ, LAMMPS dump and GRO use it when --threads > 1): one scanner
+ * XYZ, LAMMPS dump, GRO and PDB use it when --threads > 1): one scanner
  * thread reads the stream (io/stream.h: a file, standard input, gzip / xz /
  * zstd content) in large blocks and cuts it into frames without parsing a
  * number (the format's head() reads only a frame's count); N worker threads
@@ -13,7 +13,9 @@
  * not depend on the trajectory's length. A frame of 262,144 atoms or more
  * is split across the workers by ranges of 65,536 atom lines (the scanner
  * notes where every 65,536th line starts as it counts them); the pieces'
- * species tables are merged in file order, so ids are those of one thread.
+ * species tables are merged in file order, so ids are those of one thread,
+ * by the worker that parsed the last piece, which then runs the format's
+ * finish() (a LAMMPS dump's order by id).
  *
  * Errors are the single-thread reader's, byte for byte: the scanner's own
  * (a count line, a read error) travel in frame order as an error frame; a
@@ -30,6 +32,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 MDNL_BEGIN_C
 
@@ -48,6 +51,7 @@ typedef struct mdnl_text_frame {
      * (after the last complete line), as mdnl_stream_set_memory takes it */
     mdnl_status end_status;
     const char *end_message;
+    const void *context; /* what ops->context wrote for this frame */
 } mdnl_text_frame;
 
 /* A format's side of the pool. A state is one parser (a reader over a
@@ -61,15 +65,33 @@ typedef struct mdnl_text_ops {
      * MDNL_END; or an error (recorded). eof: t holds all that is left. */
     int (*head)(void *state, const mdnl_text_frame *t, bool eof, int64_t *nlines, int64_t *natoms,
                 size_t *drop_bytes, int64_t *drop_lines);
-    mdnl_status (*parse)(void *state, const mdnl_text_frame *t, mdnl_frame *f); /* as the reader's next */
-    mdnl_status (*skip)(void *state, const mdnl_text_frame *t);                 /* as the reader's skip */
+    /* As the reader's next and skip; MDNL_END when the text holds no frame
+     * (what is left at the end of the file, for a format whose frames end
+     * with a record rather than a count). */
+    mdnl_status (*parse)(void *state, const mdnl_text_frame *t, mdnl_frame *f);
+    mdnl_status (*skip)(void *state, const mdnl_text_frame *t);
+    /* Optional: what frames carry over from the frames before them (PDB's
+     * last CRYST1), as the scanner's head() left it at the frame's start,
+     * into out (at most 256 bytes); handed to parse and skip as t->context. */
+    void (*context)(void *scan_state, void *out);
+    /* true: frames not selected are checked by skip in a worker (a format
+     * whose skip reports errors beyond the frame's size); false: they are
+     * dropped unread, as skip would only count their lines. */
+    bool check_skipped;
     /* Optional, to split large frames: header() parses the lines before the
-     * first atom into f and makes room for natoms atoms; piece() parses
-     * atoms [i0, i1) from t into f->pos / f->species, ids from its own
-     * table tab, after header() ran on header_state. */
+     * first atom into f and makes room for natoms atoms (t also holds the
+     * first atom line, for a format whose atom lines take their layout from
+     * it); piece() parses atoms [i0, i1) from t into f->pos / f->species,
+     * ids from its own table tab, after header() ran on header_state (the
+     * last piece's t also holds the frame's tail_lines, the lines after its
+     * atoms); finish() (may be NULL) ends the frame once its pieces are put
+     * together, on header_state (LAMMPS: the atoms ordered by id). Any
+     * failure: the frame is parsed again whole, for parse()'s message. */
     mdnl_status (*header)(void *state, const mdnl_text_frame *t, int64_t natoms, mdnl_frame *f);
-    mdnl_status (*piece)(void *state, const void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
+    mdnl_status (*piece)(void *state, void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
                          mdnl_frame *f, mdnl_frame *tab);
+    mdnl_status (*finish)(void *header_state, mdnl_frame *f);
+    int tail_lines;
     /* A frame parsed with `state` was delivered (may be NULL). */
     void (*delivered)(void *ctx, void *state);
 } mdnl_text_ops;
@@ -85,7 +107,10 @@ mdnl_status mdnl_text_pool_open(const mdnl_text_ops *ops, void *ctx, mdnl_stream
 void mdnl_text_pool_select(mdnl_text_pool *p, int64_t start, int64_t stop, int64_t step);
 
 /* The next frame, into f (its arrays swapped with a parsed frame's when
- * they share f->pos_alloc, else copied); as a reader's next. */
+ * they share f->pos_alloc, else copied); as a reader's next. The frames
+ * parsed from then on are allocated by f->pos_alloc: when the caller changes
+ * it (a pipeline, once its engine is up), only the frames already parsed
+ * (at most N + 2) are copied. */
 mdnl_status mdnl_text_pool_next(mdnl_text_pool *p, mdnl_frame *f);
 mdnl_status mdnl_text_pool_skip(mdnl_text_pool *p);
 
@@ -94,6 +119,17 @@ mdnl_status mdnl_text_pool_skip(mdnl_text_pool *p);
 void *mdnl_text_pool_last(const mdnl_text_pool *p);
 
 void mdnl_text_pool_close(mdnl_text_pool *p); /* NULL is a no-op */
+
+/* f emptied (its arrays kept) for frame `index` of a text reader: no
+ * atoms, no species, no cell yet. */
+static inline void mdnl_text_begin_frame(mdnl_frame *f, int64_t index)
+{
+    f->natoms = 0;
+    f->nspecies = 0;
+    f->species_tag = 0;
+    f->index = index;
+    memset(&f->box, 0, sizeof f->box);
+}
 
 MDNL_END_C
 

@@ -914,7 +914,7 @@ static mdnl_status xyz_header(void *state, const mdnl_text_frame *t, int64_t nat
     return st == MDNL_OK ? mdnl_frame_reserve(f, natoms) : st;
 }
 
-static mdnl_status xyz_piece(void *state, const void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
+static mdnl_status xyz_piece(void *state, void *header_state, const mdnl_text_frame *t, int64_t i0, int64_t i1,
                              mdnl_frame *f, mdnl_frame *tab)
 {
     mdnl_xyz_reader *r = state;

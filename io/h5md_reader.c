@@ -1356,6 +1356,16 @@ typedef struct direct_job {
     mdnl_pool_buf a, b;     /* the worker's scratch */
 } direct_job;
 
+/* One piece of a frame read straight into the caller's frame (frame_read). */
+typedef struct direct_piece {
+    double *dst;
+    uint64_t off;  /* in the file */
+    size_t n;      /* bytes, whole atoms */
+    int status;    /* MDNL_RAW_* */
+    bool finite;   /* every coordinate of the piece is finite (when checked) */
+    char why[400];
+} direct_piece;
+
 typedef struct pos_direct {
     int fd; /* HDF5's own descriptor of the file (sec2 driver) */
     int64_t file_size;
@@ -1378,12 +1388,23 @@ typedef struct pos_direct {
     bool holding; /* the job of held_row is taken, its frames in held */
     int64_t held_row, held_seq;
     const mdnl_pool_buf *held;
+    /* A frame whose bytes lie in the file as the frame's doubles (contiguous,
+     * or a whole-frame chunk, unfiltered, little-endian float64): read
+     * straight into the caller's frame, in `pwin` pieces by the workers of
+     * fpool, with no copy (frame_read). */
+    bool frame_direct;
+    direct_piece *pieces; /* [pwin]: piece k in pieces[k % pwin] */
+    int pwin;
+    mdnl_pool *fpool;
+    int64_t fposted;
 } pos_direct;
 
 static void direct_free(pos_direct *d)
 {
     if (!d)
         return;
+    mdnl_pool_stop(d->fpool);
+    free(d->pieces);
     mdnl_pool_stop(d->pool);
     for (int i = 0; d->jobs && i < d->window; ++i) {
         free(d->jobs[i].chunks);
@@ -1544,10 +1565,107 @@ static mdnl_status direct_size(mdnl_h5md_reader *r)
     return MDNL_OK;
 }
 
+/* Frames of at least this many bytes are read straight into the caller's
+ * frame when more than one thread reads (smaller ones: a job of several
+ * frames, copied out, costs less than a round of the workers a frame). */
+#define FRAME_DIRECT_BYTES (1024.0 * 1024.0)
+/* The least bytes of a piece of such a frame. */
+#define FRAME_PIECE_BYTES ((size_t)256 * 1024)
+
+/* On a worker: one piece of a frame, read into the caller's frame. */
+static bool piece_make(void *ctx, int64_t k, mdnl_pool_buf *b)
+{
+    (void)b;
+    pos_direct *d = ctx;
+    direct_piece *pc = &d->pieces[k % d->pwin];
+    pc->status = mdnl_raw_pread(d->fd, pc->off, pc->n, pc->dst, pc->why, sizeof pc->why);
+    pc->finite = pc->status == MDNL_RAW_OK && d->check_finite && all_finite(pc->dst, (int64_t)(pc->n / sizeof(double)));
+    return true;
+}
+
+/* Frame k's positions straight into pos (frame_direct): the file offset of
+ * its bytes (a chunk's from HDF5, on this thread), then pieces of whole atoms
+ * read by the workers, in parallel, each checking its coordinates. */
+static mdnl_status frame_read(mdnl_h5md_reader *r, int64_t k, double (*pos)[3], bool *finite_known)
+{
+    pos_direct *d = r->direct;
+    const size_t atom = 3 * sizeof(double), n = (size_t)d->natoms * atom;
+    uint64_t off = d->base + (uint64_t)k * n;
+    if (!d->contiguous) {
+        hsize_t at[3] = {(hsize_t)k, 0, 0};
+        unsigned mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(d->ds, at, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF)
+            return bad(r, k, r->pos.vpath, "cannot read the positions (expected the chunk at [%" PRId64 "][0][0] stored, found %s)",
+                       k, addr == HADDR_UNDEF ? "none" : mdnl_h5_reason());
+        if (size != n)
+            return bad(r, k, r->pos.vpath, "cannot read the positions (expected a chunk of %zu bytes, found %llu)", n,
+                       (unsigned long long)size);
+        off = addr;
+    }
+    if (off > (uint64_t)d->file_size || n > (uint64_t)d->file_size - off)
+        return bad(r, k, r->pos.vpath,
+                   "cannot read the positions (expected %zu bytes at byte %" PRIu64 " inside the file of %" PRId64
+                   " bytes)",
+                   n, off, d->file_size);
+    if (!d->fpool) {
+        d->check_finite = !r->skip_finite;
+        mdnl_status st = mdnl_pool_start(d->pwin, d->pwin, d, piece_make, "reading positions", &d->fpool);
+        if (st != MDNL_OK)
+            return st;
+        d->fposted = 0;
+    }
+    /* pieces of whole atoms, at least FRAME_PIECE_BYTES each */
+    const int64_t natoms = d->natoms;
+    int np = (int)(n / FRAME_PIECE_BYTES);
+    np = np < 1 ? 1 : np > mdnl_pool_window(d->fpool) ? mdnl_pool_window(d->fpool) : np;
+    for (int i = 0; i < np; ++i) {
+        const int64_t a0 = natoms * i / np, a1 = natoms * (i + 1) / np;
+        direct_piece *pc = &d->pieces[(d->fposted + i) % d->pwin];
+        *pc = (direct_piece){.dst = pos[a0], .off = off + (uint64_t)a0 * atom, .n = (size_t)(a1 - a0) * atom};
+    }
+    d->fposted += np;
+    mdnl_pool_post(d->fpool, d->fposted);
+    bool finite = d->check_finite;
+    int status = MDNL_RAW_OK;
+    char why[400] = "";
+    for (int i = 0; i < np; ++i) {
+        int64_t seq;
+        mdnl_pool_buf *b;
+        (void)mdnl_pool_wait(d->fpool, &seq, &b); /* piece_make does not fail */
+        const direct_piece *pc = &d->pieces[seq % d->pwin];
+        if (status == MDNL_RAW_OK && pc->status != MDNL_RAW_OK) {
+            status = pc->status;
+            snprintf(why, sizeof why, "%s", pc->why);
+        }
+        finite = finite && pc->finite;
+        mdnl_pool_release(d->fpool);
+    }
+    if (status != MDNL_RAW_OK)
+        return bad(r, k, r->pos.vpath, "cannot read the positions (%s)", why);
+    *finite_known = finite;
+    return MDNL_OK;
+}
+
 /* Frame k's positions into pos; *finite_known when the worker checked them. */
 static mdnl_status direct_read(mdnl_h5md_reader *r, int64_t k, double (*pos)[3], bool *finite_known)
 {
     pos_direct *d = r->direct;
+    if (!d->jobs && !d->pieces) {
+        /* the first read: the thread count is known now */
+        const double frame_bytes = (double)d->natoms * 3 * sizeof(double);
+        const bool whole = d->contiguous || (d->cd[0] == 1 && d->cd[1] == (hsize_t)d->natoms && d->cd[2] == 3);
+        if (d->es == 8 && d->filt.n == 0 && whole && (r->threads <= 1 || frame_bytes >= FRAME_DIRECT_BYTES)) {
+            d->pwin = r->threads < 1 ? 1 : r->threads;
+            d->threads = r->threads;
+            if (!(d->pieces = mdnl_calloc((size_t)d->pwin, sizeof *d->pieces, "H5MD position pieces")))
+                return MDNL_ERR_RESOURCE;
+            d->frame_direct = true;
+        }
+    }
+    if (d->frame_direct)
+        return frame_read(r, k, pos, finite_known);
     const int64_t row = k / d->rf;
     mdnl_status st;
     if (!d->jobs && (st = direct_size(r)) != MDNL_OK)
@@ -1869,7 +1987,7 @@ void mdnl_h5md_set_finite_check(mdnl_h5md_reader *r, bool on) { r->skip_finite =
 
 void mdnl_h5md_set_threads(mdnl_h5md_reader *r, int threads)
 {
-    if (!r->direct || !r->direct->jobs)
+    if (!r->direct || (!r->direct->jobs && !r->direct->pieces))
         r->threads = threads < 1 ? 1 : threads;
 }
 

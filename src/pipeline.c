@@ -129,9 +129,29 @@ typedef struct slot {
     char verdict_message[2048];
     bool early_checked; /* the guard ran during the backend's start-up (check_early) */
     mdnl_status early_verdict;
+    int early;      /* check_early on this frame: 0 not begun, 1 running, 2 done (under mu) */
+    int64_t seq;    /* the frame's ordinal in the run, set by the reader with its state */
+    int64_t natoms; /* the frame's atoms while it is in flight (the reader's byte count) */
+    size_t held;    /* bytes the slot's frame holds allocated (the reader's only) */
 } slot;
 
-#define MAX_SLOTS 4
+/* The ring's depth: config.nslots (2 to 4) when every slot keeps a neighbor
+ * list; else as many slots as RING_BYTES of frames allow, up to STEADY_SLOTS
+ * (enough for the prepare workers) and, on the first lap while a CUDA
+ * start-up runs, up to MAX_SLOTS, so that the reader and the prepare workers
+ * run ahead of it by more than a few frames. Frames k < lap0 use slot k,
+ * later ones slot (k - lap0) % nslots: only nslots slots' frames move to
+ * pinned memory once the engine is up (pinning costs ~0.3 ms a MB), the
+ * others give their memory back after the first lap. */
+#define MAX_SLOTS 24
+#define STEADY_SLOTS 8
+#define RING_BYTES (256.0 * 1048576.0)
+/* A slot's bytes per atom: the frame's positions and species, and the CPU
+ * backend's wrapped float positions. */
+#define SLOT_ATOM_BYTES (3 * sizeof(double) + sizeof(int32_t) + 4 * sizeof(float))
+/* At most this many prepare workers (the CUDA occupancy guard of one
+ * frame at ~100k atoms is ~0.5 ms of one core). */
+#define MAX_PREPARE 4
 
 typedef struct ring {
     const mdnl_pipeline_config *c;
@@ -141,7 +161,14 @@ typedef struct ring {
     mdnl_pipeline_sink sink;
     void *user;
     slot slots[MAX_SLOTS];
-    int nslots;
+    int nslots;     /* the ring's depth, fixed by the reader with the first frame (sized) */
+    int lap0;       /* the first lap's depth (>= nslots) */
+    int min_slots;  /* config.nslots: frames in flight whatever their bytes */
+    int max_slots;  /* the most the depth may be */
+    bool sized;     /* nslots is set (under mu; before the first frame is published) */
+    int64_t inflight, inflight_atoms; /* frames read and not yet freed by the writer, and their atoms */
+    int64_t early_next, prep_next;    /* the next frame check_early and the prepare workers take */
+    int64_t prep_stop;                /* the prepare workers take no frame from here on (an error, the end) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_mutex_t io; /* serialize_io: around reads and sink calls */
@@ -151,13 +178,22 @@ typedef struct ring {
     bool engine_ready;
     const mdnl_frame_allocator *frame_alloc;
     bool speculate; /* a CUDA start-up thread runs: check_early */
+    int nprepare;   /* prepare workers */
     bool abort;
     mdnl_status status;
     char message[2048];
-    double t_read, t_prepare, t_write;         /* written by their own thread, read after join */
+    double t_read, t_prepare, t_write;         /* written by their own thread (t_prepare: under mu), read after join */
     double t_read_blocked;                     /* the reader waiting for a free slot */
     double t_start, t_first_done, t_last_done; /* writer: when the first and the last frame were drained */
 } ring;
+
+/* Frame k's slot, for a stage after the reader: frame 0 is in slot 0, and
+ * a stage reaches frame k > 0 only after it saw frame 0, published after
+ * the ring was sized. */
+static slot *slot_at(ring *p, int64_t k)
+{
+    return &p->slots[k == 0 ? 0 : k < p->lap0 ? k : (k - p->lap0) % p->nslots];
+}
 
 /* Records the first failure and wakes every stage. Called with mu unlocked. */
 static void fail(ring *p, mdnl_status st)
@@ -192,22 +228,94 @@ static void set_slot(ring *p, slot *s, enum slot_state st)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* The ring's depth from the first frame (before it is published, so every
+ * stage sees it fixed). */
+static void size_ring(ring *p, int64_t natoms)
+{
+    const double per = (double)(natoms > 0 ? natoms : 1) * (double)SLOT_ATOM_BYTES;
+    const double fit = RING_BYTES / per;
+    const int steady = p->max_slots < STEADY_SLOTS ? p->max_slots : STEADY_SLOTS;
+    const int first = p->speculate ? p->max_slots : steady;
+    int n = fit >= (double)steady ? steady : (int)fit, n0 = fit >= (double)first ? first : (int)fit;
+    pthread_mutex_lock(&p->mu);
+    p->nslots = n < p->min_slots ? p->min_slots : n;
+    p->lap0 = n0 < p->nslots ? p->nslots : n0;
+    p->sized = true;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Bytes a slot's frame holds allocated. */
+static size_t frame_bytes(const mdnl_frame *f)
+{
+    return (size_t)f->capacity * (3 * sizeof(double) + sizeof(int32_t));
+}
+
+/* Whether the reader may fill another slot: frames in flight are bounded by
+ * the ring's depth and, past min_slots, by RING_BYTES of their atoms. With
+ * mu held. */
+static bool may_read(const ring *p)
+{
+    return p->inflight < p->min_slots || (double)p->inflight_atoms * (double)SLOT_ATOM_BYTES < RING_BYTES;
+}
+
+/* Frames grown past the ring's budget (a trajectory whose frames grow): the
+ * free slots give their frames' memory back, so that the slots' memory stays
+ * near RING_BYTES however the frames' sizes vary; and past the first lap,
+ * the slots it alone used. With mu held; the reader alone allocates frames,
+ * and no stage touches a free slot. */
+static void trim_free_slots(ring *p, const slot *keep, int64_t k)
+{
+    for (int i = p->nslots; k >= p->lap0 && i < p->lap0; ++i) {
+        slot *o = &p->slots[i];
+        if (o->state == SLOT_FREE && o->held) {
+            const mdnl_frame_allocator *alloc = o->f.pos_alloc;
+            mdnl_frame_free(&o->f);
+            o->f.pos_alloc = alloc;
+            o->held = 0;
+        }
+    }
+    double held = 0;
+    for (int i = 0; i < p->lap0; ++i)
+        held += (double)p->slots[i].held;
+    if (held <= RING_BYTES)
+        return;
+    for (int i = 0; i < p->lap0; ++i) {
+        slot *o = &p->slots[i];
+        if (o != keep && o->state == SLOT_FREE && o->held) {
+            const mdnl_frame_allocator *alloc = o->f.pos_alloc;
+            mdnl_frame_free(&o->f);
+            o->f.pos_alloc = alloc;
+            o->held = 0;
+        }
+    }
+}
+
 static void *reader_main(void *arg)
 {
     ring *p = arg;
     for (int64_t k = 0;; ++k) {
-        slot *s = &p->slots[k % p->nslots];
         const double tw = mdnl_now();
-        if (wait_slot(p, s, SLOT_FREE, false) < 0)
+        slot *s;
+        pthread_mutex_lock(&p->mu);
+        for (;;) {
+            s = p->sized ? slot_at(p, k) : &p->slots[0];
+            if (p->abort || (s->state == SLOT_FREE && may_read(p)))
+                break;
+            pthread_cond_wait(&p->cv, &p->mu);
+        }
+        if (p->abort) {
+            pthread_mutex_unlock(&p->mu);
             return NULL;
-        double t0 = mdnl_now();
-        p->t_read_blocked += t0 - tw;
+        }
+        if (p->sized)
+            trim_free_slots(p, s, k);
         /* A slot filled during the backend's start-up holds malloc'ed
          * positions; once the engine is up, it moves to the engine's memory. */
-        pthread_mutex_lock(&p->mu);
         const bool ready = p->engine_ready;
         const mdnl_frame_allocator *alloc = p->frame_alloc;
         pthread_mutex_unlock(&p->mu);
+        double t0 = mdnl_now();
+        p->t_read_blocked += t0 - tw;
         if (ready && s->f.pos_alloc != alloc) {
             mdnl_frame_free(&s->f);
             s->f.pos_alloc = alloc;
@@ -218,6 +326,12 @@ static void *reader_main(void *arg)
         if (p->c->serialize_io)
             pthread_mutex_unlock(&p->io);
         p->t_read += mdnl_now() - t0;
+        s->held = frame_bytes(&s->f);
+        s->seq = k;
+        s->early = 0;
+        s->early_checked = false;
+        if (k == 0)
+            size_ring(p, st == MDNL_OK ? s->f.natoms : 0);
         if (st == MDNL_END) {
             set_slot(p, s, SLOT_END);
             return NULL;
@@ -225,7 +339,13 @@ static void *reader_main(void *arg)
         s->verdict = st;
         if (st != MDNL_OK)
             snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
-        set_slot(p, s, SLOT_READ);
+        pthread_mutex_lock(&p->mu);
+        s->natoms = st == MDNL_OK ? s->f.natoms : 0;
+        p->inflight++;
+        p->inflight_atoms += s->natoms;
+        s->state = SLOT_READ;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
         if (st != MDNL_OK)
             return NULL;
     }
@@ -299,25 +419,38 @@ static mdnl_status check_slot(ring *p, slot *s)
 }
 
 /* During the backend's start-up (a CUDA start-up thread is running, so the
- * backend is likely CUDA): the occupancy guard of the frames the reader has
- * read meanwhile (at most the ring's first nslots frames: none is freed
- * before the writer runs), so that the first frame is launched as soon as
- * the device is up. The verdict is kept apart (early_verdict; a refusal's
- * message already in verdict_message) and used only if the backend is
- * CUDA; on the CPU prepare_slot guards the frame itself. */
-static void check_early(ring *p)
+ * backend is likely CUDA): the occupancy guard of the frames the reader reads
+ * meanwhile (at most the ring's first lap0 frames: none is freed before
+ * the writer runs), so that the first frames are launched as soon as the
+ * device is up. The prepare workers take the frames in order (early_next),
+ * each marked running (early 1) then done (2) under mu. The verdict is kept
+ * apart (early_verdict; a refusal's message already in verdict_message) and
+ * used only if the backend is CUDA; on the CPU prepare_slot guards the frame
+ * itself. Returns the busy seconds. */
+static double check_early(ring *p)
 {
+    double busy = 0;
     if (!p->speculate)
-        return;
+        return busy;
     pthread_mutex_lock(&p->mu);
-    for (int64_t k = 0; k < p->nslots && !p->abort && !p->engine_ready;) {
-        slot *s = &p->slots[k];
-        if (s->state == SLOT_END)
-            break;
-        if (s->state != SLOT_READ) {
+    for (;;) {
+        slot *s = NULL;
+        while (!p->abort && !p->engine_ready) {
+            if (p->sized && p->early_next < p->lap0) {
+                slot *t = &p->slots[p->early_next];
+                if (t->state == SLOT_END && t->seq == p->early_next)
+                    break;
+                if (t->state == SLOT_READ && t->seq == p->early_next) {
+                    s = t;
+                    break;
+                }
+            }
             pthread_cond_wait(&p->cv, &p->mu);
-            continue;
         }
+        if (!s)
+            break;
+        p->early_next++;
+        s->early = 1;
         pthread_mutex_unlock(&p->mu);
         if (s->verdict == MDNL_OK) {
             const double t0 = mdnl_now();
@@ -325,43 +458,73 @@ static void check_early(ring *p)
             if (s->early_verdict != MDNL_OK)
                 snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
             s->early_checked = true;
-            p->t_prepare += mdnl_now() - t0;
+            busy += mdnl_now() - t0;
         }
         pthread_mutex_lock(&p->mu);
-        ++k;
+        s->early = 2;
+        pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
+    return busy;
 }
 
-/* The prepare thread: on the CPU backend it wraps each frame (prepare_slot);
+/* Takes the next frame for a prepare worker, waiting until it is read (and
+ * not being checked early); NULL when the workers stop (the end, a frame's
+ * error before it, an abort). */
+static slot *prepare_take(ring *p)
+{
+    pthread_mutex_lock(&p->mu);
+    const int64_t k = p->prep_next++;
+    slot *s = NULL;
+    while (!p->abort && k < p->prep_stop) {
+        if (!p->sized) {
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        slot *t = slot_at(p, k);
+        if (t->state == SLOT_END && t->seq == k) {
+            p->prep_stop = k < p->prep_stop ? k : p->prep_stop;
+            pthread_cond_broadcast(&p->cv);
+            break;
+        }
+        if (t->state == SLOT_READ && t->seq == k && t->early != 1) {
+            s = t;
+            break;
+        }
+        pthread_cond_wait(&p->cv, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return s;
+}
+
+/* A prepare worker: on the CPU backend it wraps each frame (prepare_slot);
  * on CUDA, where the compute stage wraps each frame on the device
  * (mdnl_engine_prepare_device), it runs the occupancy guard (check_slot).
- * Its verdict stays in the slot (the compute stage raises it); after a
- * failure it stops. */
+ * Several workers take the read frames in order and finish them in any
+ * order (the compute stage takes them in order). A frame's verdict stays in
+ * its slot (the compute stage raises it); after a failure no worker takes a
+ * later frame. */
 static void *prepare_main(void *arg)
 {
     ring *p = arg;
 #ifdef _OPENMP
-    /* mdnl_geom_prepare's OpenMP team: half the threads (--threads, else
-     * the cores), leaving the rest to the reader, compute and writer threads
-     * and the CUDA driver (idle OpenMP threads spin for a while and would
-     * slow them). */
-    int procs = mdnl_threads(p->c->opts), team = procs >= 4 ? procs / 2 : 1;
+    /* mdnl_geom_prepare's OpenMP teams: half the threads (--threads, else
+     * the cores) shared by the workers, leaving the rest to the reader,
+     * compute and writer threads and the CUDA driver (idle OpenMP threads
+     * spin for a while and would slow them). */
+    int procs = mdnl_threads(p->c->opts), team = procs >= 4 ? procs / 2 / p->nprepare : 1;
+    team = team < 1 ? 1 : team;
     /* OMP_NUM_THREADS caps it (MPI ranks sharing a node's cores set it) */
     omp_set_num_threads(team < omp_get_max_threads() ? team : omp_get_max_threads());
 #endif
-    check_early(p);
+    double busy = check_early(p);
     /* which stage this is depends on the backend */
     pthread_mutex_lock(&p->mu);
     while (!p->abort && !p->engine_ready)
         pthread_cond_wait(&p->cv, &p->mu);
     const bool go = !p->abort;
     pthread_mutex_unlock(&p->mu);
-    for (int64_t k = 0; go; ++k) {
-        slot *s = &p->slots[k % p->nslots];
-        int seen = wait_slot(p, s, SLOT_READ, true);
-        if (seen < 0 || seen == SLOT_END)
-            return NULL;
+    for (slot *s; go && (s = prepare_take(p));) {
         double t0 = mdnl_now();
         if (s->verdict == MDNL_OK) { /* else the reader's error, passed on */
             if (p->dev_check && s->early_checked)
@@ -374,12 +537,17 @@ static void *prepare_main(void *arg)
                 snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
         }
         s->early_checked = false;
-        p->t_prepare += mdnl_now() - t0;
-        const bool stop = s->verdict != MDNL_OK;
-        set_slot(p, s, SLOT_PREPARED);
-        if (stop)
-            return NULL;
+        busy += mdnl_now() - t0;
+        pthread_mutex_lock(&p->mu);
+        if (s->verdict != MDNL_OK && s->seq < p->prep_stop)
+            p->prep_stop = s->seq;
+        s->state = SLOT_PREPARED;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
     }
+    pthread_mutex_lock(&p->mu);
+    p->t_prepare += busy;
+    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -387,7 +555,7 @@ static void *writer_main(void *arg)
 {
     ring *p = arg;
     for (int64_t k = 0;; ++k) {
-        slot *s = &p->slots[k % p->nslots];
+        slot *s = slot_at(p, k);
         int seen = wait_slot(p, s, SLOT_COMPUTED, true);
         if (seen < 0 || seen == SLOT_END)
             return NULL;
@@ -425,7 +593,12 @@ static void *writer_main(void *arg)
             p->t_first_done = p->t_last_done;
         if (p->progress)
             mdnl_progress_step(p->progress);
-        set_slot(p, s, SLOT_FREE);
+        pthread_mutex_lock(&p->mu);
+        p->inflight--;
+        p->inflight_atoms -= s->natoms;
+        s->state = SLOT_FREE;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
     }
 }
 
@@ -633,32 +806,40 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     p->progress = progress;
     p->sink = sink;
     p->user = user;
-    p->nslots = c->nslots < 2 ? 2 : c->nslots > MAX_SLOTS ? MAX_SLOTS : c->nslots;
+    p->min_slots = c->nslots < 2 ? 2 : c->nslots > 4 ? 4 : c->nslots;
+    /* every slot keeps a neighbor list: no deeper than asked */
+    p->max_slots = c->neighbors ? p->min_slots : MAX_SLOTS;
+    p->nslots = p->lap0 = p->min_slots; /* until the first frame sizes the ring */
+    p->prep_stop = INT64_MAX;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_mutex_init(&p->io, NULL);
 
-    /* The reader and the prepare thread start first: the reader fills the
+    /* The reader and the prepare workers start first: the reader fills the
      * ring while the backend starts (the CUDA start-up, begun by the caller
      * on a thread of its own, and the engine), into ordinary memory until the
      * engine says where frames go (reader_main: pinned memory on CUDA, which
-     * needs the context); the prepare thread guards those frames meanwhile
+     * needs the context); the prepare workers guard those frames meanwhile
      * (check_early). */
     const bool work = !c->read_only && (c->neighbors || c->energy || c->hist);
-    /* the prepare thread and its OpenMP team: the wrap on the CPU, the
-     * occupancy guard on CUDA (which it begins during the start-up) */
-    const bool prepare = work;
+    /* the prepare workers and their OpenMP teams: the wrap on the CPU, the
+     * occupancy guard on CUDA (which they begin during the start-up); one a
+     * four threads (--threads, else the cores) */
+    const int procs = mdnl_threads(c->opts);
+    p->nprepare = procs / 4 < 1 ? 1 : procs / 4 > MAX_PREPARE ? MAX_PREPARE : procs / 4;
     p->speculate = work && c->starter && c->starter->thread;
-    pthread_t reader, preparer, writer;
-    bool have_reader = false, have_preparer = false, have_writer = false;
+    pthread_t reader, preparer[MAX_PREPARE], writer;
+    int have_preparer = 0;
+    bool have_reader = false, have_writer = false;
     if (pthread_create(&reader, NULL, reader_main, p) != 0) {
         fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the reader thread"));
     } else {
         have_reader = true;
-        if (prepare && pthread_create(&preparer, NULL, prepare_main, p) != 0)
-            fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the prepare thread"));
-        else
-            have_preparer = prepare;
+        for (; work && have_preparer < p->nprepare; ++have_preparer)
+            if (pthread_create(&preparer[have_preparer], NULL, prepare_main, p) != 0) {
+                fail(p, mdnl_error(MDNL_ERR_RESOURCE, "cannot start the prepare thread"));
+                break;
+            }
     }
     if (c->starter)
         mdnl_engine_start_join(c->starter);
@@ -694,7 +875,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     /* Without a prepare thread, frames come straight from the reader. */
     const enum slot_state ready = have_preparer ? SLOT_PREPARED : SLOT_READ;
     for (int64_t k = 0; have_writer; ++k) {
-        slot *s = &p->slots[k % p->nslots];
+        slot *s = slot_at(p, k);
         const double tw = mdnl_now();
         int seen = wait_slot(p, s, ready, true);
         if (seen < 0)
@@ -746,8 +927,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         mdnl_engine_quiesce(&cs.eng);
     if (have_reader)
         pthread_join(reader, NULL);
-    if (have_preparer)
-        pthread_join(preparer, NULL);
+    for (int i = 0; i < have_preparer; ++i)
+        pthread_join(preparer[i], NULL);
     if (have_writer)
         pthread_join(writer, NULL);
 

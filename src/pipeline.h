@@ -1,15 +1,20 @@
 /* pipeline.h — the streaming frame pipeline behind `mdnl run` (SPEC §1):
  * read frame k+1, compute frame k and write frame k−1 at the same time.
  *
- * Threads share a ring of `nslots` (2 to 4) slots, each owning one
- * mdnl_frame, its float positions and one neighbor list, so memory is
- * bounded by the largest frame, never by the number of frames. Four threads:
+ * Threads share a ring of slots, each owning one mdnl_frame, its float
+ * positions and one neighbor list, so memory is bounded by the frames' size,
+ * never by the number of frames. The ring holds `nslots` (2 to 4) slots when
+ * the neighbor lists are kept; otherwise as many as 256 MiB of frames allow,
+ * sized by the first frame (past nslots, the frames in flight are bounded
+ * by those bytes): up to 8, and up to 24 on the first lap while a CUDA
+ * start-up runs, so that the reader and the prepare stage run through the
+ * start-up instead of waiting for it after a few frames. The threads:
  *
  *   reader  (a pthread)      FREE     -> READ      mdnl_frames_next into the slot's frame
  *                                                  (CUDA: positions in pinned host memory)
- *   prepare (a pthread with  READ     -> PREPARED  CPU: wraps the frame once into the slot's
- *            an OpenMP team)                       float positions and lays out the grids for
- *                                                  the cutoff and r_max (mdnl_geom_prepare);
+ *   prepare (1 to 4 pthreads READ     -> PREPARED  CPU: wraps the frame once into the slot's
+ *            with OpenMP teams;                    float positions and lays out the grids for
+ *            one a 4 threads)                      the cutoff and r_max (mdnl_geom_prepare);
  *                                                  CUDA: the occupancy guard of the grids the
  *                                                  device will use, from the frame's doubles
  *                                                  (mdnl_geom_layout, mdnl_work_check_cells)
@@ -20,7 +25,9 @@
  * With --read-only there is no prepare stage and compute only counts the
  * frames it takes from the reader.
  *
- * Slots are visited in ring order by every stage, so frames stay in order.
+ * Slots are visited in ring order by every stage, so frames stay in order;
+ * the prepare workers take the read frames in order and may finish them out
+ * of order (the compute stage waits for its next one).
  * One mutex and one condition variable guard the slot states; a stage waits
  * only for its own next slot. The engine (CUDA handles included) lives on the
  * calling thread only; the frame source lives on the reader thread only once
@@ -89,7 +96,7 @@ typedef struct mdnl_pipeline_config {
     double rmax;
     int32_t bins;
     const mdnl_pair_names *pairs; /* n == 0: the total */
-    int nslots;                   /* 2 to 4 (4: full four-stage overlap) */
+    int nslots;                   /* 2 to 4 (4: full four-stage overlap); the least depth of the ring */
     bool serialize_io;            /* hold one lock around reads and sink calls (HDF5 in both) */
     /* The backend's start-up, begun early by the caller (engine.h
      * mdnl_engine_start_begin) or NULL; joined before the engine is made,

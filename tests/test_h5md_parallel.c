@@ -10,6 +10,9 @@
  * output bytes. */
 #define _POSIX_C_SOURCE 200809L
 #include "h5md_reader.h"
+#include "h5md_writer.h"
+
+#include <hdf5.h>
 
 #include "cli_test_util.h"
 
@@ -177,6 +180,107 @@ ParameterizedTest(bad_case *c, h5md_parallel_bad, first_bad_frame_in_order)
 /* --- through the binary -------------------------------------------------- */
 
 TestSuite(h5md_parallel_cli, .init = make_tmpdir, .fini = remove_tmpdir);
+
+/* Frames of over a MiB of doubles, stored whole (a chunk a frame, as mdnl
+ * convert writes them, or contiguous) are read straight into the caller's
+ * frame in pieces by the workers: every thread count reads HDF5's own
+ * decoding of the file bit for bit, and a non-finite coordinate in the last
+ * piece of frame 2 is the same error at the same atom. */
+enum { BIG_NF = 4, BIG_NA = 50000 };
+
+/* The file written by the H5MD writer (chunked), or its copy with the
+ * positions rewritten contiguous; frame 2's last atom's x is NaN. */
+static void write_big(const char *path, bool contiguous)
+{
+    mdnl_h5md_traj *w = NULL;
+    cr_assert_eq(mdnl_h5md_traj_create(path, NULL, &w), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame f = {0};
+    cr_assert_eq(mdnl_frame_reserve(&f, BIG_NA), MDNL_OK);
+    f.natoms = BIG_NA;
+    cr_assert_geq(mdnl_frame_species_id(&f, "Ar", 2), 0);
+    memset(f.species, 0, sizeof *f.species * BIG_NA);
+    f.box.has_lattice = true;
+    for (int a = 0; a < 3; ++a)
+        f.box.h[a][a] = 40.0, f.box.pbc[a] = true;
+    for (int k = 0; k < BIG_NF; ++k) {
+        f.index = k, f.step = 10 * k, f.has_step = true;
+        for (int i = 0; i < BIG_NA; ++i)
+            for (int a = 0; a < 3; ++a)
+                f.pos[i][a] = 40.0 * (double)((i * 7919 + a * 104729 + k * 13) % 100003) / 100003.0;
+        if (k == 2)
+            f.pos[BIG_NA - 1][0] = NAN;
+        cr_assert_eq(mdnl_h5md_traj_append(w, &f), MDNL_OK, "%s", mdnl_last_error());
+    }
+    cr_assert_eq(mdnl_h5md_traj_commit(w), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_frame_free(&f);
+    if (!contiguous)
+        return;
+    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    cr_assert_geq(file, 0);
+    const char *name = "/particles/all/position/value";
+    hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    double *buf = malloc(sizeof(double) * BIG_NF * BIG_NA * 3);
+    cr_assert_not_null(buf);
+    cr_assert_geq(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), 0);
+    H5Dclose(ds);
+    cr_assert_geq(H5Ldelete(file, name, H5P_DEFAULT), 0);
+    hsize_t dims[3] = {BIG_NF, BIG_NA, 3};
+    hid_t sp = H5Screate_simple(3, dims, NULL);
+    ds = H5Dcreate2(file, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    cr_assert_geq(ds, 0);
+    cr_assert_geq(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), 0);
+    hid_t dcpl = H5Dget_create_plist(ds);
+    cr_assert_eq(H5Pget_layout(dcpl), H5D_CONTIGUOUS);
+    H5Pclose(dcpl);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Fclose(file);
+    free(buf);
+}
+
+Test(h5md_parallel_cli, whole_frames_over_a_mib_read_into_the_frame_for_any_thread_count)
+{
+    for (int layout = 0; layout < 2; ++layout) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/big_%d.h5md", tmpdir, layout);
+        write_big(path, layout == 1);
+        /* the oracle: HDF5's decoding */
+        double *ref = malloc(sizeof(double) * BIG_NF * BIG_NA * 3);
+        cr_assert_not_null(ref);
+        hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t ds = H5Dopen2(file, "/particles/all/position/value", H5P_DEFAULT);
+        cr_assert_geq(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, ref), 0);
+        H5Dclose(ds);
+        H5Fclose(file);
+        static char first[1024];
+        for (int t = 0; t < NTHREADS; ++t) {
+            mdnl_h5md_reader *r = open_threads(path, thread_counts[t]);
+            mdnl_frame f = {0};
+            for (int k = 0; k < 2; ++k) {
+                cr_assert_eq(mdnl_h5md_next(r, &f), MDNL_OK, "layout %d, %d threads: %s", layout, thread_counts[t],
+                             mdnl_last_error());
+                cr_expect_eq(f.step, 10 * k);
+                cr_expect(memcmp(f.pos, ref + (size_t)k * BIG_NA * 3, sizeof(double) * BIG_NA * 3) == 0,
+                          "layout %d, %d threads: frame %d differs from HDF5's", layout, thread_counts[t], k);
+            }
+            cr_assert_eq(mdnl_h5md_next(r, &f), MDNL_ERR_INPUT, "layout %d, %d threads", layout, thread_counts[t]);
+            cr_expect(strstr(mdnl_last_error(), "frame 2") && strstr(mdnl_last_error(), "atom 49999 (x)"),
+                      "layout %d, %d threads: %s", layout, thread_counts[t], mdnl_last_error());
+            if (t == 0)
+                snprintf(first, sizeof first, "%s", mdnl_last_error());
+            else
+                cr_expect_str_eq(mdnl_last_error(), first, "layout %d, %d threads", layout, thread_counts[t]);
+            /* the next frame after a seek past the bad one */
+            cr_assert_eq(mdnl_h5md_seek(r, 3), MDNL_OK);
+            cr_assert_eq(mdnl_h5md_next(r, &f), MDNL_OK, "%s", mdnl_last_error());
+            cr_expect(memcmp(f.pos, ref + (size_t)3 * BIG_NA * 3, sizeof(double) * BIG_NA * 3) == 0,
+                      "layout %d, %d threads: frame 3 differs from HDF5's", layout, thread_counts[t]);
+            mdnl_frame_free(&f);
+            mdnl_h5md_close(r);
+        }
+        free(ref);
+    }
+}
 
 /* mdnl convert with --threads 1 and 4 writes the same bytes, to XYZ and to
  * H5MD (the H5MD output read back is the XYZ again). */

@@ -541,19 +541,19 @@ Test(run, rdf_per_frame_rows_are_the_single_frame_results)
 
 /* ---- errors in frame order, whichever stage finds them (issue 59) ---- */
 
-/* Three frames of 64 atoms (species A and B) in a periodic 10 A box, one
+/* nframes (write_three_frames: three) frames of 64 atoms (species A and B) in a periodic 10 A box, one
  * atom per 2.5 A cell, except: frame `nob` has no B atom (a compute-stage
  * error under --pairs A-B), frame `stacked` holds 56 atoms at the origin (the
  * occupancy guard refuses it under --max-pairs 4000: the prepare stage on the
  * CPU, the check stage on CUDA), frame `bad` has a malformed coordinate (the
  * reader's error, on line 66 * bad + 6). -1: none. */
-static void write_three_frames(const char *name, int nob, int stacked, int bad)
+static void write_frames(const char *name, int nframes, int nob, int stacked, int bad)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", tmpdir, name);
     FILE *fp = fopen(p, "wb");
     cr_assert_not_null(fp);
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < nframes; ++k) {
         fprintf(fp, "64\nLattice=\"10 0 0 0 10 0 0 0 10\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n");
         for (int a = 0; a < 64; ++a) {
             double r[3] = {1.25 + 2.5 * (a / 16), 1.25 + 2.5 * (a / 4 % 4), 1.25 + 2.5 * (a % 4)};
@@ -568,6 +568,11 @@ static void write_three_frames(const char *name, int nob, int stacked, int bad)
         }
     }
     fclose(fp);
+}
+
+static void write_three_frames(const char *name, int nob, int stacked, int bad)
+{
+    write_frames(name, 3, nob, stacked, bad);
 }
 
 /* Frame 1's error is reported, whatever frame 2 holds: the reader and the
@@ -601,6 +606,94 @@ Test(run, an_earlier_frame_error_comes_first_whichever_stage_finds_a_later_one)
                 cr_expect(strstr(err_text, "frame 1: ") != NULL, "case %zu: %s", c, err_text);
         }
         cr_expect_eq(dir_entries(), 1, "case %zu: only f.xyz may remain", c);
+    }
+}
+
+/* Several prepare workers (one a four --threads) take the read frames in
+ * order and finish them in any order; the first bad frame is still the one
+ * reported, wherever it lies in a 40-frame run (the ring's first frames, a
+ * later lap: the ring holds 8 to 24 such frames, the last), whichever stage finds it and whatever the next
+ * frame holds. Without an error, the results equal one worker's. */
+Test(run, many_prepare_workers_report_the_first_bad_frame_at_any_position)
+{
+    const char *work = "-c 2 --pair lj:epsilon=1,sigma=1 --rmax 2 --bins 10 --pairs A-B --max-pairs 4000";
+    const int at[] = {0, 1, 5, 33, 39};
+    for (size_t i = 0; i < sizeof at / sizeof *at; ++i) {
+        const int j = at[i], next = j + 1 < 40 ? j + 1 : -1;
+        const struct {
+            int nob, stacked, bad;
+        } cases[] = {
+            {-1, j, next}, /* prepare/check, then reader */
+            {j, next, -1}, /* compute, then prepare/check */
+            {next, -1, j}, /* reader */
+            {-1, j, -1},   /* prepare/check alone */
+        };
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
+            write_frames("f.xyz", 40, cases[c].nob, cases[c].stacked, cases[c].bad);
+            char want[64];
+            if (cases[c].bad == j)
+                snprintf(want, sizeof want, "f.xyz:%d", 66 * j + 6);
+            else if (cases[c].nob == j)
+                snprintf(want, sizeof want, "frame %d: expected species B", j);
+            else
+                snprintf(want, sizeof want, "frame %d: 56 of 64 atoms are in one cell", j);
+            for (int threads = 8; threads <= 16; threads += 8)
+                for (int rep = 0; rep < 3; ++rep) {
+                    cr_expect_eq(mdnl("run f.xyz %s --threads %d -o out.h5", work, threads), 3,
+                                 "frame %d case %zu: %s", j, c, err_text);
+                    expect_one_error_line();
+                    cr_expect(strstr(err_text, want) != NULL, "frame %d case %zu, %d threads: expected \"%s\" in: %s",
+                              j, c, threads, want, err_text);
+                }
+            cr_expect_eq(dir_entries(), 1, "frame %d case %zu: only f.xyz may remain", j, c);
+        }
+    }
+    write_frames("f.xyz", 40, -1, -1, -1);
+    cr_assert_eq(mdnl("run f.xyz %s --threads 16 -o many.h5", work), 0, "%s", err_text);
+    cr_assert_eq(mdnl("run f.xyz %s --threads 1 -o one.h5", work), 0, "%s", err_text);
+    const char *sets[] = {"/observables/potential_energy/value", "/rdf/A-B/g"};
+    for (int d = 0; d < 2; ++d) {
+        double a[64], b[64];
+        long na = read_h5_doubles("many.h5", sets[d], a, 64), nb = read_h5_doubles("one.h5", sets[d], b, 64);
+        cr_expect_eq(na, nb, "%s", sets[d]);
+        cr_expect(na > 0 && memcmp(a, b, (size_t)na * sizeof *a) == 0, "%s differs", sets[d]);
+    }
+}
+
+/* Frames that grow tenfold along the run (the ring is sized by the first
+ * frame and bounds the frames in flight by their bytes, giving back the
+ * memory of free slots when they outgrow it): every frame's energy is the
+ * single command's, with one prepare worker or four. */
+Test(run, growing_frames_through_the_ring_match_mdnl_energy)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/grow.xyz", tmpdir);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    for (int k = 0; k < 30; ++k) {
+        const int side = 2 + k / 3, n = side * side * side; /* 8 to 1331 atoms */
+        const double a = 1.5, box = a * side;
+        fprintf(fp, "%d\nLattice=\"%g 0 0 0 %g 0 0 0 %g\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", n, box, box,
+                box);
+        for (int i = 0; i < n; ++i)
+            fprintf(fp, "Ar %.6f %.6f %.6f\n", a * (i / (side * side)) + 0.01 * (i % 7),
+                    a * (i / side % side) + 0.013 * (k % 5), a * (i % side));
+    }
+    fclose(fp);
+    cr_assert_eq(mdnl("energy grow.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 -o e.h5"), 0, "%s", err_text);
+    static double e[64], r[64];
+    const long ne = read_h5_doubles("e.h5", "/observables/potential_energy/value", e, 64);
+    cr_assert_eq(ne, 30);
+    for (int threads = 1; threads <= 16; threads *= 16) {
+        cr_assert_eq(mdnl("run grow.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 3 --bins 30 --threads %d -o r.h5",
+                          threads),
+                     0, "%s", err_text);
+        cr_assert_eq(read_h5_doubles("r.h5", "/observables/potential_energy/value", r, 64), ne);
+        for (long k = 0; k < ne; ++k)
+            cr_expect_eq(r[k], e[k], "%d threads, frame %ld: %.17g vs %.17g", threads, k, r[k], e[k]);
+        char out[512];
+        snprintf(out, sizeof out, "%s/r.h5", tmpdir);
+        cr_expect_eq(unlink(out), 0);
     }
 }
 

@@ -378,7 +378,7 @@ static mdnl_status occupancy(const mdnl_geom *g, const float (*pos4)[4], const d
 /* Slots of the sample's hash of occupied cells (a power of 2, >= 2 WORK_SAMPLE). */
 #define SAMPLE_SLOTS 4096
 /* How many draws ahead the sample's positions are prefetched. */
-#define SAMPLE_PREFETCH 16
+#define SAMPLE_PREFETCH 64
 
 /* The coarse grid's index of fine coordinate x (any integer: the unwrapped
  * cell of an offset) on an axis of n fine cells merged b at a time into nb:
@@ -430,10 +430,11 @@ mdnl_status mdnl_work_occupancy_sampled(const mdnl_geom *g, const float (*pos4)[
         }
     }
     const int64_t ncoarse = nb[0] * nb[1] * nb[2];
-    /* coarse weights, two window buffers, prefix sums; the hash's keys and weights */
+    /* coarse weights, two window buffers, prefix sums; the hash's keys and
+     * weights; the sampled positions */
     const size_t doubles = (size_t)ncoarse * 3 + (2 * COARSE_CELLS + 1) + SAMPLE_SLOTS;
     double *A = mdnl_calloc(doubles, sizeof *A, "cell occupancy sample");
-    int64_t *key = mdnl_malloc(SAMPLE_SLOTS * sizeof *key, "cell occupancy sample");
+    int64_t *key = mdnl_malloc(SAMPLE_SLOTS * sizeof *key + (size_t)m * 3 * sizeof(double), "cell occupancy sample");
     if (!A || !key) {
         free(A), free(key);
         return MDNL_ERR_RESOURCE;
@@ -441,13 +442,19 @@ mdnl_status mdnl_work_occupancy_sampled(const mdnl_geom *g, const float (*pos4)[
     double *W = A + ncoarse, *tmp = W + ncoarse, *pre = tmp + ncoarse, *hw = pre + 2 * COARSE_CELLS + 1;
     for (int h = 0; h < SAMPLE_SLOTS; ++h)
         key[h] = -1;
-    /* The draws first, so that the positions can be prefetched: each is a
-     * cache miss, and the loop below holds few in flight on its own. */
+    /* The draws, then their positions gathered in a loop of loads alone,
+     * prefetched far ahead: each is a cache miss, and a loop that also bins
+     * them holds few in flight (the gather is most of the screen's time). */
     int64_t draw[WORK_SAMPLE];
+    double weight[WORK_SAMPLE]; /* the atoms of the draw's stratum */
     for (int64_t k = 0; k < m; ++k) {
         const int64_t lo = k * n / m, hi = (k + 1) * n / m;
-        draw[k] = lo + (int64_t)(mix64(seed + (uint64_t)k) % (uint64_t)(hi - lo));
+        weight[k] = (double)(hi - lo);
+        /* a multiply, not a 64-bit division, per draw */
+        draw[k] = lo + (int64_t)(((unsigned __int128)mix64(seed + (uint64_t)k) * (uint64_t)(hi - lo)) >> 64);
     }
+    double(*spos)[3] = pos ? (double(*)[3])(void *)(key + SAMPLE_SLOTS) : NULL;
+    float(*spos4)[4] = pos ? NULL : (float(*)[4])(void *)(key + SAMPLE_SLOTS);
     for (int64_t k = 0; k < m; ++k) {
         if (k + SAMPLE_PREFETCH < m) {
             if (pos4)
@@ -455,17 +462,23 @@ mdnl_status mdnl_work_occupancy_sampled(const mdnl_geom *g, const float (*pos4)[
             else
                 __builtin_prefetch(pos[draw[k + SAMPLE_PREFETCH]], 0);
         }
-        const int64_t i = draw[k];
-        const double weight = (double)((k + 1) * n / m - k * n / m);
+        if (pos4)
+            memcpy(spos4[k], pos4[draw[k]], sizeof *spos4);
+        else
+            memcpy(spos[k], pos[draw[k]], sizeof *spos);
+    }
+    /* 32-bit divisions below: cells and merge factors are ints */
+    const uint32_t b0 = (uint32_t)b[0], b1 = (uint32_t)b[1], b2 = (uint32_t)b[2];
+    for (int64_t k = 0; k < m; ++k) {
         int c[3];
-        cell_coords(g, pos4, pos, i, c);
+        cell_coords(g, (const float(*)[4])spos4, (const double(*)[3])spos, k, c);
         const int64_t fine = ((int64_t)c[0] * g->ncell[1] + c[1]) * g->ncell[2] + c[2];
         uint64_t h = mix64((uint64_t)fine) & (SAMPLE_SLOTS - 1);
         while (key[h] >= 0 && key[h] != fine)
             h = (h + 1) & (SAMPLE_SLOTS - 1);
         key[h] = fine;
-        hw[h] += weight;
-        A[((c[0] / b[0]) * nb[1] + c[1] / b[1]) * nb[2] + c[2] / b[2]] += weight;
+        hw[h] += weight[k];
+        A[((int64_t)((uint32_t)c[0] / b0) * nb[1] + (uint32_t)c[1] / b1) * nb[2] + (uint32_t)c[2] / b2] += weight[k];
     }
     for (int h = 0; h < SAMPLE_SLOTS; ++h)
         *pairs += hw[h] * hw[h];

@@ -14,8 +14,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <isa-l/igzip_lib.h>
+#include <libdeflate.h>
 #include <string.h>
-#include <zlib.h>
 
 enum { MAX_THREADS = 256 };
 
@@ -219,7 +220,18 @@ mdnl_status mdnl_pool_map(int threads, int64_t njobs, void *ctx, mdnl_pool_make_
 }
 
 /* HDF5's shuffle filter (H5Zshuffle.c): byte j of element i goes to
- * j * nelem + i; bytes past the last whole element stay where they are. */
+ * j * nelem + i; bytes past the last whole element stay where they are.
+ * Element by element, with the common sizes' inner loop unrolled by the
+ * compiler: each element is read once (byte plane by byte plane read every
+ * element elsize times, ~3x slower on 4-byte j). */
+static inline void shuffle_elems(unsigned char *restrict dst, const unsigned char *restrict src, size_t nelem,
+                                 size_t elsize)
+{
+    for (size_t i = 0; i < nelem; ++i)
+        for (size_t j = 0; j < elsize; ++j)
+            dst[j * nelem + i] = src[i * elsize + j];
+}
+
 static void shuffle(unsigned char *dst, const unsigned char *src, size_t n, size_t elsize)
 {
     size_t nelem = n / elsize;
@@ -227,30 +239,92 @@ static void shuffle(unsigned char *dst, const unsigned char *src, size_t n, size
         memcpy(dst, src, n);
         return;
     }
-    for (size_t j = 0; j < elsize; ++j) {
-        unsigned char *d = dst + j * nelem;
-        const unsigned char *s = src + j;
-        for (size_t i = 0; i < nelem; ++i)
-            d[i] = s[i * elsize];
+    switch (elsize) {
+    case 2:
+        shuffle_elems(dst, src, nelem, 2);
+        break;
+    case 4:
+        shuffle_elems(dst, src, nelem, 4);
+        break;
+    case 8:
+        shuffle_elems(dst, src, nelem, 8);
+        break;
+    default:
+        shuffle_elems(dst, src, nelem, elsize);
     }
     memcpy(dst + nelem * elsize, src + nelem * elsize, n - nelem * elsize);
+}
+
+/* Level 1 (the results file's offsets, j and shift): ISA-L's igzip level
+ * 1, ~4x libdeflate's level 1 and ~8x zlib's compress2 on shuffled
+ * neighbor indices, the stream within 1 % of zlib's size. Its state and
+ * level buffer (~0.4 MiB) are allocated per chunk, as libdeflate's
+ * compressor is below: no state is kept between calls or threads. The
+ * level buffer is zeroed: the stateless call does not reset its hash table
+ * (isal_deflate's reset fills it with total_in, 0 here), and stale entries,
+ * though checked against the data, change which matches are found, so the
+ * bytes would depend on what the memory held before (on the thread count).
+ * Returns the stream's size, 0 when it did not fit in cap (or out of
+ * memory: *nomem set). */
+static size_t deflate_igzip(const unsigned char *in, size_t n, unsigned char *out, size_t cap, bool *nomem)
+{
+    struct isal_zstream *z = calloc(1, sizeof *z + ISAL_DEF_LVL1_DEFAULT);
+    if (!z) {
+        *nomem = true;
+        return 0;
+    }
+    isal_deflate_stateless_init(z);
+    z->level = 1;
+    z->level_buf = (uint8_t *)(z + 1);
+    z->level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+    z->gzip_flag = IGZIP_ZLIB;
+    z->flush = NO_FLUSH;
+    z->end_of_stream = 1;
+    z->next_in = (uint8_t *)(uintptr_t)in;
+    z->avail_in = (uint32_t)n;
+    z->next_out = out;
+    z->avail_out = (uint32_t)cap;
+    size_t len = isal_deflate_stateless(z) == COMP_OK ? z->total_out : 0;
+    free(z);
+    return len;
+}
+
+/* Other levels (and huge chunks): libdeflate at that level, 2-2.5x zlib's
+ * speed. */
+static size_t deflate_libdeflate(const unsigned char *in, size_t n, int level, unsigned char *out, size_t cap,
+                                 bool *nomem)
+{
+    struct libdeflate_compressor *z = libdeflate_alloc_compressor(level < 1 ? 1 : level > 12 ? 12 : level);
+    if (!z) {
+        *nomem = true;
+        return 0;
+    }
+    size_t len = libdeflate_zlib_compress(z, in, n, out, cap);
+    libdeflate_free_compressor(z);
+    return len;
 }
 
 bool mdnl_shuffle_deflate(const void *src, size_t n, size_t elsize, int level, mdnl_pool_buf *b)
 {
     /* The shuffled bytes go at the buffer's end, the deflated stream at its
-     * start; compressBound(n) >= n, so one allocation holds both apart. */
-    uLong bound = compressBound((uLong)n);
-    if (!mdnl_pool_buf_reserve(b, (size_t)bound + n))
+     * start. The room for the stream is zlib's compressBound plus the
+     * largest dynamic Huffman header; a stream that does not fit is not
+     * kept (below). igzip counts in 32 bits: a chunk of 2 GiB or more (a
+     * trajectory frame of ~90M atoms) goes to libdeflate at level 1. */
+    const size_t cap = n + (n >> 12) + (n >> 14) + (n >> 25) + 13 + ISAL_DEF_MAX_HDR_SIZE;
+    if (cap < n || cap > SIZE_MAX - n || !mdnl_pool_buf_reserve(b, cap + n))
         return false;
-    unsigned char *sh = b->data + bound;
+    unsigned char *sh = b->data + cap;
     shuffle(sh, src, n, elsize);
-    uLongf out = bound;
-    /* HDF5's deflate filter: compress2 at the dataset's level. */
-    if (compress2(b->data, &out, sh, (uLong)n, level) == Z_OK) {
+    bool nomem = false;
+    size_t out = level <= 1 && cap <= UINT32_MAX / 2 ? deflate_igzip(sh, n, b->data, cap, &nomem)
+                                                     : deflate_libdeflate(sh, n, level, b->data, cap, &nomem);
+    if (nomem)
+        return false;
+    if (out > 0) {
         b->len = out;
         b->flags = 0;
-    } else {
+    } else { /* did not fit: stored as HDF5 stores a chunk its optional deflate filter failed on */
         memmove(b->data, sh, n);
         b->len = n;
         b->flags = 0x2; /* filter 1 (deflate) skipped */

@@ -74,12 +74,14 @@ void mdnl_pool_stop(mdnl_pool *p);
 /* The CPUs this process may run on (sched_getaffinity), at least 1. */
 int mdnl_cpus_available(void);
 
-/* Shuffles then deflates n bytes of elements of `elsize` bytes at zlib
- * `level` into b, as HDF5's shuffle + deflate filter pipeline does (same
- * bytes): b->flags is the chunk's filter mask (0, or 0x2 when deflate did
- * not shrink the chunk within HDF5's bound and the chunk is stored
- * shuffled only, as HDF5 stores it when its optional deflate filter fails).
- * False when out of memory. */
+/* Shuffles then deflates n bytes of elements of `elsize` bytes at
+ * `level` into b, as HDF5's shuffle + deflate filter pipeline does: the
+ * shuffle is HDF5's, the deflate a zlib stream made by ISA-L's igzip
+ * (level 1) or libdeflate (other levels), not zlib's compress2 bytes; any
+ * inflate, HDF5's filter included, decodes it to the same shuffled chunk.
+ * b->flags is the chunk's filter mask (0, or 0x2 when the stream did not
+ * fit its bound and the chunk is stored shuffled only, as HDF5 stores it
+ * when its optional deflate filter fails). False when out of memory. */
 bool mdnl_shuffle_deflate(const void *src, size_t n, size_t elsize, int level, mdnl_pool_buf *b);
 
 MDNL_END_C

@@ -51,18 +51,22 @@ static mdnl_status fail(const char *path, const char *fmt, ...)
 
 /* A compressed dataset (gzip > 0) bypasses HDF5's filter pipeline: rows
  * are staged in whole chunks, which worker threads shuffle and deflate
- * (mdnl_shuffle_deflate: the bytes the pipeline would make) and this thread
- * stores with H5Dwrite_chunk, in chunk order. The stage holds `threads`
- * chunks, so a trajectory's one-chunk frames are compressed `threads` at a
- * time; a large block (a neighbor list's j) goes from the caller's buffer
- * straight to the workers. The last, partial chunk is padded with zeros (the
- * fill value, as the pipeline pads an edge chunk) and stored at app_finish. */
+ * (mdnl_shuffle_deflate: a stream that inflates to the bytes the pipeline
+ * would deflate) and this thread stores with H5Dwrite_chunk, in chunk order.
+ * The stage holds `threads` chunks, so a trajectory's one-chunk frames are
+ * compressed `threads` at a time; a large block (a neighbor list's j) goes
+ * from the caller's buffer straight to the workers. The last, partial chunk
+ * is padded with zeros (the fill value, as the pipeline pads an edge chunk)
+ * and stored at app_finish. A raw dataset written row for row with a
+ * compressed one (distance with j) may be direct too: its chunks are stored
+ * as they are, by this thread, in between the compressed chunks, so their
+ * writes overlap the workers' deflate instead of following it. */
 typedef struct app {
     hid_t ds;
     int rank;               /* including the unlimited first dimension */
     hsize_t dims[MAX_RANK]; /* current extent */
     char name[96];
-    bool direct;            /* compressed through the workers */
+    bool direct;            /* stored with H5Dwrite_chunk from the stage */
     hid_t ftype;            /* file type (direct: the memory type must equal it) */
     int gzip, threads;
     size_t elsize, row_bytes;
@@ -81,69 +85,87 @@ static void app_close(app *a)
     a->stage = NULL;
 }
 
-/* The chunks first..first+n-1 of a direct dataset, from `rows` (chunk
- * `first` starts at rows). */
+enum { APP_GROUP = 2 }; /* direct datasets stored together, row for row */
+
+/* The chunks first..first+n-1 of na direct datasets with the same chunk
+ * rows, from rows[i] (chunk `first` starts there); piece k is chunk k / na
+ * of dataset k % na. */
 typedef struct chunk_job {
     const char *path;
-    app *a;
-    const unsigned char *rows;
+    app *const *a;
+    const unsigned char *const *rows;
+    int na;
     hsize_t first;
 } chunk_job;
 
 static bool chunk_make(void *ctx, int64_t k, mdnl_pool_buf *b)
 {
     const chunk_job *j = ctx;
-    const size_t bytes = (size_t)j->a->chunk_rows * j->a->row_bytes;
-    return mdnl_shuffle_deflate(j->rows + (size_t)k * bytes, bytes, j->a->elsize, j->a->gzip, b);
+    const app *a = j->a[k % j->na];
+    const size_t bytes = (size_t)a->chunk_rows * a->row_bytes;
+    if (a->gzip <= 0) /* raw: stored from the rows themselves */
+        return true;
+    return mdnl_shuffle_deflate(j->rows[k % j->na] + (size_t)(k / j->na) * bytes, bytes, a->elsize, a->gzip, b);
 }
 
 static mdnl_status chunk_take(void *ctx, int64_t k, const mdnl_pool_buf *b)
 {
     const chunk_job *j = ctx;
     const char *path = j->path;
+    const app *a = j->a[k % j->na];
+    const size_t bytes = (size_t)a->chunk_rows * a->row_bytes;
     hsize_t off[MAX_RANK] = {0};
-    off[0] = (j->first + (hsize_t)k) * j->a->chunk_rows;
-    TRY(H5Dwrite_chunk(j->a->ds, H5P_DEFAULT, b->flags, off, b->len, b->data), "write the dataset %s",
-        j->a->name);
+    off[0] = (j->first + (hsize_t)(k / j->na)) * a->chunk_rows;
+    if (a->gzip > 0)
+        TRY(H5Dwrite_chunk(a->ds, H5P_DEFAULT, b->flags, off, b->len, b->data), "write the dataset %s", a->name);
+    else
+        TRY(H5Dwrite_chunk(a->ds, H5P_DEFAULT, 0, off, bytes, j->rows[k % j->na] + (size_t)(k / j->na) * bytes),
+            "write the dataset %s", a->name);
     return MDNL_OK;
 }
 
-/* Compresses and stores n whole chunks starting at rows (the next chunks). */
-static mdnl_status app_store(const char *path, app *a, const unsigned char *rows, hsize_t n)
+/* Compresses and stores n whole chunks of each of the na datasets, starting
+ * at rows[i] (the next chunks). */
+static mdnl_status app_store(const char *path, app *const *a, const unsigned char *const *rows, int na, hsize_t n)
 {
-    chunk_job j = {path, a, rows, a->stored_rows / a->chunk_rows};
+    chunk_job j = {path, a, rows, na, a[0]->stored_rows / a[0]->chunk_rows};
     char what[160];
-    snprintf(what, sizeof what, "%s: compressing %s", path, a->name);
-    mdnl_status st = mdnl_pool_map(a->threads, (int64_t)n, &j, chunk_make, chunk_take, what);
-    if (st == MDNL_OK)
-        a->stored_rows += n * a->chunk_rows;
+    snprintf(what, sizeof what, "%s: compressing %s", path, a[0]->name);
+    mdnl_status st = mdnl_pool_map(a[0]->threads, (int64_t)n * na, &j, chunk_make, chunk_take, what);
+    for (int i = 0; i < na && st == MDNL_OK; ++i)
+        a[i]->stored_rows += n * a[i]->chunk_rows;
     return st;
 }
 
-/* Appends nrows rows to a direct dataset whose extent already covers them. */
-static mdnl_status app_stage(const char *path, app *a, const unsigned char *src, hsize_t nrows)
+/* Appends nrows rows to na direct datasets in step (the same chunk rows,
+ * stage and stored rows) whose extents already cover them. */
+static mdnl_status app_stage(const char *path, app *const *a, const unsigned char **src, int na, hsize_t nrows)
 {
-    const hsize_t cap = (hsize_t)a->threads * a->chunk_rows;
+    const hsize_t cap = (hsize_t)a[0]->threads * a[0]->chunk_rows;
+    const unsigned char *stage[APP_GROUP];
     mdnl_status st;
-    /* Fill the stage; store it when full. */
-    hsize_t k = nrows < cap - a->stage_rows ? nrows : cap - a->stage_rows;
-    memcpy(a->stage + (size_t)a->stage_rows * a->row_bytes, src, (size_t)k * a->row_bytes);
-    a->stage_rows += k;
-    src += (size_t)k * a->row_bytes;
+    /* Fill the stages; store them when full. */
+    hsize_t k = nrows < cap - a[0]->stage_rows ? nrows : cap - a[0]->stage_rows;
+    for (int i = 0; i < na; ++i) {
+        memcpy(a[i]->stage + (size_t)a[i]->stage_rows * a[i]->row_bytes, src[i], (size_t)k * a[i]->row_bytes);
+        a[i]->stage_rows += k;
+        src[i] += (size_t)k * a[i]->row_bytes;
+        stage[i] = a[i]->stage;
+    }
     nrows -= k;
-    if (a->stage_rows < cap)
+    if (a[0]->stage_rows < cap)
         return MDNL_OK;
-    if ((st = app_store(path, a, a->stage, a->threads)) != MDNL_OK)
+    if ((st = app_store(path, a, stage, na, a[0]->threads)) != MDNL_OK)
         return st;
-    a->stage_rows = 0;
-    /* Whole chunks straight from the caller's rows, the rest to the stage. */
-    hsize_t whole = nrows / a->chunk_rows;
-    if (whole && (st = app_store(path, a, src, whole)) != MDNL_OK)
+    /* Whole chunks straight from the caller's rows, the rest to the stages. */
+    hsize_t whole = nrows / a[0]->chunk_rows;
+    if (whole && (st = app_store(path, a, src, na, whole)) != MDNL_OK)
         return st;
-    src += (size_t)(whole * a->chunk_rows) * a->row_bytes;
-    nrows -= whole * a->chunk_rows;
-    memcpy(a->stage, src, (size_t)nrows * a->row_bytes);
-    a->stage_rows = nrows;
+    for (int i = 0; i < na; ++i) {
+        src[i] += (size_t)(whole * a[i]->chunk_rows) * a[i]->row_bytes;
+        memcpy(a[i]->stage, src[i], (size_t)(nrows - whole * a[i]->chunk_rows) * a[i]->row_bytes);
+        a[i]->stage_rows = nrows - whole * a[i]->chunk_rows;
+    }
     return MDNL_OK;
 }
 
@@ -155,10 +177,26 @@ static mdnl_status app_finish(const char *path, app *a)
     hsize_t n = (a->stage_rows + a->chunk_rows - 1) / a->chunk_rows;
     memset(a->stage + (size_t)a->stage_rows * a->row_bytes, 0,
            (size_t)(n * a->chunk_rows - a->stage_rows) * a->row_bytes);
-    mdnl_status st = app_store(path, a, a->stage, n);
+    const unsigned char *rows = a->stage;
+    mdnl_status st = app_store(path, &a, &rows, 1, n);
     if (st == MDNL_OK)
         a->stage_rows = 0;
     return st;
+}
+
+/* Makes a dataset direct (app_create does for gzip > 0; a raw one written
+ * in step with a compressed one, by app_write_in_step). */
+static mdnl_status app_make_direct(app *a)
+{
+    const uint16_t one = 1;
+    const bool little = *(const unsigned char *)&one == 1; /* the file types are little-endian */
+    if (a->row_bytes == 0 || !little)
+        return MDNL_OK;
+    a->stage = mdnl_malloc((size_t)a->threads * (size_t)a->chunk_rows * a->row_bytes, "HDF5 chunk stage");
+    if (!a->stage)
+        return MDNL_ERR_RESOURCE;
+    a->direct = true;
+    return MDNL_OK;
 }
 
 /* Creates loc/name with rows of shape row[0..rowrank) and an unlimited first
@@ -205,15 +243,7 @@ static mdnl_status app_create(const char *path, hid_t loc, const char *name, hid
     for (int d = 0; d < rowrank; ++d)
         a->row_bytes *= (size_t)row[d];
     a->chunk_rows = chunk_rows;
-    const uint16_t one = 1;
-    const bool little = *(const unsigned char *)&one == 1; /* the file types are little-endian */
-    a->direct = gzip > 0 && a->row_bytes > 0 && little;
-    if (a->direct) {
-        a->stage = mdnl_malloc((size_t)a->threads * (size_t)chunk_rows * a->row_bytes, "HDF5 chunk stage");
-        if (!a->stage)
-            return MDNL_ERR_RESOURCE;
-    }
-    return MDNL_OK;
+    return gzip > 0 ? app_make_direct(a) : MDNL_OK;
 }
 
 /* Appends nrows rows from buf (memtype). */
@@ -235,7 +265,8 @@ static mdnl_status app_write(const char *path, app *a, hid_t memtype, const void
         if (same <= 0)
             return mdnl_error(MDNL_ERR_INTERNAL, "%s: %s: memory type differs from the file's", path, a->name);
         a->dims[0] = newd[0];
-        return app_stage(path, a, buf, nrows);
+        const unsigned char *src = buf;
+        return app_stage(path, &a, &src, 1, nrows);
     }
     bool empty = false;
     for (int d = 1; d < a->rank; ++d)
@@ -254,6 +285,31 @@ static mdnl_status app_write(const char *path, app *a, hid_t memtype, const void
     }
     a->dims[0] = newd[0];
     return MDNL_OK;
+}
+
+/* Appends nrows rows to two direct datasets in step (j and distance: the
+ * same chunk rows and rows so far), their chunks stored in turn. */
+static mdnl_status app_write_in_step(const char *path, app *a, hid_t mta, const void *bufa, app *b, hid_t mtb,
+                                     const void *bufb, hsize_t nrows)
+{
+    if (!a->direct || !b->direct || a->chunk_rows != b->chunk_rows || a->dims[0] != b->dims[0] ||
+        a->stage_rows != b->stage_rows || a->stored_rows != b->stored_rows || a->rank != 1 || b->rank != 1)
+        return mdnl_error(MDNL_ERR_INTERNAL, "%s: %s and %s not in step", path, a->name, b->name);
+    if (nrows == 0)
+        return MDNL_OK;
+    app *ab[APP_GROUP] = {a, b};
+    const hid_t mt[APP_GROUP] = {mta, mtb};
+    const unsigned char *src[APP_GROUP] = {bufa, bufb};
+    for (int i = 0; i < APP_GROUP; ++i) {
+        if (H5Tequal(mt[i], ab[i]->ftype) <= 0)
+            return mdnl_error(MDNL_ERR_INTERNAL, "%s: %s: memory type differs from the file's", path, ab[i]->name);
+        hsize_t newd[MAX_RANK];
+        memcpy(newd, ab[i]->dims, sizeof newd);
+        newd[0] += nrows;
+        TRY(H5Dset_extent(ab[i]->ds, newd), "extend the dataset %s", ab[i]->name);
+        ab[i]->dims[0] = newd[0];
+    }
+    return app_stage(path, ab, src, APP_GROUP, nrows);
 }
 
 /* A fixed-size dataset written at once. */
@@ -957,6 +1013,9 @@ static mdnl_status neighbors_start(mdnl_h5md_results *w)
     for (size_t k = 0; k < sizeof spec / sizeof *spec && st == MDNL_OK; ++k)
         st = app_create(path, w->nb, spec[k].name, spec[k].type, 0, NULL, spec[k].chunk, spec[k].gzip,
                         w->threads, spec[k].a);
+    /* distance is stored raw in step with j (app_write_in_step) */
+    if (st == MDNL_OK && w->nb_j.direct)
+        st = app_make_direct(&w->nb_d);
     int64_t zero = 0;
     if (st == MDNL_OK)
         st = app_write(path, &w->nb_row_start, H5T_NATIVE_INT64, &zero, 1);
@@ -999,8 +1058,10 @@ mdnl_status mdnl_h5md_results_write_neighbors(mdnl_h5md_results *w, int64_t fram
         (st = app_write(path, &w->nb_natoms, H5T_NATIVE_INT64, &natoms, 1)) != MDNL_OK ||
         (st = app_write(path, &w->nb_npairs, H5T_NATIVE_INT64, &npairs, 1)) != MDNL_OK ||
         (st = app_write(path, &w->nb_offsets, H5T_NATIVE_INT64, offsets, (hsize_t)natoms + 1)) != MDNL_OK ||
-        (st = app_write(path, &w->nb_j, H5T_NATIVE_INT32, j, (hsize_t)npairs)) != MDNL_OK ||
-        (st = app_write(path, &w->nb_d, H5T_NATIVE_FLOAT, d, (hsize_t)npairs)) != MDNL_OK ||
+        (st = w->nb_d.direct ? app_write_in_step(path, &w->nb_j, H5T_NATIVE_INT32, j, &w->nb_d, H5T_NATIVE_FLOAT, d,
+                                                 (hsize_t)npairs)
+                             : app_write(path, &w->nb_j, H5T_NATIVE_INT32, j, (hsize_t)npairs)) != MDNL_OK ||
+        (!w->nb_d.direct && (st = app_write(path, &w->nb_d, H5T_NATIVE_FLOAT, d, (hsize_t)npairs)) != MDNL_OK) ||
         (st = app_write(path, &w->nb_row_start, H5T_NATIVE_INT64, &row_end, 1)) != MDNL_OK ||
         (st = app_write(path, &w->nb_pair_start, H5T_NATIVE_INT64, &pair_end, 1)) != MDNL_OK)
         return st;

@@ -43,6 +43,15 @@ const char *mdnl_version(void) { return MDNL_VERSION; }
 
 int mdnl_cuda_devices(void) { return mdnl_cuda_device_count(); }
 
+int mdnl_cuda_built(void)
+{
+#ifdef MDNL_HAVE_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 #ifndef MDNL_HAVE_CUDA
 const char *mdnl_device_description(int device)
 {

@@ -6,6 +6,7 @@
 #include "h5md_writer.h"
 #include "output_file.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,79 @@ static char *put_int(char *p, int64_t v)
     while ((v /= 10) > 0);
     while (n)
         *p++ = tmp[--n];
+    return p;
+}
+
+/* Appends v as printf's "%.9g" of (double)v writes it; returns the new
+ * end. snprintf costs most of a TSV row, so the distances' usual range,
+ * 1e-4 <= v < 1e9 (fixed notation, no exponent), is formatted here with
+ * exact integer arithmetic: v = m * 2^e, and the 9 significant digits are
+ * round-half-even(v * 10^(8 - E)) for E = floor(log10 v), the rounding
+ * glibc's printf does on the exact binary value. Anything else (zero,
+ * negative, huge, tiny, not finite) goes through snprintf. */
+static char *put_float9(char *p, float v)
+{
+    if (!(v >= 1e-4f && v < 1e9f))
+        return p + snprintf(p, 32, "%.9g", (double)v);
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    const int bexp = (int)(bits >> 23 & 0xff); /* normal: v >= 1e-4 */
+    const uint64_t m = (bits & 0x7fffffu) | 0x800000u;
+    const int e = bexp - 150; /* v = m * 2^e, -37 <= e <= 6 */
+    static const uint64_t pow10[] = {1,        10,        100,        1000,        10000,        100000,       1000000,
+                                     10000000, 100000000, 1000000000, 10000000000, 100000000000, 1000000000000};
+    /* E from the binary exponent, then corrected: 10^(8-E) <= 10^12. The
+     * divisor is 2^-e: a shift, the remainder the bits shifted out. */
+    int E = (int)((bexp - 127) * 0.30103);
+    const int sh = e < 0 ? -e : 0;
+    unsigned __int128 num;
+    uint64_t q;
+    for (;;) {
+        if (E < -4 || E > 8)
+            return p + snprintf(p, 32, "%.9g", (double)v);
+        num = (unsigned __int128)m * pow10[8 - E];
+        if (e > 0)
+            num <<= e;
+        q = (uint64_t)(num >> sh);
+        if (q >= 1000000000u)
+            ++E;
+        else if (q < 100000000u)
+            --E;
+        else
+            break;
+    }
+    if (sh > 0) { /* round half to even on the bits below the quotient */
+        const unsigned __int128 r = num & (((unsigned __int128)1 << sh) - 1), half = (unsigned __int128)1 << (sh - 1);
+        if (r > half || (r == half && (q & 1)))
+            ++q;
+    }
+    if (q == 1000000000u) { /* 9.99999999|5 rounded up to the next decade */
+        q = 100000000u;
+        if (++E > 8)
+            return p + snprintf(p, 32, "%.9g", (double)v);
+    }
+    char d[9];
+    for (int k = 8; k >= 0; --k, q /= 10)
+        d[k] = (char)('0' + q % 10);
+    int last = 8; /* trailing zeros of the fraction are dropped */
+    while (last > E && last > 0 && d[last] == '0')
+        --last;
+    if (E >= 0) {
+        for (int k = 0; k <= E; ++k)
+            *p++ = d[k];
+        if (last > E) {
+            *p++ = '.';
+            for (int k = E + 1; k <= last; ++k)
+                *p++ = d[k];
+        }
+    } else {
+        *p++ = '0';
+        *p++ = '.';
+        for (int k = 0; k < -E - 1; ++k)
+            *p++ = '0';
+        for (int k = 0; k <= last; ++k)
+            *p++ = d[k];
+    }
     return p;
 }
 
@@ -56,7 +130,7 @@ static bool tsv_make(void *ctx, int64_t k, mdnl_pool_buf *b)
             *p++ = '\t';
             p = put_int(p, l->j[n]);
             *p++ = '\t';
-            p += snprintf(p, 32, "%.9g", (double)l->d[n]);
+            p = put_float9(p, l->d[n]);
             for (int a = 0; t->S && a < 3; ++a) {
                 *p++ = '\t';
                 p = put_int(p, t->S[n][a]);

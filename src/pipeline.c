@@ -122,18 +122,23 @@ typedef struct slot {
     char verdict_message[2048];
     bool early_checked; /* the guard ran during the backend's start-up (check_early) */
     mdnl_status early_verdict;
-    int early;       /* check_early on this frame: 0 not begun, 1 running, 2 done (under mu) */
-    int64_t seq;     /* the frame's ordinal in the run, set by the reader with its state */
-    int64_t natoms;  /* the frame's atoms while it is in flight (the reader's byte count) */
-    size_t held;     /* bytes the slot's frame holds allocated (the reader's only) */
+    int early;      /* check_early on this frame: 0 not begun, 1 running, 2 done (under mu) */
+    int64_t seq;    /* the frame's ordinal in the run, set by the reader with its state */
+    int64_t natoms; /* the frame's atoms while it is in flight (the reader's byte count) */
+    size_t held;    /* bytes the slot's frame holds allocated (the reader's only) */
 } slot;
 
 /* The ring's depth: config.nslots (2 to 4) when every slot keeps a neighbor
- * list; else as many slots as RING_BYTES of frames allow, up to MAX_SLOTS,
- * so that the reader and the prepare workers run ahead of a stalled stage
- * (the CUDA start-up above all) by more than a few frames. */
-#define MAX_SLOTS 32
+ * list; else as many slots as RING_BYTES of frames allow, up to STEADY_SLOTS
+ * (enough for the prepare workers) and, on the first lap while a CUDA
+ * start-up runs, up to MAX_SLOTS, so that the reader and the prepare workers
+ * run ahead of it by more than a few frames. Frames k < lap0 use slot k,
+ * later ones slot (k - lap0) % nslots: only nslots slots' frames move to
+ * pinned memory once the engine is up (pinning costs ~0.3 ms a MB), the
+ * others give their memory back after the first lap. */
+#define MAX_SLOTS 24
 _Static_assert(MAX_SLOTS <= MDNL_STREAM_MAX_TICKETS, "a slot is a stream ticket");
+#define STEADY_SLOTS 8
 #define RING_BYTES (256.0 * 1048576.0)
 /* A slot's bytes per atom: the frame's positions and species, and the CPU
  * backend's wrapped float positions. */
@@ -155,6 +160,7 @@ typedef struct ring {
     void *user;
     slot slots[MAX_SLOTS];
     int nslots;     /* the ring's depth, fixed by the reader with the first frame (sized) */
+    int lap0;       /* the first lap's depth (>= nslots) */
     int min_slots;  /* config.nslots: frames in flight whatever their bytes */
     int max_slots;  /* the most the depth may be */
     bool sized;     /* nslots is set (under mu; before the first frame is published) */
@@ -183,7 +189,10 @@ typedef struct ring {
 /* Frame k's slot, for a stage after the reader: frame 0 is in slot 0, and
  * a stage reaches frame k > 0 only after it saw frame 0, published after
  * the ring was sized. */
-static slot *slot_at(ring *p, int64_t k) { return &p->slots[k == 0 ? 0 : k % p->nslots]; }
+static slot *slot_at(ring *p, int64_t k)
+{
+    return &p->slots[k == 0 ? 0 : k < p->lap0 ? k : (k - p->lap0) % p->nslots];
+}
 
 /* Records the first failure and wakes every stage. Called with mu unlocked. */
 static void fail(ring *p, mdnl_status st)
@@ -224,9 +233,12 @@ static void size_ring(ring *p, int64_t natoms)
 {
     const double per = (double)(natoms > 0 ? natoms : 1) * (double)SLOT_ATOM_BYTES;
     const double fit = RING_BYTES / per;
-    int n = fit >= (double)p->max_slots ? p->max_slots : (int)fit;
+    const int steady = p->max_slots < STEADY_SLOTS ? p->max_slots : STEADY_SLOTS;
+    const int first = p->speculate ? p->max_slots : steady;
+    int n = fit >= (double)steady ? steady : (int)fit, n0 = fit >= (double)first ? first : (int)fit;
     pthread_mutex_lock(&p->mu);
     p->nslots = n < p->min_slots ? p->min_slots : n;
+    p->lap0 = n0 < p->nslots ? p->nslots : n0;
     p->sized = true;
     pthread_mutex_unlock(&p->mu);
 }
@@ -242,22 +254,31 @@ static size_t frame_bytes(const mdnl_frame *f)
  * mu held. */
 static bool may_read(const ring *p)
 {
-    return p->inflight < p->min_slots ||
-           (double)p->inflight_atoms * (double)SLOT_ATOM_BYTES < RING_BYTES;
+    return p->inflight < p->min_slots || (double)p->inflight_atoms * (double)SLOT_ATOM_BYTES < RING_BYTES;
 }
 
 /* Frames grown past the ring's budget (a trajectory whose frames grow): the
  * free slots give their frames' memory back, so that the slots' memory stays
- * near RING_BYTES however the frames' sizes vary. With mu held; the reader
- * alone allocates frames, and no stage touches a free slot. */
-static void trim_free_slots(ring *p, const slot *keep)
+ * near RING_BYTES however the frames' sizes vary; and past the first lap,
+ * the slots it alone used. With mu held; the reader alone allocates frames,
+ * and no stage touches a free slot. */
+static void trim_free_slots(ring *p, const slot *keep, int64_t k)
 {
+    for (int i = p->nslots; k >= p->lap0 && i < p->lap0; ++i) {
+        slot *o = &p->slots[i];
+        if (o->state == SLOT_FREE && o->held) {
+            const mdnl_frame_allocator *alloc = o->f.pos_alloc;
+            mdnl_frame_free(&o->f);
+            o->f.pos_alloc = alloc;
+            o->held = 0;
+        }
+    }
     double held = 0;
-    for (int i = 0; i < p->nslots; ++i)
+    for (int i = 0; i < p->lap0; ++i)
         held += (double)p->slots[i].held;
     if (held <= RING_BYTES)
         return;
-    for (int i = 0; i < p->nslots; ++i) {
+    for (int i = 0; i < p->lap0; ++i) {
         slot *o = &p->slots[i];
         if (o != keep && o->state == SLOT_FREE && o->held) {
             const mdnl_frame_allocator *alloc = o->f.pos_alloc;
@@ -276,7 +297,7 @@ static void *reader_main(void *arg)
         slot *s;
         pthread_mutex_lock(&p->mu);
         for (;;) {
-            s = p->sized ? &p->slots[k % p->nslots] : &p->slots[0];
+            s = p->sized ? slot_at(p, k) : &p->slots[0];
             if (p->abort || (s->state == SLOT_FREE && may_read(p)))
                 break;
             pthread_cond_wait(&p->cv, &p->mu);
@@ -286,7 +307,7 @@ static void *reader_main(void *arg)
             return NULL;
         }
         if (p->sized)
-            trim_free_slots(p, s);
+            trim_free_slots(p, s, k);
         /* A slot filled during the backend's start-up holds malloc'ed
          * positions; once the engine is up, it moves to the engine's memory. */
         const bool ready = p->engine_ready;
@@ -378,7 +399,7 @@ static mdnl_status check_slot(ring *p, slot *s)
 
 /* During the backend's start-up (a CUDA start-up thread is running, so the
  * backend is likely CUDA): the occupancy guard of the frames the reader reads
- * meanwhile (at most the ring's first nslots frames: none is freed before
+ * meanwhile (at most the ring's first lap0 frames: none is freed before
  * the writer runs), so that the first frames are launched as soon as the
  * device is up. The prepare workers take the frames in order (early_next),
  * each marked running (early 1) then done (2) under mu. The verdict is kept
@@ -394,7 +415,7 @@ static double check_early(ring *p)
     for (;;) {
         slot *s = NULL;
         while (!p->abort && !p->engine_ready) {
-            if (p->sized && p->early_next < p->nslots) {
+            if (p->sized && p->early_next < p->lap0) {
                 slot *t = &p->slots[p->early_next];
                 if (t->state == SLOT_END && t->seq == p->early_next)
                     break;
@@ -439,7 +460,7 @@ static slot *prepare_take(ring *p)
             pthread_cond_wait(&p->cv, &p->mu);
             continue;
         }
-        slot *t = &p->slots[k % p->nslots];
+        slot *t = slot_at(p, k);
         if (t->state == SLOT_END && t->seq == k) {
             p->prep_stop = k < p->prep_stop ? k : p->prep_stop;
             pthread_cond_broadcast(&p->cv);
@@ -676,7 +697,7 @@ void mdnl_context_start_begin(mdnl_context_starter *s, const mdnl_opts *o)
     memset(s, 0, sizeof *s);
     s->opts = o;
     s->t_begin = mdnl_now();
-    if (o->backend == MDNL_BACKEND_CPU)
+    if (o->backend == MDNL_BACKEND_CPU || !mdnl_cuda_built()) /* nothing slow to start */
         return;
     pthread_t *th = malloc(sizeof *th);
     if (th && pthread_create(th, NULL, start_main, s) == 0)
@@ -743,7 +764,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     p->min_slots = c->nslots < 2 ? 2 : c->nslots > 4 ? 4 : c->nslots;
     /* every slot keeps a neighbor list: no deeper than asked */
     p->max_slots = c->neighbors ? p->min_slots : MAX_SLOTS;
-    p->nslots = p->min_slots; /* until the first frame sizes the ring */
+    p->nslots = p->lap0 = p->min_slots; /* until the first frame sizes the ring */
     p->prep_stop = INT64_MAX;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);

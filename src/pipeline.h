@@ -4,10 +4,11 @@
  * Threads share a ring of slots, each owning one mdnl_frame, its float
  * positions and one neighbor list, so memory is bounded by the frames' size,
  * never by the number of frames. The ring holds `nslots` (2 to 4) slots when
- * the neighbor lists are kept; otherwise as many as 256 MiB of frames allow
- * (up to 32, sized by the first frame; past nslots, the frames in flight are
- * bounded by those bytes), so that the reader and the prepare stage run
- * ahead through a slow stretch, above all the CUDA start-up. The threads:
+ * the neighbor lists are kept; otherwise as many as 256 MiB of frames allow,
+ * sized by the first frame (past nslots, the frames in flight are bounded
+ * by those bytes): up to 8, and up to 24 on the first lap while a CUDA
+ * start-up runs, so that the reader and the prepare stage run through the
+ * start-up instead of waiting for it after a few frames. The threads:
  *
  *   reader  (a pthread)      FREE     -> READ      mdnl_frames_next into the slot's frame
  *                                                  (CUDA: positions in pinned host memory)
@@ -111,8 +112,9 @@ typedef struct mdnl_pipeline_config {
 /* The backend's start-up on a thread of its own: the context of the
  * options (mdnl_context_of: the CUDA runtime and context, ~0.2-0.3 s),
  * made while the caller opens its input. mdnl_context_start_begin starts the
- * thread (none for --backend cpu, or when the thread cannot start: the
- * pipeline then makes the context itself); the pipeline joins it and takes
+ * thread (none for --backend cpu, in a build without CUDA, or when the
+ * thread cannot start: the pipeline then makes the context itself); the
+ * pipeline joins it and takes
  * the context, reporting its error as its own. mdnl_context_start_end joins
  * (idempotent) and frees a context nobody took: call it before o goes. */
 typedef struct mdnl_context_starter {

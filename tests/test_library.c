@@ -1076,6 +1076,7 @@ ParameterizedTest(mdnl_compute *b, library, stream_on_a_context_made_on_another_
 {
     if (*b == MDNL_COMPUTE_CUDA && mdnl_cuda_devices() < 1)
         cr_skip_test("no CUDA device");
+    cr_assert(mdnl_cuda_built() || mdnl_cuda_devices() == 0);
     start_arg a = {*b, NULL, MDNL_ERR_INTERNAL};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, start_context, &a), 0);

@@ -611,8 +611,8 @@ Test(run, an_earlier_frame_error_comes_first_whichever_stage_finds_a_later_one)
 
 /* Several prepare workers (one a four --threads) take the read frames in
  * order and finish them in any order; the first bad frame is still the one
- * reported, wherever it lies in a 40-frame run (the ring's first frames, its
- * second lap: the ring holds 32 such frames, the last), whichever stage finds it and whatever the next
+ * reported, wherever it lies in a 40-frame run (the ring's first frames, a
+ * later lap: the ring holds 8 to 24 such frames, the last), whichever stage finds it and whatever the next
  * frame holds. Without an error, the results equal one worker's. */
 Test(run, many_prepare_workers_report_the_first_bad_frame_at_any_position)
 {
@@ -657,6 +657,43 @@ Test(run, many_prepare_workers_report_the_first_bad_frame_at_any_position)
         long na = read_h5_doubles("many.h5", sets[d], a, 64), nb = read_h5_doubles("one.h5", sets[d], b, 64);
         cr_expect_eq(na, nb, "%s", sets[d]);
         cr_expect(na > 0 && memcmp(a, b, (size_t)na * sizeof *a) == 0, "%s differs", sets[d]);
+    }
+}
+
+/* Frames that grow tenfold along the run (the ring is sized by the first
+ * frame and bounds the frames in flight by their bytes, giving back the
+ * memory of free slots when they outgrow it): every frame's energy is the
+ * single command's, with one prepare worker or four. */
+Test(run, growing_frames_through_the_ring_match_mdnl_energy)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/grow.xyz", tmpdir);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    for (int k = 0; k < 30; ++k) {
+        const int side = 2 + k / 3, n = side * side * side; /* 8 to 1331 atoms */
+        const double a = 1.5, box = a * side;
+        fprintf(fp, "%d\nLattice=\"%g 0 0 0 %g 0 0 0 %g\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", n, box, box,
+                box);
+        for (int i = 0; i < n; ++i)
+            fprintf(fp, "Ar %.6f %.6f %.6f\n", a * (i / (side * side)) + 0.01 * (i % 7),
+                    a * (i / side % side) + 0.013 * (k % 5), a * (i % side));
+    }
+    fclose(fp);
+    cr_assert_eq(mdnl("energy grow.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 -o e.h5"), 0, "%s", err_text);
+    static double e[64], r[64];
+    const long ne = read_h5_doubles("e.h5", "/observables/potential_energy/value", e, 64);
+    cr_assert_eq(ne, 30);
+    for (int threads = 1; threads <= 16; threads *= 16) {
+        cr_assert_eq(mdnl("run grow.xyz -c 2.5 --pair lj:epsilon=1,sigma=1 --rmax 3 --bins 30 --threads %d -o r.h5",
+                          threads),
+                     0, "%s", err_text);
+        cr_assert_eq(read_h5_doubles("r.h5", "/observables/potential_energy/value", r, 64), ne);
+        for (long k = 0; k < ne; ++k)
+            cr_expect_eq(r[k], e[k], "%d threads, frame %ld: %.17g vs %.17g", threads, k, r[k], e[k]);
+        char out[512];
+        snprintf(out, sizeof out, "%s/r.h5", tmpdir);
+        cr_expect_eq(unlink(out), 0);
     }
 }
 

@@ -3,7 +3,7 @@
 # skipping what is already there. The CUDA toolkit is optional: when nvcc is
 # on PATH (or in /usr/local/cuda/bin) the CUDA backend builds too.
 set -euo pipefail
-pkgs=(cmake make gcc pkg-config gzip xz-utils zstd libhdf5-dev zlib1g-dev liblzma-dev libzstd-dev libcriterion-dev libopenmpi-dev openmpi-bin python3 python3-numpy python3-h5py python3-mdanalysis
+pkgs=(cmake make gcc pkg-config gzip xz-utils zstd libhdf5-dev zlib1g-dev liblzma-dev libzstd-dev libdeflate-dev libisal-dev libcriterion-dev libopenmpi-dev openmpi-bin python3 python3-numpy python3-h5py python3-mdanalysis
       python3-ase python3-pytest python3-pip python3-setuptools)
 missing=()
 for p in "${pkgs[@]}"; do

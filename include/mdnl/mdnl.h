@@ -102,6 +102,9 @@ MDNL_API mdnl_status mdnl_context_create(const mdnl_context_options *options, md
 MDNL_API void mdnl_context_free(mdnl_context *ctx);
 /* The backend the context computes on: MDNL_COMPUTE_CPU or MDNL_COMPUTE_CUDA. */
 MDNL_API mdnl_compute mdnl_context_backend(const mdnl_context *ctx);
+/* 1 when libmdnl was built with CUDA (a device may still be absent), else
+ * 0: makes no CUDA call (mdnl_cuda_devices starts the driver). Thread-safe. */
+MDNL_API int mdnl_cuda_built(void);
 /* Number of usable CUDA devices (0 without CUDA). Thread-safe. */
 MDNL_API int mdnl_cuda_devices(void);
 

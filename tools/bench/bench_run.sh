@@ -162,14 +162,16 @@ except ValueError:
     pass
 cat = json.loads(open(sys.argv[3]).read())
 by = {r["label"]: r for r in rows}
-print("%-24s %7s %9s %10s %10s %9s %9s %9s %9s %10s" % ("run", "frames", "atoms/fr", "frames/s", "steady/s", "read s",
-                                                       "compute s", "write s", "wall s", "rss MiB"))
+# prepare s: the prepare workers' busy seconds, summed (CUDA: the occupancy guard, and the device wrap's launch)
+print("%-24s %7s %9s %10s %10s %9s %9s %9s %9s %9s %10s" % ("run", "frames", "atoms/fr", "frames/s", "steady/s",
+                                                            "read s", "prepare s", "compute s", "write s", "wall s",
+                                                            "rss MiB"))
 for r in rows:
     s = r["seconds"]
     rss = "%.0f" % (r["peak_rss_kib"] / 1024) if r["peak_rss_kib"] else "-"
-    print("%-24s %7d %9d %10.2f %10.2f %9.3f %9.3f %9.3f %9.3f %10s" % (
+    print("%-24s %7d %9d %10.2f %10.2f %9.3f %9.3f %9.3f %9.3f %9.3f %10s" % (
         r["label"], r["frames"], r["atoms"], r["frames_per_second"], r.get("frames_per_second_steady") or 0,
-        s["read"], s["compute"], s["write"], s["wall"], rss))
+        s["read"], s.get("prepare", 0.0), s["compute"], s["write"], s["wall"], rss))
 
 
 def verdict(ok):

@@ -13,7 +13,8 @@
 # smallest write time: compute ("neighbors") and write seconds of the
 # --json summary (wall), write / compute, the output's bytes, MB/s of the
 # write, and the whole process's CPU seconds (user + sys, /usr/bin/time; on
-# a shared machine wall times follow the other jobs, CPU seconds do not).
+# a shared machine wall times follow the other jobs, CPU seconds do not;
+# the load average before and after is printed with the table).
 # Target (issue 59, 2 cores): HDF5 write <= 1.3 x compute.
 set -eu
 threads=${1:-$(nproc)}
@@ -36,6 +37,7 @@ cpu() { # CPU seconds of the last run
 }
 timer=""
 [ -x /usr/bin/time ] && timer="/usr/bin/time -f %U_%S -o $dir/.time"
+echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-5s %7s %9s %9s %7s %12s %8s %7s\n' format threads compute_s write_s ratio bytes MB/s cpu_s
 for fmt in h5 tsv; do
     for t in 1 "$threads"; do
@@ -62,3 +64,4 @@ for fmt in h5 tsv; do
             'BEGIN{printf "%-5s %7d %9.3f %9.3f %7.2f %12d %8.0f %7.2f\n", f, t, c, w, w / c, b, b / w / 1e6, u}'
     done
 done
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -221,7 +221,7 @@ mdnl_status mdnl_work_check_list_memory(const char *source, const mdnl_geom *g, 
  * MDNL_WORK_CANDIDATES_PER_PAIR x max_pairs. Positions: the wrapped float
  * positions of mdnl_geom_prepare (pos4), else the frame's double positions
  * (pos; a device run keeps its wrapped positions on the device). Callers:
- * src/engine.c before every host-positions kernel call, src/pipeline.c for a
+ * mdnl_geom_prepare, and libmdnl's streams (lib/library_stream.c) for a
  * device-wrapped frame. MDNL_ERR_RESOURCE when its scratch (24 bytes a cell)
  * cannot be allocated. */
 /* inv = the inverse of the 3x3 matrix a (rows are lattice vectors); false

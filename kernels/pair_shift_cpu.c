@@ -1,8 +1,8 @@
 /* pair_shift_cpu.c — the host post-pass of pair_shift.h: S and D of every
  * entry of a host list, a row at a time (OpenMP). The CUDA twin is
  * pair_shift.cu; both are the per-entry functions of pair_shift.h, so the
- * same bytes. Used by the library (lib/library.c) and the command line
- * (src/engine.c). */
+ * same bytes. Used by the library (lib/library.c, and its streams through
+ * lib/engine.c). */
 #include "pair_shift.h"
 
 mdnl_status mdnl_pair_shifts_cpu(const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4], const mdnl_nlist *l,

@@ -8,6 +8,8 @@
  * travels with the frame (frame.h max_pairs). */
 #include "mdnl/mdnl.h"
 
+#include "library.h"
+
 #include "coord.h"
 #include "device.h"
 #include "energy.h"
@@ -36,51 +38,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct mdnl_context {
-    mdnl_compute backend; /* CPU or CUDA, never AUTO */
-    int device, threads;
-    double max_pairs;
-    char limit_name[64]; /* mdnl_context_set_limit_name's; "" the default */
-    double (*xyz)[3]; /* float32 positions widened to double */
-    int64_t xyz_cap;
-    float (*pos4)[4];
-    int64_t pos4_cap;
-    mdnl_nlist list;
-    mdnl_nlist_cpu_kept kept;
-    int32_t (*shifts)[3];
-    int64_t shifts_cap;
-    double (*vectors)[3];
-    int64_t vectors_cap;
-    uint64_t *counts;
-    int64_t counts_cap;
-    int32_t *species; /* species clamped to the pairs' range (histograms) */
-    int64_t species_cap;
-    char *source;     /* mdnl_context_set_frame: messages name it; NULL: the call */
-    int64_t frame;    /* the frame index messages name */
-    mdnl_method method, last_method;
-#ifdef MDNL_HAVE_CUDA
-    mdnl_coord_cuda *coord;
-    mdnl_cuda_ctx *cuda;
-    mdnl_wrap_cuda *wrap;
-    mdnl_energy_cuda *energy;
-    mdnl_hist_cuda *hist;
-    mdnl_lib_cuda *post;
-    mdnl_shift_cuda *shift;
-#endif
-};
 
 const char *mdnl_version(void) { return MDNL_VERSION; }
 
 int mdnl_cuda_devices(void) { return mdnl_cuda_device_count(); }
 
+int mdnl_cuda_built(void)
+{
+#ifdef MDNL_HAVE_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+#ifndef MDNL_HAVE_CUDA
+const char *mdnl_device_description(int device)
+{
+    (void)device;
+    return "none (built without CUDA)";
+}
+#endif
+
 /* ---- entry and exit: the context's thread count and device ---- */
 
-typedef struct scope {
-    int threads_before, device_before, current_before;
-    const char *source;
-} scope;
+typedef mdnl_lib_scope scope;
 
-static scope enter(const mdnl_context *ctx)
+mdnl_lib_scope mdnl_lib_enter(const mdnl_context *ctx)
 {
     scope s = {omp_get_max_threads(), -1, -1, ctx->source};
     if (ctx->threads > 0)
@@ -93,7 +77,7 @@ static scope enter(const mdnl_context *ctx)
     return s;
 }
 
-static mdnl_status leave(scope s, mdnl_status st, const char *fn)
+void mdnl_lib_restore(mdnl_lib_scope s)
 {
     omp_set_num_threads(s.threads_before);
     (void)mdnl_cuda_use_device(s.device_before);
@@ -101,6 +85,13 @@ static mdnl_status leave(scope s, mdnl_status st, const char *fn)
     if (s.current_before >= 0)
         (void)mdnl_lib_cuda_swap_device(s.current_before);
 #endif
+}
+
+static scope enter(const mdnl_context *ctx) { return mdnl_lib_enter(ctx); }
+
+static mdnl_status leave(scope s, mdnl_status st, const char *fn)
+{
+    mdnl_lib_restore(s);
     if (st == MDNL_OK || st == MDNL_END)
         return st;
     /* With a source (mdnl_context_set_frame) the data is named, not the call. */
@@ -253,9 +244,11 @@ mdnl_status mdnl_host_alloc(mdnl_context *ctx, size_t bytes, void **out)
     if (!ctx || !out)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_host_alloc: %s is NULL", !ctx ? "the context" : "out");
 #ifdef MDNL_HAVE_CUDA
-    if (ctx->backend == MDNL_COMPUTE_CUDA)
+    if (ctx->backend == MDNL_COMPUTE_CUDA) { /* on the context's device, whichever thread asks */
+        const int before = mdnl_cuda_use_device(ctx->device);
         *out = mdnl_cuda_host_alloc(bytes ? bytes : 1, "host memory");
-    else
+        (void)mdnl_cuda_use_device(before);
+    } else
 #endif
         *out = mdnl_malloc(bytes ? bytes : 1, "host memory");
     if (!*out)
@@ -269,7 +262,9 @@ void mdnl_host_free(mdnl_context *ctx, void *p)
         return;
 #ifdef MDNL_HAVE_CUDA
     if (ctx->backend == MDNL_COMPUTE_CUDA) {
+        const int before = mdnl_cuda_use_device(ctx->device);
         mdnl_cuda_host_free(p);
+        (void)mdnl_cuda_use_device(before);
         return;
     }
 #endif
@@ -281,8 +276,9 @@ void mdnl_host_free(mdnl_context *ctx, void *p)
 /* The work guard's refusals name the context's option, not the CLI's. */
 #define MDNL_LIMIT_OPTION "mdnl_context_options.max_pairs"
 
-/* Grows *p to n elements of `size` bytes (contents dropped). */
-static mdnl_status grow(void **p, int64_t *cap, int64_t n, size_t size, const char *what)
+#define grow mdnl_lib_grow
+
+mdnl_status mdnl_lib_grow(void **p, int64_t *cap, int64_t n, size_t size, const char *what)
 {
     if (n <= *cap && *p)
         return MDNL_OK;
@@ -294,9 +290,8 @@ static mdnl_status grow(void **p, int64_t *cap, int64_t n, size_t size, const ch
     return *p ? MDNL_OK : MDNL_ERR_RESOURCE;
 }
 
-/* Checks sys and describes it as a frame (f->pos NULL when `device`; else the
- * caller's float64 positions, or the context's widened copy of float32). */
-static mdnl_status system_frame(mdnl_context *ctx, const mdnl_system *sys, int device, mdnl_frame *f)
+mdnl_status mdnl_lib_frame_of(const mdnl_system *sys, int64_t index, double max_pairs, const char *limit_option,
+                              int device, double (**xyz)[3], int64_t *xyz_cap, mdnl_frame *f)
 {
     memset(f, 0, sizeof *f);
     if (!sys)
@@ -309,9 +304,9 @@ static mdnl_status system_frame(mdnl_context *ctx, const mdnl_system *sys, int d
     if (sys->n > 0 && !sys->positions)
         return mdnl_error(MDNL_ERR_USAGE, "positions are NULL for %lld atoms", (long long)sys->n);
     f->natoms = f->capacity = sys->n;
-    f->index = ctx->frame;
-    f->max_pairs = ctx->max_pairs;
-    f->limit_option = ctx->limit_name[0] ? ctx->limit_name : MDNL_LIMIT_OPTION;
+    f->index = index;
+    f->max_pairs = max_pairs;
+    f->limit_option = limit_option;
     f->box.has_lattice = sys->cell != NULL;
     for (int k = 0; k < 3; ++k) {
         f->box.pbc[k] = sys->pbc[k] != 0;
@@ -331,14 +326,27 @@ static mdnl_status system_frame(mdnl_context *ctx, const mdnl_system *sys, int d
         f->pos = (double(*)[3])(uintptr_t)sys->positions; /* read only: the frame is never freed */
         return MDNL_OK;
     }
-    mdnl_status st = grow((void **)&ctx->xyz, &ctx->xyz_cap, sys->n, sizeof *ctx->xyz, "positions (double)");
+    mdnl_status st = grow((void **)xyz, xyz_cap, sys->n, sizeof **xyz, "positions (double)");
     if (st != MDNL_OK)
         return st;
     const float *x = sys->positions;
     for (int64_t i = 0; i < 3 * sys->n; ++i)
-        ctx->xyz[i / 3][i % 3] = (double)x[i];
-    f->pos = ctx->xyz;
+        (*xyz)[i / 3][i % 3] = (double)x[i];
+    f->pos = *xyz;
     return MDNL_OK;
+}
+
+const char *mdnl_lib_limit_option(const mdnl_context *ctx)
+{
+    return ctx->limit_name[0] ? ctx->limit_name : MDNL_LIMIT_OPTION;
+}
+
+/* Checks sys and describes it as a frame (f->pos NULL when `device`; else the
+ * caller's float64 positions, or the context's widened copy of float32). */
+static mdnl_status system_frame(mdnl_context *ctx, const mdnl_system *sys, int device, mdnl_frame *f)
+{
+    return mdnl_lib_frame_of(sys, ctx->frame, ctx->max_pairs, mdnl_lib_limit_option(ctx), device, &ctx->xyz,
+                             &ctx->xyz_cap, f);
 }
 
 /* Wraps the frame on the host into the context's pos4 and lays out g. */
@@ -506,7 +514,9 @@ mdnl_status mdnl_neighbors_device(mdnl_context *ctx, const mdnl_system *sys, dou
 
 /* ---- energy ---- */
 
-static mdnl_status potential_of(const mdnl_pair_params *pp, double cutoff, mdnl_potential *p)
+#define potential_of mdnl_lib_potential_of
+
+mdnl_status mdnl_lib_potential_of(const mdnl_pair_params *pp, double cutoff, mdnl_potential *p)
 {
     if (!pp)
         return mdnl_error(MDNL_ERR_USAGE, "the pair parameters are NULL");
@@ -548,17 +558,15 @@ mdnl_status mdnl_energy(mdnl_context *ctx, const mdnl_system *sys, const mdnl_pa
     return leave(s, energy_body(ctx, sys, params, cutoff, total, per_atom), "mdnl_energy");
 }
 
-static mdnl_status energy_types_body(mdnl_context *ctx, const mdnl_system *sys, int32_t ntypes,
-                                     const mdnl_pair_params *params, const double *cutoffs, const int32_t *types,
-                                     double *total, double *per_atom)
+mdnl_status mdnl_lib_pair_table(int32_t ntypes, const mdnl_pair_params *params, const double *cutoffs,
+                                mdnl_pair_table *t)
 {
     if (ntypes < 1 || ntypes > MDNL_ENERGY_MAX_TYPES)
         return mdnl_error(MDNL_ERR_USAGE, "ntypes = %d, expected 1..%d", ntypes, MDNL_ENERGY_MAX_TYPES);
     if (!params || !cutoffs)
         return mdnl_error(MDNL_ERR_USAGE, "the %s are NULL", !params ? "pair parameters" : "cutoffs");
-    mdnl_pair_table t;
-    memset(&t, 0, sizeof t);
-    t.ntypes = ntypes;
+    memset(t, 0, sizeof *t);
+    t->ntypes = ntypes;
     mdnl_status st;
     for (int32_t a = 0; a < ntypes; ++a)
         for (int32_t b = 0; b < ntypes; ++b) {
@@ -572,11 +580,22 @@ static mdnl_status energy_types_body(mdnl_context *ctx, const mdnl_system *sys, 
                 cutoffs[k] != cutoffs[kt])
                 return mdnl_error(MDNL_ERR_USAGE, "pair (%d, %d) differs from pair (%d, %d): the table must be "
                                   "symmetric", a, b, b, a);
-            if ((st = potential_of(&params[k], cutoffs[k], &t.p[k])) != MDNL_OK)
+            if ((st = potential_of(&params[k], cutoffs[k], &t->p[k])) != MDNL_OK)
                 return mdnl_error(st, "pair (%d, %d): %s", a, b, mdnl_last_error());
-            t.cut2[k] = (float)(cutoffs[k] * cutoffs[k]);
-            t.max_cutoff = cutoffs[k] > t.max_cutoff ? cutoffs[k] : t.max_cutoff;
+            t->cut2[k] = (float)(cutoffs[k] * cutoffs[k]);
+            t->max_cutoff = cutoffs[k] > t->max_cutoff ? cutoffs[k] : t->max_cutoff;
         }
+    return MDNL_OK;
+}
+
+static mdnl_status energy_types_body(mdnl_context *ctx, const mdnl_system *sys, int32_t ntypes,
+                                     const mdnl_pair_params *params, const double *cutoffs, const int32_t *types,
+                                     double *total, double *per_atom)
+{
+    mdnl_pair_table t;
+    mdnl_status st = mdnl_lib_pair_table(ntypes, params, cutoffs, &t);
+    if (st != MDNL_OK)
+        return st;
     mdnl_frame f;
     mdnl_geom g;
     if ((st = system_frame(ctx, sys, 0, &f)) != MDNL_OK)

@@ -14,9 +14,12 @@
  * wherever they are (mdnl_work_cells_bounded, any frame of ~1,000 atoms
  * under the default limit) skips it. */
 #include "cuda_check.cuh"
+#include "device.h"
 #include "library_cuda.h"
+#include "mdnl/mdnl.h"
 
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,4 +242,17 @@ extern "C" mdnl_status mdnl_lib_cuda_check_cells(mdnl_lib_cuda *c, void *stream,
     MDNL_CUDA_CHECK(cudaStreamSynchronize(s));
     const float xyz[3] = {p.x, p.y, p.z};
     return mdnl_work_refuse_cells(g, &o, xyz);
+}
+
+extern "C" MDNL_API const char *mdnl_device_description(int device)
+{
+    static char name[320];
+    cudaDeviceProp p;
+    if (device < 0 || device >= mdnl_cuda_device_count() || cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return "none";
+    }
+    snprintf(name, sizeof name, "%s, sm_%d%d, %.0f GiB", p.name, p.major, p.minor,
+             (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    return name;
 }

@@ -4,7 +4,6 @@
 #include "cli.h"
 
 #include "chunk_pool.h"
-#include "device.h"
 #include "mpi_split.h"
 
 #include <errno.h>
@@ -23,11 +22,6 @@ double mdnl_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies)
-{
-    return mdnl_work_check_list_memory(input, g, kind == MDNL_LIST_FULL, copies);
 }
 
 /* ---- option values ---- */
@@ -490,7 +484,6 @@ mdnl_status mdnl_parse_options(const char *command, const char *allowed, int arg
     }
     if (o->json)
         o->quiet = true; /* stdout belongs to the JSON object */
-    mdnl_work_set_limit(o->max_pairs); /* the work guard of every frame prepared from here on (geometry.h) */
     if (o->has_threads && o->threads > MAX_THREADS)
         return mdnl_error(MDNL_ERR_USAGE, "--threads: expected 1 to %d, got %lld", MAX_THREADS, o->threads);
 #ifdef _OPENMP
@@ -521,10 +514,10 @@ const char *mdnl_backend_name(mdnl_backend b)
 
 mdnl_status mdnl_choose_backend(const mdnl_opts *o, mdnl_backend *out)
 {
-    int devices = mdnl_cuda_device_count();
+    int devices = mdnl_cuda_devices();
     if (o->backend == MDNL_BACKEND_CUDA && devices == 0)
         return mdnl_error(MDNL_ERR_RESOURCE, "--backend cuda: no CUDA device is available (%s)",
-                          mdnl_cuda_device_name());
+                          mdnl_device_description(0));
     if (o->backend == MDNL_BACKEND_CPU)
         *out = MDNL_BACKEND_CPU;
     else
@@ -541,7 +534,7 @@ mdnl_status mdnl_context_of(const mdnl_opts *o, mdnl_context **out)
         return st;
     const mdnl_context_options co = {
         .backend = b == MDNL_BACKEND_CUDA ? MDNL_COMPUTE_CUDA : MDNL_COMPUTE_CPU,
-        .device = b == MDNL_BACKEND_CUDA ? mdnl_cuda_device_index() : 0,
+        .device = b == MDNL_BACKEND_CUDA ? o->device : 0,
         .max_pairs = o->max_pairs,
         .threads = o->has_threads ? (int)o->threads : 0,
     };
@@ -553,6 +546,16 @@ mdnl_status mdnl_context_of(const mdnl_opts *o, mdnl_context **out)
         *out = NULL;
     }
     return st;
+}
+
+void mdnl_pair_params_of(const mdnl_potential *p, int ntypes, mdnl_pair_params *params, double *cutoffs)
+{
+    for (int k = 0; k < ntypes * ntypes; ++k) {
+        params[k] = (mdnl_pair_params){.style = p[k].kind == MDNL_POTENTIAL_MORSE ? MDNL_PAIR_MORSE : MDNL_PAIR_LJ,
+                                       .epsilon = p[k].epsilon, .sigma = p[k].sigma, .d0 = p[k].d0,
+                                       .alpha = p[k].alpha, .r0 = p[k].r0, .shift = p[k].shift};
+        cutoffs[k] = p[k].cutoff;
+    }
 }
 
 mdnl_backend mdnl_backend_of(const mdnl_context *ctx)

@@ -50,7 +50,8 @@ typedef struct mdnl_opts {
     bool neighbors; /* run: store the lists */
     bool with_shift, with_vector; /* neighbors --with shift,vector: each entry's S and D too */
     bool read_only; /* run: read and parse only */
-    double max_pairs;    /* --max-pairs: the work guard's limit (geometry.h); 0: the default */
+    double max_pairs;    /* --max-pairs: the work guard's limit (the contexts' max_pairs); 0: the default */
+    int device;          /* the CUDA device of the command's contexts (an MPI rank's: mdnl_mpi_choose_device) */
     long long threads;   /* --threads N: CPU threads (mdnl_threads) */
     bool has_threads;
     bool coords_checked; /* run: every frame goes through a prepare that rejects non-finite
@@ -124,10 +125,6 @@ void mdnl_progress_start(mdnl_progress *p, const mdnl_opts *o, mdnl_frames *fs);
 void mdnl_progress_step(mdnl_progress *p);
 void mdnl_progress_end(mdnl_progress *p);
 
-/* The work guard's memory half for `mdnl run`'s lists
- * (geometry.h mdnl_work_check_list_memory, naming the input). */
-mdnl_status mdnl_check_list_memory(const char *input, const mdnl_geom *g, mdnl_list_kind kind, int copies);
-
 /* Wall-clock seconds (monotonic). */
 double mdnl_now(void);
 
@@ -137,10 +134,13 @@ mdnl_status mdnl_choose_backend(const mdnl_opts *o, mdnl_backend *out);
 const char *mdnl_backend_name(mdnl_backend b);
 
 /* The commands compute through libmdnl (include/mdnl/mdnl.h). The context
- * of a command's options: --backend (mdnl_choose_backend), the process's
- * device, --max-pairs, --threads and --method. Freed with
+ * of a command's options: --backend (mdnl_choose_backend), the device
+ * (o->device), --max-pairs, --threads and --method. Freed with
  * mdnl_context_free. */
 mdnl_status mdnl_context_of(const mdnl_opts *o, mdnl_context **out);
+/* The library's pair parameters and cutoffs of ntypes x ntypes potentials
+ * (a --pair/--pair-coeff table's p[], or one potential with ntypes 1). */
+void mdnl_pair_params_of(const mdnl_potential *p, int ntypes, mdnl_pair_params *params, double *cutoffs);
 /* The backend a context computes on, as the summaries name it. */
 mdnl_backend mdnl_backend_of(const mdnl_context *ctx);
 /* Frame f as the library's system: borrowed, valid while f is unchanged.

@@ -30,13 +30,7 @@ mdnl_status mdnl_cmd_energy(int argc, char **argv)
     /* the library's per-pair parameters and cutoffs */
     mdnl_pair_params params[MDNL_PAIR_TYPES_MAX * MDNL_PAIR_TYPES_MAX];
     double cutoffs[MDNL_PAIR_TYPES_MAX * MDNL_PAIR_TYPES_MAX];
-    for (int k = 0; k < tab.ntypes * tab.ntypes; ++k) {
-        const mdnl_potential *p = &tab.p[k];
-        params[k] = (mdnl_pair_params){.style = p->kind == MDNL_POTENTIAL_MORSE ? MDNL_PAIR_MORSE : MDNL_PAIR_LJ,
-                                       .epsilon = p->epsilon, .sigma = p->sigma, .d0 = p->d0, .alpha = p->alpha,
-                                       .r0 = p->r0, .shift = p->shift};
-        cutoffs[k] = p->cutoff;
-    }
+    mdnl_pair_params_of(tab.p, tab.ntypes, params, cutoffs);
     const char *input = o.positional[0];
     const char *outpath = o.output ? o.output : (o.json ? NULL : "-");
     const bool h5 = outpath && mdnl_is_hdf5_path(outpath);

@@ -7,7 +7,6 @@
  * rank 0 writes the one result (mpi_split.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
-#include "engine.h"
 #include "h5md_reader.h"
 #include "h5md_writer.h"
 #include "mpi_split.h"
@@ -314,11 +313,11 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
 
     /* The CUDA start-up (~0.2-0.3 s) runs on a thread of its own while the
      * input and outputs are opened; the pipeline joins it. */
-    mdnl_engine_starter starter;
+    mdnl_context_starter starter;
     memset(&starter, 0, sizeof starter);
     mdnl_mpi_choose_device(&o);
     if (!o.read_only) {
-        mdnl_engine_start_begin(&starter, &o);
+        mdnl_context_start_begin(&starter, &o);
         cfg.starter = &starter;
     }
     double t_open = mdnl_now();
@@ -447,7 +446,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         }
     }
 done:
-    mdnl_engine_start_join(&starter); /* a failure before the pipeline: no start-up thread outlives the command */
+    mdnl_context_start_end(&starter); /* a failure before the pipeline: no start-up thread outlives the command */
     mdnl_progress_end(&prog);
     if (st != MDNL_OK)
         abort_outputs(&out);

@@ -35,7 +35,7 @@ bool mdnl_mpi_split_active(void) { return false; }
 
 bool mdnl_mpi_root(void) { return true; }
 
-void mdnl_mpi_choose_device(const mdnl_opts *o) { (void)o; }
+void mdnl_mpi_choose_device(mdnl_opts *o) { (void)o; }
 
 mdnl_status mdnl_mpi_split(mdnl_status st, mdnl_frames *fs)
 {

@@ -3,8 +3,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_split.h"
 
-#include "device.h"
-
 #include <mpi.h>
 
 #include <math.h>
@@ -118,14 +116,14 @@ bool mdnl_mpi_split_active(void) { return M.active; }
 
 bool mdnl_mpi_root(void) { return M.rank == 0; }
 
-void mdnl_mpi_choose_device(const mdnl_opts *o)
+void mdnl_mpi_choose_device(mdnl_opts *o)
 {
     if (!M.active || o->backend == MDNL_BACKEND_CPU)
         return;
-    int n = mdnl_cuda_device_count();
+    int n = mdnl_cuda_devices();
     if (n > 0) {
         M.device = M.local_rank % n;
-        mdnl_cuda_set_device_index(M.device);
+        o->device = M.device;
     }
 }
 

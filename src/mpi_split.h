@@ -63,8 +63,9 @@ bool mdnl_mpi_split_active(void);
 bool mdnl_mpi_root(void);
 
 /* After the options are parsed, before the backend starts: a rank computing
- * on CUDA takes device (local rank mod devices). */
-void mdnl_mpi_choose_device(const mdnl_opts *o);
+ * on CUDA takes device (local rank mod devices) into o->device, which its
+ * contexts use (mdnl_context_of). */
+void mdnl_mpi_choose_device(mdnl_opts *o);
 
 /* After the input (and on rank 0 the outputs) opened with status st on
  * this rank: agrees on it with every rank and, when all succeeded,

@@ -4,8 +4,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 
-#include "engine.h"
-
 #include <math.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -104,23 +102,18 @@ enum slot_state { SLOT_FREE, SLOT_READ, SLOT_PREPARED, SLOT_COMPUTED, SLOT_END }
 typedef struct slot {
     enum slot_state state;
     mdnl_frame f;     /* filled by the reader, read by prepare, compute and writer */
-    float (*pos4)[4]; /* wrapped float positions, by the prepare thread (CPU backend only) */
-    int64_t pos_cap;
-    mdnl_geom g_cut;  /* the grid for the neighbor/energy cutoff (when used) */
-    mdnl_geom g_rmax; /* the grid for r_max (when hist) */
-    mdnl_nlist list;  /* filled by compute, drained by the writer */
-    int32_t (*S)[3];  /* config.shifts or vectors: the list's image shifts, */
-    double (*D)[3];   /* and config.vectors its vectors, by compute */
-    int64_t sd_cap;   /* entries S and D hold */
-    double *e_host;   /* deferred frames: the energy total and the counts land here (engine host memory) */
-    int32_t *types;   /* config.table: the atoms' pair types */
+    int32_t *types;   /* config.table: the atoms' pair types, by the prepare thread */
     int64_t types_cap;
-    uint64_t *counts_host;
+    /* The frame's results, borrowed from the stream (the slot's ticket) until
+     * the slot is prepared again: drained by the writer before that. */
+    mdnl_nlist list;  /* a view of the stream's list */
+    const int32_t (*S)[3]; /* config.shifts or vectors: the list's image shifts, */
+    const double (*D)[3];  /* and config.vectors its vectors */
+    const uint64_t *counts;
     bool has_energy;
     double energy;
-    int64_t na[MDNL_MAX_RDF_PAIRS], nb[MDNL_MAX_RDF_PAIRS]; /* the frame's A and B atoms per histogram */
-    double volume;                                         /* its RDF volume (0: open) */
-    bool wrap_pending; /* CUDA: grids laid out before the wrap's t-range, settled when collected */
+    const int64_t *na, *nb; /* the frame's A and B atoms per histogram */
+    double volume;          /* its RDF volume (0: open) */
     /* The reader's and the prepare stage's verdict on the frame (a read
      * error; CPU: the wrap and the grids; CUDA: the occupancy guard), which
      * the compute stage raises when it reaches the slot, after every earlier
@@ -144,6 +137,7 @@ typedef struct slot {
  * pinned memory once the engine is up (pinning costs ~0.3 ms a MB), the
  * others give their memory back after the first lap. */
 #define MAX_SLOTS 24
+_Static_assert(MAX_SLOTS <= MDNL_STREAM_MAX_TICKETS, "a slot is a stream ticket");
 #define STEADY_SLOTS 8
 #define RING_BYTES (256.0 * 1048576.0)
 /* A slot's bytes per atom: the frame's positions and species, and the CPU
@@ -155,7 +149,11 @@ typedef struct slot {
 
 typedef struct ring {
     const mdnl_pipeline_config *c;
-    const mdnl_engine *eng; /* for pinned host buffers */
+    /* The stream the compute stage submits to (set, under mu, before
+     * engine_ready) and, while the backend starts, a CPU stream of the same
+     * work whose mdnl_stream_check guards the first frames (check_early). */
+    mdnl_stream *stream;
+    mdnl_stream *guard;
     mdnl_frames *fs;
     mdnl_progress *progress;
     mdnl_pipeline_sink sink;
@@ -177,6 +175,7 @@ typedef struct ring {
      * frame positions from then on (engine_ready false: malloc). */
     bool engine_ready;
     const mdnl_frame_allocator *frame_alloc;
+    mdnl_frame_allocator pinned; /* CUDA: frames in the context's host memory (mdnl_host_alloc) */
     bool speculate; /* a CUDA start-up thread runs: check_early */
     int nprepare;   /* prepare workers */
     bool abort;
@@ -351,71 +350,51 @@ static void *reader_main(void *arg)
     }
 }
 
-/* An input error (a non-finite coordinate) prefixed with the input's name. */
-static mdnl_status input_prefixed(const mdnl_pipeline_config *c, mdnl_status st)
+/* The slot's frame as the stream's: borrowed from the slot until its ticket
+ * is collected. */
+static mdnl_stream_frame stream_frame(const slot *s)
 {
-    if (st == MDNL_ERR_INPUT) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", mdnl_last_error());
-        st = mdnl_error(st, "%s: %s", c->input, msg);
-    }
-    return st;
+    const mdnl_frame *f = &s->f;
+    const bool lattice = f->box.has_lattice;
+    return (mdnl_stream_frame){
+        .system = {f->natoms, f->pos, MDNL_FLOAT64, lattice ? &f->box.h[0][0] : NULL,
+                   {lattice && f->box.pbc[0], lattice && f->box.pbc[1], lattice && f->box.pbc[2]}},
+        .index = f->index,
+        .species = f->species,
+        .types = s->types,
+    };
 }
 
-/* After a frame was wrapped for its first grid (the cutoff's, or r_max's
- * when only the histogram runs), on the host (prepare_slot) or the device
- * (prepare_device): the r_max grid from it when both are needed, and an
- * input error prefixed with the input's name. */
-static mdnl_status grids_done(const mdnl_pipeline_config *c, slot *s, mdnl_status st)
-{
-    if (st == MDNL_OK && (c->neighbors || c->energy) && c->hist)
-        st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
-    return input_prefixed(c, st);
-}
-
-/* Wraps the frame's positions once (into the slot's pinned buffer) and lays
- * out the grids the compute stage needs: the cutoff's and r_max's. */
-static mdnl_status prepare_slot(ring *p, slot *s)
+/* The host side of the slot's frame on the prepare thread (the stream's
+ * prepare: CPU, the wrap and the grids; CUDA, the occupancy guard unless
+ * check_early ran it), after the atoms' pair types of --pair-coeff. */
+static mdnl_status prepare_slot(ring *p, slot *s, int flags)
 {
     const mdnl_pipeline_config *c = p->c;
     const mdnl_frame *f = &s->f;
-    if (s->pos_cap < f->natoms + 1) {
-        mdnl_engine_host_free(p->eng, s->pos4);
-        s->pos_cap = 0;
-        if (!(s->pos4 = mdnl_engine_host_alloc(p->eng, (size_t)(f->natoms + 1) * sizeof *s->pos4, "float positions")))
-            return MDNL_ERR_RESOURCE;
-        s->pos_cap = f->natoms + 1;
+    if (c->energy && c->table) {
+        if (s->types_cap < f->natoms + 1) {
+            free(s->types);
+            s->types_cap = 0;
+            if (!(s->types = mdnl_malloc((size_t)(f->natoms + 1) * sizeof *s->types, "pair types")))
+                return MDNL_ERR_RESOURCE;
+            s->types_cap = f->natoms + 1;
+        }
+        mdnl_status st = mdnl_pair_table_types(c->table, c->input, f, s->types);
+        if (st != MDNL_OK)
+            return st;
     }
-    const bool cut = c->neighbors || c->energy;
-    mdnl_status st =
-        grids_done(c, s, mdnl_geom_prepare(f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, s->pos4));
-    /* mdnl_geom_prepare guarded its own grid; the r_max grid regridded from it is guarded here */
-    if (st == MDNL_OK && cut && c->hist)
-        st = input_prefixed(c, mdnl_work_check_cells(&s->g_rmax, (const float(*)[4])s->pos4, NULL));
-    return st;
+    const mdnl_stream_frame fr = stream_frame(s);
+    return mdnl_stream_prepare(p->stream, (int)(s - p->slots), &fr, flags);
 }
 
-/* CUDA: the occupancy guard (geometry.h) of the grids the compute stage
- * will lay out on the device, from the frame's own doubles, here on the
- * prepare thread while the device works on earlier frames (on the compute
- * thread it cost more than the frame's kernels). mdnl_geom_layout gives the
- * grids the device wrap gives; a frame it cannot lay out (a bad cell, a
- * non-finite coordinate) is left to the compute stage, which reports it. */
+/* The occupancy guard (mdnl_stream_check) of the grids the compute stage
+ * will lay out, from the frame's own doubles, on the prepare thread while
+ * the backend starts: by the CPU stream of the same work. */
 static mdnl_status check_slot(ring *p, slot *s)
 {
-    const mdnl_pipeline_config *c = p->c;
-    const mdnl_frame *f = &s->f;
-    const bool cut = c->neighbors || c->energy;
-    mdnl_geom g_cut, g_rmax;
-    if (mdnl_geom_layout(f, cut ? c->cutoff : c->rmax, cut ? &g_cut : &g_rmax, cut && c->hist ? c->rmax : 0,
-                         &g_rmax) != MDNL_OK)
-        return MDNL_OK;
-    mdnl_status st = MDNL_OK;
-    if (cut)
-        st = mdnl_work_check_cells(&g_cut, NULL, (const double(*)[3])f->pos);
-    if (st == MDNL_OK && c->hist)
-        st = mdnl_work_check_cells(&g_rmax, NULL, (const double(*)[3])f->pos);
-    return input_prefixed(c, st);
+    const mdnl_stream_frame fr = stream_frame(s);
+    return mdnl_stream_check(p->guard, &fr);
 }
 
 /* During the backend's start-up (a CUDA start-up thread is running, so the
@@ -497,9 +476,9 @@ static slot *prepare_take(ring *p)
     return s;
 }
 
-/* A prepare worker: on the CPU backend it wraps each frame (prepare_slot);
- * on CUDA, where the compute stage wraps each frame on the device
- * (mdnl_engine_prepare_device), it runs the occupancy guard (check_slot).
+/* A prepare worker: the stream's prepare of each frame (prepare_slot): on
+ * the CPU backend the wrap; on CUDA, where the stream's submit wraps each
+ * frame on the device, the occupancy guard (unless check_early ran it).
  * Several workers take the read frames in order and finish them in any
  * order (the compute stage takes them in order). A frame's verdict stays in
  * its slot (the compute stage raises it); after a failure no worker takes a
@@ -508,7 +487,7 @@ static void *prepare_main(void *arg)
 {
     ring *p = arg;
 #ifdef _OPENMP
-    /* mdnl_geom_prepare's OpenMP teams: half the threads (--threads, else
+    /* the wrap's OpenMP teams (mdnl_stream_prepare runs on the calling thread's): half the threads (--threads, else
      * the cores) shared by the workers, leaving the rest to the reader,
      * compute and writer threads and the CUDA driver (idle OpenMP threads
      * spin for a while and would slow them). */
@@ -527,14 +506,14 @@ static void *prepare_main(void *arg)
     for (slot *s; go && (s = prepare_take(p));) {
         double t0 = mdnl_now();
         if (s->verdict == MDNL_OK) { /* else the reader's error, passed on */
-            if (p->dev_check && s->early_checked)
+            const bool early = p->dev_check && s->early_checked;
+            if (early && s->early_verdict != MDNL_OK) {
                 s->verdict = s->early_verdict; /* its message is in place */
-            else if (p->dev_check)
-                s->verdict = check_slot(p, s);
-            else
-                s->verdict = prepare_slot(p, s);
-            if (s->verdict != MDNL_OK && !(p->dev_check && s->early_checked))
-                snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
+            } else {
+                s->verdict = prepare_slot(p, s, early ? MDNL_STREAM_CHECKED : 0);
+                if (s->verdict != MDNL_OK)
+                    snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
+            }
         }
         s->early_checked = false;
         busy += mdnl_now() - t0;
@@ -570,9 +549,9 @@ static void *writer_main(void *arg)
                 .has_energy = s->has_energy,
                 .energy = s->energy,
                 .list = p->c->neighbors ? &s->list : NULL,
-                .shifts = p->c->neighbors && p->c->shifts ? (const int32_t(*)[3])s->S : NULL,
-                .vectors = p->c->neighbors && p->c->vectors ? (const double(*)[3])s->D : NULL,
-                .counts = p->c->hist && !p->c->read_only ? s->counts_host : NULL,
+                .shifts = p->c->neighbors && p->c->shifts ? s->S : NULL,
+                .vectors = p->c->neighbors && p->c->vectors ? s->D : NULL,
+                .counts = p->c->hist && !p->c->read_only ? s->counts : NULL,
                 .na = s->na,
                 .nb = s->nb,
                 .volume = s->volume,
@@ -604,158 +583,45 @@ static void *writer_main(void *arg)
 
 /* The compute stage's state: what lives on the calling thread. */
 typedef struct compute {
-    mdnl_engine eng;
-    bool dev_wrap; /* CUDA: frames are wrapped on the device by this stage */
+    mdnl_context *ctx;
+    mdnl_stream *stream;
     int32_t ids[MDNL_MAX_RDF_PAIRS][2];
-    mdnl_hist_spec spec;
+    int64_t nhist; /* histograms of a frame */
 } compute;
 
-/* CUDA: the t-range and first non-finite atom of a frame whose first grid
- * was laid out before them (waits for the wrap if it is still running): a
- * non-finite coordinate is the frame's input error; the grid gets its real
- * t-range (and must not change: mdnl_geom_settle). The r_max grid, when
- * both are needed, is settled the same way when it was laid out early too
- * (rmax_early: the frame's kernels already ran on it), else regridded. */
-static mdnl_status settle_wrap(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, bool rmax_early)
+/* Frames are deferred by one: launch_frame submits frame k to the stream
+ * (CUDA: the device wrap, the list, and the energy and histogram queued),
+ * collect_frame collects it and books the results, so that the device works
+ * on frame k while the host submits frame k+1. */
+static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket)
 {
-    const bool cut = c->neighbors || c->energy;
-    double tlo[3], thi[3];
-    int64_t bad = 0;
-    s->wrap_pending = false;
-    mdnl_status st = mdnl_engine_wrap_result(&cs->eng, ticket, tlo, thi, &bad);
-    if (st == MDNL_OK)
-        st = mdnl_geom_settle(&s->f, cut ? c->cutoff : c->rmax, cut ? &s->g_cut : &s->g_rmax, tlo, thi, bad);
-    if (st == MDNL_OK && cut && c->hist)
-        st = rmax_early ? mdnl_geom_settle(&s->f, c->rmax, &s->g_rmax, tlo, thi, bad)
-                        : mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax);
-    return input_prefixed(c, st);
-}
-
-/* CUDA: wraps the slot's frame on the device and lays out its grids (what
- * prepare_slot does on the host for the CPU backend). On a frame periodic
- * on every axis neither waits for the wrap: the frame is settled when it is
- * collected (settle_wrap), unless the r_max grid could still depend on the
- * t-range, which is then waited for here. */
-static mdnl_status prepare_device(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket)
-{
-    const bool cut = c->neighbors || c->energy;
-    double bound = 0;
-    mdnl_status st = mdnl_engine_prepare_device(&cs->eng, &s->f, cut ? c->cutoff : c->rmax,
-                                                cut ? &s->g_cut : &s->g_rmax, ticket, &bound);
-    if (st != MDNL_OK || bound == 0)
-        return grids_done(c, s, st);
-    s->wrap_pending = true;
-    if (!(cut && c->hist))
-        return MDNL_OK;
-    if ((st = mdnl_geom_regrid(&s->g_cut, c->rmax, &s->g_rmax)) != MDNL_OK)
-        return input_prefixed(c, st);
-    if (mdnl_geom_early_certain(&s->g_rmax, c->rmax, bound))
-        return MDNL_OK;
-    /* rare: r_max's grid sits on a boundary of the slack; wait for it */
-    return settle_wrap(c, cs, s, ticket, false);
-}
-
-/* --pair-coeff: the frame's energy with per-pair parameters, now, into
- * e_host (host positions: the table runs without a device wrap). */
-static mdnl_status table_energy(const mdnl_pipeline_config *c, compute *cs, slot *s, const float (*pos4)[4])
-{
-    const mdnl_frame *f = &s->f;
-    if (s->types_cap < f->natoms + 1) {
-        free(s->types);
-        s->types_cap = 0;
-        if (!(s->types = mdnl_malloc((size_t)(f->natoms + 1) * sizeof *s->types, "pair types")))
-            return MDNL_ERR_RESOURCE;
-        s->types_cap = f->natoms + 1;
-    }
-    mdnl_status st = mdnl_pair_table_types(c->table, c->input, f, s->types);
-    if (st == MDNL_OK)
-        st = mdnl_engine_energy_table(&cs->eng, &s->g_cut, pos4, s->types, c->table, s->e_host, NULL);
-    return st;
-}
-
-/* The image shifts and vectors of the slot's list (config.shifts or
- * vectors), right after its build: on CUDA they come from the list's device
- * copy, which the next frame's build replaces. A frame laid out before its
- * wrap's t-range is settled first (the list build waited for the wrap), so
- * that a non-finite coordinate is reported as the frame's input error. */
-static mdnl_status list_shifts(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket,
-                               const float (*pos4)[4])
-{
+    mdnl_stream_frame fr = stream_frame(s);
     mdnl_status st;
-    if (s->wrap_pending && (st = settle_wrap(c, cs, s, ticket, true)) != MDNL_OK)
+    /* the species pairs by name, as this frame's species ids */
+    if (c->hist && (st = mdnl_pair_names_resolve(c->pairs, c->input, &s->f, cs->ids)) != MDNL_OK)
         return st;
-    const int64_t n = s->list.npairs > 0 ? s->list.npairs : 1;
-    if (!s->S || n > s->sd_cap) {
-        free(s->S);
-        free(s->D);
-        s->D = NULL;
-        s->sd_cap = 0;
-        if (!(s->S = mdnl_malloc((size_t)n * sizeof *s->S, "image shifts")) ||
-            (c->vectors && !(s->D = mdnl_malloc((size_t)n * sizeof *s->D, "pair vectors"))))
-            return MDNL_ERR_RESOURCE;
-        s->sd_cap = n;
-    }
-    return mdnl_engine_shifts(&cs->eng, &s->f, &s->g_cut, pos4, c->list, &s->list, s->S, c->vectors ? s->D : NULL);
-}
-
-/* Frames are deferred by one: launch_frame wraps frame k on the device (on
- * CUDA), builds its list (when asked; synchronous) and queues its energy and histogram, collect_frame
- * waits for them and books the results, so the device works on frame k
- * while the host launches frame k+1. */
-static mdnl_status launch_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket,
-                                mdnl_pipeline_stats *stats, double *t_prepare)
-{
-    const mdnl_frame *f = &s->f;
-    mdnl_status st;
-    if (cs->dev_wrap) {
-        const double t0 = mdnl_now();
-        st = prepare_device(c, cs, s, ticket);
-        *t_prepare += mdnl_now() - t0;
-        if (st != MDNL_OK)
-            return st;
-    }
-    /* NULL: the device positions of prepare_device */
-    const float(*pos4)[4] = cs->dev_wrap ? NULL : (const float(*)[4])s->pos4;
-    if (c->neighbors) {
-        if ((st = mdnl_check_list_memory(c->input, &s->g_cut, c->list, c->nslots > 1 ? c->nslots : 2)) != MDNL_OK ||
-            (st = mdnl_engine_nlist(&cs->eng, &s->g_cut, pos4, c->opts->method, c->list, &s->list)) != MDNL_OK ||
-            ((c->shifts || c->vectors) && (st = list_shifts(c, cs, s, ticket, pos4)) != MDNL_OK))
-            return st;
-        stats->pairs += s->list.npairs;
-    }
-    if (!c->energy && !c->hist)
-        return MDNL_OK;
-    if (c->hist) {
-        const size_t nslots = (size_t)mdnl_hist_nhist(&cs->spec) * (size_t)cs->spec.bins;
-        if (!s->counts_host &&
-            !(s->counts_host = mdnl_engine_host_alloc(&cs->eng, nslots * sizeof *s->counts_host, "histogram")))
-            return MDNL_ERR_RESOURCE;
-        if ((st = mdnl_pair_names_resolve(c->pairs, c->input, f, cs->ids)) != MDNL_OK ||
-            (st = mdnl_hist_spec_check(&cs->spec, &s->g_rmax, f->nspecies)) != MDNL_OK)
-            return st;
-    }
-    if (c->energy && !s->e_host && !(s->e_host = mdnl_engine_host_alloc(&cs->eng, sizeof *s->e_host, "energy")))
-        return MDNL_ERR_RESOURCE;
-    if (c->energy && c->table && (st = table_energy(c, cs, s, pos4)) != MDNL_OK)
-        return st;
-    return mdnl_engine_launch(&cs->eng, ticket, pos4, &s->g_cut, c->energy && !c->table ? &c->pot : NULL, s->e_host,
-                              &s->g_rmax, f->species, c->hist ? &cs->spec : NULL, s->counts_host);
+    fr.pairs = (const int32_t(*)[2])cs->ids;
+    return mdnl_stream_submit(cs->stream, ticket, &fr);
 }
 
 static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slot *s, int ticket, mdnl_rdf_accum *acc,
                                  mdnl_pipeline_stats *stats)
 {
-    const mdnl_frame *f = &s->f;
-    mdnl_status st;
-    /* the frame's own input error first (a non-finite coordinate) */
-    if (s->wrap_pending && (st = settle_wrap(c, cs, s, ticket, true)) != MDNL_OK)
+    mdnl_stream_result res;
+    mdnl_status st = mdnl_stream_collect(cs->stream, ticket, &res);
+    if (st != MDNL_OK)
         return st;
-    if ((c->energy || c->hist) &&
-        (st = mdnl_engine_collect(&cs->eng, ticket, c->energy && !c->table, c->hist)) != MDNL_OK)
-        return st;
+    if (c->neighbors) {
+        const mdnl_neighbor_list *l = &res.list;
+        s->list = (mdnl_nlist){l->n, l->npairs, (int64_t *)l->offsets, (int32_t *)l->indices, (float *)l->distances,
+                               0, 0};
+        s->S = (const int32_t(*)[3])l->shifts;
+        s->D = (const double(*)[3])l->vectors;
+        stats->pairs += l->npairs;
+    }
     s->has_energy = c->energy;
     if (c->energy) {
-        const double total = *s->e_host;
+        const double total = res.energy;
         s->energy = total;
         if (!stats->nframes)
             stats->e_first = total;
@@ -765,21 +631,111 @@ static mdnl_status collect_frame(const mdnl_pipeline_config *c, compute *cs, slo
         stats->e_max = total > stats->e_max ? total : stats->e_max;
     }
     if (c->hist) {
-        int64_t *na = s->na, *nb = s->nb;
-        /* the ids are this frame's: species ids of a frame are fixed by its own symbol table */
-        if ((st = mdnl_pair_names_resolve(c->pairs, c->input, f, cs->ids)) != MDNL_OK)
+        s->counts = res.counts;
+        s->na = res.na;
+        s->nb = res.nb;
+        s->volume = res.volume;
+        if (acc && (st = mdnl_rdf_accum_add(acc, res.counts, res.na, res.nb, res.volume)) != MDNL_OK)
             return st;
-        mdnl_hist_species_counts(&cs->spec, f->species, f->natoms, na, nb);
-        const double volume =
-            f->box.has_lattice && (f->box.pbc[0] || f->box.pbc[1] || f->box.pbc[2]) ? s->g_rmax.volume : 0.0;
-        s->volume = volume;
-        if (acc && (st = mdnl_rdf_accum_add(acc, s->counts_host, na, nb, volume)) != MDNL_OK)
-            return st;
-        for (int64_t k = 0; k < (int64_t)mdnl_hist_nhist(&cs->spec) * cs->spec.bins; ++k)
-            stats->pairs_counted += s->counts_host[k];
+        for (int64_t k = 0; k < cs->nhist * c->bins; ++k)
+            stats->pairs_counted += res.counts[k];
     }
     stats->nframes++;
-    mdnl_atoms_range_add(&stats->atoms, f->natoms);
+    mdnl_atoms_range_add(&stats->atoms, s->f.natoms);
+    return MDNL_OK;
+}
+
+static void *pinned_alloc(size_t bytes, const char *what, void *ctx)
+{
+    void *p = NULL;
+    (void)what;
+    return mdnl_host_alloc(ctx, bytes, &p) == MDNL_OK ? p : NULL;
+}
+
+static void pinned_free(void *p, void *ctx) { mdnl_host_free(ctx, p); }
+
+/* The stream of the configured work on ctx (names the input in messages). */
+static mdnl_status stream_of(const mdnl_pipeline_config *c, mdnl_context *ctx, int tickets, mdnl_stream **out)
+{
+    mdnl_pair_params params[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES];
+    double cutoffs[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES];
+    if (c->energy)
+        mdnl_pair_params_of(c->table ? c->table->p : &c->pot, c->table ? c->table->ntypes : 1, params, cutoffs);
+    const mdnl_stream_options so = {
+        .tickets = tickets,
+        .source = c->input,
+        .neighbors = c->neighbors,
+        .flags = (c->list == MDNL_LIST_FULL ? MDNL_NEIGHBORS_FULL : MDNL_NEIGHBORS_HALF) |
+                 (c->shifts ? MDNL_NEIGHBORS_SHIFTS : 0) | (c->vectors ? MDNL_NEIGHBORS_VECTORS : 0),
+        .cutoff = c->cutoff,
+        .energy = c->energy,
+        .params = params[0],
+        .ntypes = c->energy && c->table ? c->table->ntypes : 0,
+        .type_params = params,
+        .type_cutoffs = cutoffs,
+        .histogram = c->hist,
+        .r_max = c->rmax,
+        .bins = c->bins,
+        .npairs = c->hist ? c->pairs->n : 0,
+    };
+    return mdnl_stream_create(ctx, &so, out);
+}
+
+/* ---- the backend's start-up ---- */
+
+static void *start_main(void *arg)
+{
+    mdnl_context_starter *s = arg;
+    s->status = mdnl_context_of(s->opts, &s->ctx);
+    if (s->status != MDNL_OK)
+        snprintf(s->message, sizeof s->message, "%s", mdnl_last_error());
+    return NULL;
+}
+
+void mdnl_context_start_begin(mdnl_context_starter *s, const mdnl_opts *o)
+{
+    memset(s, 0, sizeof *s);
+    s->opts = o;
+    s->t_begin = mdnl_now();
+    if (o->backend == MDNL_BACKEND_CPU || !mdnl_cuda_built()) /* nothing slow to start */
+        return;
+    pthread_t *th = malloc(sizeof *th);
+    if (th && pthread_create(th, NULL, start_main, s) == 0)
+        s->thread = th;
+    else
+        free(th);
+}
+
+void mdnl_context_start_join(mdnl_context_starter *s)
+{
+    if (!s->thread)
+        return;
+    pthread_join(*(pthread_t *)s->thread, NULL);
+    free(s->thread);
+    s->thread = NULL;
+    s->joined = true;
+    s->seconds = mdnl_now() - s->t_begin;
+}
+
+void mdnl_context_start_end(mdnl_context_starter *s)
+{
+    mdnl_context_start_join(s);
+    mdnl_context_free(s->ctx);
+    s->ctx = NULL;
+}
+
+/* The context of the run: the start-up thread's, or made now. */
+static mdnl_status take_context(const mdnl_pipeline_config *c, mdnl_context **out)
+{
+    mdnl_context_starter *s = c->starter;
+    if (s)
+        mdnl_context_start_join(s);
+    if (!s || !s->joined)
+        return mdnl_context_of(c->opts, out);
+    *out = s->ctx;
+    s->ctx = NULL;
+    if (s->status != MDNL_OK)
+        return mdnl_error(s->status, "%s", s->message);
     return MDNL_OK;
 }
 
@@ -796,12 +752,11 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     ring *p = mdnl_calloc(1, sizeof *p, "pipeline");
     if (!p) {
         if (c->starter)
-            mdnl_engine_start_join(c->starter);
+            mdnl_context_start_join(c->starter);
         return MDNL_ERR_RESOURCE;
     }
     p->c = c;
     p->t_start = t_start;
-    p->eng = &cs.eng;
     p->fs = fs;
     p->progress = progress;
     p->sink = sink;
@@ -828,6 +783,14 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     const int procs = mdnl_threads(c->opts);
     p->nprepare = procs / 4 < 1 ? 1 : procs / 4 > MAX_PREPARE ? MAX_PREPARE : procs / 4;
     p->speculate = work && c->starter && c->starter->thread;
+    mdnl_context *guard_ctx = NULL;
+    if (p->speculate) { /* the guard of check_early: a CPU stream of the same work */
+        mdnl_opts cpu = *c->opts;
+        cpu.backend = MDNL_BACKEND_CPU;
+        if (mdnl_context_of(&cpu, &guard_ctx) != MDNL_OK || stream_of(c, guard_ctx, 1, &p->guard) != MDNL_OK)
+            p->speculate = false; /* the real stream reports what is wrong */
+        mdnl_clear_error();
+    }
     pthread_t reader, preparer[MAX_PREPARE], writer;
     int have_preparer = 0;
     bool have_reader = false, have_writer = false;
@@ -841,22 +804,29 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
                 break;
             }
     }
-    if (c->starter)
-        mdnl_engine_start_join(c->starter);
-    if (!c->read_only && (st = mdnl_engine_init(&cs.eng, c->opts)) != MDNL_OK)
-        fail(p, st);
-    const bool engine_up = !c->read_only && st == MDNL_OK;
+    if (!c->read_only) {
+        if ((st = take_context(c, &cs.ctx)) == MDNL_OK)
+            st = stream_of(c, cs.ctx, p->max_slots, &cs.stream); /* a ticket a slot */
+        if (st != MDNL_OK)
+            fail(p, st);
+    } else if (c->starter) {
+        mdnl_context_start_join(c->starter);
+    }
     stats->t_init = mdnl_now() - t_start;
     stats->t_startup = c->starter && c->starter->seconds > 0 ? c->starter->seconds : stats->t_init;
-    cs.dev_wrap = work && cs.eng.backend == MDNL_BACKEND_CUDA && !c->table;
-    stats->backend = c->read_only ? MDNL_BACKEND_CPU : cs.eng.backend;
+    const bool cuda = cs.ctx && mdnl_context_backend(cs.ctx) == MDNL_COMPUTE_CUDA;
+    /* CUDA without --pair-coeff: frames are wrapped on the device by the stream's submit */
+    const bool dev_wrap = work && cuda && !c->table;
+    stats->backend = c->read_only || !cs.ctx ? MDNL_BACKEND_CPU : mdnl_backend_of(cs.ctx);
     if (c->hist)
-        cs.spec = (mdnl_hist_spec){.r_max = c->rmax, .bins = c->bins, .npairs = c->pairs->n, .pairs = cs.ids};
+        cs.nhist = c->pairs->n > 0 ? c->pairs->n : 1;
+    p->pinned = (mdnl_frame_allocator){pinned_alloc, pinned_free, cs.ctx};
     /* CUDA: from now on the reader reads straight into pinned memory, which
      * the wrap uploads by DMA. */
     pthread_mutex_lock(&p->mu);
-    p->dev_check = cs.dev_wrap;
-    p->frame_alloc = cs.dev_wrap ? mdnl_engine_frame_allocator(&cs.eng) : NULL;
+    p->stream = cs.stream;
+    p->dev_check = dev_wrap;
+    p->frame_alloc = dev_wrap ? &p->pinned : NULL;
     p->engine_ready = true;
     pthread_cond_broadcast(&p->cv);
     const bool started = !p->abort;
@@ -868,8 +838,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
             have_writer = true;
     }
 
-    /* The compute stage, on this thread (it owns the engine). */
-    double t_compute = 0, t_dev_prepare = 0, t_collect = 0, t_starved = 0;
+    /* The compute stage, on this thread (it owns the stream). */
+    double t_compute = 0, t_collect = 0, t_starved = 0;
     slot *pend = NULL; /* the launched frame not yet collected */
     int pend_ticket = 0;
     /* Without a prepare thread, frames come straight from the reader. */
@@ -882,12 +852,12 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
             break;
         double t0 = mdnl_now();
         t_starved += t0 - tw;
-        const int ticket = (int)(k % MDNL_ENGINE_TICKETS);
+        const int ticket = (int)(s - p->slots); /* the slot's: its results live until the slot is prepared again */
         mdnl_status cst = MDNL_OK;
         if (seen != SLOT_END && s->verdict != MDNL_OK) /* the reader's or the prepare stage's, in frame order */
             cst = mdnl_error(s->verdict, "%s", s->verdict_message);
         else if (seen != SLOT_END && !c->read_only)
-            cst = launch_frame(c, &cs, s, ticket, stats, &t_dev_prepare);
+            cst = launch_frame(c, &cs, s, ticket);
         if (pend) {
             /* Frame k-1 is collected even when frame k failed to launch: its
              * own error (a non-finite coordinate) comes first. */
@@ -922,9 +892,6 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
         if (seen == SLOT_END)
             break; /* the writer sees the end in the same slot after it drained the earlier ones */
     }
-    /* A failure may leave device work queued that writes into slot buffers. */
-    if (p->abort && !c->read_only && engine_up)
-        mdnl_engine_quiesce(&cs.eng);
     if (have_reader)
         pthread_join(reader, NULL);
     for (int i = 0; i < have_preparer; ++i)
@@ -938,10 +905,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     }
     stats->t_read = p->t_read;
     stats->t_read_blocked = p->t_read_blocked;
-    /* On CUDA the compute stage prepares (wraps on the device): its time
-     * counts as prepare, not compute, so the stages' times stay disjoint. */
-    stats->t_prepare = p->t_prepare + t_dev_prepare;
-    t_compute -= t_dev_prepare;
+    /* On CUDA the stream's submit wraps on the device: that counts as compute here. */
+    stats->t_prepare = p->t_prepare;
     stats->t_first_done = p->t_first_done;
     stats->t_last_done = p->t_last_done;
     stats->t_compute = t_compute;
@@ -951,20 +916,18 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     stats->t_wall = mdnl_now() - t_start;
     if (!stats->nframes)
         stats->e_min = stats->e_max = 0;
+    /* After a failure device work may still read the frames: the stream waits for it before they go. */
+    mdnl_stream_free(cs.stream);
     for (int k = 0; k < MAX_SLOTS; ++k) {
         mdnl_frame_free(&p->slots[k].f);
-        mdnl_engine_host_free(&cs.eng, p->slots[k].pos4);
-        mdnl_engine_host_free(&cs.eng, p->slots[k].e_host);
-        mdnl_engine_host_free(&cs.eng, p->slots[k].counts_host);
-        mdnl_nlist_free(&p->slots[k].list);
         free(p->slots[k].types);
-        free(p->slots[k].S);
-        free(p->slots[k].D);
     }
+    mdnl_stream_free(p->guard);
+    mdnl_context_free(guard_ctx);
+    mdnl_context_free(cs.ctx);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     pthread_mutex_destroy(&p->io);
     free(p);
-    mdnl_engine_free(&cs.eng);
     return st;
 }

@@ -12,14 +12,15 @@
  *
  *   reader  (a pthread)      FREE     -> READ      mdnl_frames_next into the slot's frame
  *                                                  (CUDA: positions in pinned host memory)
- *   prepare (1 to 4 pthreads READ     -> PREPARED  CPU: wraps the frame once into the slot's
- *            with OpenMP teams;                    float positions and lays out the grids for
- *            one a 4 threads)                      the cutoff and r_max (mdnl_geom_prepare);
- *                                                  CUDA: the occupancy guard of the grids the
- *                                                  device will use, from the frame's doubles
- *                                                  (mdnl_geom_layout, mdnl_work_check_cells)
- *   compute (calling thread) PREPARED -> COMPUTED  CUDA: upload and wrap on the device, the
- *                                                  grids; both: neighbors, energy, histogram
+ *   prepare (1 to 4 pthreads READ     -> PREPARED  mdnl_stream_prepare of the slot's ticket:
+ *            with OpenMP teams;                    CPU: wraps the frame once and lays out the
+ *            one a 4 threads)                      grids for the cutoff and r_max; CUDA: the
+ *                                                  occupancy guard of the grids the device
+ *                                                  will use, from the frame's doubles
+ *   compute (calling thread) PREPARED -> COMPUTED  mdnl_stream_submit of frame k (CUDA: upload
+ *                                                  and wrap on the device, the grids; both:
+ *                                                  neighbors, energy, histogram), then
+ *                                                  mdnl_stream_collect of frame k-1
  *   writer  (a pthread)      COMPUTED -> FREE      the sink: energy values, CSR copies
  *
  * With --read-only there is no prepare stage and compute only counts the
@@ -29,8 +30,11 @@
  * the prepare workers take the read frames in order and may finish them out
  * of order (the compute stage waits for its next one).
  * One mutex and one condition variable guard the slot states; a stage waits
- * only for its own next slot. The engine (CUDA handles included) lives on the
- * calling thread only; the frame source lives on the reader thread only once
+ * only for its own next slot. The compute goes through libmdnl's public
+ * header: a context and a stream (include/mdnl/mdnl.h), the slot's index its
+ * ticket, so the stream's results of a frame stay valid until the slot is
+ * prepared again, after the writer drained it. The stream is submitted to
+ * and collected on the calling thread only; the frame source lives on the reader thread only once
  * the pipeline starts; the sink runs on the writer thread only. The histogram
  * accumulator and the energy statistics belong to the compute stage.
  *
@@ -88,9 +92,9 @@ typedef struct mdnl_pipeline_config {
     bool energy;
     mdnl_potential pot;
     /* NULL, or per-pair parameters (--pair-coeff; ntypes > 1) in place of
-     * pot: the energy by mdnl_engine_energy_table at cutoff = its
-     * max_cutoff, synchronously, from positions wrapped on the host (on
-     * CUDA too: no device wrap then). */
+     * pot: the stream's energy table at cutoff = its max_cutoff,
+     * synchronously, from positions wrapped on the host (on CUDA too: no
+     * device wrap then). */
     const mdnl_pair_table *table;
     bool hist;
     double rmax;
@@ -98,12 +102,33 @@ typedef struct mdnl_pipeline_config {
     const mdnl_pair_names *pairs; /* n == 0: the total */
     int nslots;                   /* 2 to 4 (4: full four-stage overlap); the least depth of the ring */
     bool serialize_io;            /* hold one lock around reads and sink calls (HDF5 in both) */
-    /* The backend's start-up, begun early by the caller (engine.h
-     * mdnl_engine_start_begin) or NULL; joined before the engine is made,
+    /* The backend's start-up, begun early by the caller
+     * (mdnl_context_start_begin) or NULL; its context is taken (joined)
      * while the reader thread already fills the ring (in malloc'ed memory
-     * until the engine is up: pinned memory needs the CUDA context). */
-    struct mdnl_engine_starter *starter;
+     * until the context is up: pinned memory needs the CUDA context). */
+    struct mdnl_context_starter *starter;
 } mdnl_pipeline_config;
+
+/* The backend's start-up on a thread of its own: the context of the
+ * options (mdnl_context_of: the CUDA runtime and context, ~0.2-0.3 s),
+ * made while the caller opens its input. mdnl_context_start_begin starts the
+ * thread (none for --backend cpu, in a build without CUDA, or when the
+ * thread cannot start: the pipeline then makes the context itself); the
+ * pipeline joins it and takes
+ * the context, reporting its error as its own. mdnl_context_start_end joins
+ * (idempotent) and frees a context nobody took: call it before o goes. */
+typedef struct mdnl_context_starter {
+    void *thread; /* a pthread_t, heap-allocated while running */
+    bool joined;
+    const mdnl_opts *opts;
+    mdnl_context *ctx;
+    mdnl_status status;
+    char message[2048];
+    double t_begin, seconds; /* seconds: the start-up's wall time, once joined */
+} mdnl_context_starter;
+void mdnl_context_start_begin(mdnl_context_starter *s, const mdnl_opts *o);
+void mdnl_context_start_join(mdnl_context_starter *s);
+void mdnl_context_start_end(mdnl_context_starter *s);
 
 /* One computed frame, as the sink sees it. Borrowed: valid during the call. */
 typedef struct mdnl_frame_result {
@@ -133,8 +158,8 @@ typedef struct mdnl_pipeline_stats {
     mdnl_atoms_range atoms;        /* atoms per frame */
     uint64_t pairs_counted;        /* histogrammed distances */
     double e_first, e_last, e_sum, e_min, e_max;
-    /* busy seconds per stage (prepare on CUDA: the device wrap's launch on the compute thread and the
-     * occupancy guard on the prepare thread); wall of the whole run */
+    /* busy seconds per stage (prepare: the prepare thread's; on CUDA the device wrap's launch is the
+     * compute stage's submit); wall of the whole run */
     double t_read, t_prepare, t_compute, t_write, t_wall;
     double t_init;    /* backend start-up (CUDA context, ~0.3 s once per process), inside t_wall: what was
                          left of it when the pipeline started when the caller began it early */

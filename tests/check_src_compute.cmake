@@ -1,17 +1,14 @@
 # The command line is libmdnl's client (ARCHITECTURE.md): src/ computes
 # through the public header include/mdnl/mdnl.h, never through the kernels'
-# headers or core's geometry directly. Fails naming the file and the include
-# or call that breaks it.
+# headers, libmdnl's internal engine (lib/engine.h) or core's geometry
+# directly; `mdnl run`'s pipeline and its MPI split through the header's
+# streams, its device and work limit through the context's options. Fails
+# naming the file and the include or call that breaks it.
 #
-# Not yet clients (issue 58): the streaming pipeline of `mdnl run` (its
-# compute stage, the deferred launches, the device wrap and settle of
-# engine.c) and its MPI split; cli.c keeps `mdnl run`'s process-wide work
-# limit and device choice. `mdnl bench` (cmd_bench.c) is a client: the
-# benchmark drivers it calls live in bench/, which times the kernels and
-# their test hooks directly, as tests/ does, and is not checked here.
+# Every file of src/ is checked: `mdnl bench` (cmd_bench.c) too, whose
+# benchmark drivers live in bench/, which times the kernels and their test
+# hooks directly, as tests/ does, and is not checked here.
 #   cmake -DSRC=<src dir> -DKERNELS=<kernels dir> -P check_src_compute.cmake
-set(MDNL_NOT_YET_CLIENTS engine.c engine.h pipeline.c pipeline.h cmd_run.c mpi_split.c mpi_split.h
-    mpi_none.c cli.c)
 # kernels/ headers a client may include for types only: the list kind and
 # method names (nlist.h) and the RDF accumulator the writers take (rdf.h).
 set(MDNL_TYPE_HEADERS nlist.h rdf.h)
@@ -28,10 +25,6 @@ endforeach()
 file(GLOB sources RELATIVE ${SRC} ${SRC}/*.c ${SRC}/*.h)
 set(bad "")
 foreach(f ${sources})
-  list(FIND MDNL_NOT_YET_CLIENTS ${f} skip)
-  if(NOT skip EQUAL -1)
-    continue()
-  endif()
   file(STRINGS ${SRC}/${f} lines)
   foreach(line IN LISTS lines)
     if(line MATCHES "^#include \"([^\"]+)\"")
@@ -41,7 +34,7 @@ foreach(f ${sources})
       endif()
     endif()
     if(line MATCHES "(mdnl_geom_[a-z_]+|mdnl_engine_[a-z_]+|mdnl_nlist_build[a-z_]*|mdnl_[a-z]+_frame_(cpu|cuda)|mdnl_work_check[a-z_]*|mdnl_cuda_[a-z_]+)\\(")
-      if(NOT CMAKE_MATCH_1 STREQUAL "mdnl_cuda_devices") # public
+      if(NOT CMAKE_MATCH_1 MATCHES "^mdnl_cuda_(devices|built)$") # public
         string(APPEND bad "  src/${f}: calls ${CMAKE_MATCH_1}\n")
       endif()
     endif()

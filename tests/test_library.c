@@ -17,6 +17,7 @@
 
 #include <criterion/parameterized.h>
 #include <math.h>
+#include <pthread.h>
 
 #ifdef MDNL_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -794,4 +795,309 @@ ParameterizedTest(mdnl_compute *b, library, host_memory_is_the_contexts)
     cr_assert_eq(mdnl_host_alloc(NULL, 8, &p), MDNL_ERR_USAGE);
     cr_assert_eq(mdnl_host_alloc(ctx, 8, NULL), MDNL_ERR_USAGE);
     mdnl_context_free(ctx);
+}
+
+/* ---- streams ---- */
+
+#define STREAM_FRAMES 7
+
+/* Frame k of a stream: the lattice, its atoms moved a little more each frame
+ * (in mdnl_host_alloc memory, as a streaming caller keeps them). */
+static void stream_positions(double (*r)[3], double h[3][3], int k)
+{
+    lattice_frame(r, 8, 1.1, h);
+    for (int i = 0; i < 512; ++i)
+        for (int c = 0; c < 3; ++c)
+            r[i][c] += 0.03 * k * sin(1.7 * i + c + k);
+}
+
+ParameterizedTestParameters(library, stream_results_equal_the_synchronous_calls)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, stream_results_equal_the_synchronous_calls)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    const double rc = 2.5;
+    const mdnl_pair_params lj = {MDNL_PAIR_LJ, 1.0, 1.0, 0, 0, 0, 1};
+    int32_t species[512], pairs[1][2] = {{0, 1}};
+    three_species(species);
+    /* tickets fewer than frames: each ticket is reused */
+    const mdnl_stream_options o = {.tickets = 3,
+                                   .neighbors = 1,
+                                   .flags = MDNL_NEIGHBORS_FULL | MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS,
+                                   .cutoff = rc,
+                                   .energy = 1,
+                                   .params = lj,
+                                   .histogram = 1,
+                                   .r_max = 3.0,
+                                   .bins = 30,
+                                   .npairs = 1,
+                                   .pairs = (const int32_t(*)[2])pairs};
+    mdnl_stream *s = NULL;
+    cr_assert_eq(mdnl_stream_create(ctx, &o, &s), MDNL_OK, "%s", mdnl_last_error());
+    double(*r[3])[3];
+    for (int t = 0; t < 3; ++t)
+        cr_assert_eq(mdnl_host_alloc(ctx, 512 * sizeof *r[t], (void **)&r[t]), MDNL_OK);
+    double h[3][3];
+    for (int k = 0; k <= STREAM_FRAMES; ++k) {
+        const int t = k % 3, tp = (k + 2) % 3;
+        if (k < STREAM_FRAMES) {
+            stream_positions(r[t], h, k);
+            const mdnl_stream_frame fr = {{512, r[t], MDNL_FLOAT64, &h[0][0], {1, 1, 1}}, k, species, NULL, NULL};
+            if (k % 2) /* prepared ahead, or by submit */
+                cr_assert_eq(mdnl_stream_prepare(s, t, &fr, 0), MDNL_OK, "%s", mdnl_last_error());
+            cr_assert_eq(mdnl_stream_submit(s, t, &fr), MDNL_OK, "frame %d: %s", k, mdnl_last_error());
+        }
+        if (k == 0)
+            continue;
+        /* frame k-1, on ticket tp, against the synchronous calls of a second context */
+        mdnl_stream_result res;
+        cr_assert_eq(mdnl_stream_collect(s, tp, &res), MDNL_OK, "frame %d: %s", k - 1, mdnl_last_error());
+        static double ref_r[512][3];
+        double ref_h[3][3];
+        stream_positions(ref_r, ref_h, k - 1);
+        cr_assert_eq(memcmp(ref_r, r[tp], sizeof ref_r), 0);
+        const mdnl_system sys = {512, ref_r, MDNL_FLOAT64, &ref_h[0][0], {1, 1, 1}};
+        mdnl_context *sync = context_for(*b, 0);
+        mdnl_neighbor_list nl;
+        cr_assert_eq(mdnl_neighbors(sync, &sys, rc, o.flags, &nl), MDNL_OK);
+        cr_assert_eq(res.list.n, 512);
+        cr_assert_eq(res.list.npairs, nl.npairs, "frame %d", k - 1);
+        cr_assert_eq(memcmp(res.list.offsets, nl.offsets, 513 * sizeof *nl.offsets), 0);
+        cr_assert_eq(memcmp(res.list.indices, nl.indices, (size_t)nl.npairs * sizeof *nl.indices), 0);
+        cr_assert_eq(memcmp(res.list.distances, nl.distances, (size_t)nl.npairs * sizeof *nl.distances), 0);
+        cr_assert_eq(memcmp(res.list.shifts, nl.shifts, (size_t)nl.npairs * 3 * sizeof *nl.shifts), 0);
+        cr_assert_eq(memcmp(res.list.vectors, nl.vectors, (size_t)nl.npairs * 3 * sizeof *nl.vectors), 0);
+        double total = 0;
+        cr_assert_eq(mdnl_energy(sync, &sys, &lj, rc, &total, NULL), MDNL_OK);
+        cr_assert_float_eq(res.energy, total, 1e-12 * fabs(total), "frame %d: %.17g, %.17g", k - 1, res.energy,
+                           total);
+        uint64_t counts[30];
+        double volume = 0;
+        cr_assert_eq(mdnl_histogram(sync, &sys, 3.0, 30, species, 1, (const int32_t(*)[2])pairs, counts, &volume),
+                     MDNL_OK);
+        cr_assert_eq(memcmp(res.counts, counts, sizeof counts), 0, "frame %d", k - 1);
+        cr_assert_float_eq(res.volume, volume, 1e-12 * volume);
+        cr_assert_eq(res.na[0], 171);
+        cr_assert_eq(res.nb[0], 171);
+        mdnl_context_free(sync);
+    }
+    cr_assert_str_eq(mdnl_stream_method(s), *b == MDNL_COMPUTE_CPU ? "cell" : mdnl_stream_method(s));
+    mdnl_stream_free(s);
+    for (int t = 0; t < 3; ++t)
+        mdnl_host_free(ctx, r[t]);
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, stream_error_of_frame_k_is_reported_for_frame_k)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, stream_error_of_frame_k_is_reported_for_frame_k)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    const mdnl_stream_options o = {.tickets = 2, .source = "md.h5", .neighbors = 1, .flags = MDNL_NEIGHBORS_HALF,
+                                   .cutoff = 2.5, .energy = 1, .params = {MDNL_PAIR_LJ, 1.0, 1.0, 0, 0, 0, 0}};
+    mdnl_stream *s = NULL;
+    cr_assert_eq(mdnl_stream_create(ctx, &o, &s), MDNL_OK, "%s", mdnl_last_error());
+    static double r[4][512][3];
+    double h[3][3];
+    for (int k = 0; k < 4; ++k)
+        stream_positions(r[k], h, k);
+    r[2][7][1] = NAN; /* frame 2: atom 7 */
+    /* submit k, collect k-1: the first failure is frame 2's, wherever the backend finds it (CPU: the host
+     * wrap of its submit; CUDA: the device wrap, settled when it is collected) */
+    int failed = -1, collected = 0;
+    for (int k = 0; k < 4 && failed < 0; ++k) {
+        const mdnl_stream_frame fr = {{512, r[k], MDNL_FLOAT64, &h[0][0], {1, 1, 1}}, 10 + k, NULL, NULL, NULL};
+        mdnl_status st = mdnl_stream_submit(s, k % 2, &fr);
+        if (st != MDNL_OK) {
+            cr_assert_eq(st, MDNL_ERR_INPUT, "%s", mdnl_last_error());
+            failed = k;
+            cr_assert_str_eq(mdnl_last_error(), "md.h5: frame 12: atom 7 has a non-finite coordinate");
+        }
+        if (k > 0) {
+            mdnl_stream_result res;
+            st = mdnl_stream_collect(s, (k - 1) % 2, &res);
+            if (st == MDNL_OK) {
+                collected++;
+                cr_assert_gt(res.list.npairs, 0);
+            } else {
+                cr_assert_eq(st, MDNL_ERR_INPUT);
+                cr_assert_str_eq(mdnl_last_error(), "md.h5: frame 12: atom 7 has a non-finite coordinate");
+                failed = k - 1;
+            }
+        }
+    }
+    cr_assert_eq(failed, 2, "the error belongs to frame 2, not to %d", failed);
+    cr_assert_eq(collected, 2, "frames 0 and 1 are collected");
+    mdnl_stream_free(s); /* with frame 3 possibly in flight */
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, stream_prepare_keeps_its_verdict_and_tickets_are_checked)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, stream_prepare_keeps_its_verdict_and_tickets_are_checked)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    const mdnl_stream_options o = {.neighbors = 1, .flags = MDNL_NEIGHBORS_FULL, .cutoff = 3.0};
+    mdnl_stream *s = NULL;
+    cr_assert_eq(mdnl_stream_create(ctx, &o, &s), MDNL_OK, "%s", mdnl_last_error());
+    /* the stacked atoms of stacked_atoms_are_refused_naming_the_cell_and_the_option */
+    double(*r)[3] = calloc(STACKED, sizeof *r);
+    const mdnl_stream_frame bad = {{STACKED, r, MDNL_FLOAT64, stacked_cell, {1, 1, 1}}, 5, NULL, NULL, NULL};
+    cr_assert_eq(mdnl_stream_check(s, &bad), MDNL_ERR_INPUT);
+    char check_msg[1024];
+    snprintf(check_msg, sizeof check_msg, "%s", mdnl_last_error());
+    cr_assert(strstr(check_msg, "mdnl_stream_check: frame 5: 100000 of 100000 atoms are in one cell") == check_msg,
+              "%s", check_msg);
+    cr_assert(strstr(check_msg, "mdnl_context_options.max_pairs"), "%s", check_msg);
+    cr_assert_eq(mdnl_stream_prepare(s, 0, &bad, 0), MDNL_ERR_INPUT);
+    mdnl_clear_error();
+    /* the verdict is the frame's: its submit reports it again, and the ticket is free after */
+    cr_assert_eq(mdnl_stream_submit(s, 0, &bad), MDNL_ERR_INPUT);
+    cr_assert_str_eq(strstr(mdnl_last_error(), ": ") + 2, strstr(check_msg, ": ") + 2);
+    static double ok[512][3];
+    double h[3][3];
+    stream_positions(ok, h, 0);
+    const mdnl_stream_frame good = {{512, ok, MDNL_FLOAT64, &h[0][0], {1, 1, 1}}, 6, NULL, NULL, NULL};
+    mdnl_stream_result res;
+    cr_assert_eq(mdnl_stream_collect(s, 0, &res), MDNL_ERR_USAGE, "a failed submit is nothing to collect");
+    cr_assert(strstr(mdnl_last_error(), "mdnl_stream_collect: ticket 0 was not submitted"), "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_stream_submit(s, 0, &good), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_stream_submit(s, 0, &good), MDNL_ERR_USAGE, "ticket 0 is in flight");
+    cr_assert_eq(mdnl_stream_prepare(s, 0, &good, 0), MDNL_ERR_USAGE, "ticket 0 is in flight");
+    cr_assert_eq(mdnl_stream_submit(s, 2, &good), MDNL_ERR_USAGE, "two tickets by default");
+    cr_assert(strstr(mdnl_last_error(), "ticket 2, expected 0..1"), "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_stream_collect(s, 0, &res), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_gt(res.list.npairs, 0);
+    mdnl_stream_free(s);
+    free(r);
+    /* up to MDNL_STREAM_MAX_TICKETS tickets, MDNL_STREAM_MAX_SUBMITTED of them submitted at once */
+    const mdnl_stream_options many = {.tickets = MDNL_STREAM_MAX_TICKETS, .neighbors = 1, .cutoff = 3.0};
+    cr_assert_eq(mdnl_stream_create(ctx, &many, &s), MDNL_OK, "%s", mdnl_last_error());
+    for (int t = 0; t < MDNL_STREAM_MAX_TICKETS; ++t)
+        cr_assert_eq(mdnl_stream_prepare(s, t, &good, 0), MDNL_OK, "%s", mdnl_last_error());
+    for (int t = 0; t < MDNL_STREAM_MAX_SUBMITTED; ++t)
+        cr_assert_eq(mdnl_stream_submit(s, t, &good), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_stream_submit(s, MDNL_STREAM_MAX_SUBMITTED, &good), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "submitted and not collected"), "%s", mdnl_last_error());
+    for (int t = 0; t < MDNL_STREAM_MAX_SUBMITTED; ++t) {
+        cr_assert_eq(mdnl_stream_collect(s, t, &res), MDNL_OK, "%s", mdnl_last_error());
+        cr_assert_gt(res.list.npairs, 0);
+    }
+    cr_assert_eq(mdnl_stream_submit(s, MDNL_STREAM_MAX_TICKETS - 1, &good), MDNL_OK, "%s", mdnl_last_error());
+    cr_assert_eq(mdnl_stream_collect(s, MDNL_STREAM_MAX_TICKETS - 1, &res), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_stream_free(s);
+    /* bad options name the field */
+    const mdnl_stream_options bad_o = {.tickets = MDNL_STREAM_MAX_TICKETS + 1};
+    cr_assert_eq(mdnl_stream_create(ctx, &bad_o, &s), MDNL_ERR_USAGE);
+    cr_assert_null(s);
+    cr_assert(strstr(mdnl_last_error(), "mdnl_stream_create: tickets = "), "%s", mdnl_last_error());
+    const mdnl_stream_options no_cut = {.neighbors = 1};
+    cr_assert_eq(mdnl_stream_create(ctx, &no_cut, &s), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(), "cutoff"), "%s", mdnl_last_error());
+    mdnl_context_free(ctx);
+}
+
+ParameterizedTestParameters(library, stream_energy_table_is_energy_types)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, stream_energy_table_is_energy_types)
+{
+    mdnl_context *ctx = context_for(*b, 0);
+    const mdnl_pair_params p00 = {MDNL_PAIR_LJ, 1.0, 1.0, 0, 0, 0, 1}, p01 = {MDNL_PAIR_LJ, 1.5, 0.8, 0, 0, 0, 1},
+                           p11 = {MDNL_PAIR_LJ, 0.5, 0.88, 0, 0, 0, 1};
+    const mdnl_pair_params params[4] = {p00, p01, p01, p11};
+    const double cutoffs[4] = {2.5, 2.0, 2.0, 2.2};
+    const mdnl_stream_options o = {.tickets = 2, .energy = 1, .cutoff = 2.5, .ntypes = 2, .type_params = params,
+                                   .type_cutoffs = cutoffs, .histogram = 1, .r_max = 2.0, .bins = 20};
+    mdnl_stream *s = NULL;
+    cr_assert_eq(mdnl_stream_create(ctx, &o, &s), MDNL_OK, "%s", mdnl_last_error());
+    int32_t types[512];
+    for (int i = 0; i < 512; ++i)
+        types[i] = i % 5 == 0;
+    static double r[2][512][3];
+    double h[3][3];
+    for (int k = 0; k < 2; ++k) {
+        stream_positions(r[k], h, k);
+        const mdnl_stream_frame fr = {{512, r[k], MDNL_FLOAT64, &h[0][0], {1, 1, 1}}, k, NULL, NULL, types};
+        cr_assert_eq(mdnl_stream_submit(s, k, &fr), MDNL_OK, "%s", mdnl_last_error());
+    }
+    for (int k = 0; k < 2; ++k) {
+        mdnl_stream_result res;
+        cr_assert_eq(mdnl_stream_collect(s, k, &res), MDNL_OK, "%s", mdnl_last_error());
+        const mdnl_system sys = {512, r[k], MDNL_FLOAT64, &h[0][0], {1, 1, 1}};
+        double total = 0;
+        uint64_t counts[20];
+        cr_assert_eq(mdnl_energy_types(ctx, &sys, 2, params, cutoffs, types, &total, NULL), MDNL_OK);
+        cr_assert_float_eq(res.energy, total, 1e-12 * fabs(total));
+        cr_assert_eq(mdnl_histogram(ctx, &sys, 2.0, 20, NULL, 0, NULL, counts, NULL), MDNL_OK);
+        cr_assert_eq(memcmp(res.counts, counts, sizeof counts), 0);
+        cr_assert_null(res.list.offsets);
+    }
+    /* the table's largest cutoff is the stream's */
+    mdnl_stream_free(s);
+    mdnl_stream_options o2 = o;
+    o2.cutoff = 3.0;
+    cr_assert_eq(mdnl_stream_create(ctx, &o2, &s), MDNL_ERR_USAGE);
+    mdnl_context_free(ctx);
+}
+
+/* A context made on a start-up thread (as mdnl run's, while it opens its input) serves a stream here. */
+typedef struct start_arg {
+    mdnl_compute backend;
+    mdnl_context *ctx;
+    mdnl_status st;
+} start_arg;
+
+static void *start_context(void *arg)
+{
+    start_arg *a = arg;
+    const mdnl_context_options o = {a->backend, 0, 0, 0};
+    a->st = mdnl_context_create(&o, &a->ctx);
+    return NULL;
+}
+
+ParameterizedTestParameters(library, stream_on_a_context_made_on_another_thread)
+{
+    return cr_make_param_array(mdnl_compute, backends, sizeof backends / sizeof backends[0]);
+}
+
+ParameterizedTest(mdnl_compute *b, library, stream_on_a_context_made_on_another_thread)
+{
+    if (*b == MDNL_COMPUTE_CUDA && mdnl_cuda_devices() < 1)
+        cr_skip_test("no CUDA device");
+    cr_assert(mdnl_cuda_built() || mdnl_cuda_devices() == 0);
+    start_arg a = {*b, NULL, MDNL_ERR_INTERNAL};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, start_context, &a), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(a.st, MDNL_OK);
+    const mdnl_stream_options o = {.neighbors = 1, .flags = MDNL_NEIGHBORS_HALF, .cutoff = 2.5};
+    mdnl_stream *s = NULL;
+    cr_assert_eq(mdnl_stream_create(a.ctx, &o, &s), MDNL_OK, "%s", mdnl_last_error());
+    double(*r)[3] = NULL;
+    cr_assert_eq(mdnl_host_alloc(a.ctx, 512 * sizeof *r, (void **)&r), MDNL_OK);
+    double h[3][3];
+    stream_positions(r, h, 1);
+    const mdnl_stream_frame fr = {{512, r, MDNL_FLOAT64, &h[0][0], {1, 1, 1}}, 0, NULL, NULL, NULL};
+    cr_assert_eq(mdnl_stream_submit(s, 0, &fr), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_stream_result res;
+    cr_assert_eq(mdnl_stream_collect(s, 0, &res), MDNL_OK, "%s", mdnl_last_error());
+    mdnl_neighbor_list nl;
+    const mdnl_system sys = fr.system;
+    cr_assert_eq(mdnl_neighbors(a.ctx, &sys, 2.5, MDNL_NEIGHBORS_HALF, &nl), MDNL_OK);
+    cr_assert_eq(res.list.npairs, nl.npairs);
+    mdnl_stream_free(s);
+    mdnl_host_free(a.ctx, r);
+    mdnl_context_free(a.ctx);
 }

@@ -102,6 +102,9 @@ MDNL_API mdnl_status mdnl_context_create(const mdnl_context_options *options, md
 MDNL_API void mdnl_context_free(mdnl_context *ctx);
 /* The backend the context computes on: MDNL_COMPUTE_CPU or MDNL_COMPUTE_CUDA. */
 MDNL_API mdnl_compute mdnl_context_backend(const mdnl_context *ctx);
+/* 1 when libmdnl was built with CUDA (a device may still be absent), else
+ * 0: makes no CUDA call (mdnl_cuda_devices starts the driver). Thread-safe. */
+MDNL_API int mdnl_cuda_built(void);
 /* Number of usable CUDA devices (0 without CUDA). Thread-safe. */
 MDNL_API int mdnl_cuda_devices(void);
 
@@ -321,6 +324,151 @@ MDNL_API int mdnl_rdf_g_defined(const mdnl_rdf *rdf);
  * allocates (any may be NULL): r the bin centres ([bins] only), g (zeros when
  * undefined), the pair count per A atom, and its running sum n(r). */
 MDNL_API mdnl_status mdnl_rdf_values(const mdnl_rdf *rdf, double *r, double *g, double *count_per_atom, double *n);
+
+/* ---- streams of frames: the work of frame k+1 queued while frame k runs ---- */
+
+/* A stream: one description of per-frame work (a neighbor list, a pair
+ * energy, a pair-distance histogram, any of them) applied to a sequence of
+ * frames, frames in flight named by tickets 0..tickets-1, so that a caller
+ * analysing a trajectory (or an MD code, on the fly) keeps the device busy:
+ *
+ *   mdnl_stream_prepare(s, t, frame)  checks frame k+1 (any thread) while
+ *   mdnl_stream_submit(s, t, frame)   queues its work behind frame k's and
+ *   mdnl_stream_collect(s, t', &res)  waits for frame k's results.
+ *
+ * On CUDA, submit uploads the positions once, wraps them on the device and
+ * queues the list, energy and histogram kernels; the host waits for the
+ * device only to download the list (when asked for), and collect waits for
+ * that ticket only. On the CPU, submit does the work
+ * and collect returns it. `mdnl run` is this API's client.
+ *
+ * Ownership and lifetimes: the stream belongs to the caller (free it with
+ * mdnl_stream_free before its context). A frame's arrays (mdnl_stream_frame)
+ * are BORROWED from mdnl_stream_prepare (or submit) until that ticket's
+ * mdnl_stream_collect returns: the device reads them in between. For the
+ * fast upload, positions live in mdnl_host_alloc memory (page-locked on
+ * CUDA). Results are BORROWED from the stream, in host memory: valid until
+ * the same ticket is prepared or submitted again, or the stream is freed.
+ *
+ * Thread-safety: create, submit, collect and free on one thread at a time
+ * (the stream's). mdnl_stream_prepare of ticket t may run on another thread
+ * concurrently with submit and collect of the other tickets (never with
+ * those of t); mdnl_stream_check may run on any thread at any time. A
+ * collected ticket's results may be read by any thread until the ticket is
+ * reused. The stream calls on the context's device whichever thread calls,
+ * so a context created on one thread (say, a start-up thread that creates
+ * it while the caller opens its input) serves a stream used on another.
+ *
+ * Errors: each call returns a status and records its message on the calling
+ * thread. An error of frame k (a non-finite coordinate, work beyond the
+ * limit) is reported by the calls of frame k's ticket only: prepare, or
+ * submit or collect when found there; the frames before it are collected
+ * as usual. Messages read as mdnl_context_set_frame's: with a source
+ * (mdnl_stream_options.source) bad data reads "SOURCE: frame INDEX: ...",
+ * the command line's wording; without, every message starts with the call's
+ * name. After a failing submit or collect the ticket is free again; before
+ * freeing arrays a failed stream was given, call mdnl_stream_free (it waits
+ * for the device). */
+typedef struct mdnl_stream mdnl_stream;
+
+/* The most tickets of a stream (frames prepared ahead, or whose results are
+ * still read), and the most of them submitted and not yet collected. */
+#define MDNL_STREAM_MAX_TICKETS 32
+#define MDNL_STREAM_MAX_SUBMITTED 4
+
+/* The per-frame work, read by mdnl_stream_create only (every array copied).
+ * A zeroed struct is no work. */
+typedef struct mdnl_stream_options {
+    int tickets;        /* tickets, 1..MDNL_STREAM_MAX_TICKETS; 0: 2. Each holds a frame's
+                           host side and results (a list each, with neighbors) */
+    const char *source; /* names the input in messages (as mdnl_context_set_frame), or NULL */
+    /* the neighbor list */
+    int neighbors;      /* nonzero: build the list of every frame */
+    int flags;          /* MDNL_NEIGHBORS_HALF or _FULL, ORed with _SHIFTS and _VECTORS */
+    double cutoff;      /* the list's and the energy's cutoff (> 0 when either is asked for) */
+    /* the pair energy (its total) */
+    int energy;         /* nonzero: compute it */
+    mdnl_pair_params params; /* ntypes == 0: one potential, at `cutoff` */
+    int32_t ntypes;     /* 1..MDNL_ENERGY_MAX_TYPES: parameters per pair of atom types as in
+                           mdnl_energy_types (type_params, type_cutoffs [ntypes][ntypes]; the
+                           largest cutoff must equal `cutoff`); the frames give the types */
+    const mdnl_pair_params *type_params;
+    const double *type_cutoffs;
+    /* the pair-distance histogram (mdnl_histogram's counts) */
+    int histogram;      /* nonzero: count it */
+    double r_max;
+    int32_t bins;
+    int32_t npairs;     /* 0: the total; else npairs species pairs, named per frame
+                           (mdnl_stream_frame.pairs) or here */
+    const int32_t (*pairs)[2]; /* [npairs] the default species pairs, or NULL */
+} mdnl_stream_options;
+
+/* One frame. Borrowed (see above). */
+typedef struct mdnl_stream_frame {
+    mdnl_system system;        /* host positions */
+    int64_t index;             /* the frame's index, for messages */
+    const int32_t *species;    /* [n] species ids >= 0: the histogram's pairs (npairs > 0) */
+    const int32_t (*pairs)[2]; /* [npairs] this frame's species pairs (read by submit); NULL: the stream's */
+    const int32_t *types;      /* [n] atom types 0..ntypes-1: the energy's table (ntypes > 0) */
+} mdnl_stream_frame;
+
+/* A collected frame's results, BORROWED from the stream (host memory; see
+ * above). Members of work not asked for are zero or NULL. */
+typedef struct mdnl_stream_result {
+    mdnl_neighbor_list list;   /* the CSR list, with shifts/vectors as flagged */
+    double energy;             /* the total pair energy */
+    const uint64_t *counts;    /* [max(1, npairs)][bins] pair-distance counts */
+    const int64_t *na, *nb;    /* [max(1, npairs)] the frame's A and B atoms of each pair */
+    double volume;             /* the normalisation volume (0: no periodic axis) */
+} mdnl_stream_result;
+
+/* Creates a stream of ctx's backend doing `options`' work; *out (NULL on
+ * failure) is freed with mdnl_stream_free. MDNL_ERR_USAGE for bad options
+ * (naming the field), MDNL_ERR_RESOURCE when memory runs out. */
+MDNL_API mdnl_status mdnl_stream_create(mdnl_context *ctx, const mdnl_stream_options *options, mdnl_stream **out);
+/* Waits for the stream's device work and frees it. NULL is a no-op. */
+MDNL_API void mdnl_stream_free(mdnl_stream *s);
+
+/* The occupancy guard of the frame: whether its grids (the cutoff's, r_max's)
+ * stay within the context's work limit, from the frame's own positions; no
+ * state, any thread, any backend (so a CPU stream of the same options can
+ * check frames while a CUDA context still starts). MDNL_OK for a frame it
+ * cannot lay out (a non-finite coordinate, a bad cell): prepare or submit
+ * report those. MDNL_ERR_INPUT naming the densest cell otherwise. */
+MDNL_API mdnl_status mdnl_stream_check(const mdnl_stream *s, const mdnl_stream_frame *frame);
+
+/* mdnl_stream_prepare's flags: the caller ran mdnl_stream_check on this
+ * frame, which returned MDNL_OK (CUDA: the guard is not run again). */
+#define MDNL_STREAM_CHECKED 1
+
+/* The host side of frame `frame` for ticket t, off the submitting thread:
+ * the arrays checked, the guard (mdnl_stream_check), and on the CPU (or
+ * with an energy table, which runs on host-wrapped positions) the wrap of
+ * the positions into the cell and the cell grids. The verdict is kept for
+ * the ticket: a failing prepare is reported again by its submit. Optional:
+ * a submit of an unprepared ticket prepares it first. Runs on the calling
+ * thread's OpenMP team (not the context's thread count): the caller sizes
+ * it. */
+MDNL_API mdnl_status mdnl_stream_prepare(mdnl_stream *s, int ticket, const mdnl_stream_frame *frame, int flags);
+
+/* Queues frame's work under ticket t (the same frame as prepared, if it
+ * was). The ticket must be free: never submitted, or collected since; at
+ * most MDNL_STREAM_MAX_SUBMITTED tickets are submitted and not collected
+ * (MDNL_ERR_USAGE beyond). */
+MDNL_API mdnl_status mdnl_stream_submit(mdnl_stream *s, int ticket, const mdnl_stream_frame *frame);
+
+/* Waits for ticket t's work and writes its results into *out (borrowed).
+ * Tickets are collected in the order they were submitted. */
+MDNL_API mdnl_status mdnl_stream_collect(mdnl_stream *s, int ticket, mdnl_stream_result *out);
+
+/* The algorithm the last list of the stream used ("auto" before the first),
+ * as mdnl_context_method. Static storage. */
+MDNL_API const char *mdnl_stream_method(const mdnl_stream *s);
+
+/* A description of CUDA device `device` ("NAME, sm_XY, N GiB"), or "none"
+ * when there is no such device ("none (built without CUDA)" without CUDA).
+ * Static storage, overwritten by the next call. */
+MDNL_API const char *mdnl_device_description(int device);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* engine.c — backend dispatch for the commands (see engine.h). */
+/* engine.c — the backend dispatch of libmdnl's streams (see engine.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "engine.h"
 
@@ -17,91 +17,26 @@
 #include "rdf_cuda.h"
 #endif
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o)
+mdnl_status mdnl_engine_init(mdnl_engine *e, mdnl_compute backend)
 {
     memset(e, 0, sizeof *e);
     e->last_method = MDNL_METHOD_AUTO;
-    mdnl_status st = mdnl_choose_backend(o, &e->backend);
-    if (st != MDNL_OK)
-        return st;
+    e->backend = backend;
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         mdnl_cuda_ctx *ctx = NULL;
+        mdnl_status st;
         if ((st = mdnl_cuda_ctx_create(&ctx)) != MDNL_OK)
             return st;
         e->cuda = ctx;
     }
 #else
-    e->backend = MDNL_BACKEND_CPU; /* choose_backend never picks CUDA without a device */
+    e->backend = MDNL_COMPUTE_CPU; /* a CUDA context cannot exist without CUDA */
 #endif
     return MDNL_OK;
-}
-
-#ifdef MDNL_HAVE_CUDA
-static void *start_main(void *arg)
-{
-    (void)arg;
-    if (mdnl_cuda_device_count() > 0)
-        (void)mdnl_cuda_start(); /* a failure shows again, and is reported, in mdnl_engine_init */
-    return NULL;
-}
-#endif
-
-void mdnl_engine_start_begin(mdnl_engine_starter *s, const mdnl_opts *o)
-{
-    memset(s, 0, sizeof *s);
-    s->t_begin = mdnl_now();
-#ifdef MDNL_HAVE_CUDA
-    if (o->backend == MDNL_BACKEND_CPU)
-        return;
-    pthread_t *th = malloc(sizeof *th);
-    if (th && pthread_create(th, NULL, start_main, NULL) == 0)
-        s->thread = th;
-    else
-        free(th);
-#else
-    (void)o;
-#endif
-}
-
-void mdnl_engine_start_join(mdnl_engine_starter *s)
-{
-    if (!s->thread)
-        return;
-    pthread_join(*(pthread_t *)s->thread, NULL);
-    free(s->thread);
-    s->thread = NULL;
-    s->seconds = mdnl_now() - s->t_begin;
-}
-
-#ifdef MDNL_HAVE_CUDA
-static void *pinned_alloc(size_t bytes, const char *what, void *ctx)
-{
-    (void)ctx;
-    return mdnl_cuda_host_alloc(bytes, what);
-}
-
-static void pinned_free(void *p, void *ctx)
-{
-    (void)ctx;
-    mdnl_cuda_host_free(p);
-}
-
-static const mdnl_frame_allocator pinned_frames = {pinned_alloc, pinned_free, NULL};
-#endif
-
-const mdnl_frame_allocator *mdnl_engine_frame_allocator(const mdnl_engine *e)
-{
-#ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA)
-        return &pinned_frames;
-#endif
-    (void)e;
-    return NULL;
 }
 
 void mdnl_engine_free(mdnl_engine *e)
@@ -123,7 +58,7 @@ void mdnl_engine_free(mdnl_engine *e)
 void *mdnl_engine_host_alloc(const mdnl_engine *e, size_t bytes, const char *what)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA)
+    if (e->backend == MDNL_COMPUTE_CUDA)
         return mdnl_cuda_host_alloc(bytes, what);
 #endif
     (void)e;
@@ -133,7 +68,7 @@ void *mdnl_engine_host_alloc(const mdnl_engine *e, size_t bytes, const char *wha
 void mdnl_engine_host_free(const mdnl_engine *e, void *p)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         mdnl_cuda_host_free(p);
         return;
     }
@@ -147,7 +82,7 @@ mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, doub
 {
     *tabs_bound = 0;
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         if (!e->wrap_cuda) {
             mdnl_wrap_cuda *w = NULL;
             mdnl_status st = mdnl_wrap_cuda_create(&w);
@@ -173,7 +108,7 @@ mdnl_status mdnl_engine_prepare_device(mdnl_engine *e, const mdnl_frame *f, doub
 mdnl_status mdnl_engine_wrap_result(mdnl_engine *e, int ticket, double tlo[3], double thi[3], int64_t *first_bad)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA && e->wrap_cuda)
+    if (e->backend == MDNL_COMPUTE_CUDA && e->wrap_cuda)
         return mdnl_wrap_cuda_result(e->wrap_cuda, ticket, tlo, thi, first_bad);
 #endif
     (void)e, (void)ticket, (void)tlo, (void)thi, (void)first_bad;
@@ -196,7 +131,7 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
                               mdnl_list_kind kind, mdnl_nlist *out)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         e->last_method = m == MDNL_METHOD_AUTO ? mdnl_nlist_cuda_auto(g) : m;
         if (pos4)
             return mdnl_nlist_build_cuda(e->cuda, g, pos4, m, kind, out);
@@ -223,7 +158,7 @@ mdnl_status mdnl_engine_shifts(mdnl_engine *e, const mdnl_frame *f, const mdnl_g
 {
     const int half = kind == MDNL_LIST_HALF;
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         mdnl_status st;
         mdnl_nlist_dev dev;
         if (!e->shift_cuda) {
@@ -263,7 +198,7 @@ mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (
                                double *total, double *per_atom)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         mdnl_status st = energy_handle(e);
         if (st != MDNL_OK)
             return st;
@@ -277,7 +212,7 @@ mdnl_status mdnl_engine_coord(mdnl_engine *e, const mdnl_geom *g, const float (*
                               int32_t ncols, const int32_t (*pairs)[2], const mdnl_coord_cuts *cuts, int32_t *counts)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         if (!e->coord_cuda) {
             mdnl_coord_cuda *cc = NULL;
             mdnl_status st = mdnl_coord_cuda_create(mdnl_cuda_ctx_stream(e->cuda), &cc);
@@ -295,7 +230,7 @@ mdnl_status mdnl_engine_energy_table(mdnl_engine *e, const mdnl_geom *g, const f
                                      const int32_t *types, const mdnl_pair_table *t, double *total, double *per_atom)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         mdnl_status st = energy_handle(e);
         if (st != MDNL_OK)
             return st;
@@ -325,7 +260,7 @@ mdnl_status mdnl_engine_launch(mdnl_engine *e, int ticket, const float (*pos4)[4
 {
     mdnl_status st;
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         if ((pot && (st = energy_handle(e)) != MDNL_OK) || (spec && (st = hist_handle(e)) != MDNL_OK))
             return st;
         if (!pos4) { /* positions on the device (mdnl_engine_prepare_device): both read them there */
@@ -371,7 +306,7 @@ mdnl_status mdnl_engine_launch(mdnl_engine *e, int ticket, const float (*pos4)[4
 mdnl_status mdnl_engine_collect(mdnl_engine *e, int ticket, bool energy, bool hist)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         mdnl_status st;
         if (energy && (st = mdnl_energy_cuda_wait(e->energy_cuda, ticket)) != MDNL_OK)
             return st;
@@ -387,7 +322,7 @@ mdnl_status mdnl_engine_collect(mdnl_engine *e, int ticket, bool energy, bool hi
 void mdnl_engine_quiesce(mdnl_engine *e)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA)
+    if (e->backend == MDNL_COMPUTE_CUDA)
         mdnl_cuda_device_sync();
 #endif
     (void)e;
@@ -397,7 +332,7 @@ mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*p
                              const mdnl_hist_spec *spec, uint64_t *counts)
 {
 #ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_BACKEND_CUDA) {
+    if (e->backend == MDNL_COMPUTE_CUDA) {
         mdnl_status st = hist_handle(e);
         if (st != MDNL_OK)
             return st;

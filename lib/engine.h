@@ -1,17 +1,17 @@
-/* engine.h — the compute backend behind the commands: CPU twins, or the CUDA
- * kernels when built with CUDA and a device is present. It holds what lives
- * across frames (the CUDA context with its device buffers). */
+/* engine.h — the compute backend of a stream (library_stream.c): CPU twins,
+ * or the CUDA kernels. It holds what lives across frames (the CUDA context
+ * with its device buffers). Internal to libmdnl. */
 #ifndef MDNL_ENGINE_H
 #define MDNL_ENGINE_H
 
-#include "cli.h"
 #include "coord.h"
+#include "mdnl/mdnl.h"
 #include "nlist.h"
 #include "potential.h"
 #include "rdf.h"
 
 typedef struct mdnl_engine {
-    mdnl_backend backend; /* CPU or CUDA, never AUTO */
+    mdnl_compute backend; /* MDNL_COMPUTE_CPU or MDNL_COMPUTE_CUDA */
     void *cuda;           /* mdnl_cuda_ctx when backend is CUDA */
     mdnl_method last_method; /* what the last build used (auto resolved) */
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
@@ -22,27 +22,10 @@ typedef struct mdnl_engine {
     mdnl_nlist_cpu_kept nlist_cpu; /* the CPU list's row buffers, kept from frame to frame */
 } mdnl_engine;
 
-mdnl_status mdnl_engine_init(mdnl_engine *e, const mdnl_opts *o);
+/* An engine on `backend` (CPU or CUDA), on the calling thread's current
+ * device (the caller sets it: mdnl_cuda_use_device). */
+mdnl_status mdnl_engine_init(mdnl_engine *e, mdnl_compute backend);
 void mdnl_engine_free(mdnl_engine *e);
-
-/* Backend start-up on a thread of its own: the CUDA runtime and context take
- * ~0.2-0.3 s, which the caller can spend opening its input instead of
- * waiting. mdnl_engine_start_begin starts the thread (nothing for --backend
- * cpu, nothing when the thread cannot start: mdnl_engine_init then does it
- * all); mdnl_engine_start_join waits for it (idempotent) and leaves its
- * wall time in `seconds`. Errors are not reported here: mdnl_engine_init
- * reports them as before. */
-typedef struct mdnl_engine_starter {
-    void *thread; /* a pthread_t, heap-allocated while running */
-    double t_begin, seconds;
-} mdnl_engine_starter;
-void mdnl_engine_start_begin(mdnl_engine_starter *s, const mdnl_opts *o);
-void mdnl_engine_start_join(mdnl_engine_starter *s);
-
-/* How the frame's positions should be allocated so that uploads from them
- * are fastest (frame.h): pinned host memory on CUDA, NULL (malloc) on the
- * CPU. Static storage; thread-safe. */
-const mdnl_frame_allocator *mdnl_engine_frame_allocator(const mdnl_engine *e);
 
 /* CUDA only: wraps frame f on the device (geometry_cuda.h
  * mdnl_wrap_cuda_launch) and lays out g for `cutoff` exactly as

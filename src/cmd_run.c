@@ -446,12 +446,13 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
         }
     }
 done:
-    mdnl_context_start_end(&starter); /* a failure before the pipeline: no start-up thread outlives the command */
     mdnl_progress_end(&prog);
     if (st != MDNL_OK)
         abort_outputs(&out);
     free_outputs(&out);
+    /* The input first: a reader pool may still hold frames in the context's pinned memory. */
     mdnl_frames_close(fs);
+    mdnl_context_start_end(&starter); /* also joins a start-up thread a failure before the pipeline left running */
     mdnl_rdf_accum_free(&acc);
     return st;
 }

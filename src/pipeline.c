@@ -175,7 +175,6 @@ typedef struct ring {
      * frame positions from then on (engine_ready false: malloc). */
     bool engine_ready;
     const mdnl_frame_allocator *frame_alloc;
-    mdnl_frame_allocator pinned; /* CUDA: frames in the context's host memory (mdnl_host_alloc) */
     bool speculate; /* a CUDA start-up thread runs: check_early */
     int nprepare;   /* prepare workers */
     bool abort;
@@ -724,19 +723,28 @@ void mdnl_context_start_end(mdnl_context_starter *s)
     s->ctx = NULL;
 }
 
-/* The context of the run: the start-up thread's, or made now. */
-static mdnl_status take_context(const mdnl_pipeline_config *c, mdnl_context **out)
+/* The context of the run: the start-up thread's, or made now. It stays the
+ * starter's when there is one (the caller frees it after closing its input,
+ * whose frames may hold pinned memory of it); *owned says the pipeline
+ * frees it itself. */
+static mdnl_status take_context(const mdnl_pipeline_config *c, mdnl_context **out, bool *owned)
 {
     mdnl_context_starter *s = c->starter;
+    *owned = false;
     if (s)
         mdnl_context_start_join(s);
-    if (!s || !s->joined)
-        return mdnl_context_of(c->opts, out);
-    *out = s->ctx;
-    s->ctx = NULL;
-    if (s->status != MDNL_OK)
-        return mdnl_error(s->status, "%s", s->message);
-    return MDNL_OK;
+    if (s && s->joined) {
+        *out = s->ctx;
+        if (s->status != MDNL_OK)
+            return mdnl_error(s->status, "%s", s->message);
+        return MDNL_OK;
+    }
+    mdnl_status st = mdnl_context_of(c->opts, out);
+    if (st == MDNL_OK && s)
+        s->ctx = *out;
+    else
+        *owned = st == MDNL_OK;
+    return st;
 }
 
 mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, mdnl_progress *progress,
@@ -791,6 +799,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
             p->speculate = false; /* the real stream reports what is wrong */
         mdnl_clear_error();
     }
+    bool ctx_owned = false; /* else the starter's (take_context) */
     pthread_t reader, preparer[MAX_PREPARE], writer;
     int have_preparer = 0;
     bool have_reader = false, have_writer = false;
@@ -805,7 +814,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
             }
     }
     if (!c->read_only) {
-        if ((st = take_context(c, &cs.ctx)) == MDNL_OK)
+        if ((st = take_context(c, &cs.ctx, &ctx_owned)) == MDNL_OK)
             st = stream_of(c, cs.ctx, p->max_slots, &cs.stream); /* a ticket a slot */
         if (st != MDNL_OK)
             fail(p, st);
@@ -820,13 +829,20 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     stats->backend = c->read_only || !cs.ctx ? MDNL_BACKEND_CPU : mdnl_backend_of(cs.ctx);
     if (c->hist)
         cs.nhist = c->pairs->n > 0 ? c->pairs->n : 1;
-    p->pinned = (mdnl_frame_allocator){pinned_alloc, pinned_free, cs.ctx};
     /* CUDA: from now on the reader reads straight into pinned memory, which
-     * the wrap uploads by DMA. */
+     * the wrap uploads by DMA. The allocator lives in the starter, beside
+     * the context it allocates from: the input may hold frames of it until
+     * the caller closes it. Without a starter frames stay in malloc'ed
+     * memory (uploads then go through a staging copy). */
+    const mdnl_frame_allocator *pinned = NULL;
+    if (dev_wrap && c->starter && !ctx_owned) {
+        c->starter->pinned = (mdnl_frame_allocator){pinned_alloc, pinned_free, cs.ctx};
+        pinned = &c->starter->pinned;
+    }
     pthread_mutex_lock(&p->mu);
     p->stream = cs.stream;
     p->dev_check = dev_wrap;
-    p->frame_alloc = dev_wrap ? &p->pinned : NULL;
+    p->frame_alloc = pinned;
     p->engine_ready = true;
     pthread_cond_broadcast(&p->cv);
     const bool started = !p->abort;
@@ -924,7 +940,8 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     }
     mdnl_stream_free(p->guard);
     mdnl_context_free(guard_ctx);
-    mdnl_context_free(cs.ctx);
+    if (ctx_owned)
+        mdnl_context_free(cs.ctx);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     pthread_mutex_destroy(&p->io);

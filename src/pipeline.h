@@ -114,14 +114,19 @@ typedef struct mdnl_pipeline_config {
  * made while the caller opens its input. mdnl_context_start_begin starts the
  * thread (none for --backend cpu, in a build without CUDA, or when the
  * thread cannot start: the pipeline then makes the context itself); the
- * pipeline joins it and takes
- * the context, reporting its error as its own. mdnl_context_start_end joins
- * (idempotent) and frees a context nobody took: call it before o goes. */
+ * pipeline joins it and uses
+ * the context, reporting its error as its own. The starter keeps owning the
+ * context (one the pipeline had to make itself too) and the pinned frame
+ * allocator over it: frames the input still holds after the pipeline (a
+ * reader pool's spare frames) are freed through them, so close the input
+ * first, then call mdnl_context_start_end, which joins (idempotent) and
+ * frees the context; call it before o goes. */
 typedef struct mdnl_context_starter {
     void *thread; /* a pthread_t, heap-allocated while running */
     bool joined;
     const mdnl_opts *opts;
     mdnl_context *ctx;
+    mdnl_frame_allocator pinned; /* mdnl_host_alloc memory of ctx (set by the pipeline on CUDA) */
     mdnl_status status;
     char message[2048];
     double t_begin, seconds; /* seconds: the start-up's wall time, once joined */

@@ -1569,8 +1569,10 @@ static mdnl_status direct_size(mdnl_h5md_reader *r)
  * frame when more than one thread reads (smaller ones: a job of several
  * frames, copied out, costs less than a round of the workers a frame). */
 #define FRAME_DIRECT_BYTES (1024.0 * 1024.0)
-/* The least bytes of a piece of such a frame. */
-#define FRAME_PIECE_BYTES ((size_t)256 * 1024)
+/* The least bytes of a piece of such a frame: the read waits for its
+ * slowest piece, so fewer, larger pieces lose less to a worker the
+ * pipeline's other threads keep off its core (docs/performance.md). */
+#define FRAME_PIECE_BYTES ((size_t)512 * 1024)
 
 /* On a worker: one piece of a frame, read into the caller's frame. */
 static bool piece_make(void *ctx, int64_t k, mdnl_pool_buf *b)

@@ -72,7 +72,7 @@ struct mdnl_h5md_reader {
     bool skip_finite; /* the caller checks every coordinate (mdnl_h5md_set_finite_check) */
 
     td_elem pos;
-    int threads;               /* mdnl_h5md_set_threads */
+    int threads, copy_threads; /* mdnl_h5md_set_threads */
     struct pos_direct *direct; /* positions from the file's bytes; NULL: H5Dread */
 
     bool pbc[3];
@@ -1659,8 +1659,8 @@ static mdnl_status direct_read(mdnl_h5md_reader *r, int64_t k, double (*pos)[3],
         const double frame_bytes = (double)d->natoms * 3 * sizeof(double);
         const bool whole = d->contiguous || (d->cd[0] == 1 && d->cd[1] == (hsize_t)d->natoms && d->cd[2] == 3);
         if (d->es == 8 && d->filt.n == 0 && whole && (r->threads <= 1 || frame_bytes >= FRAME_DIRECT_BYTES)) {
-            d->pwin = r->threads < 1 ? 1 : r->threads;
-            d->threads = r->threads;
+            d->pwin = r->copy_threads < 1 ? 1 : r->copy_threads;
+            d->threads = d->pwin;
             if (!(d->pieces = mdnl_calloc((size_t)d->pwin, sizeof *d->pieces, "H5MD position pieces")))
                 return MDNL_ERR_RESOURCE;
             d->frame_direct = true;
@@ -1793,7 +1793,7 @@ mdnl_status mdnl_h5md_open(const char *path, const char *group, mdnl_h5md_reader
     if (!r)
         return MDNL_ERR_RESOURCE;
     r->fid = r->gid = H5I_INVALID_HID;
-    r->threads = 1;
+    r->threads = r->copy_threads = 1;
     td_init(&r->pos);
     td_init(&r->edges);
     td_init(&r->species);
@@ -1987,10 +1987,12 @@ static mdnl_status read_species(mdnl_h5md_reader *r, int64_t frame, int64_t s, m
 
 void mdnl_h5md_set_finite_check(mdnl_h5md_reader *r, bool on) { r->skip_finite = !on; }
 
-void mdnl_h5md_set_threads(mdnl_h5md_reader *r, int threads)
+void mdnl_h5md_set_threads(mdnl_h5md_reader *r, int threads, int copy)
 {
-    if (!r->direct || (!r->direct->jobs && !r->direct->pieces))
+    if (!r->direct || (!r->direct->jobs && !r->direct->pieces)) {
         r->threads = threads < 1 ? 1 : threads;
+        r->copy_threads = copy < 1 || copy > r->threads ? r->threads : copy;
+    }
 }
 
 mdnl_status mdnl_h5md_next(mdnl_h5md_reader *r, mdnl_frame *f)

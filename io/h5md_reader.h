@@ -88,9 +88,11 @@ mdnl_status mdnl_h5md_seek(mdnl_h5md_reader *r, int64_t k);
  * device wrap, both naming the frame and the atom) turns it off. */
 void mdnl_h5md_set_finite_check(mdnl_h5md_reader *r, bool on);
 /* Worker threads that read and decode the positions ahead of the frame
- * asked for (default 1: on the calling thread). Frames, values and errors
- * are the same for every count. Takes effect before the first read only. */
-void mdnl_h5md_set_threads(mdnl_h5md_reader *r, int threads);
+ * asked for (default 1: on the calling thread), and of them the ones that
+ * read a frame stored whole straight into the caller's frame (copy; 0:
+ * threads). Frames, values and errors are the same for every count. Takes
+ * effect before the first read only. */
+void mdnl_h5md_set_threads(mdnl_h5md_reader *r, int threads, int copy);
 int64_t mdnl_h5md_nframes(const mdnl_h5md_reader *r);
 int64_t mdnl_h5md_natoms(const mdnl_h5md_reader *r);
 /* The selected particle group's name; valid until mdnl_h5md_close(). */

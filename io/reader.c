@@ -125,7 +125,7 @@ static mdnl_status h5_open(const mdnl_format_input *in, void **state)
         return st;
     if (in->opt->coords_checked)
         mdnl_h5md_set_finite_check(r, false);
-    mdnl_h5md_set_threads(r, in->opt->threads);
+    mdnl_h5md_set_threads(r, in->opt->threads, in->opt->copy_threads);
     *state = r;
     return MDNL_OK;
 }

@@ -35,6 +35,8 @@ typedef struct mdnl_read_options {
                             reader skips its own pass (XYZ checks while it parses, at no cost) */
     int threads;        /* worker threads a reader may parse or decode with (--threads); 0 or 1: the
                            calling thread only, as always. Text formats: io/text_pool.h */
+    int copy_threads;   /* of those, the ones that only copy bytes (H5MD frames read whole into
+                           the caller's frame: memory-bound); 0: threads */
 } mdnl_read_options;
 
 /* Opens `path`. Errors: MDNL_ERR_INPUT for a missing file, a directory or an

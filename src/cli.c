@@ -225,7 +225,8 @@ static const struct option_help {
      "                            atom, at least 10^7, and a cutoff of at most 100 periodic widths; exit 3)\n"},
     {"threads",
      "  --threads N               CPU threads for the CPU backend, the output writers and the readers\n"
-     "                            (text, H5MD, XTC, TRR, DCD; default: the cores this process may use)\n"},
+     "                            (text, H5MD, XTC, TRR, DCD; default: the cores this process may use;\n"
+     "                            run on a GPU: readers get 3/4 of them, the rest is the pipeline's)\n"},
     {"frames", "  --frames START:STOP:STEP  frames to use (Python slice; K alone is frame K); indices stay the\n"
                "                            file's; a selection with no frame is an error (exit 2)\n"},
     {"box", "  --box a,b,c | --box ax,ay,az,bx,by,bz,cx,cy,cz\n"
@@ -754,6 +755,13 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
     fs->spec = o->frames;
     fs->count = -1;
     fs->first_open = -1;
+    /* Feeding a GPU pipeline without --threads, the readers leave cores to
+     * the pipeline's own threads (compute, writer, prepare workers and their
+     * teams, the CUDA driver): parsers and decoders three quarters, the
+     * workers that only copy frames half (docs/reference.md, --threads). */
+    int threads = mdnl_threads(o), copy = threads;
+    if (o->feeds_gpu && !o->has_threads && threads >= 4)
+        threads -= threads / 4, copy /= 2;
     mdnl_read_options ro = {.group = o->group,
                             .coords_checked = o->coords_checked,
                             .format = o->format,
@@ -761,7 +769,8 @@ mdnl_status mdnl_frames_open(const mdnl_opts *o, const char *path, mdnl_frames *
                             .atom_style = o->atom_style,
                             .units_native = o->units_native,
                             .keep_extras = o->keep_extras,
-                            .threads = mdnl_threads(o)};
+                            .threads = threads,
+                            .copy_threads = copy};
     mdnl_status st = mdnl_reader_open(path, &ro, &fs->reader);
     if (st == MDNL_OK)
         st = resolve_slice(fs);

@@ -56,6 +56,7 @@ typedef struct mdnl_opts {
     bool has_threads;
     bool coords_checked; /* run: every frame goes through a prepare that rejects non-finite
                             coordinates, so the reader need not check them (mdnl_read_options) */
+    bool feeds_gpu;      /* run: the frames likely feed a CUDA pipeline (mdnl_frames_open's reader threads) */
     /* rdf */
     double rmax;
     bool has_rmax;

@@ -333,6 +333,7 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
      * as long as the read). --read-only keeps it: there it is the check that
      * the file parses. */
     o.coords_checked = !o.read_only;
+    o.feeds_gpu = !o.read_only && o.backend != MDNL_BACKEND_CPU && mdnl_cuda_built();
     if ((st = mdnl_frames_open(&o, cfg.input, &fs)) != MDNL_OK)
         goto done;
     const char *nb_header = mdnl_neighbors_tsv_header(cfg.shifts, cfg.vectors);

@@ -30,7 +30,7 @@ static mdnl_h5md_reader *open_threads(const char *path, int threads)
     mdnl_h5md_reader *r = NULL;
     mdnl_status st = mdnl_h5md_open(path, NULL, &r);
     cr_assert_eq(st, MDNL_OK, "opening %s: %s", path, mdnl_last_error());
-    mdnl_h5md_set_threads(r, threads);
+    mdnl_h5md_set_threads(r, threads, 0);
     return r;
 }
 

@@ -476,7 +476,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_fail("open", "negative frame or atom count");
         /* one to three position workers (io/h5_raw.c), from the size so
          * that the recipe's bytes keep their meaning */
-        mdnl_h5md_set_threads(r, 1 + (int)(size % 3));
+        mdnl_h5md_set_threads(r, 1 + (int)(size % 3), 0);
         mdnl_frame f;
         memset(&f, 0, sizeof f);
         unsigned mode = pick(&rc, 3);

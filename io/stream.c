@@ -355,6 +355,20 @@ mdnl_status mdnl_stream_long_line(const char *name, int64_t line)
                       MAX_LINE);
 }
 
+/* The line from start to nl (or to the end of the buffer: the last line
+ * without its newline), a trailing \r dropped; the stream moves past it. */
+static int take_line(mdnl_stream *s, char *start, char *nl, const char **b, const char **e)
+{
+    char *end = nl ? nl : s->buf + s->len;
+    s->pos = nl ? (size_t)(nl - s->buf) + 1 : s->len;
+    if (end > start && end[-1] == '\r')
+        --end;
+    *b = start;
+    *e = end;
+    s->line++;
+    return 1;
+}
+
 /* A memory stream's next line: complete lines, then its end. */
 static int memory_line(mdnl_stream *s, const char **b, const char **e)
 {
@@ -366,14 +380,7 @@ static int memory_line(mdnl_stream *s, const char **b, const char **e)
     }
     if (!nl && s->pos >= s->len)
         return 0;
-    char *end = nl ? nl : s->buf + s->len;
-    s->pos = nl ? (size_t)(nl - s->buf) + 1 : s->len;
-    if (end > start && end[-1] == '\r')
-        --end;
-    *b = start;
-    *e = end;
-    s->line++;
-    return 1;
+    return take_line(s, start, nl, b, e);
 }
 
 int mdnl_stream_line(mdnl_stream *s, const char **b, const char **e)
@@ -383,16 +390,8 @@ int mdnl_stream_line(mdnl_stream *s, const char **b, const char **e)
     for (;;) {
         char *start = s->buf + s->pos;
         char *nl = s->pos < s->len ? memchr(start, '\n', s->len - s->pos) : NULL;
-        if (nl || (s->buf_eof && s->pos < s->len)) {
-            char *end = nl ? nl : s->buf + s->len;
-            s->pos = nl ? (size_t)(nl - s->buf) + 1 : s->len;
-            if (end > start && end[-1] == '\r')
-                --end;
-            *b = start;
-            *e = end;
-            s->line++;
-            return 1;
-        }
+        if (nl || (s->buf_eof && s->pos < s->len))
+            return take_line(s, start, nl, b, e);
         if (s->buf_eof)
             return 0;
         /* keep the partial line, refill behind it */

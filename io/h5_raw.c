@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <libdeflate.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,10 +92,20 @@ static void unshuffle(unsigned char *dst, const unsigned char *src, size_t n, si
 }
 
 /* Inflates n bytes of src into exactly `want` bytes of dst (HDF5 reads up
- * to the end of the zlib stream and ignores what follows). */
+ * to the end of the zlib stream and ignores what follows). libdeflate
+ * decodes a whole chunk at once, 2-3x faster than zlib's inflate; when it
+ * fails, zlib decodes the chunk again for its exact message. */
 static int inflate_exact(const unsigned char *src, size_t n, unsigned char *dst, size_t want, char *why,
                          size_t why_size)
 {
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    if (d) {
+        size_t used = 0, got = 0;
+        const enum libdeflate_result r = libdeflate_zlib_decompress_ex(d, src, n, dst, want, &used, &got);
+        libdeflate_free_decompressor(d);
+        if (r == LIBDEFLATE_SUCCESS && got == want)
+            return MDNL_RAW_OK;
+    }
     z_stream z;
     memset(&z, 0, sizeof z);
     if (inflateInit(&z) != Z_OK) {

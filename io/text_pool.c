@@ -5,7 +5,7 @@
  * caller. Slot k of the ring holds frame k's text, a parser state, a parsed
  * frame and, for a split frame, its pieces. One mutex guards the ring; the
  * scanner waits on `room`, the workers on `work`, the caller on `ready`. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise */
 #include "text_pool.h"
 
 #include <pthread.h>
@@ -17,10 +17,14 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define BLOCK (1 << 22)              /* the text buffers' first size */
 #define MIN_READ (1 << 16)           /* the least the scanner asks for at once */
+#define MAX_READ (1 << 20)           /* the most: counted while still in the cache */
 #define MAX_TEXT ((size_t)256 << 20) /* text in flight beyond the oldest frame */
+#define SPLIT_AHEAD 3                /* split frames in flight: each keeps every worker busy */
+#define HUGE_PAGE ((size_t)2 << 20)  /* text buffers are aligned to it and asked to use huge pages */
 #define PIECE_LINES 65536            /* lines of a piece of a split frame */
 #define SPLIT_ATOMS (4 * PIECE_LINES) /* frames this large are split */
 #define MAX_SLOTS 64
@@ -47,6 +51,7 @@ typedef struct slot {
     char end_message[MSG];
     _Alignas(16) unsigned char context[MAX_CONTEXT];
     bool skip_only; /* not selected: checked by the format's skip, not parsed */
+    bool split;     /* cut into pieces */
     void *state;
     mdnl_frame *f; /* the parsed frame: from the pool's spares while the slot holds a frame to parse */
     mdnl_status st;
@@ -81,6 +86,10 @@ struct mdnl_text_pool {
     mdnl_frame **spare;
     int nspare;
     slot *last; /* delivered, released at the next call */
+    /* text buffers of released slots: as many exist as frames were ever in flight at once */
+    char **free_text;
+    size_t *free_cap;
+    int nfree_text;
     /* the scanner's */
     void *scan_state;
     char *carry;
@@ -95,18 +104,46 @@ static bool selected(const mdnl_text_pool *p, int64_t k)
     return k >= p->sel_start && (p->sel_stop < 0 || k < p->sel_stop) && (k - p->sel_start) % p->sel_step == 0;
 }
 
-static int grow(char **buf, size_t *cap, size_t need)
+/* Makes room for `need` bytes in *buf, keeping its first `keep`. Text
+ * buffers are megabytes that the scanner fills with read() once a frame:
+ * aligned to huge pages and advised to use them, a frame of 32 MB faults
+ * in 16 pages, not 8,192 (where the kernel has transparent huge pages). */
+static int grow(char **buf, size_t *cap, size_t need, size_t keep)
 {
     if (need <= *cap)
         return 0;
     size_t c = *cap ? *cap : BLOCK;
     while (c < need)
         c *= 2;
-    char *b = mdnl_realloc(*buf, c, "reader pool text");
-    if (!b)
+    void *b = NULL;
+    if (posix_memalign(&b, HUGE_PAGE, c) != 0) {
+        mdnl_error(MDNL_ERR_RESOURCE, "out of host memory allocating %zu bytes for reader pool text", c);
         return -1;
+    }
+#ifdef MADV_HUGEPAGE
+    (void)madvise(b, c, MADV_HUGEPAGE);
+#endif
+    if (keep)
+        memcpy(b, *buf, keep);
+    free(*buf);
     *buf = b, *cap = c;
     return 0;
+}
+
+/* A free text buffer for s (the largest), if there is one. */
+static void take_text(mdnl_text_pool *p, slot *s)
+{
+    pthread_mutex_lock(&p->mu);
+    int best = -1;
+    for (int k = 0; k < p->nfree_text; ++k)
+        if (best < 0 || p->free_cap[k] > p->free_cap[best])
+            best = k;
+    if (best >= 0) {
+        s->text = p->free_text[best], s->cap = p->free_cap[best];
+        p->nfree_text--;
+        p->free_text[best] = p->free_text[p->nfree_text], p->free_cap[best] = p->free_cap[p->nfree_text];
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 static void keep_message(char *dst, const char *what)
@@ -184,12 +221,17 @@ static size_t find_newlines(const char *b, size_t n, int64_t want, int64_t *got)
 
 /* Appends up to `want` bytes of the stream to s's text (about what the
  * frame still needs, so that little is read past it and carried to the next
- * slot). 0 at the end of the stream (p->eof), -1 on an error (recorded). */
+ * slot), at most MAX_READ: the scanner counts the newlines of what it read
+ * before it reads more, while those bytes are in the cache (reading a 32 MB
+ * frame at once, then counting it, made the count run from memory). 0 at
+ * the end of the stream (p->eof), -1 on an error (recorded). */
 static int fill(mdnl_text_pool *p, slot *s, size_t want)
 {
     if (want < MIN_READ)
         want = MIN_READ;
-    if (grow(&s->text, &s->cap, s->len + want) < 0)
+    if (want > MAX_READ)
+        want = MAX_READ;
+    if (grow(&s->text, &s->cap, s->len + want, s->len) < 0)
         return -1;
     ptrdiff_t got = mdnl_stream_read(p->in, s->text + s->len, want);
     if (got < 0)
@@ -299,10 +341,13 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
     s->natoms = 0;
     s->st = MDNL_OK;
     s->skip_only = false;
+    s->split = false;
     s->len = 0;
     if (p->sel_stop >= 0 && k >= p->sel_stop)
         return K_END;
-    if (grow(&s->text, &s->cap, p->carry_len + 1) < 0)
+    if (!s->text)
+        take_text(p, s);
+    if (grow(&s->text, &s->cap, p->carry_len + 1, 0) < 0)
         return scan_error(s, MDNL_ERR_RESOURCE);
     if (p->carry_len)
         memcpy(s->text, p->carry, p->carry_len);
@@ -388,7 +433,7 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
         }
     }
     if (!s->truncated && at < s->len) { /* the next frame's first bytes */
-        if (grow(&p->carry, &p->carry_cap, s->len - at) < 0)
+        if (grow(&p->carry, &p->carry_cap, s->len - at, 0) < 0)
             return scan_error(s, MDNL_ERR_RESOURCE);
         memcpy(p->carry, s->text + at, s->len - at);
         p->carry_len = s->len - at;
@@ -422,10 +467,28 @@ static enum kind scan_frame(mdnl_text_pool *p, slot *s, int64_t k)
         mdnl_status st = split(p, s, nlines);
         if (st != MDNL_OK)
             return scan_error(s, st);
+        s->split = s->npieces > 0;
     }
     s->ntasks = s->npieces ? s->npieces : 1;
     s->taken = s->done = 0;
     return K_PARSE;
+}
+
+/* Whether the scanner must wait for the caller: the ring is full, or holds
+ * MAX_TEXT, or SPLIT_AHEAD split frames (more would only add memory: one
+ * split frame keeps every worker busy). With mu held. */
+static bool full(const mdnl_text_pool *p)
+{
+    if (p->tail - p->head >= p->nslots)
+        return true;
+    if (p->tail == p->head)
+        return false;
+    if (p->bytes >= MAX_TEXT)
+        return true;
+    int split = 0;
+    for (int64_t k = p->head; k < p->tail; ++k)
+        split += p->slots[k % p->nslots].split;
+    return split >= SPLIT_AHEAD;
 }
 
 static void *scanner_main(void *arg)
@@ -433,7 +496,7 @@ static void *scanner_main(void *arg)
     mdnl_text_pool *p = arg;
     for (int64_t k = 0;; ++k) {
         pthread_mutex_lock(&p->mu);
-        while (!p->stop && (p->tail - p->head >= p->nslots || (p->bytes >= MAX_TEXT && p->tail > p->head)))
+        while (!p->stop && full(p))
             pthread_cond_wait(&p->room, &p->mu);
         if (p->stop) {
             pthread_mutex_unlock(&p->mu);
@@ -598,7 +661,9 @@ static mdnl_status start(mdnl_text_pool *p, const mdnl_frame_allocator *alloc)
         !(p->thr = mdnl_calloc((size_t)p->workers, sizeof *p->thr, "reader pool")) ||
         !(p->scan_state = p->ops->state_new(p->ctx)))
         return MDNL_ERR_RESOURCE;
-    if (!(p->spare = mdnl_calloc((size_t)p->nslots + 1, sizeof *p->spare, "reader pool")))
+    if (!(p->spare = mdnl_calloc((size_t)p->nslots + 1, sizeof *p->spare, "reader pool")) ||
+        !(p->free_text = mdnl_calloc((size_t)p->nslots, sizeof *p->free_text, "reader pool")) ||
+        !(p->free_cap = mdnl_calloc((size_t)p->nslots, sizeof *p->free_cap, "reader pool")))
         return MDNL_ERR_RESOURCE;
     for (int k = 0; k < p->nslots; ++k) {
         if (!(p->slots[k].state = p->ops->state_new(p->ctx)))
@@ -621,8 +686,13 @@ static void release(mdnl_text_pool *p, slot *s)
         p->spare[p->nspare++] = s->f;
     s->f = NULL;
     s->kind = K_EMPTY;
+    s->split = false;
     p->head++;
     p->bytes -= s->len;
+    if (s->text) { /* the next slot the scanner fills takes it */
+        p->free_text[p->nfree_text] = s->text, p->free_cap[p->nfree_text++] = s->cap;
+        s->text = NULL, s->cap = 0, s->len = 0;
+    }
     pthread_cond_broadcast(&p->room);
     pthread_mutex_unlock(&p->mu);
 }
@@ -761,6 +831,10 @@ void mdnl_text_pool_close(mdnl_text_pool *p)
         free(p->spare[k]);
     }
     free(p->spare);
+    for (int k = 0; k < p->nfree_text; ++k)
+        free(p->free_text[k]);
+    free(p->free_text);
+    free(p->free_cap);
     if (p->scan_state)
         p->ops->state_free(p->scan_state);
     free(p->slots);

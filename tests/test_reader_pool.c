@@ -263,6 +263,19 @@ Test(reader_pool, split_frame_matches_one_thread, .timeout = 300)
     cr_expect_eq(sh("grep -c '^Zr ' out.extxyz"), 0, "the late species is there");
 }
 
+/* Split frames back to back, small ones between: more split frames than
+ * the scanner keeps in flight, and text buffers of every size handed from
+ * frame to frame. */
+Test(reader_pool, split_frames_in_a_row_match_one_thread, .timeout = 300)
+{
+    traj t = {.frames = 6, .truncate_at = -1};
+    const int64_t atoms[] = {270000, 20, 270000, 270000, 30, 270000};
+    for (int k = 0; k < t.frames; ++k)
+        t.atoms[k] = atoms[k];
+    write_traj("row.extxyz", &t);
+    expect_threads_agree("convert row.extxyz out.extxyz -q", "out.extxyz");
+}
+
 Test(reader_pool, bad_line_inside_a_split_frame_is_reported_exactly, .timeout = 300)
 {
     traj t = split_frame();

@@ -2,13 +2,16 @@
  * of a device neighbor list (contract in pair_shift_cuda.h; both twins call
  * the per-entry functions of pair_shift.h, so the same bytes).
  *
- * Kernel (thread -> data): shifts_kernel, a thread per row i (grid-stride),
- * walking the row's entries in order; each entry tests the image shifts
- * that can be within the cutoff (pair_shift.h: at most 8 while the cutoff is
- * below half the narrowest periodic width): per entry 16 bytes read for the
- * two positions, 12 (S) and 24 (D) written, ~8 x 10 flops: P pairs cost
- * about P x 52 bytes of memory traffic, and the pass is bound by the flops and the
- * imbalance of rows, not by bandwidth. */
+ * Kernel (thread -> data): shifts_kernel, a group of G lanes per row i
+ * (grid-stride; G the power of two at or above the mean row length, at most
+ * a warp), lane l taking the row's entries l, l + G, ...; each entry tests
+ * the image shifts that can be within the cutoff (pair_shift.h: at most 8
+ * while the cutoff is below half the narrowest periodic width): per entry
+ * 8 bytes of the list and 40 of j's two positions read, 12 (S) and 24 (D)
+ * written, ~8 x 10 flops. Neighbouring lanes take neighbouring entries, so
+ * a warp's loads of j, d and stores of S, D are a few contiguous sectors;
+ * with a thread per row they were 32 rows apart, a sector each, and the
+ * pass ran at 37x its bytes' floor on the 1M-atom liquid. */
 #include "cuda_check.cuh"
 #include "pair_shift.h"
 #include "pair_shift_cuda.h"
@@ -28,16 +31,21 @@ __global__ void __launch_bounds__(SBLOCK)
     shifts_kernel(const __grid_constant__ mdnl_geom g, const __grid_constant__ mdnl_wrap_params w, long long n,
                   const long long *__restrict__ off, const int32_t *__restrict__ jj, const float *__restrict__ dd,
                   const float *__restrict__ pos4, const T *__restrict__ xyz, int half, int32_t *__restrict__ S_out,
-                  double *__restrict__ D_out, int *__restrict__ flag)
+                  double *__restrict__ D_out, int *__restrict__ flag, int glog)
 {
-    for (long long i = (long long)blockIdx.x * SBLOCK + threadIdx.x; i < n; i += (long long)gridDim.x * SBLOCK) {
+    const int G = 1 << glog, lane = (int)threadIdx.x & (G - 1);
+    const long long groups = (long long)gridDim.x * (SBLOCK >> glog);
+    for (long long i = ((long long)blockIdx.x * SBLOCK + threadIdx.x) >> glog; i < n; i += groups) {
+        const long long k0 = off[i] + lane, k1 = off[i + 1];
+        if (k0 >= k1)
+            continue;
         const double ri[3] = {(double)xyz[3 * i], (double)xyz[3 * i + 1], (double)xyz[3 * i + 2]};
         int oi[3];
         if (!mdnl_wrap_offset(&w, ri[0], ri[1], ri[2], oi)) {
             atomicMax(flag, 2);
             continue;
         }
-        for (long long k = off[i]; k < off[i + 1]; ++k) {
+        for (long long k = k0; k < k1; k += G) {
             const int32_t j = jj[k];
             int s[3] = {0, 0, 0};
             if (!mdnl_entry_shift(&g, &w, pos4, i, j, dd[k], mdnl_entry_rank(jj, dd, off[i], k), half, s))
@@ -101,16 +109,21 @@ extern "C" mdnl_status mdnl_pair_shifts_cuda(mdnl_shift_cuda *c, void *stream, c
     MDNL_CUDA_CHECK(cudaMemsetAsync(c->flag.ptr, 0, sizeof(int), s));
     if (l->natoms > 0 && l->npairs > 0) {
         const long long n = (long long)l->natoms;
-        const int nb = (int)((n + SBLOCK - 1) / SBLOCK < 65535 ? (n + SBLOCK - 1) / SBLOCK : 65535);
+        int glog = 0; /* G = 2^glog lanes a row: the mean row length, rounded up, at most a warp */
+        while (glog < 5 && ((long long)1 << glog) * n < l->npairs)
+            ++glog;
+        const long long threads = n << glog;
+        const int nb = (int)((threads + SBLOCK - 1) / SBLOCK < 65535 ? (threads + SBLOCK - 1) / SBLOCK : 65535);
         int32_t *S = (int32_t *)c->S.ptr;
         double *D = want_D ? (double *)c->D.ptr : NULL;
         if (xyz_float32)
             shifts_kernel<float><<<nb, SBLOCK, 0, s>>>(*g, w, n, (const long long *)l->d_offsets, l->d_j, l->d_d,
-                                                       l->d_pos4, (const float *)d_xyz, half, S, D, (int *)c->flag.ptr);
+                                                       l->d_pos4, (const float *)d_xyz, half, S, D, (int *)c->flag.ptr,
+                                                       glog);
         else
             shifts_kernel<double><<<nb, SBLOCK, 0, s>>>(*g, w, n, (const long long *)l->d_offsets, l->d_j, l->d_d,
                                                         l->d_pos4, (const double *)d_xyz, half, S, D,
-                                                        (int *)c->flag.ptr);
+                                                        (int *)c->flag.ptr, glog);
         MDNL_CUDA_LAUNCHED(s);
     }
     MDNL_CUDA_CHECK(cudaMemcpyAsync(c->h_flag, c->flag.ptr, sizeof(int), cudaMemcpyDeviceToHost, s));

@@ -30,6 +30,7 @@ enum ticket_phase { TICKET_FREE, TICKET_PREPARED, TICKET_SUBMITTED };
 typedef struct ticket_state {
     enum ticket_phase state;
     int dev;             /* submitted: its engine ticket */
+    int64_t seq;         /* submitted: the stream's launch count at its submit */
     mdnl_status verdict; /* prepare's, raised by submit */
     char message[2048];
     mdnl_frame f;        /* the frame's view (positions borrowed) */
@@ -516,6 +517,7 @@ mdnl_status mdnl_stream_submit(mdnl_stream *s, int ticket, const mdnl_stream_fra
     } else if ((tk->dev = (int)(s->launched % MDNL_ENGINE_TICKETS),
                 (st = submit_body(s, tk, tk->dev, frame)) == MDNL_OK)) {
         tk->state = TICKET_SUBMITTED;
+        tk->seq = s->launched;
         s->submitted++;
         s->launched++;
     } else {
@@ -571,6 +573,14 @@ mdnl_status mdnl_stream_collect(mdnl_stream *s, int ticket, mdnl_stream_result *
     ticket_state *tk = &s->t[ticket];
     if (tk->state != TICKET_SUBMITTED)
         return named(s, mdnl_error(MDNL_ERR_USAGE, "ticket %d was not submitted", ticket), "mdnl_stream_collect");
+    /* in submit order: the next submit takes the engine ticket of the
+     * oldest collected frame, which must be done with it */
+    for (int q = 0; q < s->tickets; ++q)
+        if (s->t[q].state == TICKET_SUBMITTED && s->t[q].seq < tk->seq)
+            return named(s,
+                         mdnl_error(MDNL_ERR_USAGE, "ticket %d was submitted after ticket %d: collect in submit order",
+                                    ticket, q),
+                         "mdnl_stream_collect");
     tk->state = TICKET_FREE;
     s->submitted--;
     mdnl_lib_scope sc = mdnl_lib_enter(s->ctx);

@@ -988,6 +988,12 @@ ParameterizedTest(mdnl_compute *b, library, stream_prepare_keeps_its_verdict_and
         cr_assert_eq(mdnl_stream_submit(s, t, &good), MDNL_OK, "%s", mdnl_last_error());
     cr_assert_eq(mdnl_stream_submit(s, MDNL_STREAM_MAX_SUBMITTED, &good), MDNL_ERR_USAGE);
     cr_assert(strstr(mdnl_last_error(), "submitted and not collected"), "%s", mdnl_last_error());
+    /* collected in submit order: out of order, the next submit would take
+     * the engine ticket of a frame still in flight */
+    cr_assert_eq(mdnl_stream_collect(s, 1, &res), MDNL_ERR_USAGE);
+    cr_assert(strstr(mdnl_last_error(),
+                     "mdnl_stream_collect: ticket 1 was submitted after ticket 0: collect in submit order"),
+              "%s", mdnl_last_error());
     for (int t = 0; t < MDNL_STREAM_MAX_SUBMITTED; ++t) {
         cr_assert_eq(mdnl_stream_collect(s, t, &res), MDNL_OK, "%s", mdnl_last_error());
         cr_assert_gt(res.list.npairs, 0);

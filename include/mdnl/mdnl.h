@@ -458,7 +458,8 @@ MDNL_API mdnl_status mdnl_stream_prepare(mdnl_stream *s, int ticket, const mdnl_
 MDNL_API mdnl_status mdnl_stream_submit(mdnl_stream *s, int ticket, const mdnl_stream_frame *frame);
 
 /* Waits for ticket t's work and writes its results into *out (borrowed).
- * Tickets are collected in the order they were submitted. */
+ * Tickets are collected in the order they were submitted (MDNL_ERR_USAGE
+ * for a ticket submitted after another still in flight). */
 MDNL_API mdnl_status mdnl_stream_collect(mdnl_stream *s, int ticket, mdnl_stream_result *out);
 
 /* The algorithm the last list of the stream used ("auto" before the first),

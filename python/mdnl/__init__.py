@@ -2,6 +2,9 @@
 NVIDIA GPU, over libmdnl (ctypes; see docs/library.md).
 
     i, j, d, D, S = mdnl.neighbor_list("ijdDS", positions, cell, pbc, cutoff)
+    with mdnl.Stream(cutoff=3.0, neighbors="ijd", potential="lj", epsilon=1.0, sigma=1.0) as s:
+        for res in s.run(frames):   # frame k+1 queued while frame k runs
+            res.i, res.j, res.d, res.energy
 
 NumPy arrays in, NumPy arrays out, in ASE's conventions
 (ase.neighborlist.neighbor_list). CuPy arrays and PyTorch CUDA tensors in,
@@ -16,23 +19,26 @@ import numpy as np
 from . import _clib
 from ._clib import lib
 
-__all__ = ["MdnlError", "neighbor_list", "energy", "RDF", "rdf", "cuda_devices", "version", "library_path"]
+__all__ = ["MdnlError", "neighbor_list", "energy", "RDF", "rdf", "Stream", "StreamResult", "stream_frames",
+           "cuda_devices", "version", "library_path"]
 
 version = lib.mdnl_version().decode()
 library_path = _clib.path
 
 
 class MdnlError(RuntimeError):
-    """A libmdnl call failed; `status` is the mdnl_status (2 usage, 3 input data, 4 resources, 1 internal)."""
+    """A libmdnl call failed; `status` is the mdnl_status (2 usage, 3 input data, 4 resources, 1 internal);
+    `frame` the index of the stream frame it belongs to (Stream calls), else None."""
 
-    def __init__(self, status, message):
+    def __init__(self, status, message, frame=None):
         super().__init__(f"mdnl: {message} ({_clib.STATUS_NAMES.get(status, 'status %d' % status)})")
         self.status = status
+        self.frame = frame
 
 
-def _check(status):
+def _check(status, frame=None):
     if status != _clib.OK:
-        raise MdnlError(status, lib.mdnl_last_error().decode(errors="replace"))
+        raise MdnlError(status, lib.mdnl_last_error().decode(errors="replace"), frame)
 
 
 def cuda_devices():
@@ -349,6 +355,25 @@ def neighbor_list(quantities, positions, cell=None, pbc=None, cutoff=None, full=
 
 # ---- energies ----
 
+_POTENTIALS = {"lj": ("epsilon", "sigma"), "morse": ("d0", "alpha", "r0")}
+
+
+def _pair_params(potential, shift, params, where=""):
+    """The mdnl_pair_params of `potential` with `params` (exactly its names)."""
+    if potential not in _POTENTIALS:
+        raise ValueError(f"mdnl: potential must be 'lj' or 'morse', got {potential!r}")
+    names = _POTENTIALS[potential]
+    unknown = set(params) - set(names)
+    missing = set(names) - set(params)
+    if unknown or missing:
+        raise TypeError(f"mdnl: {potential}{where} takes parameters {', '.join(names)}"
+                        + (f"; unknown: {', '.join(sorted(unknown))}" if unknown else "")
+                        + (f"; missing: {', '.join(sorted(missing))}" if missing else ""))
+    return _clib.PairParams(_clib.PAIR_LJ if potential == "lj" else _clib.PAIR_MORSE, float(params.get("epsilon", 0)),
+                            float(params.get("sigma", 0)), float(params.get("d0", 0)), float(params.get("alpha", 0)),
+                            float(params.get("r0", 0)), 1 if shift else 0)
+
+
 def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom=False, shift=True, backend="auto",
            max_pairs=None, **params):
     """The pair energy of a frame: potential "lj" (epsilon, sigma) or "morse"
@@ -358,21 +383,10 @@ def energy(positions, cell=None, pbc=None, cutoff=None, potential="lj", per_atom
     max_pairs: the work limit, as in neighbor_list."""
     if cutoff is None:
         raise TypeError("mdnl: energy needs a cutoff")
-    names = {"lj": ("epsilon", "sigma"), "morse": ("d0", "alpha", "r0")}
-    if potential not in names:
-        raise ValueError(f"mdnl: potential must be 'lj' or 'morse', got {potential!r}")
-    unknown = set(params) - set(names[potential])
-    missing = set(names[potential]) - set(params)
-    if unknown or missing:
-        raise TypeError(f"mdnl: {potential} takes parameters {', '.join(names[potential])}"
-                        + (f"; unknown: {', '.join(sorted(unknown))}" if unknown else "")
-                        + (f"; missing: {', '.join(sorted(missing))}" if missing else ""))
+    pp = _pair_params(potential, shift, params)
     if _device_interface(positions) is not None:
         raise TypeError("mdnl: energy takes host arrays (NumPy); copy device positions to the host first")
     sys, keep, _, _ = _system(positions, cell, pbc)
-    pp = _clib.PairParams(_clib.PAIR_LJ if potential == "lj" else _clib.PAIR_MORSE, float(params.get("epsilon", 0)),
-                          float(params.get("sigma", 0)), float(params.get("d0", 0)), float(params.get("alpha", 0)),
-                          float(params.get("r0", 0)), 1 if shift else 0)
     total = ctypes.c_double()
     pa = np.zeros(sys.n, dtype=np.float64) if per_atom else None
     _check(lib.mdnl_energy(_context(backend, 0, max_pairs).handle, ctypes.byref(sys), ctypes.byref(pp), float(cutoff),
@@ -412,13 +426,8 @@ class RDF:
         if _device_interface(positions) is not None:
             raise TypeError("mdnl: RDF.add takes host arrays (NumPy)")
         sys, keep, _, _ = _system(positions, cell, pbc)
-        sp = None
-        if species is not None:
-            sp = np.ascontiguousarray(np.asarray(species))
-            if sp.shape != (sys.n,) or not np.issubdtype(sp.dtype, np.integer):
-                raise ValueError(f"mdnl: species must be {sys.n} integers, got {sp.dtype} {sp.shape}")
-            sp = sp.astype(np.int32)
-        elif self.npairs:
+        sp = _ids(species, sys.n, "species")
+        if sp is None and self.npairs:
             raise ValueError("mdnl: this RDF has species pairs; pass species=")
         _check(lib.mdnl_rdf_add(_context(self._backend, 0, self._max_pairs).handle, self._h, ctypes.byref(sys),
                                 sp.ctypes.data if sp is not None else None))
@@ -444,9 +453,354 @@ def rdf(frames, r_max, bins, pairs=None, volume=None, backend="auto", max_pairs=
     Atoms are their atomic numbers. Returns RDF.result()."""
     acc = RDF(r_max, bins, pairs, volume, backend, max_pairs)
     for f in frames:
-        if hasattr(f, "get_positions"):
-            acc.add(f.get_positions(), np.asarray(f.get_cell()), f.get_pbc(),
-                    f.get_atomic_numbers() if pairs else None)
-        else:
-            acc.add(*f)
+        positions, cell, pbc, species, _ = _frame_fields(f, bool(pairs))
+        acc.add(positions, cell, pbc, species)
     return acc.result()
+
+
+def _ids(values, n, what, checked=False):
+    """(n,) integer ids as a new int32 array (never wrapped), or None;
+    checked: ids >= 0 checked here (where the library does not)."""
+    if values is None:
+        return None
+    a = np.asarray(values)
+    if a.shape != (n,) or not (np.issubdtype(a.dtype, np.integer) or (a.size == 0 and a.dtype == np.float64)):
+        raise ValueError(f"mdnl: {what} must be {n} integers, got {a.dtype} {a.shape}")
+    low = 0 if checked else np.iinfo(np.int32).min
+    if a.size and (a.min() < low or a.max() > np.iinfo(np.int32).max):
+        raise ValueError(f"mdnl: {what} must be int32 integers{' >= 0' if checked else ''}, got {a.min()}..{a.max()}")
+    return np.array(a, dtype=np.int32, order="C")  # always a copy: the library may borrow it
+
+
+def _frame_fields(f, atomic_numbers):
+    """(positions, cell, pbc, species, types) of a frame: an ASE Atoms (or an
+    object with get_positions, get_cell, get_pbc; species its atomic numbers
+    when `atomic_numbers`), a tuple (positions, cell, pbc[, species[,
+    types]]), or a dict of those names."""
+    if hasattr(f, "get_positions"):
+        return (f.get_positions(), np.asarray(f.get_cell()), f.get_pbc(),
+                f.get_atomic_numbers() if atomic_numbers else None, None)
+    if isinstance(f, dict):
+        unknown = set(f) - {"positions", "cell", "pbc", "species", "types"}
+        if unknown or "positions" not in f:
+            raise ValueError(f"mdnl: a frame dict has positions, cell, pbc, species, types; got {sorted(f)}")
+        return f["positions"], f.get("cell"), f.get("pbc"), f.get("species"), f.get("types")
+    f = tuple(f)
+    if not 1 <= len(f) <= 5:
+        raise ValueError(f"mdnl: a frame tuple is (positions, cell, pbc[, species[, types]]), got {len(f)} items")
+    return f + (None,) * (5 - len(f))
+
+
+# ---- streams: frames in flight on the device, results in frame order ----
+
+class StreamResult:
+    """One frame's results, copied out of the stream (Stream.collect,
+    Stream.run): `index` (the frame's), the list's arrays i, j, d, D, S
+    that the stream's `neighbors` letters ask for (ASE's dtypes, as
+    neighbor_list; None otherwise), `energy` (the total, or None),
+    `counts` ((max(1, npairs), bins) uint64 pair-distance counts), `na`,
+    `nb` ((max(1, npairs),) int64: the frame's A and B atoms of each species
+    pair) and `volume` (the normalisation volume, 0 for an open frame), or
+    None without a histogram."""
+
+    __slots__ = ("index", "i", "j", "d", "D", "S", "energy", "counts", "na", "nb", "volume")
+
+    def __init__(self, index):
+        for name in self.__slots__:
+            setattr(self, name, None)
+        self.index = index
+
+    def __repr__(self):
+        parts = [f"index={self.index}"]
+        if self.i is not None or self.j is not None or self.d is not None:
+            parts.append(f"pairs={len(next(a for a in (self.i, self.j, self.d, self.S, self.D) if a is not None))}")
+        if self.energy is not None:
+            parts.append(f"energy={self.energy!r}")
+        if self.counts is not None:
+            parts.append(f"counts={self.counts.shape}")
+        return f"StreamResult({', '.join(parts)})"
+
+
+class Stream:
+    """The same per-frame work over a sequence of frames, with frame k+1
+    checked and queued while the device still works on frame k (libmdnl's
+    streams, docs/library.md). A context manager; close() frees it.
+
+    The work (each optional, at least one):
+      neighbors: letters of 'ijdDS' (as neighbor_list), full=True or False,
+        at `cutoff`;
+      potential: "lj" (epsilon, sigma) or "morse" (d0, alpha, r0) as
+        keywords, shifted at `cutoff` when shift; or pair_coeff, a dict
+        {(a, b): {parameters..., "cutoff": rc}} over atom types 0..ntypes-1
+        (at most 4; (a, b) or (b, a) for each pair; the frames give types=),
+        with `cutoff` their largest (its default);
+      r_max, bins: a pair-distance histogram on [0, r_max), the total, or
+        one per species pair (A, B) of `pairs` (the frames give species=).
+    tickets: frames in flight or prepared (1..32; at most 4 submitted and not
+    collected). source: names the input in the library's messages
+    ("SOURCE: frame INDEX: ..."). backend, device, max_pairs: the context,
+    as neighbor_list's (the thread's context, shared with the other calls).
+
+    Frames are host arrays. A frame's arrays (positions, cell, species,
+    types, or the copies made of them) are held by the stream from its
+    submit until its ticket is collected: the device reads them in between,
+    so the caller may drop or reuse its own arrays at once. Results are
+    copied out at collect. Like a context, a stream is used by one thread at
+    a time.
+    """
+
+    def __init__(self, cutoff=None, neighbors=None, full=True, potential=None, shift=True, pair_coeff=None,
+                 r_max=None, bins=None, pairs=None, tickets=2, source=None, backend="auto", device=0,
+                 max_pairs=None, **params):
+        self._h = None
+        if neighbors is not None and (not isinstance(neighbors, str) or not neighbors
+                                      or any(q not in "ijdDS" for q in neighbors)):
+            raise ValueError(f"mdnl: neighbors must be letters of 'ijdDS', got {neighbors!r}")
+        if (r_max is None) != (bins is None):
+            raise TypeError("mdnl: a histogram needs both r_max and bins")
+        if params and potential is None:
+            raise TypeError(f"mdnl: parameters {', '.join(sorted(params))} without a potential")
+        if pair_coeff is not None and potential is None:
+            raise TypeError("mdnl: pair_coeff needs a potential ('lj' or 'morse')")
+        if neighbors is None and potential is None and r_max is None:
+            raise ValueError("mdnl: a stream needs some work: neighbors=, potential= or r_max= and bins=")
+        if isinstance(tickets, bool) or not isinstance(tickets, (int, np.integer)):
+            raise TypeError(f"mdnl: tickets must be an integer, got {tickets!r}")
+        o = _clib.StreamOptions()
+        o.tickets = int(tickets)  # 0: the library's default, 2
+        self._keep = []  # the option arrays, for the create call
+        self.quantities = neighbors or ""
+        self.ntypes = 0
+        if potential is not None:
+            o.energy = 1
+            if pair_coeff is None:
+                o.params = _pair_params(potential, shift, params)
+            else:
+                if params:
+                    raise TypeError(f"mdnl: parameters go in pair_coeff with a table, not {', '.join(sorted(params))}")
+                table, cuts = self._table(potential, shift, pair_coeff)
+                if cutoff is None:
+                    cutoff = float(cuts.max())
+                o.ntypes, o.type_params, o.type_cutoffs = self.ntypes, table, cuts.ctypes.data
+                self._keep += [table, cuts]
+        if neighbors is not None or potential is not None:
+            if cutoff is None:
+                raise TypeError("mdnl: a stream with a list or an energy needs a cutoff")
+            o.cutoff = float(cutoff)
+        if neighbors is not None:
+            o.neighbors = 1
+            o.flags = ((_clib.NEIGHBORS_FULL if full else 0) | (_clib.NEIGHBORS_SHIFTS if "S" in neighbors else 0)
+                       | (_clib.NEIGHBORS_VECTORS if "D" in neighbors else 0))
+        self.npairs = 0
+        if r_max is not None:
+            o.histogram, o.r_max, o.bins = 1, float(r_max), int(bins)
+            self.bins = int(bins)
+            if pairs:
+                pa = np.ascontiguousarray(np.asarray(pairs, dtype=np.int32))
+                if pa.ndim != 2 or pa.shape[1] != 2:
+                    raise ValueError(f"mdnl: pairs must be a list of (A, B) species ids, got shape {pa.shape}")
+                self.npairs, o.npairs, o.pairs = pa.shape[0], pa.shape[0], pa.ctypes.data
+                self._keep.append(pa)
+        if source is not None:
+            o.source = str(source).encode()
+        self.energy, self.histogram = potential is not None, r_max is not None
+        self._ctx = _context(backend, device, max_pairs)  # held: the stream is freed before its context
+        h = ctypes.c_void_p()
+        _check(lib.mdnl_stream_create(self._ctx.handle, ctypes.byref(o), ctypes.byref(h)))
+        self._h = h
+        self._keep = None  # the library copied the options
+        self.tickets = int(tickets) if tickets else 2
+        self.backend = self._ctx.backend
+        self._held = {}      # ticket -> (frame struct, arrays, index): borrowed by the library until collected
+        self._order = []     # tickets submitted and not collected, in submit order
+        self._failed = []    # what a failed submit or collect was given: held until the stream is freed
+        self._next = 0       # the index of the next frame submitted without one
+
+    def _table(self, potential, shift, pair_coeff):
+        """(ctypes [ntypes*ntypes] PairParams, [ntypes][ntypes] cutoffs) of pair_coeff."""
+        keys = list(pair_coeff)
+        if not keys or any(not isinstance(k, tuple) or len(k) != 2 for k in keys):
+            raise ValueError("mdnl: pair_coeff maps pairs of atom types (a, b) to their parameters and cutoff")
+        nt = 1 + max(int(t) for k in keys for t in k)
+        if min(int(t) for k in keys for t in k) < 0 or nt > _clib.ENERGY_MAX_TYPES:
+            raise ValueError(f"mdnl: pair_coeff's atom types must be 0..{_clib.ENERGY_MAX_TYPES - 1}")
+        table = (_clib.PairParams * (nt * nt))()
+        cuts = np.zeros((nt, nt))
+        given = {}
+        for (a, b), v in pair_coeff.items():
+            v = dict(v)
+            if "cutoff" not in v:
+                raise TypeError(f"mdnl: pair_coeff[{a}, {b}] has no cutoff")
+            rc = float(v.pop("cutoff"))
+            pp = _pair_params(potential, shift, v, f" (pair_coeff[{a}, {b}])")
+            for x, y in ((a, b), (b, a)):
+                if (x, y) in given and given[x, y] != (rc, tuple(v.items())):
+                    raise ValueError(f"mdnl: pair_coeff gives ({a}, {b}) twice, differently")
+                given[x, y] = (rc, tuple(v.items()))
+                table[x * nt + y], cuts[x, y] = pp, rc
+        missing = [(a, b) for a in range(nt) for b in range(a, nt) if (a, b) not in given]
+        if missing:
+            raise ValueError(f"mdnl: pair_coeff misses the type pairs {missing}")
+        self.ntypes = nt
+        return table, cuts
+
+    # -- lifetime --
+
+    def close(self):
+        """Waits for the device's work and frees the stream; then releases
+        the frames it held. Idempotent."""
+        if getattr(self, "_h", None):
+            lib.mdnl_stream_free(self._h)
+            self._h = None
+        self._held, self._order, self._failed = {}, [], []
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _live(self):
+        if not self._h:
+            raise ValueError("mdnl: the stream is closed")
+        return self._h
+
+    @property
+    def method(self):
+        """The list algorithm the last frame used ("auto" before the first)."""
+        return lib.mdnl_stream_method(self._live()).decode()
+
+    @property
+    def in_flight(self):
+        """Tickets submitted and not collected, in submit order (collect them in this order)."""
+        return list(self._order)
+
+    # -- frames --
+
+    def _frame(self, positions, cell, pbc, species, types, index):
+        if _device_interface(positions) is not None:
+            raise TypeError("mdnl: a stream takes host arrays (NumPy); copy device positions to the host first")
+        sys, keep, _, _ = _system(positions, cell, pbc)
+        sp = _ids(species, sys.n, "species", checked=True)
+        ty = _ids(types, sys.n, "types")
+        if self.histogram and self.npairs and sp is None:
+            raise ValueError("mdnl: this stream has species pairs; pass species=")
+        if self.ntypes and ty is None:
+            raise ValueError("mdnl: this stream's energy has a pair_coeff table; pass types=")
+        keep += [sys, sp, ty]
+        if index is None:
+            index = self._next
+        index = int(index)
+        fr = _clib.StreamFrame(sys, index, sp.ctypes.data if sp is not None else None, None,
+                               ty.ctypes.data if ty is not None else None)
+        return fr, keep, index
+
+    def check(self, positions, cell=None, pbc=None, species=None, types=None, index=None):
+        """The library's occupancy guard on the frame (whether its cells stay
+        within the work limit), from its own positions; raises MdnlError
+        (status 3, naming the densest cell) if not. Any ticket state."""
+        fr, keep, index = self._frame(positions, cell, pbc, species, types, index)
+        _check(lib.mdnl_stream_check(self._live(), ctypes.byref(fr)), index)
+        del keep
+
+    def submit(self, ticket, positions, cell=None, pbc=None, species=None, types=None, index=None):
+        """Queues the frame's work under `ticket` (0..tickets-1, free: never
+        submitted or collected since; at most 4 in flight). index: the
+        frame's index in messages and in its result (default: one more than
+        the last submitted). The stream holds the frame's arrays until the
+        ticket is collected. Returns the index. Errors of this frame raise
+        here (MdnlError with .frame) or at its collect."""
+        h = self._live()
+        fr, keep, index = self._frame(positions, cell, pbc, species, types, index)
+        self._next = index + 1
+        st = lib.mdnl_stream_submit(h, int(ticket), ctypes.byref(fr))
+        if st != _clib.OK:
+            self._failed.append((fr, keep))  # the device may still read it: held until close()
+            _check(st, index)
+        self._held[int(ticket)] = (fr, keep, index)
+        self._order.append(int(ticket))
+        return index
+
+    def collect(self, ticket):
+        """Waits for `ticket`'s frame (tickets are collected in submit
+        order) and returns its StreamResult, copied out of the stream.
+        The ticket is free again afterwards, also when its frame failed
+        (MdnlError with .frame)."""
+        h = self._live()
+        ticket = int(ticket)
+        if ticket in self._order and self._order[0] != ticket:
+            raise MdnlError(_clib.ERR_USAGE, f"Stream.collect: ticket {ticket} was submitted after ticket "
+                            f"{self._order[0]}: collect ticket {self._order[0]} first", self._held[ticket][2])
+        res = _clib.StreamResult()
+        st = lib.mdnl_stream_collect(h, ticket, ctypes.byref(res))
+        held = self._held.pop(ticket, None)
+        if ticket in self._order:
+            self._order.remove(ticket)
+        index = held[2] if held else None
+        if st != _clib.OK:
+            self._failed.append(held)
+            _check(st, index)
+        out = StreamResult(index)
+        if self.quantities:
+            for q, a in _host_results(res.list, self.quantities).items():
+                setattr(out, q, a)
+        if self.energy:
+            out.energy = res.energy
+        if self.histogram:
+            nh = max(1, self.npairs)
+            out.counts = np.asarray(_HostView(res.counts, (nh, self.bins), "<u8")).copy()
+            out.na = np.asarray(_HostView(res.na, (nh,), "<i8")).copy()
+            out.nb = np.asarray(_HostView(res.nb, (nh,), "<i8")).copy()
+            out.volume = res.volume
+        del held  # the frame's arrays: the library is done with them
+        return out
+
+    def run(self, frames, start=0):
+        """Yields the StreamResult of each of `frames` in frame order, with
+        up to min(tickets, 4) frames in flight. frames: ASE Atoms (species:
+        their atomic numbers when the stream has species pairs), tuples
+        (positions, cell, pbc[, species[, types]]) or dicts of those names;
+        frame k has index start + k. An error of frame k (MdnlError with
+        .frame, or a bad array) is raised after the results of the frames
+        before it; the frames after it are dropped and the stream stays
+        usable. The stream must have nothing in flight."""
+        self._live()
+        if self._order:
+            raise ValueError(f"mdnl: Stream.run needs a stream with nothing in flight; collect tickets {self._order}")
+        depth = min(self.tickets, _clib.STREAM_MAX_SUBMITTED)
+        failure = None
+        try:
+            for k, f in enumerate(frames):
+                if len(self._order) >= depth:
+                    yield self.collect(self._order[0])
+                positions, cell, pbc, species, types = _frame_fields(f, self.npairs > 0)
+                try:  # frame k's ticket was collected: at most depth <= tickets are in flight
+                    self.submit((start + k) % self.tickets, positions, cell, pbc, species, types, start + k)
+                except Exception as e:
+                    failure = e
+                    break
+            while self._order:
+                yield self.collect(self._order[0])
+            if failure is not None:
+                raise failure
+        finally:  # an error, or the caller stopped early: what is still in flight is dropped
+            self._drain()
+
+    def _drain(self):
+        while self._h and self._order:
+            try:
+                self.collect(self._order[0])
+            except MdnlError:
+                pass
+
+
+def stream_frames(frames, **options):
+    """The StreamResult of each of `frames`, in frame order, through a
+    Stream(**options) of its own: `for r in mdnl.stream_frames(traj,
+    cutoff=3.0, neighbors="ijd")`. See Stream.run."""
+    with Stream(**options) as s:
+        yield from s.run(frames)

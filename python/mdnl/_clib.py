@@ -16,6 +16,8 @@ COMPUTE_AUTO, COMPUTE_CPU, COMPUTE_CUDA = 0, 1, 2
 FLOAT64, FLOAT32 = 0, 1
 NEIGHBORS_FULL, NEIGHBORS_SHIFTS, NEIGHBORS_VECTORS = 1, 2, 4
 PAIR_LJ, PAIR_MORSE = 1, 2
+ENERGY_MAX_TYPES = 4
+STREAM_MAX_TICKETS, STREAM_MAX_SUBMITTED = 32, 4
 
 
 class ContextOptions(ctypes.Structure):
@@ -38,6 +40,24 @@ class PairParams(ctypes.Structure):
     _fields_ = [("style", ctypes.c_int), ("epsilon", ctypes.c_double), ("sigma", ctypes.c_double),
                 ("d0", ctypes.c_double), ("alpha", ctypes.c_double), ("r0", ctypes.c_double),
                 ("shift", ctypes.c_int)]
+
+
+class StreamOptions(ctypes.Structure):
+    _fields_ = [("tickets", ctypes.c_int), ("source", ctypes.c_char_p), ("neighbors", ctypes.c_int),
+                ("flags", ctypes.c_int), ("cutoff", ctypes.c_double), ("energy", ctypes.c_int),
+                ("params", PairParams), ("ntypes", ctypes.c_int32), ("type_params", ctypes.POINTER(PairParams)),
+                ("type_cutoffs", ctypes.c_void_p), ("histogram", ctypes.c_int), ("r_max", ctypes.c_double),
+                ("bins", ctypes.c_int32), ("npairs", ctypes.c_int32), ("pairs", ctypes.c_void_p)]
+
+
+class StreamFrame(ctypes.Structure):
+    _fields_ = [("system", System), ("index", ctypes.c_int64), ("species", ctypes.c_void_p),
+                ("pairs", ctypes.c_void_p), ("types", ctypes.c_void_p)]
+
+
+class StreamResult(ctypes.Structure):
+    _fields_ = [("list", NeighborList), ("energy", ctypes.c_double), ("counts", ctypes.c_void_p),
+                ("na", ctypes.c_void_p), ("nb", ctypes.c_void_p), ("volume", ctypes.c_double)]
 
 
 def _candidates():
@@ -85,6 +105,10 @@ _sigs = {
                                              ctypes.POINTER(NeighborList)]),
     "mdnl_energy": (ctypes.c_int, [_P, ctypes.POINTER(System), ctypes.POINTER(PairParams), ctypes.c_double,
                                    ctypes.POINTER(ctypes.c_double), _P]),
+    "mdnl_energy_types": (ctypes.c_int, [_P, ctypes.POINTER(System), ctypes.c_int32, ctypes.POINTER(PairParams), _P,
+                                         _P, ctypes.POINTER(ctypes.c_double), _P]),
+    "mdnl_histogram": (ctypes.c_int, [_P, ctypes.POINTER(System), ctypes.c_double, ctypes.c_int32, _P, ctypes.c_int32,
+                                      _P, _P, ctypes.POINTER(ctypes.c_double)]),
     "mdnl_rdf_create": (ctypes.c_int, [ctypes.c_double, ctypes.c_int32, ctypes.c_int32, _P, ctypes.c_double,
                                        ctypes.POINTER(_P)]),
     "mdnl_rdf_free": (None, [_P]),
@@ -92,6 +116,12 @@ _sigs = {
     "mdnl_rdf_frames": (ctypes.c_int64, [_P]),
     "mdnl_rdf_g_defined": (ctypes.c_int, [_P]),
     "mdnl_rdf_values": (ctypes.c_int, [_P, _P, _P, _P, _P]),
+    "mdnl_stream_create": (ctypes.c_int, [_P, ctypes.POINTER(StreamOptions), ctypes.POINTER(_P)]),
+    "mdnl_stream_free": (None, [_P]),
+    "mdnl_stream_check": (ctypes.c_int, [_P, ctypes.POINTER(StreamFrame)]),
+    "mdnl_stream_submit": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(StreamFrame)]),
+    "mdnl_stream_collect": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(StreamResult)]),
+    "mdnl_stream_method": (ctypes.c_char_p, [_P]),
 }
 for _name, (_res, _args) in _sigs.items():
     _f = getattr(lib, _name)

@@ -1,7 +1,7 @@
 """GPU tests of the Python package: CuPy arrays and PyTorch CUDA tensors in
 and out (mdnl_neighbors_device), against the same library's host results,
 which must be the same bytes (the kernels' contract), plus energy and RDF
-on a CUDA context. Plain asserts, so that it runs with pytest or alone (the
+on a CUDA context and a CUDA stream of frames. Plain asserts, so that it runs with pytest or alone (the
 GPU host may have no pytest); a case whose package (CuPy, PyTorch) is
 missing is skipped, and the whole file without a CUDA device. On the GPU
 host, with the bundle of tools/gpu/bundle.sh:
@@ -212,6 +212,56 @@ def _energy_rdf():
 
 def test_energy_and_rdf_on_cuda_agree_with_cpu():
     run_skipping(_energy_rdf)
+
+
+def _stream():
+    """A CUDA stream over frames of varying size and periodicity, each
+    frame's arrays made inside the loop and dropped by the caller at once
+    (the stream holds them until collected): every frame's list, S, D,
+    energy and histogram are the CPU one-call functions'; a NaN frame of a
+    periodic cell (found at its collect on CUDA) raises after the frames
+    before it, for its own index."""
+    need("numpy")
+    rng = np.random.default_rng(12)
+    frames = []
+    for k in range(12):
+        n = int(rng.integers(500, 4000))
+        pbc = [True, True, True] if k % 3 else [True, False, True]
+        frames.append((rng.uniform(-2.0, 11.0, (n, 3)), CELL, pbc, rng.integers(0, 2, n)))
+    opts = dict(cutoff=3.0, neighbors="ijdDS", full=False, potential="lj", epsilon=1.0, sigma=0.9, r_max=4.0,
+                bins=40, pairs=[(0, 1), (1, 1)], tickets=4)
+
+    def fresh(frames):  # new arrays each frame, unreferenced once submitted
+        for pos, cell, pbc, sp in frames:
+            yield (np.array(pos), np.array(cell), list(pbc), sp.tolist())
+
+    out = list(mdnl.stream_frames(fresh(frames), backend="cuda", **opts))
+    cpu = list(mdnl.stream_frames(fresh(frames), backend="cpu", **opts))
+    assert [r.index for r in out] == list(range(len(frames)))
+    for r, c, (pos, cell, pbc, sp) in zip(out, cpu, frames):
+        ref = mdnl.neighbor_list("ijdDS", pos, cell, pbc, 3.0, full=False, backend="cpu")
+        for name, a in zip("ijdDS", ref):
+            got = getattr(r, name)
+            assert np.array_equal(got, a) if name != "D" else np.allclose(got, a, rtol=0, atol=1e-12), \
+                f"frame {r.index}: {name} differs from the CPU's"
+        e = mdnl.energy(pos, cell, pbc, 3.0, "lj", epsilon=1.0, sigma=0.9, backend="cpu")
+        assert abs(r.energy - e) <= 1e-12 * abs(e), (r.index, r.energy, e)
+        assert np.array_equal(r.counts, c.counts) and np.array_equal(r.na, c.na) and r.volume == c.volume, r.index
+    bad = frames[7][0].copy()
+    bad[5, 0] = np.nan
+    frames[7] = (bad, CELL, [True] * 3, frames[7][3])
+    got = []
+    try:
+        for r in mdnl.stream_frames(fresh(frames), backend="cuda", source="traj", **opts):
+            got.append(r.index)
+        raise AssertionError("a NaN frame was accepted")
+    except mdnl.MdnlError as e:
+        assert e.status == 3 and e.frame == 7 and "traj: frame 7: atom 5" in str(e), str(e)
+    assert got == list(range(7)), got
+
+
+def test_stream_on_cuda_equals_the_cpu_one_calls():
+    run_skipping(_stream)
 
 
 if __name__ == "__main__":

@@ -249,3 +249,232 @@ def test_work_limit_is_a_keyword_and_its_refusal_names_it():
                     sigma=1.0)
     with pytest.raises(ValueError, match="max_pairs"):
         mdnl.neighbor_list("ij", pos, cell, True, 2.0, backend="cpu", max_pairs=-1)
+
+
+# ---- streams: frames in flight, results in frame order ----
+
+def stream_frames(nframes=7, seed=11):
+    """Frames of varying size, cell and periodicity (each ticket's buffers
+    regrow and shrink), partly outside their cells; species 0..2."""
+    rng = np.random.default_rng(seed)
+    cells = [(TRICLINIC * 1.6, [True, True, True]), (np.diag([7.0, 7.5, 8.0]), [True, False, True]),
+             (None, [False, False, False]), (np.diag([3.0, 3.2, 3.4]), [True, True, True])]
+    out = []
+    for k in range(nframes):
+        cell, pbc = cells[k % len(cells)]
+        n = int(rng.integers(20, 140))
+        pos = rng.uniform(-1.0, 8.0, (n, 3))
+        out.append((pos, cell, pbc, rng.integers(0, 3, n)))
+    return out
+
+
+def one_call_histogram(pos, cell, pbc, r_max, bins, species=None, pairs=None):
+    """mdnl_histogram, the one-call function the stream's histogram equals."""
+    from mdnl import _clib
+    sys, keep, _, _ = mdnl._system(pos, cell, pbc)
+    sp = None if species is None else np.ascontiguousarray(species, dtype=np.int32)
+    pa = None if not pairs else np.ascontiguousarray(pairs, dtype=np.int32)
+    counts = np.zeros((max(1, 0 if pa is None else len(pa)), bins), dtype=np.uint64)
+    vol = _clib.ctypes.c_double()
+    mdnl._check(_clib.lib.mdnl_histogram(mdnl._context("cpu").handle, _clib.ctypes.byref(sys), r_max, bins,
+                                         None if sp is None else sp.ctypes.data, 0 if pa is None else len(pa),
+                                         None if pa is None else pa.ctypes.data, counts.ctypes.data,
+                                         _clib.ctypes.byref(vol)))
+    return counts, vol.value
+
+
+def assert_frame_equals_one_calls(r, frame, cutoff, full, r_max=None, bins=None, pairs=None):
+    pos, cell, pbc, species = frame
+    ref = mdnl.neighbor_list("ijdDS", pos, cell, pbc, cutoff, full=full, backend="cpu")
+    for q, a in zip("ijdDS", ref):
+        got = getattr(r, q)
+        assert got.dtype == a.dtype and got.shape == a.shape, (r.index, q)
+        assert np.array_equal(got, a), f"frame {r.index}: {q} differs from neighbor_list's"
+    e = mdnl.energy(pos, cell, pbc, cutoff, "lj", epsilon=1.0, sigma=0.9, backend="cpu")
+    assert r.energy == pytest.approx(e, rel=1e-12, abs=1e-12), r.index
+    if r_max is not None:
+        counts, vol = one_call_histogram(pos, cell, pbc, r_max, bins, species, pairs)
+        assert np.array_equal(r.counts, counts), f"frame {r.index}: histogram differs from mdnl_histogram's"
+        assert r.volume == vol
+        sp = np.asarray(species)
+        for p, (a, b) in enumerate(pairs or []):
+            assert (r.na[p], r.nb[p]) == (np.sum(sp == a), np.sum(sp == b)), r.index
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_stream_equals_the_one_call_functions_frame_by_frame(full):
+    frames = stream_frames()
+    pairs = [(0, 1), (2, 2), (1, 0)]
+    opts = dict(cutoff=2.2, neighbors="ijdDS", full=full, potential="lj", epsilon=1.0, sigma=0.9, r_max=3.0,
+                bins=24, pairs=pairs, backend="cpu")
+    with mdnl.Stream(tickets=2, **opts) as s:
+        # by hand: frame k on ticket k % 2, frame k - 1 collected after it is submitted
+        got = []
+        for k in range(len(frames) + 1):
+            if k < len(frames):
+                pos, cell, pbc, sp = frames[k]
+                assert s.submit(k % 2, pos, cell, pbc, species=sp) == k
+            if k > 0:
+                got.append(s.collect((k - 1) % 2))
+        assert [r.index for r in got] == list(range(len(frames)))
+        for r, f in zip(got, frames):
+            assert_frame_equals_one_calls(r, f, 2.2, full, 3.0, 24, pairs)
+        assert s.method == "cell"
+        # the generator, on the same stream: every ticket reused again
+        again = list(s.run(frames, start=100))
+    assert [r.index for r in again] == [100 + k for k in range(len(frames))]
+    for r, f in zip(again, frames):
+        assert_frame_equals_one_calls(r, f, 2.2, full, 3.0, 24, pairs)
+    for tickets in (1, 3, 32):  # depth 1, 3 and 4 in flight
+        out = list(mdnl.stream_frames(frames, tickets=tickets, **opts))
+        assert len(out) == len(frames)
+        for r, f in zip(out, frames):
+            assert_frame_equals_one_calls(r, f, 2.2, full, 3.0, 24, pairs)
+
+
+def test_stream_work_alone_and_the_total_histogram():
+    frames = stream_frames(5, seed=3)
+    for r, (pos, cell, pbc, _) in zip(mdnl.stream_frames(frames, cutoff=2.0, neighbors="dj", backend="cpu"), frames):
+        j, d = mdnl.neighbor_list("jd", pos, cell, pbc, 2.0, backend="cpu")
+        assert np.array_equal(r.j, j) and np.array_equal(r.d, d)
+        assert r.i is None and r.S is None and r.energy is None and r.counts is None
+    for r, (pos, cell, pbc, _) in zip(mdnl.stream_frames(frames, r_max=2.5, bins=10, backend="cpu"), frames):
+        counts, vol = one_call_histogram(pos, cell, pbc, 2.5, 10)
+        assert r.counts.shape == (1, 10) and np.array_equal(r.counts, counts) and r.volume == vol
+        assert r.na.tolist() == [len(pos)] and r.i is None and r.energy is None
+    for r, (pos, cell, pbc, _) in zip(mdnl.stream_frames(frames, cutoff=2.0, potential="morse", d0=0.5, alpha=1.5,
+                                                         r0=1.2, shift=False, backend="cpu"), frames):
+        e = mdnl.energy(pos, cell, pbc, 2.0, "morse", d0=0.5, alpha=1.5, r0=1.2, shift=False, backend="cpu")
+        assert r.energy == pytest.approx(e, rel=1e-12, abs=1e-12)
+
+
+def test_stream_energy_table_equals_mdnl_energy_types():
+    from mdnl import _clib
+    coeff = {(0, 0): dict(epsilon=1.0, sigma=0.9, cutoff=2.0), (0, 1): dict(epsilon=0.5, sigma=1.0, cutoff=2.4),
+             (1, 1): dict(epsilon=0.8, sigma=1.1, cutoff=1.8)}
+    frames = [(pos, cell, pbc, sp, sp % 2) for pos, cell, pbc, sp in stream_frames(5, seed=4)]
+    out = list(mdnl.stream_frames(frames, potential="lj", pair_coeff=coeff, tickets=2, backend="cpu"))
+    params = (_clib.PairParams * 4)()
+    cuts = np.zeros((2, 2))
+    for (a, b), v in coeff.items():
+        for x, y in ((a, b), (b, a)):
+            params[2 * x + y] = _clib.PairParams(_clib.PAIR_LJ, v["epsilon"], v["sigma"], 0, 0, 0, 1)
+            cuts[x, y] = v["cutoff"]
+    for r, (pos, cell, pbc, _, types) in zip(out, frames):
+        sys, keep, _, _ = mdnl._system(pos, cell, pbc)
+        ty = np.ascontiguousarray(types, dtype=np.int32)
+        total = _clib.ctypes.c_double()
+        mdnl._check(_clib.lib.mdnl_energy_types(mdnl._context("cpu").handle, _clib.ctypes.byref(sys), 2, params,
+                                                cuts.ctypes.data, ty.ctypes.data, _clib.ctypes.byref(total), None))
+        assert r.energy == pytest.approx(total.value, rel=1e-12, abs=1e-12), r.index
+    with pytest.raises(ValueError, match="types="):
+        list(mdnl.stream_frames([f[:4] for f in frames[:1]], potential="lj", pair_coeff=coeff, backend="cpu"))
+    with pytest.raises(ValueError, match=r"misses the type pairs \[\(1, 1\)\]"):
+        mdnl.Stream(potential="lj", pair_coeff={(0, 0): coeff[0, 0], (1, 0): coeff[0, 1]}, backend="cpu")
+
+
+def test_stream_nan_frame_raises_for_that_frame_only():
+    frames = [f[:3] for f in stream_frames(8, seed=5)]
+    bad = frames[5][0].copy()
+    bad[2, 1] = np.nan
+    frames[5] = (bad, frames[5][1], frames[5][2])
+    with mdnl.Stream(cutoff=2.0, neighbors="ij", tickets=4, source="traj.xyz", backend="cpu") as s:
+        got = []
+        with pytest.raises(mdnl.MdnlError, match=r"traj\.xyz: frame 5: atom 2 has a non-finite coordinate") as e:
+            for r in s.run(frames):
+                got.append(r.index)
+        assert e.value.status == 3 and e.value.frame == 5
+        assert got == [0, 1, 2, 3, 4], "the frames before the bad one come out, in order"
+        assert s.in_flight == []
+        # the stream goes on: the good frames after it, and the bad one's ticket by hand
+        assert [r.index for r in s.run(frames[6:], start=6)] == [6, 7]
+        with pytest.raises(mdnl.MdnlError, match="frame 9: atom 2") as e:
+            s.submit(1, bad, frames[5][1], frames[5][2], index=9)
+        assert e.value.frame == 9 and s.in_flight == []
+        s.submit(1, *frames[0])  # the ticket is free again
+        r = s.collect(1)
+        assert r.index == 10 and np.array_equal(r.i, mdnl.neighbor_list("i", *frames[0], 2.0, backend="cpu"))
+
+
+def test_stream_bad_array_raises_in_frame_order():
+    frames = [f[:3] for f in stream_frames(4, seed=6)]
+    frames[2] = (np.zeros((4, 2)), None, False)
+    got = []
+    with pytest.raises(ValueError, match=r"shape \(n, 3\)"):
+        for r in mdnl.stream_frames(frames, cutoff=2.0, neighbors="i", tickets=4, backend="cpu"):
+            got.append(r.index)
+    assert got == [0, 1]
+
+
+def test_stream_ticket_misuse_raises():
+    pos, cell, pbc, _ = stream_frames(1)[0]
+    with mdnl.Stream(cutoff=2.0, neighbors="ij", tickets=6, backend="cpu") as s:
+        with pytest.raises(mdnl.MdnlError, match=r"ticket 6, expected 0\.\.5") as e:
+            s.submit(6, pos, cell, pbc)
+        assert e.value.status == 2
+        with pytest.raises(mdnl.MdnlError, match="ticket 0 was not submitted") as e:
+            s.collect(0)
+        assert e.value.status == 2
+        s.submit(0, pos, cell, pbc)
+        with pytest.raises(mdnl.MdnlError, match="ticket 0 is in flight: collect it first") as e:
+            s.submit(0, pos, cell, pbc)
+        assert e.value.status == 2
+        for t in (1, 2, 3):
+            s.submit(t, pos, cell, pbc)
+        with pytest.raises(mdnl.MdnlError, match="4 tickets are submitted and not collected") as e:
+            s.submit(4, pos, cell, pbc)
+        assert e.value.status == 2
+        with pytest.raises(mdnl.MdnlError, match="collect ticket 0 first") as e:
+            s.collect(2)
+        assert e.value.status == 2 and s.in_flight == [0, 1, 2, 3]
+        with pytest.raises(ValueError, match="nothing in flight"):
+            next(s.run([(pos, cell, pbc)]))
+        # a frame given without an index is one more than the last given, refused or not
+        assert [s.collect(t).index for t in (0, 1, 2, 3)] == [1, 3, 4, 5]
+    with pytest.raises(ValueError, match="closed"):
+        s.submit(0, pos, cell, pbc)
+    with pytest.raises(mdnl.MdnlError, match=r"tickets = 33, expected 1\.\.32") as e:
+        mdnl.Stream(cutoff=2.0, neighbors="ij", tickets=33, backend="cpu")
+    assert e.value.status == 2
+    with pytest.raises(ValueError, match="needs some work"):
+        mdnl.Stream(backend="cpu")
+    with pytest.raises(TypeError, match="sigma"):
+        mdnl.Stream(cutoff=2.0, potential="lj", epsilon=1.0, backend="cpu")
+    with pytest.raises(ValueError, match="species="):
+        mdnl.Stream(r_max=2.0, bins=4, pairs=[(0, 1)], backend="cpu").submit(0, pos, cell, pbc)
+
+
+def test_stream_holds_the_frame_arrays_until_collected():
+    """The library borrows a frame's arrays from submit to collect (here
+    the species, which collect counts; the positions, on CUDA). The caller's
+    arrays and the package's own copies of them (int64 species as int32, a
+    strided positions view made contiguous) are released right after submit
+    and the freed memory reused: the results are still the frame's."""
+    rng = np.random.default_rng(8)
+    cell = np.diag([9.0, 9.0, 9.0])
+    frames = [(rng.uniform(0, 9, (2000, 3)), rng.integers(0, 2, 2000)) for _ in range(3)]
+    refs = [one_call_histogram(p, cell, True, 2.0, 8, sp, [(0, 1)]) for p, sp in frames]
+    with mdnl.Stream(r_max=2.0, bins=8, pairs=[(0, 1)], tickets=3, backend="cpu") as s:
+        for t, (p, sp) in enumerate(frames):
+            wide = np.zeros((len(p), 4))
+            wide[:, :3] = p
+            s.submit(t, wide[:, :3], cell.copy(), [True] * 3, species=sp.tolist())
+            del wide
+        junk = [np.full(2000, 1, dtype=np.int32) for _ in range(64)]  # the freed blocks, overwritten
+        junk += [np.full((2000, 3), 50.0) for _ in range(16)]
+        for t, (p, sp) in enumerate(frames):
+            r = s.collect(t)
+            assert np.array_equal(r.counts, refs[t][0]), t
+            assert (r.na[0], r.nb[0]) == (np.sum(sp == 0), np.sum(sp == 1)), t
+    del junk
+
+
+def test_stream_results_are_copies():
+    frames = [f[:3] for f in stream_frames(4, seed=9)]
+    with mdnl.Stream(cutoff=2.0, neighbors="ijd", r_max=2.0, bins=5, tickets=1, backend="cpu") as s:
+        first = s.run(frames)
+        r0 = next(first)
+        kept = (r0.i.copy(), r0.d.copy(), r0.counts.copy())
+        rest = list(first)  # ticket 0 reused for every later frame
+    assert len(rest) == 3
+    assert np.array_equal(r0.i, kept[0]) and np.array_equal(r0.d, kept[1]) and np.array_equal(r0.counts, kept[2])

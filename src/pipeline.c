@@ -656,8 +656,8 @@ static void pinned_free(void *p, void *ctx) { mdnl_host_free(ctx, p); }
 /* The stream of the configured work on ctx (names the input in messages). */
 static mdnl_status stream_of(const mdnl_pipeline_config *c, mdnl_context *ctx, int tickets, mdnl_stream **out)
 {
-    mdnl_pair_params params[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES];
-    double cutoffs[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES];
+    mdnl_pair_params params[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES] = {0}; /* read even without energy */
+    double cutoffs[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES] = {0};
     if (c->energy)
         mdnl_pair_params_of(c->table ? c->table->p : &c->pot, c->table ? c->table->ntypes : 1, params, cutoffs);
     const mdnl_stream_options so = {

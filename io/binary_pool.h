@@ -15,11 +15,12 @@
  * Memory: at most a window of frames, 2 x threads, fewer when frames are
  * large (about 256 MiB of frames and bytes in flight; at least 2 frames).
  * With threads <= 1 nothing starts: next() reads and decodes on the calling
- * thread, through the same two functions, so that one thread and many give
- * the same frames and the same errors. An error of head() or decode() is
- * reported when its frame's turn comes, with the message it had; skip()
- * reports head()'s errors only (a skipped frame is not decoded). Frames a
- * selection (mdnl_bin_pool_select) leaves out are not decoded. */
+ * thread, through the same two functions, straight into the caller's frame
+ * (the pool holds no frame), so that one thread and many give the same
+ * frames and the same errors. An error of head() or decode() is reported
+ * when its frame's turn comes, with the message it had; skip() reports
+ * head()'s errors only (a skipped frame is not decoded). Frames a selection
+ * (mdnl_bin_pool_select) leaves out are not decoded. */
 #ifndef MDNL_BINARY_POOL_H
 #define MDNL_BINARY_POOL_H
 

@@ -3,7 +3,7 @@
  * io/trr_reader.c): the frames, the files mdnl writes from them and the
  * errors are one thread's, for 2, 3 and 8 threads; frames a --frames
  * selection leaves out are not decoded; positions land in memory of the
- * caller's frame allocator.
+ * caller's frame allocator, and one thread decodes into the caller's frame.
  *
  * Inputs: data/binary/ (MDAnalysis' XTC, DCD and TRR), a larger DCD and XTC
  * made with `mdnl gen` and `mdnl convert`, and TRRs written here (float and
@@ -592,6 +592,41 @@ Test(binary_pool, positions_come_from_the_frames_allocator)
     cr_expect_eq(a.allocs, a.frees, "every position array freed");
     cr_expect_eq(b.allocs, b.frees, "every position array freed");
     free_frames(&one);
+}
+
+/* One thread decodes straight into the caller's frame: reading every frame
+ * into one frame allocates its positions once (no frame of the pool's to
+ * swap with), with the frames of several threads. */
+Test(binary_pool, one_thread_decodes_into_the_callers_frame)
+{
+    int64_t x_at[40], head_at[40];
+    make_trr("f.trr", 40, 300, 4, x_at, head_at);
+    make_big_xtc();
+    static const char *const names[3] = {"f.trr", "big.dcd", "big.xtc"};
+    static frames many;
+    for (int e = 0; e < 3; ++e) {
+        char msg[1024];
+        cr_assert_eq(read_frames(names[e], 3, &many, msg, sizeof msg), MDNL_END, "%s", msg);
+        counting a = {0};
+        const mdnl_frame_allocator alloc = {count_alloc, count_free, &a};
+        mdnl_reader *r = open_reader(names[e], 1);
+        mdnl_frame f = {.pos_alloc = &alloc};
+        int k = 0;
+        mdnl_status st;
+        while ((st = mdnl_reader_next(r, &f)) == MDNL_OK) {
+            cr_assert(k < many.n, "%s", names[e]);
+            expect_same_frame(&many.f[k], &f, names[e]);
+            cr_expect(owns(&a, f.pos), "%s frame %d: positions not from the frame's allocator", names[e], k);
+            ++k;
+        }
+        cr_expect_eq(st, MDNL_END, "%s: %s", names[e], mdnl_last_error());
+        cr_expect_eq(k, many.n, "%s", names[e]);
+        cr_expect_eq(a.allocs, 1, "%s: %d allocations of positions for %d frames", names[e], a.allocs, k);
+        mdnl_reader_close(r);
+        mdnl_frame_free(&f);
+        cr_expect_eq(a.allocs, a.frees, "every position array freed");
+        free_frames(&many);
+    }
 }
 
 /* Counting while frames are read ahead by workers. */

@@ -226,18 +226,17 @@ static mdnl_status bench_library(const mdnl_frame *f, double cutoff, mdnl_list_k
 {
     memset(r, 0, sizeof *r);
     const int64_t n = f->natoms;
-    double cell[3][3];
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b)
-            cell[a][b] = f->box.h[a][b];
-    mdnl_system sys = {n, f->pos, MDNL_FLOAT64, f->box.has_lattice ? &cell[0][0] : NULL,
+    mdnl_system sys = {n,
+                       f->pos,
+                       MDNL_FLOAT64,
+                       f->box.has_lattice ? &f->box.h[0][0] : NULL,
                        {f->box.pbc[0], f->box.pbc[1], f->box.pbc[2]}};
     const int flags = kind == MDNL_LIST_FULL ? MDNL_NEIGHBORS_FULL : MDNL_NEIGHBORS_HALF;
     mdnl_context_options opt = {MDNL_COMPUTE_CUDA, mdnl_cuda_device_index(), 0, 0};
     mdnl_context *lib = NULL;
-    if (mdnl_context_create(&opt, &lib) != MDNL_OK)
-        return library_error(MDNL_ERR_RESOURCE);
-    mdnl_status st = MDNL_OK;
+    mdnl_status st = mdnl_context_create(&opt, &lib);
+    if (st != MDNL_OK)
+        return library_error(st);
     const size_t bytes = (size_t)n * 3 * sizeof(double);
     void *d_pos = NULL;
     int64_t *offsets = mdnl_malloc((size_t)(n + 1) * sizeof *offsets, "benchmark offsets");
@@ -255,8 +254,8 @@ static mdnl_status bench_library(const mdnl_frame *f, double cutoff, mdnl_list_k
         mdnl_system dsys = sys;
         dsys.positions = d_pos;
         double t0 = wall_seconds();
-        if (mdnl_neighbors_device(lib, &dsys, cutoff, flags, NULL, &nl) != MDNL_OK) {
-            st = library_error(MDNL_ERR_INTERNAL);
+        if ((st = mdnl_neighbors_device(lib, &dsys, cutoff, flags, NULL, &nl)) != MDNL_OK) {
+            st = library_error(st);
             break;
         }
         double t1 = wall_seconds();
@@ -271,8 +270,8 @@ static mdnl_status bench_library(const mdnl_frame *f, double cutoff, mdnl_list_k
                 valid = same_public_list(oracle, n, nl.npairs, offsets, j, d);
         }
         double t2 = wall_seconds();
-        if (mdnl_neighbors(lib, &sys, cutoff, flags, &nl) != MDNL_OK) {
-            st = library_error(MDNL_ERR_INTERNAL);
+        if ((st = mdnl_neighbors(lib, &sys, cutoff, flags, &nl)) != MDNL_OK) {
+            st = library_error(st);
             break;
         }
         double t3 = wall_seconds();

@@ -107,7 +107,7 @@ static void find(mdnl_bin_pool *p, bin_job *j)
 }
 
 /* Reads and decodes j's frame into f: on a worker, or on the calling thread
- * for a frame not selected. */
+ * straight into the caller's frame (one thread, or a frame not selected). */
 static mdnl_status decode(mdnl_bin_pool *p, const bin_job *j, mdnl_pool_buf *buf, mdnl_frame *f)
 {
     const int64_t len = j->h.len, at = j->h.at;
@@ -166,9 +166,8 @@ static mdnl_status start(mdnl_bin_pool *p)
 }
 
 /* The next job, held until the next call; MDNL_END at the end (and after
- * an error was taken), head()'s error in its turn. `want`: the frame will
- * be used (a skip's is not: one thread does not decode it). */
-static mdnl_status take(mdnl_bin_pool *p, bool want, bin_job **job, mdnl_pool_buf **buf)
+ * an error was taken), head()'s error in its turn. */
+static mdnl_status take(mdnl_bin_pool *p, bin_job **job, mdnl_pool_buf **buf)
 {
     if (p->held) {
         mdnl_pool_release(p->pool);
@@ -185,8 +184,8 @@ static mdnl_status take(mdnl_bin_pool *p, bool want, bin_job **job, mdnl_pool_bu
     const int64_t taken = mdnl_pool_room(p->pool) - p->window;
     if (taken >= p->prepared)
         return MDNL_END; /* everything taken: the end or an error was reported */
-    if (p->threads <= 1) /* made inline by mdnl_pool_wait, just below */
-        p->jobs[taken % p->window].decode &= want;
+    if (p->threads <= 1) /* not made by mdnl_pool_wait: next() decodes it straight into its frame */
+        p->jobs[taken % p->window].decode = false;
     int64_t k;
     mdnl_status st = mdnl_pool_wait(p->pool, &k, buf);
     p->held = true;
@@ -205,10 +204,10 @@ mdnl_status mdnl_bin_pool_next(mdnl_bin_pool *p, mdnl_frame *f)
     p->alloc = f->pos_alloc;
     bin_job *j;
     mdnl_pool_buf *buf;
-    mdnl_status st = take(p, true, &j, &buf);
+    mdnl_status st = take(p, &j, &buf);
     if (st != MDNL_OK)
         return st;
-    if (!j->decode) /* not selected, yet asked for: decoded here, straight into f */
+    if (!j->decode) /* one thread, or not selected yet asked for: decoded here, straight into f */
         return decode(p, j, buf, f);
     if (j->dstatus != MDNL_OK)
         return mdnl_error(j->dstatus, "%s", j->msg);
@@ -219,7 +218,7 @@ mdnl_status mdnl_bin_pool_skip(mdnl_bin_pool *p)
 {
     bin_job *j;
     mdnl_pool_buf *buf;
-    return take(p, false, &j, &buf);
+    return take(p, &j, &buf);
 }
 
 void mdnl_bin_pool_close(mdnl_bin_pool *p)

@@ -1,24 +1,26 @@
 /* binary_pool.h — frames of a binary trajectory with per-frame byte extents
- * (DCD, TRR: io/dcd_reader.c, io/trr_reader.c) decoded by the worker pool of
- * io/chunk_pool.h, delivered in file order.
+ * (XTC, DCD, TRR: io/xtc_reader.c, io/dcd_reader.c, io/trr_reader.c)
+ * decoded by the worker pool of io/chunk_pool.h, delivered in file order.
  *
  * The calling thread walks the file in order with the format's head(): it
  * finds where frame k's bytes are (DCD: arithmetic, its frames have a fixed
- * size; TRR: the frame's header, which gives the block sizes) and checks
- * what needs the order (a truncated file, a bad header). Workers then
- * `pread` those bytes themselves and run the format's decode() into a frame
- * of their slot, allocated by the caller's frame allocator (mdnl_frame's
- * pos_alloc: pinned host memory on the CUDA backend), which next() swaps
- * into the caller's frame (mdnl_frame_take): no copy on the calling thread.
+ * size; TRR, XTC: the frame's header, which gives the block sizes or the
+ * compressed byte count) and checks what needs the order (a truncated file,
+ * a bad header). Workers then `pread` those bytes themselves and run the
+ * format's decode() into a frame of their slot, allocated by the caller's
+ * frame allocator (mdnl_frame's pos_alloc: pinned host memory on the CUDA
+ * backend), which next() swaps into the caller's frame (mdnl_frame_take):
+ * no copy on the calling thread.
  *
  * Memory: at most a window of frames, 2 x threads, fewer when frames are
  * large (about 256 MiB of frames and bytes in flight; at least 2 frames).
  * With threads <= 1 nothing starts: next() reads and decodes on the calling
- * thread, through the same two functions, so that one thread and many give
- * the same frames and the same errors. An error of head() or decode() is
- * reported when its frame's turn comes, with the message it had; skip()
- * reports head()'s errors only (a skipped frame is not decoded). Frames a
- * selection (mdnl_bin_pool_select) leaves out are not decoded. */
+ * thread, through the same two functions, straight into the caller's frame
+ * (the pool holds no frame), so that one thread and many give the same
+ * frames and the same errors. An error of head() or decode() is reported
+ * when its frame's turn comes, with the message it had; skip() reports
+ * head()'s errors only (a skipped frame is not decoded). Frames a selection
+ * (mdnl_bin_pool_select) leaves out are not decoded. */
 #ifndef MDNL_BINARY_POOL_H
 #define MDNL_BINARY_POOL_H
 

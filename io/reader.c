@@ -154,7 +154,8 @@ static const mdnl_format format_h5md = {
 static void xtc_configure(mdnl_xtc_reader *r, const mdnl_read_options *o) { mdnl_xtc_set_threads(r, o->threads); }
 static void trr_configure(mdnl_trr_reader *r, const mdnl_read_options *o) { mdnl_trr_set_threads(r, o->threads); }
 static void dcd_configure(mdnl_dcd_reader *r, const mdnl_read_options *o) { mdnl_dcd_set_threads(r, o->threads); }
-/* The frames the caller will read: DCD and TRR decode only those ahead. */
+/* The frames the caller will read: XTC, TRR and DCD decode only those ahead. */
+static void xtc_select(void *s, int64_t start, int64_t stop, int64_t step) { mdnl_xtc_select(s, start, stop, step); }
 static void trr_select(void *s, int64_t start, int64_t stop, int64_t step) { mdnl_trr_select(s, start, stop, step); }
 static void dcd_select(void *s, int64_t start, int64_t stop, int64_t step) { mdnl_dcd_select(s, start, stop, step); }
 
@@ -181,7 +182,7 @@ static void dcd_select(void *s, int64_t start, int64_t stop, int64_t step) { mdn
         .next = NAME##_next, .skip = NAME##_skip, .count = NAME##_count, .close = NAME##_close,                   \
         .select = SELECT,                                                                                        \
     };
-BINARY_FORMAT(xtc, ".xtc", true, NULL)
+BINARY_FORMAT(xtc, ".xtc", true, xtc_select)
 BINARY_FORMAT(trr, ".trr", true, trr_select)
 BINARY_FORMAT(dcd, ".dcd", false, dcd_select)
 

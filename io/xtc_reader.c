@@ -19,7 +19,7 @@
  * the last one holding the bits that remain. */
 #include "xtc_reader.h"
 
-#include "chunk_pool.h"
+#include "binary_pool.h"
 #include "xdr.h"
 
 #include <float.h>
@@ -45,17 +45,8 @@ static const int32_t magicints[] = {
 struct mdnl_xtc_reader {
     mdnl_bfile b;
     bool native;
-    int64_t frame; /* index of the next frame read (read ahead, with threads) */
-    uint8_t *buf;  /* compressed bytes of one frame */
-    size_t buf_cap;
-    /* decoding on worker threads (mdnl_xtc_set_threads) */
-    int threads, window;
-    struct mdnl_pool *pool;
-    struct xtc_job *jobs; /* [window]: job k in jobs[k % window] */
-    int64_t posted;       /* jobs read ahead and posted */
-    bool ahead_done;      /* the end or an error was read */
-    bool held;            /* a job is taken */
-    int64_t last_next, stride;
+    int64_t frame;       /* index of the next frame found */
+    mdnl_bin_pool *pool; /* finds frames here, decodes them on its workers */
 };
 _Static_assert(offsetof(struct mdnl_xtc_reader, b) == 0, "the bfile comes first (mdnl_bfile_reader_new)");
 
@@ -250,6 +241,8 @@ const char *mdnl_xtc_decode(const uint8_t *buf, size_t nbytes, int64_t natoms, f
 
 /* ---- frames ---- */
 
+static const mdnl_bin_ops xtc_ops;
+
 mdnl_status mdnl_xtc_open(const char *path, bool native, mdnl_xtc_reader **out)
 {
     *out = NULL;
@@ -258,11 +251,21 @@ mdnl_status mdnl_xtc_open(const char *path, bool native, mdnl_xtc_reader **out)
     if (!r)
         return st;
     r->native = native;
-    r->threads = 1;
-    r->last_next = -1;
-    r->stride = 1;
+    if ((st = mdnl_bin_pool_open(&xtc_ops, r, &r->b, 1, &r->pool)) != MDNL_OK) {
+        mdnl_xtc_close(r);
+        return st;
+    }
     *out = r;
     return MDNL_OK;
+}
+
+void mdnl_xtc_close(mdnl_xtc_reader *r)
+{
+    if (!r)
+        return;
+    mdnl_bin_pool_close(r->pool); /* stops the workers before the file closes */
+    mdnl_bfile_close(&r->b);
+    free(r);
 }
 
 /* What one frame's header says. */
@@ -277,6 +280,7 @@ typedef struct xtc_head {
     int64_t nbytes;  /* compressed bytes (without the padding) */
     int64_t payload; /* bytes after the header up to the next frame */
 } xtc_head;
+_Static_assert(sizeof(xtc_head) <= sizeof(((mdnl_bin_frame *)0)->head), "an XTC header fits a pool job");
 
 #define XTC_ERR(r, at, ...) mdnl_bfile_error(&(r)->b, (r)->frame, at, __VA_ARGS__)
 
@@ -338,18 +342,6 @@ static mdnl_status read_head(mdnl_xtc_reader *r, xtc_head *h)
     return MDNL_OK;
 }
 
-static mdnl_status grow(void **p, size_t *cap, size_t bytes, const char *what)
-{
-    if (bytes <= *cap)
-        return MDNL_OK;
-    void *q = mdnl_realloc(*p, bytes, what);
-    if (!q)
-        return MDNL_ERR_RESOURCE;
-    *p = q;
-    *cap = bytes;
-    return MDNL_OK;
-}
-
 /* Frame bytes after the header (payload bytes at `at`) into doubles [n][3]
  * times scale: safe on any thread. NULL, or what was wrong, with *bad_atom
  * the atom of a non-finite plain coordinate (else -1). */
@@ -408,205 +400,66 @@ static mdnl_status finish_frame(const mdnl_xtc_reader *r, const xtc_head *h, int
     return MDNL_OK;
 }
 
-/* The payload of the frame whose header h was just read, into *buf. */
-static mdnl_status read_payload(mdnl_xtc_reader *r, const xtc_head *h, uint8_t **buf, size_t *cap)
-{
-    const int64_t at = r->b.pos;
-    mdnl_status st = grow((void **)buf, cap, (size_t)h->payload + 1, "XTC compressed frame");
-    if (st != MDNL_OK)
-        return st;
-    if (mdnl_bfile_read(&r->b, *buf, (size_t)h->payload) < 0)
-        return h->compressed ? XTC_ERR(r, at, "expected %lld bytes of compressed coordinates (truncated frame)",
-                                       (long long)h->payload)
-                             : XTC_ERR(r, at, "expected %lld bytes of coordinates (truncated frame)",
-                                       (long long)h->payload);
-    return MDNL_OK;
-}
+/* ---- frames (io/binary_pool.h) ----
+ *
+ * This thread reads each frame's header in order and steps over its
+ * coordinates; a worker reads those (plain floats or the compressed block)
+ * and decodes them straight into the frame. */
 
-static mdnl_status next_serial(mdnl_xtc_reader *r, mdnl_frame *f)
+static mdnl_status find_frame(void *ctx, mdnl_bin_frame *bf)
 {
+    mdnl_xtc_reader *r = ctx;
     xtc_head h;
     mdnl_status st = read_head(r, &h);
     if (st != MDNL_OK)
         return st;
-    const int64_t at = r->b.pos;
-    if ((st = mdnl_frame_reserve(f, h.natoms)) != MDNL_OK || (st = read_payload(r, &h, &r->buf, &r->buf_cap)) != MDNL_OK)
-        return st;
-    int64_t bad_atom;
-    const char *bad = decode_frame(&h, r->buf, r->native ? 1.0 : 10.0, f->pos, &bad_atom); /* straight into the frame */
-    if (bad)
-        return decode_error(r, r->frame, at, bad, bad_atom);
-    if ((st = finish_frame(r, &h, r->frame, f)) != MDNL_OK)
-        return st;
-    r->frame++;
-    return MDNL_OK;
-}
-
-static mdnl_status skip_serial(mdnl_xtc_reader *r)
-{
-    xtc_head h;
-    mdnl_status st = read_head(r, &h);
-    if (st != MDNL_OK)
-        return st;
+    bf->index = r->frame;
+    bf->at = r->b.pos;
+    bf->len = h.payload; /* within the file: read_head checked */
+    memcpy(bf->head, &h, sizeof h);
     if ((st = mdnl_bfile_seek(&r->b, r->b.pos + h.payload)) != MDNL_OK)
         return st;
     r->frame++;
     return MDNL_OK;
 }
 
-/* ---- frames decoded by worker threads ----
- *
- * This thread reads ahead, in file order, the headers and compressed bytes
- * of up to a window of frames (the file is read sequentially, by one
- * thread); workers of io/chunk_pool.c decode them into doubles; frames are
- * taken in order. A frame the stride of the last two requests says will be
- * skipped is read but not decoded (decoded here should it be asked for
- * after all). A read error stops the reading ahead and is reported when its
- * frame's turn comes, with the message it had: the frames, values and
- * errors are those of one thread. */
-typedef struct xtc_job {
+static mdnl_status decode_payload(void *ctx, const mdnl_bin_frame *bf, const uint8_t *bytes, mdnl_frame *f)
+{
+    const mdnl_xtc_reader *r = ctx;
     xtc_head h;
-    int64_t index, at;        /* frame index; offset of its payload */
-    bool end, decode;         /* the clean end of the file; a worker decodes it */
-    mdnl_status status;       /* of reading it (MDNL_OK: read whole) */
-    char msg[640];            /* the read's error message */
-    const char *bad;          /* of decoding it */
+    memcpy(&h, bf->head, sizeof h);
+    mdnl_status st = mdnl_frame_reserve(f, h.natoms);
+    if (st != MDNL_OK)
+        return st;
     int64_t bad_atom;
-    uint8_t *payload;
-    size_t cap;
-} xtc_job;
-
-static bool job_make(void *ctx, int64_t k, mdnl_pool_buf *b)
-{
-    mdnl_xtc_reader *r = ctx;
-    xtc_job *j = &r->jobs[k % r->window];
-    j->bad = NULL;
-    if (j->end || j->status != MDNL_OK || !j->decode)
-        return true;
-    if (!mdnl_pool_buf_reserve(b, (size_t)j->h.natoms * 3 * sizeof(double)))
-        return false;
-    j->bad = decode_frame(&j->h, j->payload, r->native ? 1.0 : 10.0, (double (*)[3])(void *)b->data, &j->bad_atom);
-    return true;
+    const char *bad = decode_frame(&h, bytes, r->native ? 1.0 : 10.0, f->pos, &bad_atom);
+    if (bad)
+        return decode_error(r, bf->index, bf->at, bad, bad_atom);
+    return finish_frame(r, &h, bf->index, f);
 }
 
-static void read_ahead(mdnl_xtc_reader *r)
+static const mdnl_bin_ops xtc_ops = {find_frame, decode_payload};
+
+mdnl_status mdnl_xtc_next(mdnl_xtc_reader *r, mdnl_frame *f) { return mdnl_bin_pool_next(r->pool, f); }
+
+mdnl_status mdnl_xtc_skip(mdnl_xtc_reader *r) { return mdnl_bin_pool_skip(r->pool); }
+
+void mdnl_xtc_set_threads(mdnl_xtc_reader *r, int threads) { mdnl_bin_pool_set_threads(r->pool, threads); }
+
+void mdnl_xtc_select(mdnl_xtc_reader *r, int64_t start, int64_t stop, int64_t step)
 {
-    while (!r->ahead_done && r->posted < mdnl_pool_room(r->pool)) {
-        xtc_job *j = &r->jobs[r->posted % r->window];
-        j->index = r->frame;
-        j->end = false;
-        j->status = read_head(r, &j->h);
-        j->at = r->b.pos;
-        if (j->status == MDNL_OK)
-            j->status = read_payload(r, &j->h, &j->payload, &j->cap);
-        if (j->status == MDNL_END) {
-            j->end = true;
-            j->status = MDNL_OK;
-        }
-        if (j->status != MDNL_OK)
-            snprintf(j->msg, sizeof j->msg, "%s", mdnl_last_error());
-        r->ahead_done = j->end || j->status != MDNL_OK;
-        if (!r->ahead_done)
-            r->frame++;
-        j->decode = r->stride <= 1 || (j->index - r->last_next) % r->stride == 0;
-        r->posted++;
-    }
-    mdnl_pool_post(r->pool, r->posted);
+    mdnl_bin_pool_select(r->pool, start, stop, step);
 }
 
-/* The next job, taken (r->held); MDNL_END at the end, an error in order. */
-static mdnl_status take_job(mdnl_xtc_reader *r, mdnl_pool_buf **b, xtc_job **job)
+/* Counting walks the headers from the cursor, which the pool's finding has
+ * moved past the frames it found (r->frame is the next one's index). */
+static mdnl_status skip_any(void *r)
 {
-    mdnl_status st;
-    if (r->held) {
-        mdnl_pool_release(r->pool);
-        r->held = false;
-    }
-    if (!r->pool) {
-        const int window = 2 * r->threads;
-        r->jobs = mdnl_calloc((size_t)window, sizeof *r->jobs, "XTC read-ahead");
-        if (!r->jobs)
-            return MDNL_ERR_RESOURCE;
-        if ((st = mdnl_pool_start(r->threads, window, r, job_make, "decoding XTC frames", &r->pool)) != MDNL_OK) {
-            free(r->jobs);
-            r->jobs = NULL;
-            return st;
-        }
-        r->window = mdnl_pool_window(r->pool);
-    }
-    read_ahead(r);
-    if (mdnl_pool_room(r->pool) - r->window >= r->posted)
-        return MDNL_END; /* everything taken: the end (or an error) was reported */
-    int64_t seq;
-    st = mdnl_pool_wait(r->pool, &seq, b);
-    r->held = true;
-    if (st != MDNL_OK)
-        return st;
-    *job = &r->jobs[seq % r->window];
-    if ((*job)->end)
-        return MDNL_END;
-    if ((*job)->status != MDNL_OK)
-        return mdnl_error((*job)->status, "%s", (*job)->msg);
-    return MDNL_OK;
+    mdnl_bin_frame bf;
+    return find_frame(r, &bf);
 }
-
-mdnl_status mdnl_xtc_next(mdnl_xtc_reader *r, mdnl_frame *f)
-{
-    if (r->threads <= 1)
-        return next_serial(r, f);
-    mdnl_pool_buf *b;
-    xtc_job *j;
-    mdnl_status st = take_job(r, &b, &j);
-    if (st != MDNL_OK)
-        return st;
-    if (r->last_next >= 0 && j->index > r->last_next)
-        r->stride = j->index - r->last_next;
-    r->last_next = j->index;
-    if ((st = mdnl_frame_reserve(f, j->h.natoms)) != MDNL_OK)
-        return st;
-    if (j->decode) {
-        if (j->bad)
-            return decode_error(r, j->index, j->at, j->bad, j->bad_atom);
-        memcpy(f->pos, b->data, (size_t)j->h.natoms * 3 * sizeof(double));
-    } else {
-        const char *bad = decode_frame(&j->h, j->payload, r->native ? 1.0 : 10.0, f->pos, &j->bad_atom);
-        if (bad)
-            return decode_error(r, j->index, j->at, bad, j->bad_atom);
-    }
-    return finish_frame(r, &j->h, j->index, f);
-}
-
-mdnl_status mdnl_xtc_skip(mdnl_xtc_reader *r)
-{
-    if (r->threads <= 1 || !r->pool)
-        return skip_serial(r);
-    mdnl_pool_buf *b;
-    xtc_job *j;
-    return take_job(r, &b, &j);
-}
-
-void mdnl_xtc_set_threads(mdnl_xtc_reader *r, int threads)
-{
-    if (!r->pool)
-        r->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
-}
-
-static mdnl_status skip_any(void *r) { return skip_serial(r); }
 
 mdnl_status mdnl_xtc_count(mdnl_xtc_reader *r, int64_t *n)
 {
     return mdnl_bfile_count(&r->b, &r->frame, skip_any, r, n);
-}
-
-void mdnl_xtc_close(mdnl_xtc_reader *r)
-{
-    if (!r)
-        return;
-    mdnl_pool_stop(r->pool);
-    for (int k = 0; r->jobs && k < r->window; ++k)
-        free(r->jobs[k].payload);
-    free(r->jobs);
-    mdnl_bfile_close(&r->b);
-    free(r->buf);
-    free(r);
 }

@@ -12,7 +12,9 @@
  * Errors are MDNL_ERR_INPUT, "FILE: frame K, byte OFFSET: expected ...,
  * found ...". Every count in a header is bounded by the bytes left in the
  * file before anything is allocated, and the bit decoder never reads past
- * the frame's byte count. Reached through io/reader.h. */
+ * the frame's byte count. The calling thread reads the headers in order;
+ * worker threads read and decode the coordinates (io/binary_pool.h).
+ * Reached through io/reader.h. */
 #ifndef MDNL_XTC_READER_H
 #define MDNL_XTC_READER_H
 
@@ -34,9 +36,11 @@ mdnl_status mdnl_xtc_next(mdnl_xtc_reader *r, mdnl_frame *f); /* MDNL_END after 
 mdnl_status mdnl_xtc_skip(mdnl_xtc_reader *r);                /* reads the header, seeks past the data */
 mdnl_status mdnl_xtc_count(mdnl_xtc_reader *r, int64_t *n);   /* walks the headers; the cursor stays */
 void mdnl_xtc_close(mdnl_xtc_reader *r);                       /* NULL is a no-op */
-/* Worker threads that decode frames read ahead (default 1: none). Frames,
- * values and errors are the same for every count. Before the first read. */
+/* Workers decoding frames (--threads; <= 1: the calling thread), and the
+ * frames that will be read (io/binary_pool.h); before the first read.
+ * Frames, values and errors are the same for every count. */
 void mdnl_xtc_set_threads(mdnl_xtc_reader *r, int threads);
+void mdnl_xtc_select(mdnl_xtc_reader *r, int64_t start, int64_t stop, int64_t step);
 
 /* Decodes one block of compressed coordinates (the bytes after the byte
  * count) into natoms * 3 floats, exactly as the reference decoder: a test

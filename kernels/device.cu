@@ -14,13 +14,13 @@ extern "C" int mdnl_cuda_device_count(void)
     return n;
 }
 
-static int device_index;
 /* A library context's device, for the calls it makes on this thread (-1: none). */
 static thread_local int thread_device = -1;
 
-extern "C" int mdnl_cuda_device_index(void) { return thread_device >= 0 ? thread_device : device_index; }
-
-extern "C" void mdnl_cuda_set_device_index(int k) { device_index = k; }
+extern "C" int mdnl_cuda_device_index(void)
+{
+    return thread_device >= 0 ? thread_device : 0;
+}
 
 extern "C" int mdnl_cuda_use_device(int k)
 {

@@ -11,12 +11,11 @@ MDNL_BEGIN_C
  * or device is present, or when the runtime reports an error. */
 int mdnl_cuda_device_count(void);
 
-/* The device this process computes on (0 unless chosen: an MPI rank takes
- * local rank mod devices, src/mpi_split.c). Set before the first context. */
+/* The device the calling thread computes on: its override (below), else 0.
+ * An MPI rank's device reaches its context through mdnl_opts.device. */
 int mdnl_cuda_device_index(void);
-void mdnl_cuda_set_device_index(int k);
 
-/* The calling thread's device, overriding the process-wide index above for
+/* The calling thread's device, overriding device 0 for
  * everything this thread creates and launches (k >= 0), or no override
  * (k < 0). Returns the override it replaces, so that a library call
  * (include/mdnl/mdnl.h: the context's device) restores it on return. */

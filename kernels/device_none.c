@@ -7,8 +7,6 @@ const char *mdnl_cuda_device_name(void) { return "none (built without CUDA)"; }
 
 int mdnl_cuda_device_index(void) { return 0; }
 
-void mdnl_cuda_set_device_index(int k) { (void)k; }
-
 double mdnl_cuda_device_bandwidth(void) { return 0; }
 
 int mdnl_cuda_use_device(int k)

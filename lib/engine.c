@@ -3,13 +3,11 @@
 #include "engine.h"
 
 #include "device.h"
-#include "coord.h"
 #include "energy.h"
 #include "pair_shift.h"
 
 #ifdef MDNL_HAVE_CUDA
 #include "cuda_host.h"
-#include "coord_cuda.h"
 #include "energy_cuda.h"
 #include "geometry_cuda.h"
 #include "nlist_cuda.h"
@@ -45,7 +43,6 @@ void mdnl_engine_free(mdnl_engine *e)
         return;
 #ifdef MDNL_HAVE_CUDA
     mdnl_wrap_cuda_free(e->wrap_cuda);
-    mdnl_coord_cuda_free(e->coord_cuda);
     mdnl_shift_cuda_free(e->shift_cuda);
     mdnl_energy_cuda_free(e->energy_cuda);
     mdnl_hist_cuda_free(e->hist_cuda);
@@ -193,39 +190,6 @@ static mdnl_status energy_handle(mdnl_engine *e)
 }
 #endif
 
-mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
-
-                               double *total, double *per_atom)
-{
-#ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_COMPUTE_CUDA) {
-        mdnl_status st = energy_handle(e);
-        if (st != MDNL_OK)
-            return st;
-        return mdnl_energy_frame_cuda(e->energy_cuda, g, pos4, p, total, per_atom);
-    }
-#endif
-    return mdnl_energy_frame_cpu(g, pos4, p, total, per_atom);
-}
-
-mdnl_status mdnl_engine_coord(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
-                              int32_t ncols, const int32_t (*pairs)[2], const mdnl_coord_cuts *cuts, int32_t *counts)
-{
-#ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_COMPUTE_CUDA) {
-        if (!e->coord_cuda) {
-            mdnl_coord_cuda *cc = NULL;
-            mdnl_status st = mdnl_coord_cuda_create(mdnl_cuda_ctx_stream(e->cuda), &cc);
-            if (st != MDNL_OK)
-                return st;
-            e->coord_cuda = cc;
-        }
-        return mdnl_coord_frame_cuda(e->coord_cuda, g, pos4, species, ncols, pairs, cuts, counts);
-    }
-#endif
-    return mdnl_coord_frame_cpu(g, pos4, species, ncols, pairs, cuts, counts);
-}
-
 mdnl_status mdnl_engine_energy_table(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
                                      const int32_t *types, const mdnl_pair_table *t, double *total, double *per_atom)
 {
@@ -326,19 +290,4 @@ void mdnl_engine_quiesce(mdnl_engine *e)
         mdnl_cuda_device_sync();
 #endif
     (void)e;
-}
-
-mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
-                             const mdnl_hist_spec *spec, uint64_t *counts)
-{
-#ifdef MDNL_HAVE_CUDA
-    if (e->backend == MDNL_COMPUTE_CUDA) {
-        mdnl_status st = hist_handle(e);
-        if (st != MDNL_OK)
-            return st;
-        return mdnl_hist_frame_cuda(e->hist_cuda, g, pos4, species, spec, MDNL_HIST_AUTO, MDNL_HIST_TRAV_AUTO,
-                                    counts);
-    }
-#endif
-    return mdnl_hist_frame_cpu(g, pos4, species, spec, counts);
 }

@@ -4,7 +4,6 @@
 #ifndef MDNL_ENGINE_H
 #define MDNL_ENGINE_H
 
-#include "coord.h"
 #include "mdnl/mdnl.h"
 #include "nlist.h"
 #include "potential.h"
@@ -17,7 +16,6 @@ typedef struct mdnl_engine {
     void *energy_cuda;       /* mdnl_energy_cuda, created on first use */
     void *hist_cuda;         /* mdnl_hist_cuda, created on first use */
     void *wrap_cuda;         /* mdnl_wrap_cuda, created on first use */
-    void *coord_cuda;        /* mdnl_coord_cuda, created on first use */
     void *shift_cuda;        /* mdnl_shift_cuda, created on first use */
     mdnl_nlist_cpu_kept nlist_cpu; /* the CPU list's row buffers, kept from frame to frame */
 } mdnl_engine;
@@ -63,22 +61,11 @@ mdnl_status mdnl_engine_nlist(mdnl_engine *e, const mdnl_geom *g, const float (*
 mdnl_status mdnl_engine_shifts(mdnl_engine *e, const mdnl_frame *f, const mdnl_geom *g, const float (*pos4)[4],
                                mdnl_list_kind kind, const mdnl_nlist *l, int32_t (*S)[3], double (*D)[3]);
 
-/* Coordination numbers of a frame (coord.h): counts[natoms * max(1, ncols)];
- * cuts: per-pair cutoffs or NULL. */
-mdnl_status mdnl_engine_coord(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
-                              int32_t ncols, const int32_t (*pairs)[2], const mdnl_coord_cuts *cuts, int32_t *counts);
-
 /* The same with per-pair parameters (potential.h mdnl_pair_table) and the
  * atoms' types (mdnl_pair_table_types); g prepared at t->max_cutoff. */
 mdnl_status mdnl_engine_energy_table(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4],
                                      const int32_t *types, const mdnl_pair_table *t, double *total,
                                      double *per_atom);
-
-/* Total (and, when per_atom is not NULL, per-atom) pair energy of a frame
- * prepared with the potential's cutoff, by the fused path: cells are
- * traversed and no list is stored. */
-mdnl_status mdnl_engine_energy(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const mdnl_potential *p,
-                               double *total, double *per_atom);
 
 /* Deferred frames, so that the host launches frame k+1 while the device
  * still works on frame k (`mdnl run`). _launch queues the energy (pot not
@@ -96,10 +83,5 @@ mdnl_status mdnl_engine_launch(mdnl_engine *e, int ticket, const float (*pos4)[4
                                const int32_t *species, const mdnl_hist_spec *spec, uint64_t *h_counts);
 mdnl_status mdnl_engine_collect(mdnl_engine *e, int ticket, bool energy, bool hist);
 void mdnl_engine_quiesce(mdnl_engine *e);
-
-/* Pair-distance histogram of a frame prepared with cutoff = spec->r_max,
- * binned while traversing (no list stored); counts[nhist * bins] written. */
-mdnl_status mdnl_engine_hist(mdnl_engine *e, const mdnl_geom *g, const float (*pos4)[4], const int32_t *species,
-                             const mdnl_hist_spec *spec, uint64_t *counts);
 
 #endif

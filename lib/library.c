@@ -62,11 +62,9 @@ const char *mdnl_device_description(int device)
 
 /* ---- entry and exit: the context's thread count and device ---- */
 
-typedef mdnl_lib_scope scope;
-
 mdnl_lib_scope mdnl_lib_enter(const mdnl_context *ctx)
 {
-    scope s = {omp_get_max_threads(), -1, -1, ctx->source};
+    mdnl_lib_scope s = {omp_get_max_threads(), -1, -1, ctx->source};
     if (ctx->threads > 0)
         omp_set_num_threads(ctx->threads);
     s.device_before = mdnl_cuda_use_device(ctx->device);
@@ -87,9 +85,7 @@ void mdnl_lib_restore(mdnl_lib_scope s)
 #endif
 }
 
-static scope enter(const mdnl_context *ctx) { return mdnl_lib_enter(ctx); }
-
-static mdnl_status leave(scope s, mdnl_status st, const char *fn)
+static mdnl_status leave(mdnl_lib_scope s, mdnl_status st, const char *fn)
 {
     mdnl_lib_restore(s);
     if (st == MDNL_OK || st == MDNL_END)
@@ -144,7 +140,7 @@ mdnl_status mdnl_context_create(const mdnl_context_options *options, mdnl_contex
     mdnl_status st = MDNL_OK;
 #ifdef MDNL_HAVE_CUDA
     if (c->backend == MDNL_COMPUTE_CUDA) {
-        scope s = enter(c);
+        mdnl_lib_scope s = mdnl_lib_enter(c);
         if ((st = mdnl_cuda_ctx_create(&c->cuda)) == MDNL_OK && (st = mdnl_wrap_cuda_create(&c->wrap)) == MDNL_OK)
             st = mdnl_lib_cuda_create(&c->post);
         if (st == MDNL_OK)
@@ -166,7 +162,7 @@ void mdnl_context_free(mdnl_context *ctx)
         return;
 #ifdef MDNL_HAVE_CUDA
     if (ctx->backend == MDNL_COMPUTE_CUDA) {
-        scope s = enter(ctx);
+        mdnl_lib_scope s = mdnl_lib_enter(ctx);
         mdnl_shift_cuda_free(ctx->shift);
         mdnl_lib_cuda_free(ctx->post);
         mdnl_coord_cuda_free(ctx->coord);
@@ -276,8 +272,6 @@ void mdnl_host_free(mdnl_context *ctx, void *p)
 /* The work guard's refusals name the context's option, not the CLI's. */
 #define MDNL_LIMIT_OPTION "mdnl_context_options.max_pairs"
 
-#define grow mdnl_lib_grow
-
 mdnl_status mdnl_lib_grow(void **p, int64_t *cap, int64_t n, size_t size, const char *what)
 {
     if (n <= *cap && *p)
@@ -326,7 +320,7 @@ mdnl_status mdnl_lib_frame_of(const mdnl_system *sys, int64_t index, double max_
         f->pos = (double(*)[3])(uintptr_t)sys->positions; /* read only: the frame is never freed */
         return MDNL_OK;
     }
-    mdnl_status st = grow((void **)xyz, xyz_cap, sys->n, sizeof **xyz, "positions (double)");
+    mdnl_status st = mdnl_lib_grow((void **)xyz, xyz_cap, sys->n, sizeof **xyz, "positions (double)");
     if (st != MDNL_OK)
         return st;
     const float *x = sys->positions;
@@ -354,7 +348,8 @@ static mdnl_status prepare(mdnl_context *ctx, const mdnl_frame *f, double cutoff
 {
     if (!(cutoff > 0) || !isfinite(cutoff))
         return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", cutoff);
-    mdnl_status st = grow((void **)&ctx->pos4, &ctx->pos4_cap, f->natoms, sizeof *ctx->pos4, "wrapped positions");
+    mdnl_status st =
+        mdnl_lib_grow((void **)&ctx->pos4, &ctx->pos4_cap, f->natoms, sizeof *ctx->pos4, "wrapped positions");
     if (st != MDNL_OK)
         return st;
     return mdnl_geom_prepare(f, cutoff, g, ctx->pos4);
@@ -362,7 +357,7 @@ static mdnl_status prepare(mdnl_context *ctx, const mdnl_frame *f, double cutoff
 
 /* ---- neighbor lists ---- */
 
-static mdnl_status check_flags(int flags)
+mdnl_status mdnl_lib_check_flags(int flags)
 {
     if (flags & ~(MDNL_NEIGHBORS_FULL | MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS))
         return mdnl_error(MDNL_ERR_USAGE, "flags 0x%x hold unknown bits", (unsigned)flags);
@@ -375,10 +370,10 @@ static mdnl_status host_shifts(mdnl_context *ctx, const mdnl_frame *f, const mdn
 {
     const mdnl_nlist *l = &ctx->list;
     mdnl_status st;
-    if ((st = grow((void **)&ctx->shifts, &ctx->shifts_cap, l->npairs, sizeof *ctx->shifts, "image shifts")) !=
+    if ((st = mdnl_lib_grow((void **)&ctx->shifts, &ctx->shifts_cap, l->npairs, sizeof *ctx->shifts, "image shifts")) !=
             MDNL_OK ||
-        (want_D && (st = grow((void **)&ctx->vectors, &ctx->vectors_cap, l->npairs, sizeof *ctx->vectors,
-                              "pair vectors")) != MDNL_OK))
+        (want_D && (st = mdnl_lib_grow((void **)&ctx->vectors, &ctx->vectors_cap, l->npairs, sizeof *ctx->vectors,
+                                       "pair vectors")) != MDNL_OK))
         return st;
 #ifdef MDNL_HAVE_CUDA
     if (ctx->backend == MDNL_COMPUTE_CUDA) {
@@ -399,7 +394,7 @@ static mdnl_status neighbors_host(mdnl_context *ctx, const mdnl_system *sys, dou
     mdnl_frame f;
     mdnl_geom g;
     mdnl_status st;
-    if ((st = check_flags(flags)) != MDNL_OK || (st = system_frame(ctx, sys, 0, &f)) != MDNL_OK ||
+    if ((st = mdnl_lib_check_flags(flags)) != MDNL_OK || (st = system_frame(ctx, sys, 0, &f)) != MDNL_OK ||
         (st = prepare(ctx, &f, cutoff, &g)) != MDNL_OK)
         return st;
     const mdnl_list_kind kind = flags & MDNL_NEIGHBORS_FULL ? MDNL_LIST_FULL : MDNL_LIST_HALF;
@@ -440,7 +435,7 @@ mdnl_status mdnl_neighbors(mdnl_context *ctx, const mdnl_system *sys, double cut
     if (!ctx || !out)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_neighbors: %s is NULL", !ctx ? "the context" : "out");
     memset(out, 0, sizeof *out);
-    scope s = enter(ctx);
+    mdnl_lib_scope s = mdnl_lib_enter(ctx);
     mdnl_status st = neighbors_host(ctx, sys, cutoff, flags, out);
     if (st != MDNL_OK)
         memset(out, 0, sizeof *out);
@@ -454,7 +449,7 @@ static mdnl_status neighbors_device(mdnl_context *ctx, const mdnl_system *sys, d
     mdnl_frame f;
     mdnl_geom g;
     mdnl_status st;
-    if ((st = check_flags(flags)) != MDNL_OK || (st = system_frame(ctx, sys, 1, &f)) != MDNL_OK)
+    if ((st = mdnl_lib_check_flags(flags)) != MDNL_OK || (st = system_frame(ctx, sys, 1, &f)) != MDNL_OK)
         return st;
     if (!(cutoff > 0) || !isfinite(cutoff))
         return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", cutoff);
@@ -501,7 +496,7 @@ mdnl_status mdnl_neighbors_device(mdnl_context *ctx, const mdnl_system *sys, dou
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_neighbors_device: the context computes on the CPU; device "
                                           "positions need a CUDA context");
 #ifdef MDNL_HAVE_CUDA
-    scope s = enter(ctx);
+    mdnl_lib_scope s = mdnl_lib_enter(ctx);
     mdnl_status st = neighbors_device(ctx, sys, cutoff, flags, stream, out);
     if (st != MDNL_OK)
         memset(out, 0, sizeof *out);
@@ -513,8 +508,6 @@ mdnl_status mdnl_neighbors_device(mdnl_context *ctx, const mdnl_system *sys, dou
 }
 
 /* ---- energy ---- */
-
-#define potential_of mdnl_lib_potential_of
 
 mdnl_status mdnl_lib_potential_of(const mdnl_pair_params *pp, double cutoff, mdnl_potential *p)
 {
@@ -535,7 +528,7 @@ static mdnl_status energy_body(mdnl_context *ctx, const mdnl_system *sys, const 
     mdnl_geom g;
     mdnl_potential p;
     mdnl_status st;
-    if ((st = potential_of(pp, cutoff, &p)) != MDNL_OK || (st = system_frame(ctx, sys, 0, &f)) != MDNL_OK ||
+    if ((st = mdnl_lib_potential_of(pp, cutoff, &p)) != MDNL_OK || (st = system_frame(ctx, sys, 0, &f)) != MDNL_OK ||
         (st = prepare(ctx, &f, cutoff, &g)) != MDNL_OK)
         return st;
 #ifdef MDNL_HAVE_CUDA
@@ -554,7 +547,7 @@ mdnl_status mdnl_energy(mdnl_context *ctx, const mdnl_system *sys, const mdnl_pa
     if (!ctx || !total)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_energy: %s is NULL", !ctx ? "the context" : "total");
     *total = 0;
-    scope s = enter(ctx);
+    mdnl_lib_scope s = mdnl_lib_enter(ctx);
     return leave(s, energy_body(ctx, sys, params, cutoff, total, per_atom), "mdnl_energy");
 }
 
@@ -580,7 +573,7 @@ mdnl_status mdnl_lib_pair_table(int32_t ntypes, const mdnl_pair_params *params, 
                 cutoffs[k] != cutoffs[kt])
                 return mdnl_error(MDNL_ERR_USAGE, "pair (%d, %d) differs from pair (%d, %d): the table must be "
                                   "symmetric", a, b, b, a);
-            if ((st = potential_of(&params[k], cutoffs[k], &t->p[k])) != MDNL_OK)
+            if ((st = mdnl_lib_potential_of(&params[k], cutoffs[k], &t->p[k])) != MDNL_OK)
                 return mdnl_error(st, "pair (%d, %d): %s", a, b, mdnl_last_error());
             t->cut2[k] = (float)(cutoffs[k] * cutoffs[k]);
             t->max_cutoff = cutoffs[k] > t->max_cutoff ? cutoffs[k] : t->max_cutoff;
@@ -625,7 +618,7 @@ mdnl_status mdnl_energy_types(mdnl_context *ctx, const mdnl_system *sys, int32_t
     if (!ctx || !total)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_energy_types: %s is NULL", !ctx ? "the context" : "total");
     *total = 0;
-    scope s = enter(ctx);
+    mdnl_lib_scope s = mdnl_lib_enter(ctx);
     return leave(s, energy_types_body(ctx, sys, ntypes, params, cutoffs, types, total, per_atom),
                  "mdnl_energy_types");
 }
@@ -680,7 +673,7 @@ mdnl_status mdnl_coordination(mdnl_context *ctx, const mdnl_system *sys, double 
 {
     if (!ctx)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_coordination: the context is NULL");
-    scope s = enter(ctx);
+    mdnl_lib_scope s = mdnl_lib_enter(ctx);
     return leave(s, coordination_body(ctx, sys, cutoff, species, npairs, pairs, NULL, counts), "mdnl_coordination");
 }
 
@@ -725,7 +718,7 @@ mdnl_status mdnl_coordination_types(mdnl_context *ctx, const mdnl_system *sys, i
 {
     if (!ctx)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_coordination_types: the context is NULL");
-    scope s = enter(ctx);
+    mdnl_lib_scope s = mdnl_lib_enter(ctx);
     mdnl_coord_cuts cuts;
     double max_cut = 0;
     mdnl_status st = coord_cuts_of(sys, ntypes, cutoffs, types, &cuts, &max_cut);
@@ -819,8 +812,8 @@ static mdnl_status histogram_frame(mdnl_context *ctx, const mdnl_system *sys, co
      * kernels see are within the pairs' range or one past it. */
     const int32_t *sp = spec->npairs > 0 ? species : NULL;
     if (sp) {
-        if ((st = grow((void **)&ctx->species, &ctx->species_cap, f.natoms, sizeof *ctx->species, "species")) !=
-            MDNL_OK)
+        if ((st = mdnl_lib_grow((void **)&ctx->species, &ctx->species_cap, f.natoms, sizeof *ctx->species,
+                                "species")) != MDNL_OK)
             return st;
         for (int64_t i = 0; i < f.natoms; ++i)
             ctx->species[i] = species[i] <= max_species ? species[i] : max_species + 1;
@@ -849,8 +842,8 @@ static mdnl_status rdf_body(mdnl_context *ctx, mdnl_rdf *r, const mdnl_system *s
     double volume = 0;
     const int64_t nh = mdnl_hist_nhist(&r->spec);
     mdnl_status st;
-    if ((st = grow((void **)&ctx->counts, &ctx->counts_cap, nh * r->spec.bins, sizeof *ctx->counts,
-                   "histogram counts")) != MDNL_OK ||
+    if ((st = mdnl_lib_grow((void **)&ctx->counts, &ctx->counts_cap, nh * r->spec.bins, sizeof *ctx->counts,
+                            "histogram counts")) != MDNL_OK ||
         (st = histogram_frame(ctx, sys, &r->spec, r->max_species, species, ctx->counts, na, nb, &volume)) != MDNL_OK)
         return st;
     return mdnl_rdf_accum_add(&r->acc, ctx->counts, na, nb, volume);
@@ -860,7 +853,7 @@ mdnl_status mdnl_rdf_add(mdnl_context *ctx, mdnl_rdf *rdf, const mdnl_system *sy
 {
     if (!ctx || !rdf)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_rdf_add: %s is NULL", !ctx ? "the context" : "the RDF");
-    scope s = enter(ctx);
+    mdnl_lib_scope s = mdnl_lib_enter(ctx);
     return leave(s, rdf_body(ctx, rdf, sys, species), "mdnl_rdf_add");
 }
 
@@ -897,7 +890,7 @@ mdnl_status mdnl_histogram(mdnl_context *ctx, const mdnl_system *sys, double r_m
 {
     if (!ctx)
         return mdnl_error(MDNL_ERR_USAGE, "mdnl_histogram: the context is NULL");
-    scope s = enter(ctx);
+    mdnl_lib_scope s = mdnl_lib_enter(ctx);
     return leave(s, histogram_body(ctx, sys, r_max, bins, species, npairs, pairs, counts, volume), "mdnl_histogram");
 }
 

@@ -69,6 +69,9 @@ void mdnl_lib_restore(mdnl_lib_scope s);
 /* Grows *p to n elements of `size` bytes (contents dropped). */
 mdnl_status mdnl_lib_grow(void **p, int64_t *cap, int64_t n, size_t size, const char *what);
 
+/* MDNL_ERR_USAGE when flags hold bits other than MDNL_NEIGHBORS_*. */
+mdnl_status mdnl_lib_check_flags(int flags);
+
 /* Checks sys and describes it as frame `index` under the work limit
  * max_pairs (named limit_option in refusals): f->pos NULL when `device`;
  * else the caller's float64 positions, or float32 ones widened into *xyz

@@ -30,7 +30,6 @@ enum ticket_phase { TICKET_FREE, TICKET_PREPARED, TICKET_SUBMITTED };
 typedef struct ticket_state {
     enum ticket_phase state;
     int dev;             /* submitted: its engine ticket */
-    int64_t seq;         /* submitted: the stream's launch count at its submit */
     mdnl_status verdict; /* prepare's, raised by submit */
     char message[2048];
     mdnl_frame f;        /* the frame's view (positions borrowed) */
@@ -44,7 +43,7 @@ typedef struct ticket_state {
     mdnl_nlist list;
     int32_t (*S)[3];
     double (*D)[3];
-    int64_t sd_cap;
+    int64_t s_cap, d_cap;
     double *e_host;       /* engine host memory: the energy total lands here */
     uint64_t *counts_host; /* and the histogram */
     int32_t (*ids)[2];    /* this frame's species pairs */
@@ -68,7 +67,9 @@ struct mdnl_stream {
     bool dev_wrap; /* CUDA without a table: frames wrapped on the device by submit */
     bool engine_up;
     bool failed;   /* a submit or collect failed: device work may still write into ticket buffers */
-    int submitted; /* tickets submitted and not collected */
+    int submitted; /* tickets submitted and not collected, */
+    int order[MDNL_STREAM_MAX_SUBMITTED]; /* from order[first], in submit order (a ring) */
+    int first;
     int64_t launched; /* successful submits: the engine tickets go round in their order */
     mdnl_engine eng;
     ticket_state t[MDNL_STREAM_MAX_TICKETS];
@@ -101,8 +102,9 @@ static mdnl_status check_options(const mdnl_stream_options *o)
 {
     if (o->tickets < 0 || o->tickets > MDNL_STREAM_MAX_TICKETS)
         return mdnl_error(MDNL_ERR_USAGE, "tickets = %d, expected 1..%d (0: 2)", o->tickets, MDNL_STREAM_MAX_TICKETS);
-    if (o->flags & ~(MDNL_NEIGHBORS_FULL | MDNL_NEIGHBORS_SHIFTS | MDNL_NEIGHBORS_VECTORS))
-        return mdnl_error(MDNL_ERR_USAGE, "flags 0x%x hold unknown bits", (unsigned)o->flags);
+    mdnl_status st = mdnl_lib_check_flags(o->flags);
+    if (st != MDNL_OK)
+        return st;
     if ((o->neighbors || o->energy) && (!(o->cutoff > 0) || !isfinite(o->cutoff)))
         return mdnl_error(MDNL_ERR_USAGE, "cutoff must be a positive finite number, got %g", o->cutoff);
     if (o->histogram) {
@@ -435,17 +437,10 @@ static mdnl_status list_shifts(mdnl_stream *s, ticket_state *tk, int t, const fl
     mdnl_status st;
     if (tk->wrap_pending && (st = settle_wrap(s, tk, t, true)) != MDNL_OK)
         return st;
-    const int64_t n = tk->list.npairs > 0 ? tk->list.npairs : 1;
-    if (!tk->S || n > tk->sd_cap) {
-        free(tk->S);
-        free(tk->D);
-        tk->D = NULL;
-        tk->sd_cap = 0;
-        if (!(tk->S = mdnl_malloc((size_t)n * sizeof *tk->S, "image shifts")) ||
-            (s->vectors && !(tk->D = mdnl_malloc((size_t)n * sizeof *tk->D, "pair vectors"))))
-            return MDNL_ERR_RESOURCE;
-        tk->sd_cap = n;
-    }
+    const int64_t n = tk->list.npairs;
+    if ((st = mdnl_lib_grow((void **)&tk->S, &tk->s_cap, n, sizeof *tk->S, "image shifts")) != MDNL_OK ||
+        (s->vectors && (st = mdnl_lib_grow((void **)&tk->D, &tk->d_cap, n, sizeof *tk->D, "pair vectors")) != MDNL_OK))
+        return st;
     return mdnl_engine_shifts(&s->eng, &tk->f, &tk->g_cut, pos4, s->kind, &tk->list, tk->S,
                               s->vectors ? tk->D : NULL);
 }
@@ -517,7 +512,7 @@ mdnl_status mdnl_stream_submit(mdnl_stream *s, int ticket, const mdnl_stream_fra
     } else if ((tk->dev = (int)(s->launched % MDNL_ENGINE_TICKETS),
                 (st = submit_body(s, tk, tk->dev, frame)) == MDNL_OK)) {
         tk->state = TICKET_SUBMITTED;
-        tk->seq = s->launched;
+        s->order[(s->first + s->submitted) % MDNL_STREAM_MAX_SUBMITTED] = ticket;
         s->submitted++;
         s->launched++;
     } else {
@@ -575,13 +570,13 @@ mdnl_status mdnl_stream_collect(mdnl_stream *s, int ticket, mdnl_stream_result *
         return named(s, mdnl_error(MDNL_ERR_USAGE, "ticket %d was not submitted", ticket), "mdnl_stream_collect");
     /* in submit order: the next submit takes the engine ticket of the
      * oldest collected frame, which must be done with it */
-    for (int q = 0; q < s->tickets; ++q)
-        if (s->t[q].state == TICKET_SUBMITTED && s->t[q].seq < tk->seq)
-            return named(s,
-                         mdnl_error(MDNL_ERR_USAGE, "ticket %d was submitted after ticket %d: collect in submit order",
-                                    ticket, q),
-                         "mdnl_stream_collect");
+    if (s->order[s->first] != ticket)
+        return named(s,
+                     mdnl_error(MDNL_ERR_USAGE, "ticket %d was submitted after ticket %d: collect in submit order",
+                                ticket, s->order[s->first]),
+                     "mdnl_stream_collect");
     tk->state = TICKET_FREE;
+    s->first = (s->first + 1) % MDNL_STREAM_MAX_SUBMITTED;
     s->submitted--;
     mdnl_lib_scope sc = mdnl_lib_enter(s->ctx);
     mdnl_status st = collect_body(s, tk, tk->dev, out);

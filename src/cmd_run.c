@@ -412,13 +412,14 @@ mdnl_status mdnl_cmd_run(int argc, char **argv)
              * input was opened: open); command: the whole command, parsing to the last commit */
             mdnl_mpi_json(stdout, stats.nframes);
             printf(",\"seconds\":{\"init\":%.6f,\"startup\":%.6f,\"open\":%.6f,\"read\":%.6f,\"prepare\":%.6f,"
-                   "\"compute\":%.6f,\"collect\":%.6f,\"compute_starved\":%.6f,\"read_blocked\":%.6f,\"write\":%.6f,"
+                   "\"compute\":%.6f,\"collect\":%.6f,\"compute_starved\":%.6f,\"read_blocked\":%.6f,"
+                   "\"read_during_startup\":%.6f,\"write\":%.6f,"
                    "\"wall\":%.6f,\"command\":%.6f,\"first_frame_done\":%.6f,"
                    "\"last_frame_done\":%.6f},\"frames_per_second\":%.3f,"
                    "\"frames_per_second_after_init\":%.3f,\"frames_per_second_steady\":%.3f}\n",
                    stats.t_init, o.read_only ? 0.0 : stats.t_startup, t_open, stats.t_read, stats.t_prepare,
-                   stats.t_compute, stats.t_collect, stats.t_starved, stats.t_read_blocked, stats.t_write, stats.t_wall,
-                   mdnl_now() - t_cmd, stats.t_first_done, stats.t_last_done, fps,
+                   stats.t_compute, stats.t_collect, stats.t_starved, stats.t_read_blocked, stats.t_read_startup,
+                   stats.t_write, stats.t_wall, mdnl_now() - t_cmd, stats.t_first_done, stats.t_last_done, fps,
                    steady > 0 ? (double)stats.nframes / steady : 0.0,
                    stats.nframes > 1 && stats.t_last_done > stats.t_first_done
                        ? (double)(stats.nframes - 1) / (stats.t_last_done - stats.t_first_done)

@@ -182,6 +182,7 @@ typedef struct ring {
     char message[2048];
     double t_read, t_prepare, t_write;         /* written by their own thread (t_prepare: under mu), read after join */
     double t_read_blocked;                     /* the reader waiting for a free slot */
+    double t_read_startup;                     /* of t_read: frames read before the engine was up (under mu) */
     double t_start, t_first_done, t_last_done; /* writer: when the first and the last frame were drained */
 } ring;
 
@@ -323,7 +324,8 @@ static void *reader_main(void *arg)
         mdnl_status st = mdnl_frames_next(p->fs, &s->f);
         if (p->c->serialize_io)
             pthread_mutex_unlock(&p->io);
-        p->t_read += mdnl_now() - t0;
+        const double t_this = mdnl_now() - t0;
+        p->t_read += t_this;
         s->held = frame_bytes(&s->f);
         s->seq = k;
         s->early = 0;
@@ -338,6 +340,8 @@ static void *reader_main(void *arg)
         if (st != MDNL_OK)
             snprintf(s->verdict_message, sizeof s->verdict_message, "%s", mdnl_last_error());
         pthread_mutex_lock(&p->mu);
+        if (!p->engine_ready)
+            p->t_read_startup += t_this;
         s->natoms = st == MDNL_OK ? s->f.natoms : 0;
         p->inflight++;
         p->inflight_atoms += s->natoms;
@@ -656,8 +660,8 @@ static void pinned_free(void *p, void *ctx) { mdnl_host_free(ctx, p); }
 /* The stream of the configured work on ctx (names the input in messages). */
 static mdnl_status stream_of(const mdnl_pipeline_config *c, mdnl_context *ctx, int tickets, mdnl_stream **out)
 {
-    mdnl_pair_params params[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES];
-    double cutoffs[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES];
+    mdnl_pair_params params[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES] = {0}; /* read even without energy */
+    double cutoffs[MDNL_ENERGY_MAX_TYPES * MDNL_ENERGY_MAX_TYPES] = {0};
     if (c->energy)
         mdnl_pair_params_of(c->table ? c->table->p : &c->pot, c->table ? c->table->ntypes : 1, params, cutoffs);
     const mdnl_stream_options so = {
@@ -921,6 +925,7 @@ mdnl_status mdnl_pipeline_run(const mdnl_pipeline_config *c, mdnl_frames *fs, md
     }
     stats->t_read = p->t_read;
     stats->t_read_blocked = p->t_read_blocked;
+    stats->t_read_startup = p->t_read_startup;
     /* On CUDA the stream's submit wraps on the device: that counts as compute here. */
     stats->t_prepare = p->t_prepare;
     stats->t_first_done = p->t_first_done;

@@ -172,6 +172,7 @@ typedef struct mdnl_pipeline_stats {
     double t_collect; /* of t_compute: waiting for the device's results of the frame before (deferred frames) */
     double t_starved; /* the compute stage waiting for its next frame (the reader's, or prepare's) */
     double t_read_blocked; /* the reader waiting for a free slot (the stages after it are behind) */
+    double t_read_startup; /* of t_read: frames read while the backend was still starting (hidden by it) */
     /* Since the start: when the first and the last frame left the writer.
      * (nframes - 1) / (t_last_done - t_first_done) is the steady-state rate,
      * free of start-up and of the first frame's latency through the stages. */

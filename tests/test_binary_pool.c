@@ -1,13 +1,14 @@
-/* test_binary_pool.c — DCD and TRR frames decoded by worker threads
- * (io/binary_pool.c under io/dcd_reader.c and io/trr_reader.c): the frames,
- * the files mdnl writes from them and the errors are one thread's, for 2, 3
- * and 8 threads; frames a --frames selection leaves out are not decoded;
- * positions land in memory of the caller's frame allocator.
+/* test_binary_pool.c — XTC, DCD and TRR frames decoded by worker threads
+ * (io/binary_pool.c under io/xtc_reader.c, io/dcd_reader.c and
+ * io/trr_reader.c): the frames, the files mdnl writes from them and the
+ * errors are one thread's, for 2, 3 and 8 threads; frames a --frames
+ * selection leaves out are not decoded; positions land in memory of the
+ * caller's frame allocator, and one thread decodes into the caller's frame.
  *
- * Inputs: data/binary/ (MDAnalysis' DCD and TRR), a larger DCD made with
- * `mdnl gen` and `mdnl convert`, and TRRs written here (float and double,
- * with velocity-only frames between), corrupted at the first, a middle and
- * the last frame. */
+ * Inputs: data/binary/ (MDAnalysis' XTC, DCD and TRR), a larger DCD and XTC
+ * made with `mdnl gen` and `mdnl convert`, and TRRs written here (float and
+ * double, with velocity-only frames between), corrupted at the first, a
+ * middle and the last frame. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli_test_util.h"
 
@@ -132,6 +133,29 @@ static void make_big_dcd(void)
                      err_text);
     cr_assert_eq(sh("cat g*.extxyz > big.extxyz && rm g*.extxyz"), 0);
     cr_assert_eq(mdnl("convert big.extxyz big.dcd -q"), 0, "%s", err_text);
+}
+
+/* big.xtc: big.extxyz (make_big_dcd's) by `mdnl convert`. */
+static void make_big_xtc(void)
+{
+    make_big_dcd();
+    cr_assert_eq(mdnl("convert big.extxyz big.xtc -q"), 0, "%s", err_text);
+}
+
+/* XTC layout (compressed frames, more than 9 atoms): frame k's offset, from
+ * the byte counts of the frames before it. */
+static int64_t xtc_frame_at(const char *name, int k)
+{
+    size_t n;
+    uint8_t *b = read_bytes(name, &n);
+    size_t at = 0;
+    for (int q = 0; q < k; ++q) {
+        cr_assert(at + 92 <= n && mdnl_be32(b + at) == 1995 && mdnl_be32(b + at + 4) > 9, "frame %d", q);
+        at += 92 + ((mdnl_be32(b + at + 88) + 3) & ~3u);
+    }
+    cr_assert(at + 92 <= n && mdnl_be32(b + at) == 1995, "frame %d at %zu", k, at);
+    free(b);
+    return (int64_t)at;
 }
 
 /* DCD layout of a file with a unit cell: frame k's offset. */
@@ -302,6 +326,23 @@ Test(binary_pool, trr_frames_and_outputs_are_one_threads_for_any_thread_count)
     cr_expect(strstr(out_text, "\"nframes\":17") != NULL, "%s", out_text);
 }
 
+Test(binary_pool, xtc_frames_and_outputs_are_one_threads_for_any_thread_count)
+{
+    static const char *const fixtures[] = {BIN "w60.xtc", BIN "w5.xtc", BIN "w60-p100.xtc", BIN "mixture.xtc"};
+    for (int k = 0; k < 4; ++k) {
+        cr_expect_eq(expect_threads_agree(fixtures[k], MDNL_END, NULL), k == 3 ? 10 : 3, "%s", fixtures[k]);
+        char args[600];
+        snprintf(args, sizeof args, "convert %s %%s --to extxyz", fixtures[k]);
+        expect_cli_agrees(args, 0);
+    }
+    make_big_xtc();
+    cr_expect_eq(expect_threads_agree("big.xtc", MDNL_END, NULL), 12);
+    expect_cli_agrees("convert big.xtc %s --to extxyz", 0);
+    expect_cli_agrees("convert big.xtc %s --to extxyz --frames 1:11:3", 0);
+    expect_cli_agrees("neighbors big.xtc -c 1.6 -o %s", 0);
+    expect_cli_agrees("rdf big.xtc --rmax 5 --bins 50 -o %s", 0);
+}
+
 /* ---- the same errors ---- */
 
 /* A copy of `src` (tmpdir) as `dst` with `n` bytes at `at` replaced, or cut
@@ -385,6 +426,41 @@ Test(binary_pool, trr_bad_frame_is_reported_in_order_with_one_threads_message)
     }
 }
 
+Test(binary_pool, xtc_bad_frame_is_reported_in_order_with_one_threads_message)
+{
+    make_big_xtc();
+    const uint8_t bad_magic[4] = {0, 0, 0x07, 0xca}, small5[4] = {0, 0, 0, 5}, huge[4] = {0x7f, 0, 0, 0};
+    const uint8_t nan[4] = {0x7f, 0xc0, 0, 0}; /* big-endian NaN */
+    for (int q = 0; q < 3; ++q) {
+        const int k = positions[q];
+        const int64_t at = xtc_frame_at("big.xtc", k);
+        char want[64];
+        snprintf(want, sizeof want, "bad.xtc: frame %d, byte ", k);
+        /* the header: found in order by the reading thread */
+        corrupt("big.xtc", "bad.xtc", at, bad_magic, 4);
+        cr_expect_eq(expect_threads_agree("bad.xtc", MDNL_ERR_INPUT, want), k);
+        expect_cli_agrees("convert bad.xtc %s --to extxyz", 3);
+        cr_expect(strstr(err_text, "magic number 1995") != NULL, "%s", err_text);
+        /* a byte count past the end of the file */
+        corrupt("big.xtc", "bad.xtc", at + 88, huge, 4);
+        cr_expect_eq(expect_threads_agree("bad.xtc", MDNL_ERR_INPUT, "compressed byte count within"), k);
+        /* a small-number size index out of range: found by a worker */
+        corrupt("big.xtc", "bad.xtc", at + 84, small5, 4);
+        cr_expect_eq(expect_threads_agree("bad.xtc", MDNL_ERR_INPUT, "small-number size index"), k);
+        expect_cli_agrees("convert bad.xtc %s --to extxyz", 3);
+        cr_expect(strstr(err_text, want) != NULL, "%s", err_text);
+        /* a NaN in the box */
+        corrupt("big.xtc", "bad.xtc", at + 16 + 4 * 4, nan, 4);
+        cr_expect_eq(expect_threads_agree("bad.xtc", MDNL_ERR_INPUT, "finite box"), k);
+        expect_cli_agrees("neighbors bad.xtc -c 1.6 -o %s", 3);
+        /* cut inside the frame's compressed coordinates */
+        corrupt("big.xtc", "bad.xtc", at + 100, NULL, 0);
+        cr_expect_eq(expect_threads_agree("bad.xtc", MDNL_ERR_INPUT, "compressed byte count within"), k);
+        expect_cli_agrees("convert bad.xtc %s --to extxyz", 3);
+        cr_expect(strstr(err_text, want) != NULL, "%s", err_text);
+    }
+}
+
 /* ---- selections ---- */
 
 /* A frame --frames leaves out is not decoded (its NaN goes unseen, as with
@@ -397,19 +473,23 @@ Test(binary_pool, frames_left_out_are_not_decoded)
     const uint8_t nan[4] = {0x7f, 0xc0, 0, 0}, bad_magic[4] = {0, 0, 0x07, 0xca};
     corrupt("good.trr", "nan.trr", x_at[5] + 12, nan, 4);
     corrupt("good.trr", "magic.trr", head_at[5], bad_magic, 4);
-    make_big_dcd();
-    const uint8_t dnan[4] = {0, 0, 0xc0, 0x7f};
+    make_big_xtc();
+    const uint8_t dnan[4] = {0, 0, 0xc0, 0x7f}, small5[4] = {0, 0, 0, 5};
     corrupt("big.dcd", "nan.dcd", dcd_frame_at("big.dcd", 1024, 12, 5) + 56 + 4 + 40, dnan, 4);
-    static const char *const ext[2] = {"trr", "dcd"};
-    for (int e = 0; e < 2; ++e) {
-        const char *good = e ? "big.dcd" : "good.trr";
+    /* XTC: an undecodable frame (its small-number size index) and a bad header */
+    corrupt("big.xtc", "nan.xtc", xtc_frame_at("big.xtc", 5) + 84, small5, 4);
+    corrupt("big.xtc", "magic.xtc", xtc_frame_at("big.xtc", 5), bad_magic, 4);
+    static const char *const ext[3] = {"trr", "dcd", "xtc"}, *const good_file[3] = {"good.trr", "big.dcd", "big.xtc"};
+    static const char *const undecodable[3] = {"non-finite", "non-finite", "small-number size index"};
+    for (int e = 0; e < 3; ++e) {
+        const char *good = good_file[e];
         for (int t = 1; t <= 3; t += 2) {
             cr_assert_eq(mdnl("convert %s want.extxyz --frames 0::2 -q", good), 0, "%s", err_text);
             cr_expect_eq(mdnl("convert nan.%s got.extxyz --frames 0::2 --threads %d -q", ext[e], t), 0, "%s %d: %s",
                          ext[e], t, err_text);
             cr_expect_eq(sh("cmp want.extxyz got.extxyz"), 0, "%s, %d threads", ext[e], t);
             cr_expect_eq(mdnl("convert nan.%s got.extxyz --frames 5 --threads %d -q", ext[e], t), 3, "%s", ext[e]);
-            cr_expect(strstr(err_text, "frame 5, byte") && strstr(err_text, "non-finite"), "%s", err_text);
+            cr_expect(strstr(err_text, "frame 5, byte") && strstr(err_text, undecodable[e]), "%s", err_text);
             /* a reader without a selection: next, skip over the bad frame, next */
             char p[512];
             snprintf(p, sizeof p, "nan.%s", ext[e]);
@@ -425,10 +505,14 @@ Test(binary_pool, frames_left_out_are_not_decoded)
         }
         sh("rm -f want.extxyz got.extxyz");
     }
-    for (int t = 1; t <= 3; t += 2) {
-        cr_expect_eq(mdnl("convert magic.trr got.extxyz --frames 0::2 --threads %d -q", t), 3, "%d threads", t);
-        cr_expect(strstr(err_text, "magic.trr: frame 5, byte") != NULL, "%s", err_text);
-    }
+    for (int t = 1; t <= 3; t += 2)
+        for (int e = 0; e < 3; e += 2) {
+            cr_expect_eq(mdnl("convert magic.%s got.extxyz --frames 0::2 --threads %d -q", ext[e], t), 3, "%s: %s",
+                         ext[e], err_text);
+            char want[64];
+            snprintf(want, sizeof want, "magic.%s: frame 5, byte", ext[e]);
+            cr_expect(strstr(err_text, want) != NULL, "%s", err_text);
+        }
 }
 
 /* ---- memory ---- */
@@ -510,15 +594,50 @@ Test(binary_pool, positions_come_from_the_frames_allocator)
     free_frames(&one);
 }
 
+/* One thread decodes straight into the caller's frame: reading every frame
+ * into one frame allocates its positions once (no frame of the pool's to
+ * swap with), with the frames of several threads. */
+Test(binary_pool, one_thread_decodes_into_the_callers_frame)
+{
+    int64_t x_at[40], head_at[40];
+    make_trr("f.trr", 40, 300, 4, x_at, head_at);
+    make_big_xtc();
+    static const char *const names[3] = {"f.trr", "big.dcd", "big.xtc"};
+    static frames many;
+    for (int e = 0; e < 3; ++e) {
+        char msg[1024];
+        cr_assert_eq(read_frames(names[e], 3, &many, msg, sizeof msg), MDNL_END, "%s", msg);
+        counting a = {0};
+        const mdnl_frame_allocator alloc = {count_alloc, count_free, &a};
+        mdnl_reader *r = open_reader(names[e], 1);
+        mdnl_frame f = {.pos_alloc = &alloc};
+        int k = 0;
+        mdnl_status st;
+        while ((st = mdnl_reader_next(r, &f)) == MDNL_OK) {
+            cr_assert(k < many.n, "%s", names[e]);
+            expect_same_frame(&many.f[k], &f, names[e]);
+            cr_expect(owns(&a, f.pos), "%s frame %d: positions not from the frame's allocator", names[e], k);
+            ++k;
+        }
+        cr_expect_eq(st, MDNL_END, "%s: %s", names[e], mdnl_last_error());
+        cr_expect_eq(k, many.n, "%s", names[e]);
+        cr_expect_eq(a.allocs, 1, "%s: %d allocations of positions for %d frames", names[e], a.allocs, k);
+        mdnl_reader_close(r);
+        mdnl_frame_free(&f);
+        cr_expect_eq(a.allocs, a.frees, "every position array freed");
+        free_frames(&many);
+    }
+}
+
 /* Counting while frames are read ahead by workers. */
 Test(binary_pool, count_mid_read_is_the_files)
 {
     int64_t x_at[40], head_at[40];
     make_trr("f.trr", 30, 100, 8, x_at, head_at);
-    make_big_dcd();
-    static const char *const names[2] = {"f.trr", "big.dcd"};
-    static const int64_t want[2] = {30, 12};
-    for (int e = 0; e < 2; ++e) {
+    make_big_xtc();
+    static const char *const names[3] = {"f.trr", "big.dcd", "big.xtc"};
+    static const int64_t want[3] = {30, 12, 12};
+    for (int e = 0; e < 3; ++e) {
         mdnl_reader *r = open_reader(names[e], 3);
         mdnl_frame f = {0};
         for (int k = 0; k < 2; ++k)

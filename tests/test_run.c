@@ -210,7 +210,7 @@ Test(run, hdf5_results_hold_the_energies_rdf_and_lists_of_the_single_commands)
                  0, "%s", err_text);
     cr_expect(strstr(out_text, "\"command\":\"run\"") && strstr(out_text, "\"frames\":10") &&
                   strstr(out_text, "\"energy\":{\"first\":") && strstr(out_text, "\"frames_per_second\":") &&
-                  strstr(out_text, "\"wall\":"),
+                  strstr(out_text, "\"wall\":") && strstr(out_text, "\"read_during_startup\":"),
               "json: %s", out_text);
     cr_assert_eq(mdnl("energy %s -c 2.5 --pair lj:epsilon=1,sigma=1 -o e.h5", in), 0, "%s", err_text);
     cr_assert_eq(mdnl("rdf %s --rmax 4 --bins 80 -o r.h5", in), 0, "%s", err_text);

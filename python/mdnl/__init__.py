@@ -544,7 +544,8 @@ class Stream:
     Frames are host arrays. A frame's arrays (positions, cell, species,
     types, or the copies made of them) are held by the stream from its
     submit until its ticket is collected: the device reads them in between,
-    so the caller may drop or reuse its own arrays at once. Results are
+    so the caller may drop its own arrays at once (but not write into them
+    before the collect: float64 positions are used in place). Results are
     copied out at collect. Like a context, a stream is used by one thread at
     a time.
     """
@@ -634,9 +635,9 @@ class Stream:
             rc = float(v.pop("cutoff"))
             pp = _pair_params(potential, shift, v, f" (pair_coeff[{a}, {b}])")
             for x, y in ((a, b), (b, a)):
-                if (x, y) in given and given[x, y] != (rc, tuple(v.items())):
+                if (x, y) in given and given[x, y] != (rc, sorted(v.items())):
                     raise ValueError(f"mdnl: pair_coeff gives ({a}, {b}) twice, differently")
-                given[x, y] = (rc, tuple(v.items()))
+                given[x, y] = (rc, sorted(v.items()))
                 table[x * nt + y], cuts[x, y] = pp, rc
         missing = [(a, b) for a in range(nt) for b in range(a, nt) if (a, b) not in given]
         if missing:
@@ -777,8 +778,8 @@ class Stream:
             for k, f in enumerate(frames):
                 if len(self._order) >= depth:
                     yield self.collect(self._order[0])
-                positions, cell, pbc, species, types = _frame_fields(f, self.npairs > 0)
                 try:  # frame k's ticket was collected: at most depth <= tickets are in flight
+                    positions, cell, pbc, species, types = _frame_fields(f, self.npairs > 0)
                     self.submit((start + k) % self.tickets, positions, cell, pbc, species, types, start + k)
                 except Exception as e:
                     failure = e

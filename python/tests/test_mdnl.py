@@ -371,6 +371,11 @@ def test_stream_energy_table_equals_mdnl_energy_types():
         list(mdnl.stream_frames([f[:4] for f in frames[:1]], potential="lj", pair_coeff=coeff, backend="cpu"))
     with pytest.raises(ValueError, match=r"misses the type pairs \[\(1, 1\)\]"):
         mdnl.Stream(potential="lj", pair_coeff={(0, 0): coeff[0, 0], (1, 0): coeff[0, 1]}, backend="cpu")
+    # a pair given both ways with its parameters in another order is the same pair
+    both = dict(coeff)
+    both[1, 0] = dict(sigma=1.0, cutoff=2.4, epsilon=0.5)
+    with mdnl.Stream(potential="lj", pair_coeff=both, backend="cpu") as s:
+        assert s.ntypes == 2
 
 
 def test_stream_nan_frame_raises_for_that_frame_only():
@@ -404,6 +409,16 @@ def test_stream_bad_array_raises_in_frame_order():
         for r in mdnl.stream_frames(frames, cutoff=2.0, neighbors="i", tickets=4, backend="cpu"):
             got.append(r.index)
     assert got == [0, 1]
+
+
+def test_stream_malformed_frame_raises_after_the_frames_before_it():
+    frames = [f[:3] for f in stream_frames(5, seed=6)]
+    frames[3] = frames[3] + (None, None, "a sixth item")
+    got = []
+    with pytest.raises(ValueError, match="a frame tuple"):
+        for r in mdnl.stream_frames(frames, cutoff=2.0, neighbors="i", tickets=4, backend="cpu"):
+            got.append(r.index)
+    assert got == [0, 1, 2]
 
 
 def test_stream_ticket_misuse_raises():

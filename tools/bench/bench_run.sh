@@ -36,13 +36,13 @@
 #        deflate-compressed H5MD end to end >= 8 x the single-thread rate
 #        the issue was filed against (DEFLATE_1T frames/s, default 145: the
 #        zlib reader of 7428ff5 on the H200, bench_read_threads.sh 200
-#        100000); its own --threads 1 rate is printed beside it (libdeflate
-#        made that ~3x faster, so it is no longer the issue's "today");
+#        100000; judged at ATOMS 100000 only); its own --threads 1 rate is
+#        printed beside it (libdeflate made that ~3x faster, so it is no
+#        longer the issue's "today");
 #        start-up overlap: in a 20-frame end-to-end run, at least half of
-#        the shorter of the start-up and the read ran before the compute
-#        stage needed it (the reader's busy seconds less the seconds the
-#        compute stage waited for frames), so the run pays the start-up
-#        once, not after the read;
+#        the shorter of the start-up and the read was done while the backend
+#        was still starting (the JSON's read_during_startup), so the run
+#        pays the start-up once, not after the read;
 #        peak RSS of 200 frames within 10 % of 50 frames'.
 #      The raw JSON lines go to DIR/results.jsonl.
 # Extra arguments for every `mdnl run` (e.g. --backend cpu) go in MDNL_ARGS.
@@ -243,22 +243,23 @@ if "h5md-deflate end-to-end" in by:
     r = by["h5md-deflate read-only"]
     base = float(sys.argv[4])
     fps = a["frames_per_second_steady"]
+    judged = a["atoms"] == 97556  # the issue's 100000 atoms, as gen_lj_trajectory.py rounds them
     print("  h5md deflate end to end: %.0f frames/s steady = %.1fx the issue's single-thread %.0f (its own --threads 1: "
           "%.0f, %.1fx; read-only %.0f frames/s, %.0f MB file); target >= 8x: %s" % (
               fps, fps / base, base, one["frames_per_second_steady"],
               fps / max(one["frames_per_second_steady"], 1e-9), r["frames_per_second"], a["file_bytes"] / 1e6,
-              verdict(fps >= 8 * base)))
+              verdict(fps >= 8 * base) if judged else "n/a (the baseline is for 100000 atoms)"))
 else:
     print("  h5md deflate: not measured (no h5py to write the compressed copy)")
 a, b = by["xyz end-to-end 20"], by["xyz read-only 20"]
 s = a["seconds"]
 startup, read, starved = s.get("startup", 0.0), s["read"], s["compute_starved"]
-hidden = read - starved
+hidden = s.get("read_during_startup", 0.0)
 if a["backend"] != "cuda":
     print("  start-up overlap: a CUDA target (backend %s)" % a["backend"])
 else:
-    print("  start-up overlap (xyz, 20 frames): reader busy %.3f s, compute stage waited %.3f s for frames: %.3f s of "
-          "the read hidden behind the %.3f s start-up (first frame out %.3f s after it; command %.3f s against "
+    print("  start-up overlap (xyz, 20 frames): reader busy %.3f s, compute stage waited %.3f s for frames; %.3f s of "
+          "the read done during the %.3f s start-up (first frame out %.3f s after it; command %.3f s against "
           "start-up + read-only command %.3f s); target: at least half of the shorter (%.3f s) hidden: %s" % (
               read, starved, hidden, startup, s["first_frame_done"] - startup, s["command"],
               startup + b["seconds"]["command"], 0.5 * min(startup, read),

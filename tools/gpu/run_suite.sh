@@ -34,7 +34,8 @@ one() {
 }
 export -f one
 export out
-ls .gpu/bin/test_* | xargs -P "${JOBS:-4}" -I{} bash -c 'one {}' | tee -a "$out/tests.txt"
+: > "$out/tests.txt"
+ls .gpu/bin/test_* | xargs -P "${JOBS:-4}" -I{} bash -c 'one "$1"' _ {} | tee -a "$out/tests.txt"
 grep -q ' rc=[1-9]' "$out/tests.txt" && fail=1
 # the Python package on CuPy / PyTorch device arrays (plain script: no pytest needed)
 if [ -e .gpu/lib/libmdnl.so ] && command -v python3 >/dev/null; then
